@@ -1,0 +1,64 @@
+# onnxcc - plain Makefile. `make` builds ./onnxcc; `make run` compiles and runs the example;
+# `make test` runs every test. Missing Debian packages are installed first (tools/install-deps.sh).
+# Variables: LLVM_CONFIG, CC, SANITIZE=1 (ASan+UBSan build), DEBUG=1 (no optimisation).
+
+LLVM_CONFIG ?= llvm-config-19
+PROTOC_C ?= protoc-c
+ONNX_PROTO ?= /usr/include/onnx/onnx.proto
+CC ?= cc
+B := build
+comma := ,
+
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+OPT := $(if $(DEBUG),-O0,-O2)
+SAN := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer)
+LLVM_CFLAGS = -isystem $(shell $(LLVM_CONFIG) --includedir)
+LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) $(shell $(LLVM_CONFIG) --libs)
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g $(OPT) $(WARN) $(SAN) \
+          -I$(B)/gen $(LLVM_CFLAGS) -MMD -MP
+LDLIBS += $(LLVM_LIBS) -lprotobuf-c -lz -lm
+LDFLAGS += $(SAN)
+
+SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c backend/*.c)
+OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o
+DEPS_STAMP := $(B)/.deps
+
+.PHONY: all run test bench clean deps
+all: onnxcc
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): tools/install-deps.sh
+	@mkdir -p $(B)
+	@sh tools/install-deps.sh
+	@touch $@
+
+# The protobuf-c code is generated from Debian's schema at build time, never vendored.
+$(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h: $(ONNX_PROTO) | $(DEPS_STAMP)
+	@mkdir -p $(B)/gen
+	$(PROTOC_C) --proto_path=$(dir $(ONNX_PROTO)) --c_out=$(B)/gen $(ONNX_PROTO)
+
+$(B)/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
+	$(CC) -std=c11 -O2 -g $(SAN) -I$(B)/gen -c $< -o $@
+
+$(B)/%.o: %.c $(B)/gen/onnx.pb-c.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+onnxcc: $(OBJS)
+	$(CC) $(LDFLAGS) $(OBJS) -o $@ $(LDLIBS)
+
+# ---- the example: compile models/example, link the demo, run it ----
+run: onnxcc
+	@sh models/run-example.sh
+
+# ---- tests ----
+test: onnxcc
+	@sh tests/run-all.sh
+
+bench: onnxcc
+	@sh tests/bench.sh
+
+clean:
+	rm -rf $(B) onnxcc
+
+-include $(OBJS:.o=.d)

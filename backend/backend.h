@@ -1,0 +1,30 @@
+/* backend.h - kernel IR -> LLVM IR (LLVM C API) -> object/assembly/bitcode text, written
+ * in-process with an LLVM TargetMachine; plus the model's C header and an in-process loader of
+ * host objects used by `onnxcc check`. */
+#ifndef ONNXCC_BACKEND_H
+#define ONNXCC_BACKEND_H
+#include "../ir/kir.h"
+
+typedef enum EmitKind { EMIT_OBJ, EMIT_ASM, EMIT_LLVM } EmitKind;
+
+typedef struct Target {
+    char *triple;                   /* normalised */
+    char *cpu, *features, *abi;
+    bool host;
+    int ptr_bits;                   /* 32 or 64 */
+    int vector_bytes;               /* widest useful float vector (64 on AVX-512, 4 on Cortex-M4) */
+    int arena_align;                /* alignment the generated code requires of the arena */
+} Target;
+
+/* triple NULL: the host (LLVMGetHostCPUName/Features). Unknown triple/cpu: fatal(). */
+void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi);
+/* Emit the program to `path` (object, assembly or LLVM IR text). opt_level 0..3. */
+void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path);
+/* Write the self-contained C header describing the program's API (runtime/model.h.in). */
+void be_write_header(Program *p, const char *path);
+
+/* Load a host object file in-process (LLVM ORC) and return NAME_run. fatal() on failure. */
+typedef int (*RunFn)(const void *const *inputs, void *const *outputs, void *arena);
+RunFn be_load_object(const char *obj_path, const char *name);
+
+#endif

@@ -1,0 +1,278 @@
+/* ir.c - constructors, edits and small queries on the graph IR (see ir.h). */
+#include "ir.h"
+
+#include <string.h>
+
+size_t dtype_size(DType t) {
+    switch (t) {
+    case DT_FLOAT: case DT_INT32: case DT_UINT32: return 4;
+    case DT_INT64: case DT_UINT64: case DT_DOUBLE: return 8;
+    case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return 2;
+    case DT_INT8: case DT_UINT8: case DT_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+const char *dtype_name(DType t) {
+    switch (t) {
+    case DT_FLOAT: return "float32";
+    case DT_UINT8: return "uint8";
+    case DT_INT8: return "int8";
+    case DT_UINT16: return "uint16";
+    case DT_INT16: return "int16";
+    case DT_INT32: return "int32";
+    case DT_INT64: return "int64";
+    case DT_STRING: return "string";
+    case DT_BOOL: return "bool";
+    case DT_FLOAT16: return "float16";
+    case DT_DOUBLE: return "float64";
+    case DT_UINT32: return "uint32";
+    case DT_UINT64: return "uint64";
+    case DT_BFLOAT16: return "bfloat16";
+    case DT_INDEX: return "index";
+    default: return "undefined";
+    }
+}
+
+bool dtype_is_float(DType t) {
+    return t == DT_FLOAT || t == DT_DOUBLE || t == DT_FLOAT16 || t == DT_BFLOAT16;
+}
+
+bool dtype_supported(DType t) {
+    switch (t) {
+    case DT_FLOAT: case DT_DOUBLE: case DT_INT8: case DT_UINT8: case DT_INT16: case DT_UINT16:
+    case DT_INT32: case DT_UINT32: case DT_INT64: case DT_UINT64: case DT_BOOL: return true;
+    default: return false;
+    }
+}
+
+Graph *ir_graph_new(Arena *a) {
+    Graph *g = ARENA_NEW(a, Graph);
+    g->arena = a;
+    g->name = "model";
+    g->path = "";
+    return g;
+}
+
+Value *ir_value_new(Graph *g, const char *name) {
+    g->values = arena_grow(g->arena, g->values, g->nvalues, &g->capvalues, g->nvalues + 1, sizeof(Value *));
+    Value *v = ARENA_NEW(g->arena, Value);
+    v->id = g->nvalues;
+    v->name = arena_strdup(g->arena, name ? name : "");
+    v->rank = -1;
+    g->values[g->nvalues++] = v;
+    return v;
+}
+
+void ir_set_shape(Value *v, DType t, int rank, const int64_t *dims) {
+    if (rank < 0 || rank > MAX_RANK) die("value %s: rank %d", v->name, rank);
+    v->dtype = t;
+    v->rank = rank;
+    for (int d = 0; d < rank; d++) v->dims[d] = dims[d];
+}
+
+Value *ir_const_new(Graph *g, const char *name, DType t, int rank, const int64_t *dims, const void *data) {
+    Value *v = ir_value_new(g, name);
+    ir_set_shape(v, t, rank, dims);
+    size_t n = ir_nbytes(v);
+    v->data = arena_alloc(g->arena, n ? n : 1);
+    if (data && n) memcpy(v->data, data, n);
+    return v;
+}
+
+static Node *node_make(Graph *g, Op op, const char *name, int nin, int nout) {
+    Node *n = ARENA_NEW(g->arena, Node);
+    n->op = op;
+    n->op_type = arena_strdup(g->arena, op < OP_COUNT ? op_info[op].name : "?");
+    n->domain = "";
+    n->opset = g->opset;
+    n->name = arena_strdup(g->arena, name);
+    n->nin = nin;
+    n->nout = nout;
+    n->in = ARENA_ARRAY(g->arena, Value *, nin + 1);
+    n->out = ARENA_ARRAY(g->arena, Value *, nout + 1);
+    return n;
+}
+
+Node *ir_node_new(Graph *g, Op op, const char *name, int nin, int nout) {
+    g->nodes = arena_grow(g->arena, g->nodes, g->nnodes, &g->capnodes, g->nnodes + 1, sizeof(Node *));
+    Node *n = node_make(g, op, name, nin, nout);
+    n->id = g->nnodes;
+    g->nodes[g->nnodes++] = n;
+    return n;
+}
+
+Node *ir_node_insert_before(Graph *g, Node *before, Op op, const char *name, int nin, int nout) {
+    g->nodes = arena_grow(g->arena, g->nodes, g->nnodes, &g->capnodes, g->nnodes + 1, sizeof(Node *));
+    int at = 0;
+    while (at < g->nnodes && g->nodes[at] != before) at++;
+    if (at == g->nnodes) die("insert before a node not in the graph");
+    memmove(g->nodes + at + 1, g->nodes + at, sizeof(Node *) * (size_t)(g->nnodes - at));
+    g->nnodes++;
+    Node *n = node_make(g, op, name, nin, nout);
+    g->nodes[at] = n;
+    for (int i = 0; i < g->nnodes; i++) g->nodes[i]->id = i;
+    return n;
+}
+
+void ir_replace_uses(Graph *g, Value *from, Value *to) {
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] == from) n->in[j] = to;
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == from) g->outputs[i] = to;
+}
+
+void ir_count_uses(Graph *g) {
+    for (int i = 0; i < g->nvalues; i++) g->values[i]->nuses = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead) continue;
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j]) n->in[j]->nuses++;
+    }
+    for (int i = 0; i < g->noutputs; i++) g->outputs[i]->nuses++;
+}
+
+void ir_dce(Graph *g) {
+    ir_count_uses(g);
+    for (int i = g->nnodes - 1; i >= 0; i--) {
+        Node *n = g->nodes[i];
+        if (n->dead) continue;
+        bool used = false;
+        for (int j = 0; j < n->nout; j++)
+            if (n->out[j] && n->out[j]->nuses) used = true;
+        if (used) continue;
+        n->dead = true;
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j]) n->in[j]->nuses--;
+    }
+}
+
+void ir_compact(Graph *g) {
+    int k = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        if (!g->nodes[i]->dead) { g->nodes[k] = g->nodes[i]; g->nodes[k]->id = k; k++; }
+    g->nnodes = k;
+}
+
+int64_t ir_numel(const Value *v) {
+    int64_t n = 1;
+    for (int d = 0; d < v->rank; d++) n *= v->dims[d];
+    return n;
+}
+
+size_t ir_nbytes(const Value *v) { return (size_t)ir_numel(v) * dtype_size(v->dtype); }
+
+bool ir_same_shape(const Value *a, const Value *b) {
+    if (a->rank != b->rank) return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+bool ir_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rout, int64_t *dout) {
+    int r = MAX(ra, rb);
+    for (int d = 0; d < r; d++) {
+        int64_t x = d - (r - ra) >= 0 ? da[d - (r - ra)] : 1;
+        int64_t y = d - (r - rb) >= 0 ? db[d - (r - rb)] : 1;
+        if (x != y && x != 1 && y != 1) return false;
+        dout[d] = x == 1 ? y : x;
+    }
+    *rout = r;
+    return true;
+}
+
+int64_t ir_const_int(const Value *v, int64_t i) {
+    const void *p = v->data;
+    switch (v->dtype) {
+    case DT_INT64: return ((const int64_t *)p)[i];
+    case DT_INT32: return ((const int32_t *)p)[i];
+    case DT_UINT64: return (int64_t)((const uint64_t *)p)[i];
+    case DT_UINT32: return ((const uint32_t *)p)[i];
+    case DT_INT16: return ((const int16_t *)p)[i];
+    case DT_UINT16: return ((const uint16_t *)p)[i];
+    case DT_INT8: return ((const int8_t *)p)[i];
+    case DT_UINT8: case DT_BOOL: return ((const uint8_t *)p)[i];
+    case DT_FLOAT: return (int64_t)((const float *)p)[i];
+    case DT_DOUBLE: return (int64_t)((const double *)p)[i];
+    default: die("ir_const_int of %s", dtype_name(v->dtype));
+    }
+}
+
+double ir_const_float(const Value *v, int64_t i) {
+    if (v->dtype == DT_FLOAT) return ((const float *)v->data)[i];
+    if (v->dtype == DT_DOUBLE) return ((const double *)v->data)[i];
+    return (double)ir_const_int(v, i);
+}
+
+/* ---- attributes ---- */
+Attr *ir_attr(const Node *n, const char *name) {
+    for (int i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+int64_t ir_attr_int(const Node *n, const char *name, int64_t dflt) {
+    Attr *a = ir_attr(n, name);
+    return a && a->type == A_INT ? a->i : dflt;
+}
+
+float ir_attr_float(const Node *n, const char *name, float dflt) {
+    Attr *a = ir_attr(n, name);
+    if (a && a->type == A_FLOAT) return a->f;
+    if (a && a->type == A_INT) return (float)a->i;
+    return dflt;
+}
+
+const char *ir_attr_str(const Node *n, const char *name, const char *dflt) {
+    Attr *a = ir_attr(n, name);
+    return a && a->type == A_STRING ? a->s : dflt;
+}
+
+int ir_attr_ints(const Node *n, const char *name, const int64_t **out) {
+    Attr *a = ir_attr(n, name);
+    if (!a || a->type != A_INTS) { *out = NULL; return 0; }
+    *out = a->ints;
+    return a->n;
+}
+
+Attr *ir_attr_set(Graph *g, Node *n, const char *name, AttrType t) {
+    Attr *a = ir_attr(n, name);
+    if (!a) {
+        Attr *na = ARENA_ARRAY(g->arena, Attr, n->nattrs + 1);
+        if (n->nattrs) memcpy(na, n->attrs, sizeof(Attr) * (size_t)n->nattrs);
+        n->attrs = na;
+        a = &n->attrs[n->nattrs++];
+    }
+    memset(a, 0, sizeof *a);
+    a->name = arena_strdup(g->arena, name);
+    a->type = t;
+    return a;
+}
+
+void ir_attr_set_int(Graph *g, Node *n, const char *name, int64_t v) { ir_attr_set(g, n, name, A_INT)->i = v; }
+void ir_attr_set_float(Graph *g, Node *n, const char *name, float v) { ir_attr_set(g, n, name, A_FLOAT)->f = v; }
+
+void ir_attr_set_ints(Graph *g, Node *n, const char *name, const int64_t *v, int count) {
+    int64_t *copy = ARENA_ARRAY(g->arena, int64_t, count + 1);
+    if (count) memcpy(copy, v, sizeof(int64_t) * (size_t)count);
+    Attr *a = ir_attr_set(g, n, name, A_INTS);
+    a->ints = copy;
+    a->n = count;
+}
+
+void ir_attr_remove(Node *n, const char *name) {
+    for (int i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) {
+            memmove(&n->attrs[i], &n->attrs[i + 1], sizeof(Attr) * (size_t)(n->nattrs - i - 1));
+            n->nattrs--;
+            return;
+        }
+}
+
+const char *ir_where(Graph *g, const Node *n) {
+    return arena_printf(g->arena, "%s: node '%s' (%s, opset %d)", g->path, n->name, n->op_type, n->opset);
+}

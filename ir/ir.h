@@ -1,0 +1,174 @@
+/* ir.h - the graph IR: ONNX-level values (tensors with a dtype and a static shape) and nodes
+ * (one ONNX operator each, with its attributes).
+ *
+ * The frontend builds it from the protobuf; graph passes (shape inference, constant folding,
+ * canonicalisation, graph-level fusion) rewrite it; lowering (passes/lower.c) turns it into the
+ * loop-level kernel IR of kir.h, after which it is no longer used.
+ *
+ * Conventions every pass relies on (checked by ir_verify):
+ * - g->nodes is in topological order; a node with dead=1 is ignored by everyone and dropped by
+ *   ir_compact().
+ * - Value.producer is the node writing the value, NULL for graph inputs and constants.
+ * - A constant value (initializer, Constant output, folded result) has data != NULL holding
+ *   numel(v) elements of its dtype, packed, native byte order.
+ * - An optional input that is absent is NULL in Node.in[].
+ * - After shape inference every live value has dtype != DT_UNDEF and rank >= 0 and all dims
+ *   >= 0 (static shapes: symbolic dims are fixed by --shape or reported as errors). */
+#ifndef ONNXCC_IR_H
+#define ONNXCC_IR_H
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util.h"
+
+/* ONNX TensorProto.DataType numbers. DT_INDEX is ours: the target's pointer-sized integer used
+ * for loop variables and index arithmetic in the kernel IR; it never appears in a graph. */
+typedef enum DType {
+    DT_UNDEF = 0, DT_FLOAT = 1, DT_UINT8 = 2, DT_INT8 = 3, DT_UINT16 = 4, DT_INT16 = 5,
+    DT_INT32 = 6, DT_INT64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11,
+    DT_UINT32 = 12, DT_UINT64 = 13, DT_BFLOAT16 = 16,
+    DT_INDEX = 100,
+} DType;
+size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported */
+const char *dtype_name(DType t);   /* "float32", "int64", ... */
+bool dtype_is_float(DType t);
+bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
+
+#define MAX_RANK 8
+
+/* Every op onnxcc knows, from ir/ops.def. */
+typedef enum Op {
+#define OP(name, ...) OP_##name,
+#include "ops.def"
+#undef OP
+    OP_COUNT,
+    OP_UNKNOWN = OP_COUNT,  /* a node whose op_type is not in the table (reported by frontend) */
+} Op;
+
+enum {                              /* OpInfo.flags */
+    OPF_EW = 1 << 0,                /* elementwise (with numpy broadcasting for >1 input) */
+    OPF_COMMUT = 1 << 1,            /* binary and commutative */
+    OPF_VIEW = 1 << 2,              /* output is a re-shaped view of input 0 (no data moves) */
+    OPF_SHAPE_ONLY = 1 << 3,        /* output depends on input shapes only (Shape, Size) */
+};
+
+typedef struct Graph Graph;
+typedef struct Node Node;
+typedef struct Value Value;
+struct Lower;                       /* passes/lower.h */
+
+typedef struct OpInfo {
+    const char *name;
+    int since;                      /* oldest opset of the default domain accepted */
+    int min_in, max_in, min_out, max_out;
+    unsigned flags;
+    void (*infer)(Graph *g, Node *n);       /* sets dtype/shape of n->out[] (shape rules) */
+    void (*lower)(struct Lower *L, Node *n); /* emits kernels for n (lowering rules) */
+} OpInfo;
+extern const OpInfo op_info[OP_COUNT];
+Op op_lookup(const char *domain, const char *op_type);   /* OP_UNKNOWN if not in the table */
+#define OP_INF 1000                 /* "any number" in min/max columns */
+
+typedef struct Value {
+    int id;                         /* index in g->values */
+    char *name;                     /* ONNX name ("" never: the frontend names anonymous ones) */
+    DType dtype;
+    int rank;                       /* -1: unknown yet */
+    int64_t dims[MAX_RANK];         /* -1: unknown yet (see sym) */
+    char *sym[MAX_RANK];            /* symbolic dim names from the model, NULL if none */
+    void *data;                     /* compile-time constant contents, NULL if not constant */
+    Node *producer;
+    bool is_input, is_output;       /* graph input (not an initializer) / graph output */
+    int nuses;                      /* filled by ir_count_uses */
+} Value;
+
+typedef enum AttrType {
+    A_UNDEF = 0, A_FLOAT, A_INT, A_STRING, A_TENSOR, A_GRAPH, A_FLOATS, A_INTS, A_STRINGS,
+} AttrType;
+
+typedef struct Attr {
+    char *name;
+    AttrType type;
+    float f;
+    int64_t i;
+    char *s;                        /* A_STRING (NUL-terminated) */
+    Value *t;                       /* A_TENSOR: a constant Value not in g->values */
+    float *floats;                  /* A_FLOATS */
+    int64_t *ints;                  /* A_INTS */
+    char **strings;                 /* A_STRINGS */
+    int n;                          /* element count of floats/ints/strings */
+} Attr;
+
+typedef struct Node {
+    int id;
+    Op op;
+    char *name;                     /* ONNX node name, or "<op_type>_<index>" if it had none */
+    char *op_type, *domain;         /* as written in the model */
+    int opset;                      /* opset version of the node's domain in this model */
+    Value **in, **out;
+    int nin, nout;
+    Attr *attrs;
+    int nattrs;
+    bool dead;
+} Node;
+
+struct Graph {
+    Arena *arena;                   /* everything of this compilation */
+    char *name;                     /* model name used for symbols (C identifier) */
+    char *path;                     /* source file, for error messages */
+    int opset;                      /* default-domain opset import */
+    Value **values;
+    int nvalues, capvalues;
+    Node **nodes;
+    int nnodes, capnodes;
+    Value **inputs, **outputs;      /* graph order; initializers are not inputs */
+    int ninputs, noutputs;
+};
+
+/* ---- building and editing (ir/ir.c) ---- */
+Graph *ir_graph_new(Arena *a);
+Value *ir_value_new(Graph *g, const char *name);        /* dtype UNDEF, rank -1 */
+Value *ir_const_new(Graph *g, const char *name, DType t, int rank, const int64_t *dims,
+                    const void *data);                    /* copies data */
+Node *ir_node_new(Graph *g, Op op, const char *name, int nin, int nout); /* appended at end */
+/* Insert a node right before `before` (keeps topological order when before is a consumer). */
+Node *ir_node_insert_before(Graph *g, Node *before, Op op, const char *name, int nin, int nout);
+void ir_replace_uses(Graph *g, Value *from, Value *to);  /* all node inputs and graph outputs */
+void ir_count_uses(Graph *g);                             /* fills Value.nuses (outputs count) */
+void ir_compact(Graph *g);                                /* drops dead nodes, renumbers */
+void ir_dce(Graph *g);          /* marks nodes dead whose outputs are all unused */
+
+int64_t ir_numel(const Value *v);                          /* product of dims; 1 for rank 0 */
+size_t ir_nbytes(const Value *v);
+void ir_set_shape(Value *v, DType t, int rank, const int64_t *dims);
+bool ir_same_shape(const Value *a, const Value *b);
+/* Broadcast two shapes (numpy rules). Returns false if incompatible. */
+bool ir_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rout, int64_t *dout);
+
+/* Read a constant of any integer dtype as int64 / any float dtype as double. */
+int64_t ir_const_int(const Value *v, int64_t i);
+double ir_const_float(const Value *v, int64_t i);
+
+/* ---- attributes ---- */
+Attr *ir_attr(const Node *n, const char *name);            /* NULL if absent */
+int64_t ir_attr_int(const Node *n, const char *name, int64_t dflt);
+float ir_attr_float(const Node *n, const char *name, float dflt);
+const char *ir_attr_str(const Node *n, const char *name, const char *dflt);
+/* ints attribute; returns count (0 if absent) and sets *out (NULL if absent) */
+int ir_attr_ints(const Node *n, const char *name, const int64_t **out);
+Attr *ir_attr_set(Graph *g, Node *n, const char *name, AttrType t);  /* add or overwrite */
+void ir_attr_set_int(Graph *g, Node *n, const char *name, int64_t v);
+void ir_attr_set_float(Graph *g, Node *n, const char *name, float v);
+void ir_attr_set_ints(Graph *g, Node *n, const char *name, const int64_t *v, int count);
+void ir_attr_remove(Node *n, const char *name);
+
+/* "model.onnx: node 'conv1' (Conv, opset 13)" for error messages; arena-allocated. */
+const char *ir_where(Graph *g, const Node *n);
+
+/* ---- text form and verifier (ir/print.c, ir/verify.c) ---- */
+void ir_print(FILE *f, Graph *g);
+/* Check the invariants above; on failure die() naming `after` (the pass that just ran). */
+void ir_verify(Graph *g, const char *after);
+
+#endif

@@ -1,0 +1,273 @@
+/* kir.c - constructors for the kernel IR (see kir.h). They fold the trivial index arithmetic
+ * (x*1, x+0, constants) so that lowering rules can build indices without care. */
+#include "kir.h"
+
+#include <string.h>
+
+const char *const kop_name[K_COUNT] = {
+#define X(n) #n,
+    KOPS(X)
+#undef X
+};
+
+Program *kir_program_new(Arena *a, const char *name) {
+    Program *p = ARENA_NEW(a, Program);
+    p->arena = a;
+    p->name = arena_strdup(a, name);
+    p->arena_align = 16;
+    p->vector_bytes = 16;
+    p->opt_level = 2;
+    return p;
+}
+
+Buf *kir_buf_new(Program *p, const char *name, DType t, int rank, const int64_t *dims, BufKind k) {
+    p->bufs = arena_grow(p->arena, p->bufs, p->nbufs, &p->capbufs, p->nbufs + 1, sizeof(Buf *));
+    Buf *b = ARENA_NEW(p->arena, Buf);
+    b->id = p->nbufs;
+    b->name = arena_strdup(p->arena, name);
+    b->dtype = t;
+    b->rank = rank;
+    if (rank < 0 || rank > MAX_RANK) die("buffer %s: rank %d", name, rank);
+    if (rank) memcpy(b->dims, dims, sizeof(int64_t) * (size_t)rank);
+    b->kind = k;
+    b->offset = -1;
+    b->first = b->last = -1;
+    p->bufs[p->nbufs++] = b;
+    return b;
+}
+
+Buf *kir_view_new(Program *p, Buf *of, const char *name, int rank, const int64_t *dims) {
+    Buf *b = kir_buf_new(p, name, of->dtype, rank, dims, of->kind);
+    b->alias = of;
+    b->io_index = of->io_index;
+    b->data = of->data;
+    if (kir_numel(b) != kir_numel(of)) die("view %s of %s: sizes differ", name, of->name);
+    return b;
+}
+
+Buf *kir_root(Buf *b) {
+    while (b->alias) b = b->alias;
+    return b;
+}
+
+int64_t kir_numel(const Buf *b) {
+    int64_t n = 1;
+    for (int d = 0; d < b->rank; d++) n *= b->dims[d];
+    return n;
+}
+
+size_t kir_nbytes(const Buf *b) { return (size_t)kir_numel(b) * dtype_size(b->dtype); }
+
+Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c) {
+    p->kernels = arena_grow(p->arena, p->kernels, p->nkernels, &p->capkernels, p->nkernels + 1,
+                            sizeof(Kernel *));
+    Kernel *k = ARENA_NEW(p->arena, Kernel);
+    k->id = p->nkernels;
+    k->name = arena_strdup(p->arena, name);
+    k->ops = arena_strdup(p->arena, ops);
+    k->kclass = c;
+    p->kernels[p->nkernels++] = k;
+    return k;
+}
+
+void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m) {
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == b) { k->modes[i] |= m; return; }
+    int cap = k->capparams;
+    k->params = arena_grow(p->arena, k->params, k->nparams, &k->capparams, k->nparams + 1, sizeof(Buf *));
+    k->modes = arena_grow(p->arena, k->modes, k->nparams, &cap, k->nparams + 1, sizeof(ParamMode));
+    k->params[k->nparams] = b;
+    k->modes[k->nparams++] = m;
+}
+
+int kir_var(Kernel *k) { return k->nvars++; }
+
+int kir_scalar(Program *p, Kernel *k, DType t) {
+    k->scalars = arena_grow(p->arena, k->scalars, k->nscalars, &k->capscalars, k->nscalars + 1, sizeof(DType));
+    k->scalars[k->nscalars] = t;
+    return k->nscalars++;
+}
+
+void kir_compact(Program *p) {
+    int n = 0;
+    for (int i = 0; i < p->nkernels; i++)
+        if (!p->kernels[i]->dead) { p->kernels[n] = p->kernels[i]; p->kernels[n]->id = n; n++; }
+    p->nkernels = n;
+}
+
+/* ---- expressions ---- */
+static Expr *mk(Program *p, ExprKind kind, DType t, int nargs) {
+    Expr *e = ARENA_NEW(p->arena, Expr);
+    e->kind = kind;
+    e->type = t;
+    e->nargs = nargs;
+    if (nargs) e->args = ARENA_ARRAY(p->arena, Expr *, nargs);
+    return e;
+}
+
+Expr *kx_const(Program *p, DType t, double v) {
+    Expr *e = mk(p, E_CONST, t, 0);
+    if (dtype_is_float(t)) e->f = v;
+    else e->i = (int64_t)v;
+    return e;
+}
+
+Expr *kx_index(Program *p, int64_t v) {
+    Expr *e = mk(p, E_CONST, DT_INDEX, 0);
+    e->i = v;
+    return e;
+}
+
+Expr *kx_var(Program *p, int var) {
+    Expr *e = mk(p, E_VAR, DT_INDEX, 0);
+    e->var = var;
+    return e;
+}
+
+Expr *kx_scalar(Program *p, Kernel *k, int reg) {
+    if (reg < 0 || reg >= k->nscalars) die("scalar register %d of %d", reg, k->nscalars);
+    Expr *e = mk(p, E_SCALAR, k->scalars[reg], 0);
+    e->var = reg;
+    return e;
+}
+
+Expr *kx_load(Program *p, Buf *b, Expr **idx) {
+    Expr *e = mk(p, E_LOAD, b->dtype, b->rank);
+    e->buf = b;
+    for (int d = 0; d < b->rank; d++) e->args[d] = idx[d];
+    return e;
+}
+
+Expr *kx_un(Program *p, KOp op, Expr *a) {
+    Expr *e = mk(p, E_UN, op == K_NOT ? DT_BOOL : a->type, 1);
+    e->op = op;
+    e->args[0] = a;
+    return e;
+}
+
+Expr *kx_cast(Program *p, DType to, Expr *a) {
+    if (a->type == to) return a;
+    Expr *e = mk(p, E_UN, to, 1);
+    e->op = K_CAST;
+    e->args[0] = a;
+    return e;
+}
+
+static bool is_cmp(KOp op) { return op >= K_LT && op <= K_NE; }
+
+Expr *kx_bin(Program *p, KOp op, Expr *a, Expr *b) {
+    if (a->type != b->type) die("kx_bin %s: operand types %d and %d", kop_name[op], a->type, b->type);
+    Expr *e = mk(p, E_BIN, is_cmp(op) ? DT_BOOL : a->type, 2);
+    e->op = op;
+    e->args[0] = a;
+    e->args[1] = b;
+    return e;
+}
+
+Expr *kx_select(Program *p, Expr *c, Expr *a, Expr *b) {
+    if (c->type != DT_BOOL || a->type != b->type) die("kx_select: bad operand types");
+    Expr *e = mk(p, E_SELECT, a->type, 3);
+    e->args[0] = c;
+    e->args[1] = a;
+    e->args[2] = b;
+    return e;
+}
+
+static bool is_iconst(const Expr *e, int64_t v) {
+    return e->kind == E_CONST && e->type == DT_INDEX && e->i == v;
+}
+
+Expr *kx_add(Program *p, Expr *a, Expr *b) {
+    if (a->kind == E_CONST && b->kind == E_CONST) return kx_index(p, a->i + b->i);
+    if (is_iconst(a, 0)) return b;
+    if (is_iconst(b, 0)) return a;
+    return kx_bin(p, K_ADD, a, b);
+}
+
+Expr *kx_mul(Program *p, Expr *a, int64_t c) {
+    if (a->kind == E_CONST) return kx_index(p, a->i * c);
+    if (c == 1) return a;
+    if (c == 0) return kx_index(p, 0);
+    return kx_bin(p, K_MUL, a, kx_index(p, c));
+}
+
+Expr *kx_addc(Program *p, Expr *a, int64_t c) { return kx_add(p, a, kx_index(p, c)); }
+
+/* ---- statements ---- */
+static Stmt *mks(Program *p, StmtKind k) {
+    Stmt *s = ARENA_NEW(p->arena, Stmt);
+    s->kind = k;
+    return s;
+}
+
+Stmt *ks_loop(Program *p, int var, int64_t lo, int64_t hi, int64_t step, Stmt *body) {
+    Stmt *s = mks(p, S_LOOP);
+    s->var = var;
+    s->lo = kx_index(p, lo);
+    s->hi = kx_index(p, hi);
+    s->step = step;
+    s->body = body;
+    return s;
+}
+
+Stmt *ks_store(Program *p, Buf *b, Expr **idx, Expr *val) {
+    Stmt *s = mks(p, S_STORE);
+    s->buf = b;
+    s->idx = ARENA_ARRAY(p->arena, Expr *, b->rank + 1);
+    for (int d = 0; d < b->rank; d++) s->idx[d] = idx[d];
+    if (val->type != b->dtype) die("store of type %d into %s (%d)", val->type, b->name, b->dtype);
+    s->val = val;
+    return s;
+}
+
+Stmt *ks_set(Program *p, int reg, Expr *val) {
+    Stmt *s = mks(p, S_SET);
+    s->var = reg;
+    s->val = val;
+    return s;
+}
+
+Stmt *ks_if(Program *p, Expr *cond, Stmt *then, Stmt *els) {
+    Stmt *s = mks(p, S_IF);
+    s->cond = cond;
+    s->then = then;
+    s->els = els;
+    return s;
+}
+
+Stmt *ks_seq(Stmt *a, Stmt *b) {
+    if (!a) return b;
+    Stmt *t = a;
+    while (t->next) t = t->next;
+    t->next = b;
+    return a;
+}
+
+Expr *kx_clone(Program *p, const Expr *e) {
+    Expr *c = ARENA_NEW(p->arena, Expr);
+    *c = *e;
+    if (e->nargs) {
+        c->args = ARENA_ARRAY(p->arena, Expr *, e->nargs);
+        for (int i = 0; i < e->nargs; i++) c->args[i] = kx_clone(p, e->args[i]);
+    }
+    return c;
+}
+
+Stmt *ks_clone(Program *p, const Stmt *s) {
+    if (!s) return NULL;
+    Stmt *c = ARENA_NEW(p->arena, Stmt);
+    *c = *s;
+    if (s->lo) c->lo = kx_clone(p, s->lo);
+    if (s->hi) c->hi = kx_clone(p, s->hi);
+    if (s->val) c->val = kx_clone(p, s->val);
+    if (s->cond) c->cond = kx_clone(p, s->cond);
+    if (s->idx) {
+        c->idx = ARENA_ARRAY(p->arena, Expr *, s->buf->rank + 1);
+        for (int d = 0; d < s->buf->rank; d++) c->idx[d] = kx_clone(p, s->idx[d]);
+    }
+    c->body = ks_clone(p, s->body);
+    c->then = ks_clone(p, s->then);
+    c->els = ks_clone(p, s->els);
+    c->next = ks_clone(p, s->next);
+    return c;
+}

@@ -1,0 +1,189 @@
+/* kir.h - the loop-level kernel IR that lowering produces and the backend turns into LLVM IR.
+ *
+ * A Program is a list of Kernels run in order over Bufs. A Buf is a typed n-d array with one
+ * storage: a graph input, a graph output, a constant (weights, in the object's rodata) or a
+ * temporary that bufferization places in the caller's arena. A Buf may be a view (`alias`) of
+ * another Buf's storage with another shape (Reshape, Flatten, ...).
+ *
+ * A Kernel is a statement tree: loops with constant bounds, stores of an expression into a Buf
+ * element, assignments to kernel-local scalar registers (accumulators), and conditionals.
+ * Expressions are pure trees: constants, loop variables, scalar reads, loads, unary/binary
+ * operators, select. Indices are multi-dimensional (one expression per dimension of the Buf);
+ * the backend linearises them with the Buf's row-major strides.
+ *
+ * Invariants (kir_verify checks the structural ones):
+ * - Every param a kernel touches is in its params[] with its mode (in, out, inout); a buffer
+ *   is written only by kernels that have it as out/inout.
+ * - "Write once": a kernel stores every element of each of its KP_OUT params exactly once, the
+ *   final value, and never loads a KP_OUT param. This is what makes fusion legal (passes/fuse.c).
+ *   A kernel that must read back what it wrote declares the buffer KP_INOUT.
+ * - Loop variables are numbered per kernel (0..nvars-1); a variable is used only inside its loop.
+ * - Scalar registers are numbered per kernel (0..nscalars-1), typed, set before being read.
+ * - Index expressions have type DT_INDEX; a load/store has exactly buf->rank indices, each
+ *   within [0, dims[d]) at run time. Lowering guards padded/out-of-range reads with selects or
+ *   ifs so that no load ever leaves its buffer. */
+#ifndef ONNXCC_KIR_H
+#define ONNXCC_KIR_H
+#include "ir.h"
+
+typedef enum BufKind { B_TEMP, B_INPUT, B_OUTPUT, B_CONST } BufKind;
+
+typedef struct Buf {
+    int id;
+    char *name;                     /* the graph value it came from */
+    DType dtype;
+    int rank;
+    int64_t dims[MAX_RANK];
+    BufKind kind;
+    int io_index;                   /* B_INPUT/B_OUTPUT: position in the run() arrays */
+    const void *data;               /* B_CONST: contents */
+    struct Buf *alias;              /* non-NULL: a view of alias's storage (root via kir_root) */
+    int64_t offset;                 /* B_TEMP roots: byte offset in the arena (bufferize); -1 before */
+    int first, last;                /* B_TEMP roots: live range in kernel indices (bufferize) */
+} Buf;
+
+typedef enum ExprKind {
+    E_CONST,    /* type DT_FLOAT/...: value in f (floats) or i (integers, bool, index) */
+    E_VAR,      /* loop variable `var` (DT_INDEX) */
+    E_SCALAR,   /* scalar register `var` */
+    E_LOAD,     /* buf[args[0..rank)] */
+    E_UN,       /* op(args[0]) */
+    E_BIN,      /* op(args[0], args[1]) */
+    E_SELECT,   /* args[0] (bool) ? args[1] : args[2] */
+} ExprKind;
+
+/* Scalar operators. Unary ops take and give the operand type unless noted; comparisons give
+ * DT_BOOL; K_CAST converts args[0] to the Expr's type. The math ones (K_EXP, K_LOG, K_TANH,
+ * K_ERF, K_POW, ...) are expanded into plain arithmetic by the backend (no libm). */
+#define KOPS(X) \
+    X(NEG) X(ABS) X(NOT) X(CAST) X(SQRT) X(EXP) X(LOG) X(TANH) X(SIGMOID) X(ERF) \
+    X(FLOOR) X(CEIL) X(ROUND) X(RECIP) X(SIGN) \
+    X(ADD) X(SUB) X(MUL) X(DIV) X(REM) X(MIN) X(MAX) X(POW) \
+    X(LT) X(LE) X(GT) X(GE) X(EQ) X(NE) X(AND) X(OR) X(XOR)
+typedef enum KOp {
+#define X(n) K_##n,
+    KOPS(X)
+#undef X
+    K_COUNT
+} KOp;
+extern const char *const kop_name[K_COUNT];    /* "add", "exp", ... */
+
+typedef struct Buf Buf;
+typedef struct Expr {
+    ExprKind kind;
+    KOp op;
+    DType type;
+    double f;
+    int64_t i;
+    int var;                        /* E_VAR: loop variable; E_SCALAR: register */
+    Buf *buf;                       /* E_LOAD */
+    struct Expr **args;
+    int nargs;
+} Expr;
+
+typedef enum StmtKind { S_LOOP, S_STORE, S_SET, S_IF } StmtKind;
+
+typedef struct Stmt {
+    StmtKind kind;
+    struct Stmt *next;              /* statement list */
+    /* S_LOOP: for (var = lo; var < hi; var += step) body */
+    int var;
+    Expr *lo, *hi;                  /* DT_INDEX; constants unless tiling made a tail bound */
+    int64_t step;
+    struct Stmt *body;
+    unsigned hints;                 /* LH_* */
+    /* S_STORE: buf[idx[0..rank)] = val */
+    Buf *buf;
+    Expr **idx;
+    Expr *val;                      /* also S_SET: scalar register `var` = val */
+    /* S_IF: if (cond) then else els */
+    Expr *cond;
+    struct Stmt *then, *els;
+} Stmt;
+
+enum { LH_VECTORIZE = 1, LH_UNROLL = 2, LH_TILE = 4, LH_REDUCTION = 8 };
+
+typedef enum ParamMode { KP_IN = 1, KP_OUT = 2, KP_INOUT = 3 } ParamMode;
+
+/* What lowering knows about a kernel's shape of computation: guides fusion and tiling. */
+typedef enum KernelClass {
+    KC_GENERIC,     /* anything */
+    KC_ELEMENTWISE, /* loops over out dims (vars 0..rank-1 in order, lo 0, step 1), one store
+                       out[v0..vn-1] = expr; loads only of params other than out */
+    KC_CONTRACTION, /* matmul/conv-like: parallel loops outside, reduction loops inside */
+    KC_COPY,        /* pure data movement (transpose, concat, pad, gather, ...) */
+} KernelClass;
+
+typedef struct Kernel {
+    int id;
+    char *name;                     /* e.g. "conv1" (the node name), unique in the program */
+    char *ops;                      /* ONNX op(s) it computes, e.g. "Conv+Relu" after fusion */
+    KernelClass kclass;
+    Buf **params;
+    ParamMode *modes;
+    int nparams, capparams;
+    Stmt *body;
+    int nvars;
+    DType *scalars;                 /* types of the scalar registers */
+    int nscalars, capscalars;
+    bool dead;                      /* removed by a pass; dropped by kir_compact */
+} Kernel;
+
+typedef struct Program {
+    Arena *arena;
+    char *name;                     /* model name: C identifier used for symbols */
+    Buf **bufs;
+    int nbufs, capbufs;
+    Kernel **kernels;
+    int nkernels, capkernels;
+    Buf **inputs, **outputs;        /* run() order */
+    int ninputs, noutputs;
+    int64_t arena_size;             /* bufferize */
+    int arena_align;                /* bytes; set from the target before bufferize */
+    int vector_bytes;               /* target's preferred vector width (tiling) */
+    int opt_level;                  /* -O0..-O3 */
+} Program;
+
+/* ---- building (ir/kir.c) ---- */
+Program *kir_program_new(Arena *a, const char *name);
+Buf *kir_buf_new(Program *p, const char *name, DType t, int rank, const int64_t *dims, BufKind k);
+Buf *kir_view_new(Program *p, Buf *of, const char *name, int rank, const int64_t *dims);
+Buf *kir_root(Buf *b);                          /* follow alias to the storage owner */
+int64_t kir_numel(const Buf *b);
+size_t kir_nbytes(const Buf *b);
+Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);
+void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+out=inout) */
+int kir_var(Kernel *k);                         /* a fresh loop variable */
+int kir_scalar(Program *p, Kernel *k, DType t); /* a fresh scalar register */
+void kir_compact(Program *p);                   /* drop dead kernels, renumber */
+
+Expr *kx_const(Program *p, DType t, double v); /* float or integer constant of type t */
+Expr *kx_index(Program *p, int64_t v);          /* DT_INDEX constant */
+Expr *kx_var(Program *p, int var);
+Expr *kx_scalar(Program *p, Kernel *k, int reg);
+Expr *kx_load(Program *p, Buf *b, Expr **idx);  /* idx: b->rank expressions (copied) */
+Expr *kx_un(Program *p, KOp op, Expr *a);       /* type of a (bool for K_NOT) */
+Expr *kx_cast(Program *p, DType to, Expr *a);
+Expr *kx_bin(Program *p, KOp op, Expr *a, Expr *b); /* comparisons: DT_BOOL */
+Expr *kx_select(Program *p, Expr *c, Expr *a, Expr *b);
+/* index helpers: a*c + b with constant folding of trivial cases */
+Expr *kx_add(Program *p, Expr *a, Expr *b);
+Expr *kx_mul(Program *p, Expr *a, int64_t c);
+Expr *kx_addc(Program *p, Expr *a, int64_t c);
+
+Stmt *ks_loop(Program *p, int var, int64_t lo, int64_t hi, int64_t step, Stmt *body);
+Stmt *ks_store(Program *p, Buf *b, Expr **idx, Expr *val); /* idx copied */
+Stmt *ks_set(Program *p, int reg, Expr *val);
+Stmt *ks_if(Program *p, Expr *cond, Stmt *then, Stmt *els);
+Stmt *ks_seq(Stmt *a, Stmt *b);                 /* append list b to list a; returns head */
+
+Expr *kx_clone(Program *p, const Expr *e);
+Stmt *ks_clone(Program *p, const Stmt *s);
+
+/* ---- text form, verifier, interpreter ---- */
+void kir_print(FILE *f, Program *p);
+void kir_verify(Program *p, const char *after);     /* die()s naming the pass on failure */
+/* Run the program on the host (constant folding; tests). inputs/outputs as in run(). */
+void kir_interpret(Program *p, const void *const *inputs, void *const *outputs);
+
+#endif

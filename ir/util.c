@@ -1,0 +1,152 @@
+/* util.c - the compilation arena and error reporting (see util.h). */
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- arena: a list of big chunks, bump-allocated ---- */
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t used, size;
+    _Alignas(16) unsigned char mem[];
+} Chunk;
+struct Arena { Chunk *head; };
+
+Arena *arena_new(void) {
+    Arena *a = calloc(1, sizeof *a);
+    if (!a) die("out of memory");
+    return a;
+}
+
+void arena_free(Arena *a) {
+    if (!a) return;
+    for (Chunk *c = a->head, *n; c; c = n) { n = c->next; free(c); }
+    free(a);
+}
+
+void *arena_alloc(Arena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    Chunk *c = a->head;
+    if (!c || c->size - c->used < n) {
+        size_t sz = n > (1u << 20) ? n : (1u << 20);
+        c = malloc(sizeof(Chunk) + sz);
+        if (!c) die("out of memory (%zu bytes)", n);
+        c->size = sz;
+        c->used = 0;
+        /* A huge one-off block goes behind the current chunk so that chunk stays in use. */
+        if (a->head && n > (1u << 19)) { c->next = a->head->next; a->head->next = c; }
+        else { c->next = a->head; a->head = c; }
+    }
+    void *p = c->mem + c->used;
+    c->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *arena_strdup(Arena *a, const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    return memcpy(arena_alloc(a, n), s, n);
+}
+
+char *arena_printf(Arena *a, const char *fmt, ...) {
+    va_list ap, aq;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = arena_alloc(a, (size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, aq);
+    va_end(aq);
+    return s;
+}
+
+void *arena_grow(Arena *a, void *p, int n, int *cap, int need, size_t elsz) {
+    if (need <= *cap) return p;
+    int nc = *cap ? *cap * 2 : 8;
+    while (nc < need) nc *= 2;
+    void *q = arena_alloc(a, elsz * (size_t)nc);
+    if (n) memcpy(q, p, elsz * (size_t)n);
+    *cap = nc;
+    return q;
+}
+
+/* ---- errors ---- */
+int error_count;
+int verbose_level;
+static char **outs;
+static int nouts;
+
+static void vreport(const char *kind, const char *where, const char *fmt, va_list ap) {
+    fprintf(stderr, "onnxcc: %s: ", kind);
+    if (where && *where) fprintf(stderr, "%s: ", where);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void error(const char *where, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("error", where, fmt, ap);
+    va_end(ap);
+    error_count++;
+}
+
+void warn(const char *where, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("warning", where, fmt, ap);
+    va_end(ap);
+}
+
+_Noreturn void fatal(const char *where, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("error", where, fmt, ap);
+    va_end(ap);
+    out_remove_all();
+    exit(1);
+}
+
+void exit_if_errors(void) {
+    if (error_count) { out_remove_all(); exit(1); }
+}
+
+void out_register(const char *path) {
+    outs = realloc(outs, sizeof *outs * (size_t)(nouts + 1));
+    if (!outs) die("out of memory");
+    outs[nouts++] = strdup(path);
+}
+
+void out_commit(void) {
+    for (int i = 0; i < nouts; i++) free(outs[i]);
+    nouts = 0;
+}
+
+void out_remove_all(void) {
+    for (int i = 0; i < nouts; i++) { unlink(outs[i]); free(outs[i]); }
+    nouts = 0;
+}
+
+_Noreturn void die_(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "onnxcc: internal error at %s:%d: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    out_remove_all();
+    abort();
+}
+
+void progress(const char *fmt, ...) {
+    if (!verbose_level) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("onnxcc: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}

@@ -1,0 +1,196 @@
+/* lower.c - the lowering pass: graph IR -> kernel IR.
+ *
+ * Every graph input, graph output and constant gets a Buf up front; then each live node, in
+ * order, is handed to its op's lowering rule (op_info[op].lower, from ir/ops.def), which emits
+ * kernels into the Program. Graph outputs that end up not written by any kernel (an output that
+ * is also an input, a constant, or a view) get a copy kernel at the end.
+ *
+ * The helpers here (lower_map, lower_copy, ...) fix the loop shapes that fusion and tiling
+ * recognise, so rules should build their kernels through them where they fit. */
+#include "lower.h"
+
+#include <string.h>
+
+#include "pipeline.h"
+
+static Buf *const_buf(Lower *L, Value *v) {
+    Buf *b = kir_buf_new(L->p, v->name, v->dtype, v->rank, v->dims, B_CONST);
+    b->data = v->data;
+    return b;
+}
+
+Buf *lower_in(Lower *L, Node *n, int i) {
+    if (i >= n->nin || !n->in[i]) return NULL;
+    Value *v = n->in[i];
+    if (!L->vbuf[v->id]) {
+        if (!v->data) die("lowering %s: input '%s' has no buffer", n->name, v->name);
+        L->vbuf[v->id] = const_buf(L, v);
+    }
+    return L->vbuf[v->id];
+}
+
+Buf *lower_out(Lower *L, Node *n, int i) {
+    Value *v = n->out[i];
+    if (!v) die("lowering %s: output %d absent", n->name, i);
+    if (L->vbuf[v->id] && L->vbuf[v->id]->kind == B_OUTPUT) return L->vbuf[v->id];
+    if (L->vbuf[v->id]) die("lowering %s: output '%s' written twice", n->name, v->name);
+    return L->vbuf[v->id] = kir_buf_new(L->p, v->name, v->dtype, v->rank, v->dims, B_TEMP);
+}
+
+void lower_view(Lower *L, Node *n, int i, Buf *of) {
+    Value *v = n->out[i];
+    Buf *ob = L->vbuf[v->id];
+    if (ob && ob->kind == B_OUTPUT) {
+        lower_copy(L, lower_kname(L, n), ob, of);
+        return;
+    }
+    L->vbuf[v->id] = kir_view_new(L->p, of, v->name, v->rank, v->dims);
+}
+
+const char *lower_kname(Lower *L, Node *n) {
+    char *s = arena_strdup(L->p->arena, n->name);
+    for (char *c = s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+            *c = '_';
+    for (int i = 0, dup = 1; i < L->p->nkernels; i++)
+        if (strcmp(L->p->kernels[i]->name, s) == 0) {
+            s = arena_printf(L->p->arena, "%s_%d", arena_strdup(L->p->arena, n->name), ++dup);
+            for (char *c = s; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                      (*c >= '0' && *c <= '9')))
+                    *c = '_';
+            i = -1;
+        }
+    return s;
+}
+
+void lower_vars(Kernel *k, int rank, int *vars) {
+    for (int d = 0; d < rank; d++) vars[d] = kir_var(k);
+}
+
+Stmt *lower_wrap(Program *p, int rank, const int64_t *dims, const int *vars, Stmt *body) {
+    for (int d = rank - 1; d >= 0; d--) body = ks_loop(p, vars[d], 0, dims[d], 1, body);
+    return body;
+}
+
+void lower_var_idx(Program *p, int rank, const int *vars, Expr **idx) {
+    for (int d = 0; d < rank; d++) idx[d] = kx_var(p, vars[d]);
+}
+
+void lower_bcast_idx(Program *p, const Buf *in, int out_rank, Expr **idx, Expr **res) {
+    int off = out_rank - in->rank;
+    if (off < 0) die("broadcast of rank %d into rank %d", in->rank, out_rank);
+    for (int d = 0; d < in->rank; d++)
+        res[d] = in->dims[d] == 1 ? kx_index(p, 0) : idx[off + d];
+}
+
+Kernel *lower_map(Lower *L, Node *n, Buf *out, int nin, Buf **ins, MapFn build, void *ctx) {
+    Program *p = L->p;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_ELEMENTWISE);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK], *vals[16];
+    if (nin > COUNTOF(vals)) die("lower_map: %d inputs", nin);
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, idx);
+    for (int i = 0; i < nin; i++) {
+        Expr *bi[MAX_RANK];
+        kir_param(p, k, ins[i], KP_IN);
+        lower_bcast_idx(p, ins[i], out->rank, idx, bi);
+        vals[i] = kx_load(p, ins[i], bi);
+    }
+    kir_param(p, k, out, KP_OUT);
+    Expr *v = build(L, n, vals, ctx);
+    if (v->type != out->dtype) v = kx_cast(p, out->dtype, v);
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, v));
+    return k;
+}
+
+/* Copy by row-major position: iterate over out's dims, and turn the linear position into
+ * in's coordinates (divisions by constants, which LLVM strength-reduces). When the shapes are
+ * equal it is a plain elementwise map. */
+Kernel *lower_copy(Lower *L, const char *name, Buf *out, Buf *in) {
+    Program *p = L->p;
+    if (kir_numel(out) != kir_numel(in)) die("copy of %s into %s: sizes differ", in->name, out->name);
+    bool same = out->rank == in->rank && !memcmp(out->dims, in->dims, sizeof(int64_t) * (size_t)in->rank);
+    Kernel *k = kir_kernel_new(p, name, "Copy", same ? KC_ELEMENTWISE : KC_COPY);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK], *iidx[MAX_RANK];
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, idx);
+    if (same) {
+        for (int d = 0; d < in->rank; d++) iidx[d] = idx[d];
+    } else {
+        Expr *lin = kx_index(p, 0);
+        for (int d = 0; d < out->rank; d++) lin = kx_add(p, kx_mul(p, lin, out->dims[d]), idx[d]);
+        for (int d = in->rank - 1; d >= 0; d--) {
+            Expr *dim = kx_index(p, in->dims[d]);
+            iidx[d] = d == 0 ? lin : kx_bin(p, K_REM, lin, dim);
+            if (d) lin = kx_bin(p, K_DIV, lin, dim);
+        }
+    }
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, in, iidx)));
+    return k;
+}
+
+Program *lower(Graph *g, const Options *o) {
+    Program *p = kir_program_new(g->arena, g->name);
+    p->opt_level = o ? o->opt_level : 2;
+    p->vector_bytes = o && o->vector_bytes ? o->vector_bytes : 16;
+    p->arena_align = o && o->arena_align ? o->arena_align : 16;
+    Lower L = {g, p, ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1)};
+
+    p->ninputs = g->ninputs;
+    p->inputs = ARENA_ARRAY(g->arena, Buf *, g->ninputs + 1);
+    for (int i = 0; i < g->ninputs; i++) {
+        Value *v = g->inputs[i];
+        Buf *b = kir_buf_new(p, v->name, v->dtype, v->rank, v->dims, B_INPUT);
+        b->io_index = i;
+        p->inputs[i] = L.vbuf[v->id] = b;
+    }
+    p->noutputs = g->noutputs;
+    p->outputs = ARENA_ARRAY(g->arena, Buf *, g->noutputs + 1);
+    Buf **src = ARENA_ARRAY(g->arena, Buf *, g->noutputs + 1); /* outputs needing a copy */
+    for (int i = 0; i < g->noutputs; i++) {
+        Value *v = g->outputs[i];
+        Buf *b = kir_buf_new(p, v->name, v->dtype, v->rank, v->dims, B_OUTPUT);
+        b->io_index = i;
+        p->outputs[i] = b;
+        if (L.vbuf[v->id]) src[i] = L.vbuf[v->id];          /* also an input or an earlier output */
+        else if (v->data) src[i] = const_buf(&L, v);
+        else L.vbuf[v->id] = b;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead) continue;
+        bool folded = true;                 /* constant results need no kernel */
+        for (int j = 0; j < n->nout; j++)
+            if (n->out[j] && !n->out[j]->data) folded = false;
+        if (folded) continue;
+        op_info[n->op].lower(&L, n);
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        if (src[i]) {
+            Kernel *k = lower_copy(&L, arena_printf(g->arena, "output_%d", i), p->outputs[i], src[i]);
+            (void)k;
+        }
+    return p;
+}
+
+/* Rules shared by many ops that do not move data. */
+void lower_identity(Lower *L, Node *n) {
+    lower_view(L, n, 0, lower_in(L, n, 0));
+    /* Dropout's optional mask output (inference: all true) is materialised when used. */
+    if (n->op == OP_Dropout && n->nout > 1 && n->out[1]) {
+        Buf *m = lower_out(L, n, 1);
+        Program *p = L->p;
+        Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_ELEMENTWISE);
+        int vars[MAX_RANK];
+        Expr *idx[MAX_RANK];
+        lower_vars(k, m->rank, vars);
+        lower_var_idx(p, m->rank, vars, idx);
+        kir_param(p, k, m, KP_OUT);
+        k->body = lower_wrap(p, m->rank, m->dims, vars, ks_store(p, m, idx, kx_const(p, DT_BOOL, 1)));
+    }
+}

@@ -1,0 +1,39 @@
+/* pipeline.h - every pass of onnxcc and the pipeline that runs them in order (pipeline.c). */
+#ifndef ONNXCC_PIPELINE_H
+#define ONNXCC_PIPELINE_H
+#include "../ir/kir.h"
+
+/* Options the driver hands to the pipeline. */
+typedef struct Options {
+    int opt_level;                  /* 0..3 */
+    const char *print_after;        /* pass name, or NULL */
+    bool print_after_all;
+    bool verify;                    /* run the verifiers between passes */
+    const char **shape_names;       /* --shape NAME=1x3x224x224 */
+    int64_t (*shape_dims)[MAX_RANK];
+    int *shape_ranks;
+    int nshapes;
+    int vector_bytes;               /* from the target */
+    int arena_align;                /* from the target */
+} Options;
+
+/* Graph passes (passes/<name>.c). */
+void fix_shapes(Graph *g, const Options *o);   /* apply --shape, report unresolved symbols */
+void canonicalize(Graph *g);        /* one form per op: old opsets upgraded, attrs -> inputs */
+void infer_shapes(Graph *g);        /* dtype and static shape of every value (rules_*.c) */
+void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
+void simplify(Graph *g);            /* drop Identity/Dropout, no-op Reshape, dead nodes */
+void fuse_batchnorm(Graph *g);      /* Conv/Gemm followed by BatchNormalization: fold constants */
+/* Lowering: graph IR -> kernel IR. */
+Program *lower(Graph *g, const Options *o);
+/* Kernel passes. */
+void fuse(Program *p);              /* elementwise consumers into their producer's loop nest */
+void tile(Program *p);              /* split/reorder loops for cache and vector width */
+void bufferize(Program *p);         /* liveness-based arena offsets, in-place reuse */
+
+/* Runs the whole pipeline up to and including bufferization; prints/verifies as asked. */
+Program *run_pipeline(Graph *g, const Options *o);
+/* Names of all passes in order, NULL-terminated (for --help and --print-after checks). */
+extern const char *const pass_names[];
+
+#endif
