@@ -173,7 +173,10 @@ bool ir_same_shape(const Value *a, const Value *b) {
     return true;
 }
 
-bool ir_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rout, int64_t *dout) {
+bool ir_broadcast(int ra, const int64_t *da_, int rb, const int64_t *db_, int *rout, int64_t *dout) {
+    int64_t da[MAX_RANK], db[MAX_RANK];   /* copies: dout may be da_ or db_ */
+    memcpy(da, da_, sizeof(int64_t) * (size_t)ra);
+    memcpy(db, db_, sizeof(int64_t) * (size_t)rb);
     int r = MAX(ra, rb);
     for (int d = 0; d < r; d++) {
         int64_t x = d - (r - ra) >= 0 ? da[d - (r - ra)] : 1;

@@ -143,7 +143,7 @@ int64_t ir_numel(const Value *v);                          /* product of dims; 1
 size_t ir_nbytes(const Value *v);
 void ir_set_shape(Value *v, DType t, int rank, const int64_t *dims);
 bool ir_same_shape(const Value *a, const Value *b);
-/* Broadcast two shapes (numpy rules). Returns false if incompatible. */
+/* Broadcast two shapes (numpy rules); dout may be da or db. Returns false if incompatible. */
 bool ir_broadcast(int ra, const int64_t *da, int rb, const int64_t *db, int *rout, int64_t *dout);
 
 /* Read a constant of any integer dtype as int64 / any float dtype as double. */

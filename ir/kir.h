@@ -54,7 +54,18 @@ typedef enum ExprKind {
 
 /* Scalar operators. Unary ops take and give the operand type unless noted; comparisons give
  * DT_BOOL; K_CAST converts args[0] to the Expr's type. The math ones (K_EXP, K_LOG, K_TANH,
- * K_ERF, K_POW, ...) are expanded into plain arithmetic by the backend (no libm). */
+ * K_ERF, K_POW, ...) are expanded into plain arithmetic by the backend (no libm).
+ * Semantics shared by the backend and the interpreter (kir_interpret):
+ * - Types in expressions: DT_FLOAT, DT_DOUBLE, the integer dtypes, DT_BOOL (a 1-bit truth
+ *   value; 1 byte 0/1 in memory), DT_INDEX (signed, pointer-sized: i64 on x86-64, i32 on
+ *   Cortex-M). Binary operands have equal types. Unsigned dtypes compare/divide unsigned.
+ * - K_DIV/K_REM on integers: C semantics (truncate toward zero; remainder has the dividend's
+ *   sign). Division by zero is undefined; rules must not produce it.
+ * - K_MIN/K_MAX on floats: if either operand is NaN the result is NaN.
+ * - K_ROUND: half to even. K_SIGN: -1, 0 or 1. K_RECIP: 1/x. K_SIGMOID: 1/(1+exp(-x)).
+ * - K_POW: x^y; for x < 0 and integral y the sign follows y's parity; NaN for x < 0 otherwise.
+ * - K_CAST: float->int truncates toward zero; anything->bool is (x != 0); bool->number 0/1.
+ * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers). */
 #define KOPS(X) \
     X(NEG) X(ABS) X(NOT) X(CAST) X(SQRT) X(EXP) X(LOG) X(TANH) X(SIGMOID) X(ERF) \
     X(FLOOR) X(CEIL) X(ROUND) X(RECIP) X(SIGN) \
@@ -66,7 +77,7 @@ typedef enum KOp {
 #undef X
     K_COUNT
 } KOp;
-extern const char *const kop_name[K_COUNT];    /* "add", "exp", ... */
+extern const char *const kop_name[K_COUNT];    /* "ADD", "EXP", ... */
 
 typedef struct Buf Buf;
 typedef struct Expr {

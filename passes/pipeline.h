@@ -22,6 +22,9 @@ void fix_shapes(Graph *g, const Options *o);   /* apply --shape, report unresolv
 void canonicalize(Graph *g);        /* one form per op: old opsets upgraded, attrs -> inputs */
 void infer_shapes(Graph *g);        /* dtype and static shape of every value (rules_*.c) */
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
+/* Evaluate one node whose inputs are all constant (kernel IR interpreter); on success its
+ * outputs get data, lose their producer and the node dies. Returns whether it folded. */
+bool fold_node(Graph *g, Node *n);
 void simplify(Graph *g);            /* drop Identity/Dropout, no-op Reshape, dead nodes */
 void fuse_batchnorm(Graph *g);      /* Conv/Gemm followed by BatchNormalization: fold constants */
 /* Lowering: graph IR -> kernel IR. */

@@ -1,0 +1,205 @@
+/* kverify.c - the structural checker of the kernel IR (kir_verify).
+ *
+ * The pipeline runs it after lowering and after every kernel pass (in debug builds or with
+ * --verify), so a pass that breaks an invariant of kir.h is named at once instead of showing
+ * up as wrong numbers in generated code. It checks what can be seen without running the
+ * program: parameter modes of every load and store, index counts and types, loop-variable
+ * scoping, scalar register numbers and types, operand types, and - once bufferize has run -
+ * that no two temporaries that are live at the same time share arena bytes. */
+#include "kir.h"
+
+#include <string.h>
+
+typedef struct Check {
+    Program *p;
+    Kernel *k;
+    const char *after;
+    bool *in_scope;                 /* loop variables whose loop encloses the current point */
+} Check;
+
+
+static _Noreturn void fail(Check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void fail(Check *c, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    die("kernel verifier after %s: kernel %s: %s", c->after, c->k ? c->k->name : "-", msg);
+}
+
+static int param_mode(const Kernel *k, const Buf *b) {
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == b) return k->modes[i];
+    return 0;
+}
+
+static bool is_cmp(KOp op) { return op >= K_LT && op <= K_NE; }
+
+static void check_expr(Check *c, const Expr *e);
+
+static void check_index(Check *c, const Buf *b, Expr *const *idx, int n, const char *what) {
+    if (n != b->rank) fail(c, "%s of %%%s with %d indices (rank %d)", what, b->name, n, b->rank);
+    for (int d = 0; d < n; d++) {
+        if (!idx || !idx[d]) fail(c, "%s of %%%s: index %d missing", what, b->name, d);
+        if (idx[d]->type != DT_INDEX)
+            fail(c, "%s of %%%s: index %d has type %s", what, b->name, d, dtype_name(idx[d]->type));
+        check_expr(c, idx[d]);
+    }
+}
+
+static void check_un(Check *c, const Expr *e) {
+    DType a = e->args[0]->type;
+    if (e->op == K_CAST) return;
+    if (e->op == K_NOT) {
+        if (e->type != DT_BOOL && e->type != a) fail(c, "not: bad types");
+        return;
+    }
+    if (e->op > K_SIGN) fail(c, "unary expression with binary operator %s", kop_name[e->op]);
+    if (e->type != a)
+        fail(c, "%s of %s gives %s", kop_name[e->op], dtype_name(a), dtype_name(e->type));
+}
+
+static void check_bin(Check *c, const Expr *e) {
+    DType a = e->args[0]->type, b = e->args[1]->type;
+    if (e->op < K_ADD) fail(c, "binary expression with unary operator %s", kop_name[e->op]);
+    if (a != b) fail(c, "%s of %s and %s", kop_name[e->op], dtype_name(a), dtype_name(b));
+    DType want = is_cmp(e->op) ? DT_BOOL : a;
+    if (e->type != want)
+        fail(c, "%s gives %s, expected %s", kop_name[e->op], dtype_name(e->type), dtype_name(want));
+}
+
+static void check_expr(Check *c, const Expr *e) {
+    static const int arity[] = {[E_CONST] = 0, [E_VAR] = 0, [E_SCALAR] = 0, [E_UN] = 1,
+                                [E_BIN] = 2, [E_SELECT] = 3};
+    if (!e) fail(c, "missing expression");
+    if (e->kind != E_LOAD && e->nargs != arity[e->kind])
+        fail(c, "expression kind %d with %d operands", e->kind, e->nargs);
+    for (int i = 0; e->kind != E_LOAD && i < e->nargs; i++) check_expr(c, e->args[i]);
+    switch (e->kind) {
+    case E_CONST: break;
+    case E_VAR:
+        if (e->type != DT_INDEX) fail(c, "loop variable i%d of type %s", e->var, dtype_name(e->type));
+        if (e->var < 0 || e->var >= c->k->nvars) fail(c, "loop variable i%d out of range", e->var);
+        if (!c->in_scope[e->var]) fail(c, "loop variable i%d used outside its loop", e->var);
+        break;
+    case E_SCALAR:
+        if (e->var < 0 || e->var >= c->k->nscalars) fail(c, "scalar register r%d out of range", e->var);
+        if (e->type != c->k->scalars[e->var])
+            fail(c, "read of r%d as %s (declared %s)", e->var, dtype_name(e->type),
+                 dtype_name(c->k->scalars[e->var]));
+        break;
+    case E_LOAD:
+        if (!(param_mode(c->k, e->buf) & KP_IN))
+            fail(c, "load of %%%s, which is not an in/inout parameter", e->buf->name);
+        if (e->type != e->buf->dtype)
+            fail(c, "load of %%%s as %s", e->buf->name, dtype_name(e->type));
+        check_index(c, e->buf, e->args, e->nargs, "load");
+        break;
+    case E_UN: check_un(c, e); break;
+    case E_BIN: check_bin(c, e); break;
+    case E_SELECT:
+        if (e->args[0]->type != DT_BOOL) fail(c, "select on %s", dtype_name(e->args[0]->type));
+        if (e->args[1]->type != e->type || e->args[2]->type != e->type)
+            fail(c, "select of %s and %s as %s", dtype_name(e->args[1]->type),
+                 dtype_name(e->args[2]->type), dtype_name(e->type));
+        break;
+    }
+}
+
+static void check_stmts(Check *c, const Stmt *s) {
+    for (; s; s = s->next) switch (s->kind) {
+    case S_LOOP:
+        if (s->var < 0 || s->var >= c->k->nvars) fail(c, "loop over i%d out of range", s->var);
+        if (c->in_scope[s->var]) fail(c, "loop over i%d nested in a loop over i%d", s->var, s->var);
+        check_expr(c, s->lo);
+        check_expr(c, s->hi);
+        if (s->lo->type != DT_INDEX || s->hi->type != DT_INDEX) fail(c, "loop bounds not index");
+        if (s->step <= 0) fail(c, "loop over i%d with step %lld", s->var, (long long)s->step);
+        c->in_scope[s->var] = true;
+        check_stmts(c, s->body);
+        c->in_scope[s->var] = false;
+        break;
+    case S_STORE:
+        if (!(param_mode(c->k, s->buf) & KP_OUT))
+            fail(c, "store to %%%s, which is not an out/inout parameter", s->buf->name);
+        if (s->buf->kind == B_CONST || s->buf->kind == B_INPUT)
+            fail(c, "store to read-only %%%s", s->buf->name);
+        check_index(c, s->buf, s->idx, s->buf->rank, "store");
+        check_expr(c, s->val);
+        if (s->val->type != s->buf->dtype)
+            fail(c, "store of %s into %%%s (%s)", dtype_name(s->val->type), s->buf->name,
+                 dtype_name(s->buf->dtype));
+        break;
+    case S_SET:
+        if (s->var < 0 || s->var >= c->k->nscalars) fail(c, "set of r%d out of range", s->var);
+        check_expr(c, s->val);
+        if (s->val->type != c->k->scalars[s->var])
+            fail(c, "set of r%d (%s) to %s", s->var, dtype_name(c->k->scalars[s->var]),
+                 dtype_name(s->val->type));
+        break;
+    case S_IF:
+        check_expr(c, s->cond);
+        if (s->cond->type != DT_BOOL) fail(c, "if on %s", dtype_name(s->cond->type));
+        check_stmts(c, s->then);
+        check_stmts(c, s->els);
+        break;
+    default: fail(c, "statement kind %d", s->kind);
+    }
+}
+
+static void check_params(Check *c) {
+    Kernel *k = c->k;
+    for (int i = 0; i < k->nparams; i++) {
+        Buf *b = k->params[i];
+        if (!b || b->id < 0 || b->id >= c->p->nbufs || c->p->bufs[b->id] != b)
+            fail(c, "parameter %d is not a buffer of the program", i);
+        if (k->modes[i] < KP_IN || k->modes[i] > KP_INOUT) fail(c, "parameter %%%s: mode %d", b->name, k->modes[i]);
+        for (int j = 0; j < i; j++)
+            if (k->params[j] == b) fail(c, "parameter %%%s listed twice", b->name);
+    }
+}
+
+/* Temporaries whose live ranges intersect must not share bytes - except the in-place pair of
+ * bufferize: equal placement, one dying at the very kernel where the other is born. */
+static void check_arena(Check *c) {
+    Program *p = c->p;
+    for (int i = 0; i < p->nbufs; i++) {
+        Buf *a = p->bufs[i];
+        if (a->kind != B_TEMP || a->alias || a->first < 0 || !kir_nbytes(a)) continue;
+        if (a->offset < 0) return;                  /* bufferize has not run */
+        if (a->offset % (p->arena_align ? p->arena_align : 1) ||
+            a->offset + (int64_t)kir_nbytes(a) > p->arena_size)
+            fail(c, "%%%s placed at %lld outside the arena or misaligned", a->name, (long long)a->offset);
+        for (int j = 0; j < i; j++) {
+            Buf *b = p->bufs[j];
+            if (b->kind != B_TEMP || b->alias || b->first < 0 || !kir_nbytes(b)) continue;
+            bool live = a->first <= b->last && b->first <= a->last;
+            bool bytes = a->offset < b->offset + (int64_t)kir_nbytes(b) &&
+                         b->offset < a->offset + (int64_t)kir_nbytes(a);
+            bool inplace = a->offset == b->offset && kir_nbytes(a) == kir_nbytes(b) &&
+                           (a->first == b->last || b->first == a->last);
+            if (live && bytes && !inplace)
+                fail(c, "%%%s and %%%s are live together and overlap in the arena", a->name, b->name);
+        }
+    }
+}
+
+void kir_verify(Program *p, const char *after) {
+    Check c = {p, NULL, after, NULL};
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        c.k = k;
+        if (k->id != i) fail(&c, "id %d at position %d", k->id, i);
+        if (k->dead) continue;
+        check_params(&c);
+        c.in_scope = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+        check_stmts(&c, k->body);
+    }
+    c.k = NULL;
+    for (int i = 0; i < p->ninputs; i++)
+        if (kir_root(p->inputs[i])->kind != B_INPUT) fail(&c, "input %d is not an input buffer", i);
+    for (int i = 0; i < p->noutputs; i++)
+        if (kir_root(p->outputs[i])->kind != B_OUTPUT) fail(&c, "output %d is not an output buffer", i);
+    check_arena(&c);
+}
