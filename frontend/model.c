@@ -1,0 +1,388 @@
+/* model.c - ONNX ModelProto -> graph IR, the first step of the pipeline.
+ *
+ * The protobuf is decoded by protobuf-c (code generated from Debian's onnx.proto at build
+ * time) into the arena, then walked once: opset imports, initializers (constant values),
+ * graph inputs, nodes with their attributes, graph outputs. Values are interned by name, so
+ * every distinct ONNX name becomes exactly one Value.
+ *
+ * Everything the rest of onnxcc cannot handle is reported here, all of it at once (every
+ * unsupported op, every bad dtype, every dangling value) before exit_if_errors(): a user
+ * fixing a model wants the whole list, not one complaint per run. */
+#include <string.h>
+
+#include "tensor.h"
+
+typedef struct Parser {
+    Graph *g;
+    const char *path;
+    const Onnx__ModelProto *m;
+    Value **tab;                    /* open-addressing hash of values by name */
+    int cap, count;
+} Parser;
+
+/* ---- values by name ---- */
+
+static uint32_t hash_name(const char *s) {
+    uint32_t h = 2166136261u;       /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static Value **slot(Parser *p, const char *name) {
+    uint32_t i = hash_name(name) & (uint32_t)(p->cap - 1);
+    while (p->tab[i] && strcmp(p->tab[i]->name, name) != 0) i = (i + 1) & (uint32_t)(p->cap - 1);
+    return &p->tab[i];
+}
+
+static void grow_table(Parser *p) {
+    Value **old = p->tab;
+    int oldcap = p->cap;
+    p->cap = oldcap ? oldcap * 2 : 256;
+    p->tab = ARENA_ARRAY(p->g->arena, Value *, p->cap);
+    for (int i = 0; i < oldcap; i++)
+        if (old[i]) *slot(p, old[i]->name) = old[i];
+}
+
+static Value *lookup(Parser *p, const char *name) { return *slot(p, name); }
+
+/* The value called `name`, created (untyped, no producer) on first mention. */
+static Value *intern(Parser *p, const char *name) {
+    if (2 * (p->count + 1) > p->cap) grow_table(p);
+    Value **s = slot(p, name);
+    if (!*s) {
+        *s = ir_value_new(p->g, name);
+        p->count++;
+    }
+    return *s;
+}
+
+/* ---- types of graph inputs and outputs ---- */
+
+static void read_dims(Parser *p, Value *v, const Onnx__TensorShapeProto *sh, const char *what) {
+    if (sh->n_dim > MAX_RANK) {
+        error(p->path, "%s '%s' has rank %zu; onnxcc supports at most %d", what, v->name,
+              sh->n_dim, MAX_RANK);
+        return;
+    }
+    v->rank = (int)sh->n_dim;
+    for (int d = 0; d < v->rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = sh->dim[d];
+        v->dims[d] = -1;
+        v->sym[d] = "?";
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            dim->dim_value >= 0) {
+            v->dims[d] = dim->dim_value;
+            v->sym[d] = NULL;
+        } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   dim->dim_param && *dim->dim_param) {
+            v->sym[d] = arena_strdup(p->g->arena, dim->dim_param);
+        }
+    }
+}
+
+/* dtype and shape of a graph input ("input") or output ("output") from its declared type. */
+static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char *what) {
+    if (!tp) {
+        /* ONNX requires a type; an output without one can still be inferred */
+        if (strcmp(what, "input") == 0) error(p->path, "input '%s' has no type", v->name);
+        return;
+    }
+    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+        error(p->path, "%s '%s' is not a tensor (sequences, maps and optionals are not supported)",
+              what, v->name);
+        return;
+    }
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    if (tt->has_elem_type && tt->elem_type != 0) {
+        if (!dtype_supported((DType)tt->elem_type)) {
+            error(p->path, "%s '%s' has unsupported element type %s", what, v->name,
+                  fe_type_name(tt->elem_type));
+            return;
+        }
+        v->dtype = (DType)tt->elem_type;
+    }
+    if (tt->shape) read_dims(p, v, tt->shape, what);
+}
+
+/* ---- constants ---- */
+
+/* A constant Value from a TensorProto. In g->values (initializers) or detached (attributes:
+ * ir.h says tensor attributes are not graph values). NULL after an error(). */
+static Value *make_const(Parser *p, const Onnx__TensorProto *tp, const char *where,
+                         const char *what, bool in_graph) {
+    Tensor t;
+    if (!fe_tensor_from_proto(p->g->arena, tp, where, what, &t)) return NULL;
+    if (!dtype_supported(t.dtype)) {
+        error(where, "%s has unsupported element type %s", what, dtype_name(t.dtype));
+        return NULL;
+    }
+    Value *v;
+    if (in_graph) {
+        v = intern(p, t.name);
+    } else {
+        v = ARENA_NEW(p->g->arena, Value);
+        v->id = -1;
+        v->name = t.name;
+    }
+    ir_set_shape(v, t.dtype, t.rank, t.dims);
+    v->data = t.data;
+    return v;
+}
+
+static void read_initializers(Parser *p, const Onnx__GraphProto *gp) {
+    if (gp->n_sparse_initializer)
+        error(p->path, "sparse initializers are not supported");
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        const char *name = tp->name ? tp->name : "";
+        const char *what = arena_printf(p->g->arena, "initializer '%s'", name);
+        if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+            fatal(p->path, "%s is stored in an external data file, which onnxcc does not read "
+                  "(save the model with its tensors inside the .onnx file)", what);
+        if (!*name) { error(p->path, "initializer #%zu has no name", i); continue; }
+        if (lookup(p, name)) { error(p->path, "%s is defined twice", what); continue; }
+        make_const(p, tp, p->path, what, true);
+    }
+}
+
+/* Graph inputs, minus the initializers that older exporters also list as inputs. */
+static void read_inputs(Parser *p, const Onnx__GraphProto *gp) {
+    Graph *g = p->g;
+    g->inputs = ARENA_ARRAY(g->arena, Value *, gp->n_input + 1);
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        const char *name = vi->name ? vi->name : "";
+        if (!*name) { error(p->path, "graph input #%zu has no name", i); continue; }
+        Value *v = lookup(p, name);
+        if (v && v->data) continue;
+        if (v) { error(p->path, "graph input '%s' is listed twice", name); continue; }
+        v = intern(p, name);
+        v->is_input = true;
+        read_type(p, v, vi->type, "input");
+        g->inputs[g->ninputs++] = v;
+    }
+}
+
+/* value_info only fills in element types: shapes are inferred anyway, and a stale shape in
+ * value_info must not contradict inference. */
+static void read_value_info(Parser *p, const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = gp->value_info[i];
+        if (!vi->name || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+            continue;
+        Value *v = lookup(p, vi->name);
+        const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+        if (v && !v->data && v->dtype == DT_UNDEF && tt && dtype_supported((DType)tt->elem_type))
+            v->dtype = (DType)tt->elem_type;
+    }
+}
+
+/* ---- attributes ---- */
+
+/* Models from before AttributeProto.type existed only set the field they use. */
+static int attr_kind(const Onnx__AttributeProto *ap) {
+    if (ap->has_type && ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+        return ap->type;
+    if (ap->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    if (ap->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    if (ap->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (ap->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (ap->g) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    if (ap->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    if (ap->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    if (ap->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    if (ap->n_graphs) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS;
+    return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+static char *bytes_str(Arena *a, ProtobufCBinaryData b) {
+    char *s = arena_alloc(a, b.len + 1);
+    if (b.len) memcpy(s, b.data, b.len);
+    return s;
+}
+
+/* Fill `at` from `ap`. Returns false if the attribute makes the node unsupported (subgraphs,
+ * sparse tensors, type protos); a bad tensor inside is an error() of its own. */
+static bool read_attr(Parser *p, Node *n, Attr *at, const Onnx__AttributeProto *ap) {
+    Arena *a = p->g->arena;
+    at->name = arena_strdup(a, ap->name ? ap->name : "");
+    switch (attr_kind(ap)) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: at->type = A_FLOAT; at->f = ap->f; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: at->type = A_INT; at->i = ap->i; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        at->type = A_STRING;
+        at->s = bytes_str(a, ap->s);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+        at->type = A_TENSOR;
+        if (!ap->t) return false;
+        at->t = make_const(p, ap->t, ir_where(p->g, n),
+                           arena_printf(a, "attribute '%s'", at->name), false);
+        if (at->t && !*at->t->name) at->t->name = arena_printf(a, "%s.%s", n->name, at->name);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        at->type = A_FLOATS;
+        at->n = (int)ap->n_floats;
+        at->floats = ARENA_ARRAY(a, float, at->n + 1);
+        if (at->n) memcpy(at->floats, ap->floats, sizeof(float) * ap->n_floats);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        at->type = A_INTS;
+        at->n = (int)ap->n_ints;
+        at->ints = ARENA_ARRAY(a, int64_t, at->n + 1);
+        if (at->n) memcpy(at->ints, ap->ints, sizeof(int64_t) * ap->n_ints);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        at->type = A_STRINGS;
+        at->n = (int)ap->n_strings;
+        at->strings = ARENA_ARRAY(a, char *, at->n + 1);
+        for (int i = 0; i < at->n; i++) at->strings[i] = bytes_str(a, ap->strings[i]);
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
+        at->type = A_GRAPH;             /* If/Loop/Scan bodies: onnxcc compiles flat graphs */
+        return false;
+    default:
+        at->type = A_UNDEF;             /* sparse tensors, type protos, tensor lists */
+        return false;
+    }
+    return true;
+}
+
+/* ---- nodes ---- */
+
+/* The opset version a node of `domain` runs under in this model (0 if not imported). */
+static int domain_opset(Parser *p, const char *domain) {
+    bool dflt = !*domain || strcmp(domain, "ai.onnx") == 0;
+    if (dflt) return p->g->opset;
+    for (size_t i = 0; i < p->m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *os = p->m->opset_import[i];
+        if (os->domain && strcmp(os->domain, domain) == 0) return (int)os->version;
+    }
+    return 0;
+}
+
+static void read_default_opset(Parser *p) {
+    /* IR version 1 and 2 models have no opset_import and mean opset 1 */
+    p->g->opset = 1;
+    for (size_t i = 0; i < p->m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *os = p->m->opset_import[i];
+        if (!os->domain || !*os->domain || strcmp(os->domain, "ai.onnx") == 0)
+            p->g->opset = (int)os->version;
+    }
+}
+
+/* Trailing "" names are absent optionals: dropping them keeps nin/nout to what is there. */
+static int count_names(char **names, size_t n) {
+    while (n > 0 && (!names[n - 1] || !*names[n - 1])) n--;
+    return (int)n;
+}
+
+static void check_supported(Parser *p, Node *n, bool attrs_ok) {
+    const char *where = ir_where(p->g, n);
+    if (n->op == OP_UNKNOWN || !attrs_ok) {
+        error(where, "unsupported operator %s (domain '%s')", n->op_type, n->domain);
+        return;
+    }
+    const OpInfo *oi = &op_info[n->op];
+    if (n->opset < oi->since)
+        error(where, "unsupported operator %s (domain '%s'): opset %d is older than %d",
+              n->op_type, n->domain, n->opset, oi->since);
+    else if (n->nin < oi->min_in || n->nin > oi->max_in)
+        error(where, "unsupported operator %s (domain '%s'): %d inputs", n->op_type, n->domain,
+              n->nin);
+    else if (n->nout < oi->min_out || n->nout > oi->max_out)
+        error(where, "unsupported operator %s (domain '%s'): %d outputs", n->op_type,
+              n->domain, n->nout);
+}
+
+static void read_node(Parser *p, const Onnx__NodeProto *np, int index) {
+    Graph *g = p->g;
+    const char *op_type = np->op_type ? np->op_type : "";
+    const char *domain = np->domain ? np->domain : "";
+    const char *name = np->name && *np->name ? np->name
+                                             : arena_printf(g->arena, "%s_%d", op_type, index);
+    int nin = count_names(np->input, np->n_input), nout = count_names(np->output, np->n_output);
+    Node *n = ir_node_new(g, op_lookup(domain, op_type), name, nin, nout);
+    n->op_type = arena_strdup(g->arena, op_type);
+    n->domain = arena_strdup(g->arena, domain);
+    n->opset = domain_opset(p, domain);
+    for (int i = 0; i < nin; i++)
+        n->in[i] = *np->input[i] ? intern(p, np->input[i]) : NULL;
+    for (int i = 0; i < nout; i++) {
+        if (!*np->output[i]) continue;
+        Value *v = intern(p, np->output[i]);
+        if (v->producer || v->is_input || v->data)
+            error(ir_where(g, n), "value '%s' is already defined %s", v->name,
+                  v->producer ? arena_printf(g->arena, "by node '%s'", v->producer->name)
+                              : v->is_input ? "as a graph input" : "as an initializer");
+        else
+            v->producer = n;
+        n->out[i] = v;
+    }
+    n->attrs = ARENA_ARRAY(g->arena, Attr, np->n_attribute + 1);
+    n->nattrs = (int)np->n_attribute;
+    bool attrs_ok = true;
+    for (int i = 0; i < n->nattrs; i++)
+        attrs_ok &= read_attr(p, n, &n->attrs[i], np->attribute[i]);
+    check_supported(p, n, attrs_ok);
+}
+
+/* ONNX requires nodes in topological order; every pass relies on it, so check it here. */
+static void check_order(Parser *p) {
+    for (int i = 0; i < p->g->nnodes; i++) {
+        Node *n = p->g->nodes[i];
+        for (int j = 0; j < n->nin; j++) {
+            Value *v = n->in[j];
+            if (!v || v->is_input || v->data || (v->producer && v->producer->id < n->id))
+                continue;
+            if (v->producer)
+                error(ir_where(p->g, n), "uses value '%s' before node '%s' produces it (the "
+                      "graph is not topologically sorted)", v->name, v->producer->name);
+            else
+                error(ir_where(p->g, n), "uses value '%s', which is no graph input, initializer "
+                      "or node output", v->name);
+        }
+    }
+}
+
+static void read_outputs(Parser *p, const Onnx__GraphProto *gp) {
+    Graph *g = p->g;
+    g->outputs = ARENA_ARRAY(g->arena, Value *, gp->n_output + 1);
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = gp->output[i];
+        const char *name = vi->name ? vi->name : "";
+        Value *v = *name ? lookup(p, name) : NULL;
+        if (!v || !(v->producer || v->is_input || v->data)) {
+            error(p->path, "graph output '%s' is not produced by any node", name);
+            continue;
+        }
+        v->is_output = true;
+        read_type(p, v, vi->type, "output");
+        g->outputs[g->noutputs++] = v;
+    }
+}
+
+Graph *fe_parse_model(Arena *a, const uint8_t *buf, size_t size, const char *path) {
+    if (size == 0) fatal(path, "not a valid ONNX model (empty file)");
+    ProtobufCAllocator al = fe_pb_allocator(a);
+    const Onnx__ModelProto *m = onnx__model_proto__unpack(&al, size, buf);
+    if (!m) fatal(path, "not a valid ONNX model (protobuf parse failed)");
+    const Onnx__GraphProto *gp = m->graph;
+    if (!gp) fatal(path, "not a valid ONNX model (no graph)");
+    if (gp->n_node == 0) fatal(path, "the model's graph is empty (no nodes)");
+    if (gp->n_output == 0) fatal(path, "the model's graph has no outputs");
+
+    Parser p = {.g = ir_graph_new(a), .path = path, .m = m};
+    p.g->path = arena_strdup(a, path);
+    grow_table(&p);
+    read_default_opset(&p);
+    read_initializers(&p, gp);
+    read_inputs(&p, gp);
+    for (size_t i = 0; i < gp->n_node; i++) read_node(&p, gp->node[i], (int)i);
+    check_order(&p);
+    read_value_info(&p, gp);
+    read_outputs(&p, gp);
+    exit_if_errors();
+    return p.g;
+}

@@ -1,0 +1,172 @@
+/* tensor.c - ONNX TensorProto -> packed, native-order bytes. Shared by the model reader
+ * (initializers and tensor attributes, through tensor.h) and by
+ * fe_parse_tensor for the test_data_set_N/{input,output}_K.pb files.
+ *
+ * ONNX stores the elements either in raw_data (little-endian bytes) or in one of the typed
+ * repeated fields, and which field depends on the dtype: the small integer types, bool and
+ * float16 all travel widened in int32_data, uint32 in uint64_data. This file is the one place
+ * that knows those rules. */
+#include <string.h>
+
+#include "tensor.h"
+
+/* protobuf-c allocates through the arena, so a parsed message is freed with the compilation
+ * and a failed parse leaks nothing. */
+static void *pb_alloc(void *arena, size_t n) { return arena_alloc(arena, n); }
+static void pb_free(void *arena, void *p) { (void)arena; (void)p; }
+
+ProtobufCAllocator fe_pb_allocator(Arena *a) {
+    ProtobufCAllocator al = {pb_alloc, pb_free, a};
+    return al;
+}
+
+const char *fe_type_name(int dt) {
+    const char *s = dtype_name((DType)dt);
+    if (strcmp(s, "undefined") == 0 && dt != 0) {
+        static const char *more[] = {[14] = "complex64", [15] = "complex128",
+                                     [17] = "float8e4m3fn", [18] = "float8e4m3fnuz",
+                                     [19] = "float8e5m2", [20] = "float8e5m2fnuz"};
+        if (dt > 0 && dt < COUNTOF(more) && more[dt]) return more[dt];
+        return "an unknown data type";
+    }
+    return s;
+}
+
+static bool host_is_little_endian(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
+static void swap_elements(uint8_t *p, size_t nbytes, size_t elsz) {
+    for (size_t i = 0; i + elsz <= nbytes; i += elsz)
+        for (size_t j = 0; j < elsz / 2; j++) {
+            uint8_t t = p[i + j];
+            p[i + j] = p[i + elsz - 1 - j];
+            p[i + elsz - 1 - j] = t;
+        }
+}
+
+/* raw_data: little-endian, exactly nbytes. protobuf-c copied it into the (16-byte aligned)
+ * arena already, so the bytes are used in place rather than copied again. */
+static bool from_raw(Arena *a, const Onnx__TensorProto *tp, const char *where, const char *what,
+                     Tensor *t) {
+    if (tp->raw_data.len != t->nbytes) {
+        error(where, "%s: raw_data holds %zu bytes, its shape needs %zu", what, tp->raw_data.len,
+              t->nbytes);
+        return false;
+    }
+    uint8_t *p = tp->raw_data.data;
+    size_t elsz = dtype_size(t->dtype);
+    if (!p || (uintptr_t)p % elsz != 0) {
+        p = arena_alloc(a, t->nbytes ? t->nbytes : 1);
+        if (t->nbytes) memcpy(p, tp->raw_data.data, t->nbytes);
+    }
+    if (!host_is_little_endian()) swap_elements(p, t->nbytes, elsz);
+    t->data = p;
+    return true;
+}
+
+/* How many elements the typed field for this dtype holds. */
+static size_t typed_count(const Onnx__TensorProto *tp, DType dt) {
+    switch (dt) {
+    case DT_FLOAT: return tp->n_float_data;
+    case DT_DOUBLE: return tp->n_double_data;
+    case DT_INT64: return tp->n_int64_data;
+    case DT_UINT32: case DT_UINT64: return tp->n_uint64_data;
+    default: return tp->n_int32_data;
+    }
+}
+
+/* Narrow or copy the typed field into packed elements of t->dtype. */
+static void from_typed(const Onnx__TensorProto *tp, Tensor *t, size_t n) {
+    void *d = t->data;
+    for (size_t i = 0; i < n; i++) {
+        switch (t->dtype) {
+        case DT_FLOAT: ((float *)d)[i] = tp->float_data[i]; break;
+        case DT_DOUBLE: ((double *)d)[i] = tp->double_data[i]; break;
+        case DT_INT64: ((int64_t *)d)[i] = tp->int64_data[i]; break;
+        case DT_UINT64: ((uint64_t *)d)[i] = tp->uint64_data[i]; break;
+        case DT_UINT32: ((uint32_t *)d)[i] = (uint32_t)tp->uint64_data[i]; break;
+        case DT_INT32: ((int32_t *)d)[i] = tp->int32_data[i]; break;
+        case DT_INT16: ((int16_t *)d)[i] = (int16_t)tp->int32_data[i]; break;
+        case DT_INT8: ((int8_t *)d)[i] = (int8_t)tp->int32_data[i]; break;
+        case DT_BOOL: ((uint8_t *)d)[i] = tp->int32_data[i] != 0; break;
+        case DT_UINT8: ((uint8_t *)d)[i] = (uint8_t)tp->int32_data[i]; break;
+        /* float16 and bfloat16 travel as their bit patterns in the low 16 bits */
+        case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16:
+            ((uint16_t *)d)[i] = (uint16_t)tp->int32_data[i];
+            break;
+        default: die("from_typed: %s", dtype_name(t->dtype));
+        }
+    }
+}
+
+/* Shape and byte count, refusing what cannot be held in memory. */
+static bool read_shape(const Onnx__TensorProto *tp, const char *where, const char *what,
+                       Tensor *t) {
+    if (tp->n_dims > MAX_RANK) {
+        error(where, "%s has rank %zu; onnxcc supports at most %d", what, tp->n_dims, MAX_RANK);
+        return false;
+    }
+    t->rank = (int)tp->n_dims;
+    size_t elsz = dtype_size(t->dtype), numel = 1;
+    for (int d = 0; d < t->rank; d++) {
+        int64_t n = tp->dims[d];
+        if (n < 0) {
+            error(where, "%s has a negative dimension (%lld)", what, (long long)n);
+            return false;
+        }
+        if (n > 0 && numel > ((size_t)1 << 48) / elsz / (uint64_t)n) {
+            error(where, "%s is too large", what);
+            return false;
+        }
+        numel *= (size_t)n;
+        t->dims[d] = n;
+    }
+    t->nbytes = numel * elsz;
+    return true;
+}
+
+bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *where,
+                          const char *what, Tensor *t) {
+    memset(t, 0, sizeof *t);
+    t->name = arena_strdup(a, tp->name ? tp->name : "");
+    t->dtype = tp->has_data_type ? (DType)tp->data_type : DT_UNDEF;
+    if (!tp->has_data_type || dtype_size(t->dtype) == 0) {
+        error(where, "%s has unsupported element type %s", what, fe_type_name(tp->data_type));
+        return false;
+    }
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        error(where, "%s is stored in an external data file, which onnxcc does not read "
+              "(save the model with its tensors inside the .onnx file)", what);
+        return false;
+    }
+    if (tp->segment) {
+        error(where, "%s is a segment of a larger tensor, which onnxcc does not support", what);
+        return false;
+    }
+    if (!read_shape(tp, where, what, t)) return false;
+    size_t numel = t->nbytes / dtype_size(t->dtype);
+    size_t have = typed_count(tp, t->dtype);
+    /* raw_data wins when present; an empty raw_data next to typed values is a writer's quirk */
+    if (tp->has_raw_data && (tp->raw_data.len > 0 || have == 0))
+        return from_raw(a, tp, where, what, t);
+    if (have != numel) {
+        error(where, "%s holds %zu values, its shape needs %zu", what, have, numel);
+        return false;
+    }
+    t->data = arena_alloc(a, t->nbytes ? t->nbytes : 1);
+    from_typed(tp, t, numel);
+    return true;
+}
+
+bool fe_parse_tensor(Arena *a, const uint8_t *buf, size_t size, const char *path, Tensor *t) {
+    ProtobufCAllocator al = fe_pb_allocator(a);
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&al, size, buf);
+    if (!tp) {
+        error(path, "not a valid ONNX tensor (protobuf parse failed)");
+        return false;
+    }
+    const char *what = tp->name && *tp->name ? arena_printf(a, "tensor '%s'", tp->name) : "tensor";
+    return fe_tensor_from_proto(a, tp, path, what, t);
+}
