@@ -20,7 +20,7 @@ LDLIBS += $(LLVM_LIBS) -lprotobuf-c -lz -lm
 LDFLAGS += $(SAN)
 
 SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c backend/*.c)
-OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o
+OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o $(B)/gen/header_template.o
 DEPS_STAMP := $(B)/.deps
 
 .PHONY: all run test bench clean deps
@@ -39,6 +39,16 @@ $(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h: $(ONNX_PROTO) | $(DEPS_STAMP)
 
 $(B)/gen/onnx.pb-c.o: $(B)/gen/onnx.pb-c.c
 	$(CC) -std=c11 -O2 -g $(SAN) -I$(B)/gen -c $< -o $@
+
+# The header template is embedded into onnxcc as a byte array (backend/header.c fills it in).
+$(B)/gen/header_template.c: runtime/model.h.in
+	@mkdir -p $(B)/gen
+	{ echo '/* generated from runtime/model.h.in by the Makefile */'; \
+	  echo 'const char be_header_template[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0};'; } > $@
+
+$(B)/gen/header_template.o: $(B)/gen/header_template.c
+	$(CC) -std=c11 -O2 -g $(SAN) -c $< -o $@
 
 $(B)/%.o: %.c $(B)/gen/onnx.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,274 @@
+/* emit.c - the last stage of the pipeline: the bufferized kernel IR becomes one LLVM module,
+ * is optimised with LLVM's standard -O pipeline and written as an object, assembly or IR text.
+ *
+ * The module holds one internal function per kernel (kernel.c), the math helpers they need
+ * (math.c), the constants as internal read-only globals, and exactly two public symbols:
+ *   int NAME_run(const void *const *inputs, void *const *outputs, void *arena)
+ *     checks its arguments and calls the kernels in order, giving each the storage of its
+ *     params: inputs[i] / outputs[i], a constant global, or arena + offset for temporaries;
+ *   const onnxcc_model_info NAME_info
+ *     the description of runtime/model.h.in, laid out with the target's pointer and size_t
+ *     width so that it matches what the target's C compiler makes of the header.
+ * Everything else is internal so that several models link into one program. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "internal.h"
+
+void be_enum_attr(Emitter *e, LLVMValueRef fn, unsigned idx, const char *name) {
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    if (!kind) die("no LLVM attribute %s", name);
+    LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(e->C, kind, 0));
+}
+
+static void str_attr(Emitter *e, LLVMValueRef fn, const char *k, const char *v) {
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(e->C, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
+}
+
+void be_fn_attrs(Emitter *e, LLVMValueRef fn) {
+    be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "nounwind");
+    /* The optimizer's cost models read these, not the TargetMachine: without them the
+     * vectoriser would assume a baseline x86-64 (SSE2). */
+    str_attr(e, fn, "target-cpu", e->t->cpu);
+    if (*e->t->features) str_attr(e, fn, "target-features", e->t->features);
+    if (e->t->vector_bytes == 64) str_attr(e, fn, "prefer-vector-width", "512");
+}
+
+/* ---- constants ---- */
+
+static LLVMValueRef private_const(Emitter *e, LLVMValueRef init, const char *name, unsigned align) {
+    LLVMValueRef g = LLVMAddGlobal(e->M, LLVMTypeOf(init), name);
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    if (align) LLVMSetAlignment(g, align);
+    return g;
+}
+
+static LLVMValueRef cstring(Emitter *e, const char *s) {
+    return private_const(e, LLVMConstStringInContext2(e->C, s, strlen(s), 0), "str", 1);
+}
+
+static LLVMValueRef const_buf(Emitter *e, Buf *b) {
+    size_t n = kir_nbytes(b);
+    if (!b->data && n) die("constant buffer %s has no data", b->name);
+    static const char zero[1];
+    LLVMValueRef init = LLVMConstStringInContext2(e->C, n ? b->data : zero, n ? n : 1, 1);
+    return private_const(e, init, arena_printf(e->p->arena, "const.%s", b->name), 64);
+}
+
+/* ---- NAME_run ---- */
+
+typedef struct RunState {
+    LLVMValueRef in, out, arena;
+    LLVMValueRef *ptr;              /* by root buffer id: its storage pointer, once computed */
+} RunState;
+
+static LLVMValueRef io_ptr(Emitter *e, LLVMValueRef arr, int i) {
+    LLVMValueRef ix = LLVMConstInt(e->idx, (unsigned long long)i, 0);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->B, e->ptr, arr, &ix, 1, "");
+    return LLVMBuildLoad2(e->B, e->ptr, slot, "");
+}
+
+static LLVMValueRef storage(Emitter *e, RunState *rs, Buf *b) {
+    Buf *r = kir_root(b);
+    if (rs->ptr[r->id]) return rs->ptr[r->id];
+    LLVMValueRef v;
+    switch (r->kind) {
+    case B_INPUT: v = io_ptr(e, rs->in, r->io_index); break;
+    case B_OUTPUT: v = io_ptr(e, rs->out, r->io_index); break;
+    case B_CONST: v = const_buf(e, r); break;
+    case B_TEMP: {
+        if (r->offset < 0) die("temporary %s has no arena offset (bufferize did not run?)", r->name);
+        LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)r->offset, 0);
+        v = LLVMBuildInBoundsGEP2(e->B, e->i8, rs->arena, &off, 1, r->name);
+        break;
+    }
+    default: die("buffer %s: kind %d", r->name, r->kind);
+    }
+    return rs->ptr[r->id] = v;
+}
+
+/* if (bad) return code; */
+static void check(Emitter *e, LLVMValueRef fn, LLVMValueRef bad, int code) {
+    LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(e->C, fn, "fail");
+    LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->C, fn, "ok");
+    LLVMBuildCondBr(e->B, bad, fail, ok);
+    LLVMPositionBuilderAtEnd(e->B, fail);
+    LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)code, 0));
+    LLVMPositionBuilderAtEnd(e->B, ok);
+}
+
+static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn) {
+    Program *p = e->p;
+    LLVMTypeRef pt[3] = {e->ptr, e->ptr, e->ptr};
+    LLVMTypeRef fty = LLVMFunctionType(e->i32, pt, 3, 0);
+    LLVMValueRef fn = LLVMAddFunction(e->M, arena_printf(p->arena, "%s_run", p->name), fty);
+    be_fn_attrs(e, fn);
+    RunState rs = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
+                   ARENA_ARRAY(p->arena, LLVMValueRef, p->nbufs + 1)};
+    LLVMSetValueName2(rs.in, "inputs", 6);
+    LLVMSetValueName2(rs.out, "outputs", 7);
+    LLVMSetValueName2(rs.arena, "arena", 5);
+    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+    LLVMValueRef null = LLVMConstNull(e->ptr);
+    if (p->arena_size > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.arena, null, ""), 1);
+    LLVMValueRef addr = LLVMBuildPtrToInt(e->B, rs.arena, e->idx, "");
+    LLVMValueRef mis = LLVMBuildAnd(e->B, addr, LLVMConstInt(e->idx, (unsigned long long)p->arena_align - 1, 0), "");
+    check(e, fn, LLVMBuildICmp(e->B, LLVMIntNE, mis, LLVMConstNull(e->idx), ""), 2);
+    if (p->ninputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.in, null, ""), 3);
+    if (p->noutputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.out, null, ""), 3);
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, k->nparams + 1);
+        for (int j = 0; j < k->nparams; j++) args[j] = storage(e, &rs, k->params[j]);
+        LLVMBuildCall2(e->B, LLVMGlobalGetValueType(kfn[i]), kfn[i], args, (unsigned)k->nparams, "");
+    }
+    LLVMBuildRet(e->B, LLVMConstInt(e->i32, 0, 0));
+    return fn;
+}
+
+/* ---- NAME_info ---- */
+
+typedef struct InfoTypes { LLVMTypeRef size, tensor, model; } InfoTypes;
+
+static InfoTypes info_types(Emitter *e, LLVMTargetDataRef td) {
+    InfoTypes it;
+    it.size = LLVMIntPtrTypeInContext(e->C, td);            /* size_t */
+    LLVMTypeRef tf[5] = {e->ptr, e->i32, e->i32, e->ptr, it.size};
+    it.tensor = LLVMStructTypeInContext(e->C, tf, 5, 0);
+    LLVMTypeRef mf[8] = {e->ptr, it.size, it.size, e->i32, e->i32, e->ptr, e->ptr, e->ptr};
+    it.model = LLVMStructTypeInContext(e->C, mf, 8, 0);
+    return it;
+}
+
+static LLVMValueRef tensor_infos(Emitter *e, InfoTypes *it, Buf **bufs, int n, const char *what) {
+    if (n == 0) return LLVMConstNull(e->ptr);
+    LLVMValueRef *elems = ARENA_ARRAY(e->p->arena, LLVMValueRef, n);
+    for (int i = 0; i < n; i++) {
+        Buf *b = bufs[i];
+        LLVMValueRef dims = LLVMConstNull(e->ptr);
+        if (b->rank > 0) {
+            LLVMValueRef d[MAX_RANK];
+            for (int j = 0; j < b->rank; j++) d[j] = LLVMConstInt(e->i64, (unsigned long long)b->dims[j], 1);
+            dims = private_const(e, LLVMConstArray2(e->i64, d, (uint64_t)b->rank), "dims", 8);
+        }
+        LLVMValueRef f[5] = {
+            cstring(e, b->name), LLVMConstInt(e->i32, (unsigned long long)b->dtype, 0),
+            LLVMConstInt(e->i32, (unsigned long long)b->rank, 0), dims,
+            LLVMConstInt(it->size, kir_nbytes(b), 0),
+        };
+        elems[i] = LLVMConstNamedStruct(it->tensor, f, 5);
+    }
+    return private_const(e, LLVMConstArray2(it->tensor, elems, (uint64_t)n), what, 0);
+}
+
+static void emit_info(Emitter *e, LLVMTargetDataRef td, LLVMValueRef run) {
+    Program *p = e->p;
+    InfoTypes it = info_types(e, td);
+    LLVMValueRef f[8] = {
+        cstring(e, p->name),
+        LLVMConstInt(it.size, (unsigned long long)p->arena_size, 0),
+        LLVMConstInt(it.size, (unsigned long long)p->arena_align, 0),
+        LLVMConstInt(e->i32, (unsigned long long)p->ninputs, 0),
+        LLVMConstInt(e->i32, (unsigned long long)p->noutputs, 0),
+        tensor_infos(e, &it, p->inputs, p->ninputs, "inputs"),
+        tensor_infos(e, &it, p->outputs, p->noutputs, "outputs"),
+        run,
+    };
+    LLVMValueRef g = LLVMAddGlobal(e->M, it.model, arena_printf(p->arena, "%s_info", p->name));
+    LLVMSetInitializer(g, LLVMConstNamedStruct(it.model, f, 8));
+    LLVMSetGlobalConstant(g, 1);
+}
+
+/* ---- the module ---- */
+
+static void init_types(Emitter *e) {
+    LLVMContextRef C = e->C;
+    e->i1 = LLVMInt1TypeInContext(C);
+    e->i8 = LLVMInt8TypeInContext(C);
+    e->i16 = LLVMInt16TypeInContext(C);
+    e->i32 = LLVMInt32TypeInContext(C);
+    e->i64 = LLVMInt64TypeInContext(C);
+    e->idx = e->t->ptr_bits == 32 ? e->i32 : e->i64;
+    e->f32 = LLVMFloatTypeInContext(C);
+    e->f64 = LLVMDoubleTypeInContext(C);
+    e->ptr = LLVMPointerTypeInContext(C, 0);
+    e->voidt = LLVMVoidTypeInContext(C);
+}
+
+static void optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, int opt_level) {
+    char *err = NULL;
+    if (LLVMVerifyModule(M, LLVMReturnStatusAction, &err)) die("backend made an invalid module: %s", err);
+    LLVMDisposeMessage(err);
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%d>", opt_level);
+    LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+    bool vec = opt_level >= 2;
+    LLVMPassBuilderOptionsSetLoopVectorization(o, vec);
+    LLVMPassBuilderOptionsSetSLPVectorization(o, vec);
+    LLVMPassBuilderOptionsSetLoopInterleaving(o, vec);
+    LLVMPassBuilderOptionsSetLoopUnrolling(o, vec);
+    LLVMErrorRef perr = LLVMRunPasses(M, pipeline, tm, o);
+    if (perr) die("LLVM passes: %s", LLVMGetErrorMessage(perr));
+    LLVMDisposePassBuilderOptions(o);
+}
+
+/* Write to PATH.tmp, then rename: a failure never leaves a half-written PATH. */
+static void write_out(LLVMModuleRef M, LLVMTargetMachineRef tm, EmitKind kind, const char *path) {
+    size_t n = strlen(path) + 5;
+    char *tmp = malloc(n);
+    if (!tmp) die("out of memory");
+    snprintf(tmp, n, "%s.tmp", path);
+    char *err = NULL;
+    LLVMBool bad = kind == EMIT_LLVM ? LLVMPrintModuleToFile(M, tmp, &err)
+                 : LLVMTargetMachineEmitToFile(tm, M, tmp, kind == EMIT_OBJ ? LLVMObjectFile : LLVMAssemblyFile, &err);
+    if (bad) {
+        remove(tmp);
+        fatal(path, "cannot write: %s", err ? err : "unknown LLVM error");
+    }
+    if (rename(tmp, path) != 0) {
+        remove(tmp);
+        fatal(path, "cannot write: %s", strerror(errno));
+    }
+    free(tmp);
+}
+
+void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
+    Emitter e = {.p = p, .t = t};
+    if (opt_level < 0 || opt_level > 3) die("opt level %d", opt_level);
+    if (p->arena_align <= 0 || (p->arena_align & (p->arena_align - 1))) die("arena_align %d", p->arena_align);
+    LLVMTargetMachineRef tm = be_machine(t, opt_level);
+    e.C = LLVMContextCreate();
+    e.M = LLVMModuleCreateWithNameInContext(p->name, e.C);
+    e.B = LLVMCreateBuilderInContext(e.C);
+    LLVMSetTarget(e.M, t->triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(e.M, dl);
+    LLVMDisposeMessage(dl);
+    if (t->abi)     /* what clang records; the ELF float-ABI flags follow it */
+        LLVMAddModuleFlag(e.M, LLVMModuleFlagBehaviorError, "target-abi", 10,
+                          LLVMValueAsMetadata(LLVMMDStringInContext(e.C, t->abi, (unsigned)strlen(t->abi))));
+    init_types(&e);
+
+    LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
+    for (int i = 0; i < p->nkernels; i++) kfn[i] = be_kernel(&e, p->kernels[i]);
+    LLVMValueRef run = emit_run(&e, kfn);
+    emit_info(&e, td, run);
+
+    optimize(e.M, tm, opt_level);
+    write_out(e.M, tm, kind, path);
+    LLVMDisposeBuilder(e.B);
+    LLVMDisposeModule(e.M);
+    LLVMContextDispose(e.C);
+    LLVMDisposeTargetData(td);
+    LLVMDisposeTargetMachine(tm);
+}

@@ -1,0 +1,147 @@
+/* header.c - the model's C header, written next to its object: runtime/model.h.in (embedded
+ * into onnxcc at build time as be_header_template) with its @KEY@ placeholders filled from
+ * the Program: the model name, arena size and alignment, and per input/output a documentation
+ * line, size macros and a parameter of the typed convenience wrapper NAME_run_typed(). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+extern const char be_header_template[];    /* build/gen/header_template.c */
+
+/* The C element type of a tensor of dtype t as seen by the caller. */
+static const char *ctype(DType t) {
+    switch (t) {
+    case DT_FLOAT: return "float";
+    case DT_DOUBLE: return "double";
+    case DT_INT8: return "int8_t";
+    case DT_UINT8: case DT_BOOL: return "uint8_t";
+    case DT_INT16: return "int16_t";
+    case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return "uint16_t";
+    case DT_INT32: return "int32_t";
+    case DT_UINT32: return "uint32_t";
+    case DT_INT64: return "int64_t";
+    case DT_UINT64: return "uint64_t";
+    default: return "void";
+    }
+}
+
+/* A value name inside a C comment: nothing that could close or break the comment. */
+static void put_name(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '*' && s[1] == '/') fputs("*_", f), s++;
+        else if ((unsigned char)*s < ' ') fputc('?', f);
+        else fputc(*s, f);
+    }
+}
+
+static void put_shape(FILE *f, const Buf *b) {
+    fprintf(f, "%s[", dtype_name(b->dtype));
+    for (int d = 0; d < b->rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)b->dims[d]);
+    fputc(']', f);
+}
+
+static void io_doc(FILE *f, Program *p) {
+    for (int io = 0; io < 2; io++) {
+        Buf **bufs = io ? p->outputs : p->inputs;
+        int n = io ? p->noutputs : p->ninputs;
+        fprintf(f, " * %s (%d):\n", io ? "Outputs" : "Inputs", n);
+        for (int i = 0; i < n; i++) {
+            fprintf(f, " *   %d  \"", i);
+            put_name(f, bufs[i]->name);
+            fputs("\"  ", f);
+            put_shape(f, bufs[i]);
+            fprintf(f, "  %zu bytes\n", kir_nbytes(bufs[i]));
+        }
+    }
+}
+
+static void io_macros(FILE *f, Program *p) {
+    for (int io = 0; io < 2; io++) {
+        Buf **bufs = io ? p->outputs : p->inputs;
+        int n = io ? p->noutputs : p->ninputs;
+        const char *kind = io ? "OUTPUT" : "INPUT";
+        for (int i = 0; i < n; i++) {
+            Buf *b = bufs[i];
+            fprintf(f, "#define %s_%s_%d_DTYPE %d\n", p->name, kind, i, (int)b->dtype);
+            fprintf(f, "#define %s_%s_%d_RANK %d\n", p->name, kind, i, b->rank);
+            fprintf(f, "#define %s_%s_%d_NUMEL %lld\n", p->name, kind, i, (long long)kir_numel(b));
+            fprintf(f, "#define %s_%s_%d_SIZE %zu\n", p->name, kind, i, kir_nbytes(b));
+        }
+    }
+}
+
+static void typed_run(FILE *f, Program *p) {
+    fprintf(f, "/* The same as %s_run with one typed pointer per tensor. */\n", p->name);
+    fprintf(f, "static inline int %s_run_typed(", p->name);
+    for (int i = 0; i < p->ninputs; i++) {
+        fprintf(f, "\n    const %s *in_%d /* \"", ctype(p->inputs[i]->dtype), i);
+        put_name(f, p->inputs[i]->name);
+        fputs("\" */,", f);
+    }
+    for (int i = 0; i < p->noutputs; i++) {
+        fprintf(f, "\n    %s *out_%d /* \"", ctype(p->outputs[i]->dtype), i);
+        put_name(f, p->outputs[i]->name);
+        fputs("\" */,", f);
+    }
+    fputs("\n    void *arena) {\n", f);
+    if (p->ninputs) {
+        fputs("    const void *const inputs[] = {", f);
+        for (int i = 0; i < p->ninputs; i++) fprintf(f, "%sin_%d", i ? ", " : "", i);
+        fputs("};\n", f);
+    }
+    if (p->noutputs) {
+        fputs("    void *const outputs[] = {", f);
+        for (int i = 0; i < p->noutputs; i++) fprintf(f, "%sout_%d", i ? ", " : "", i);
+        fputs("};\n", f);
+    }
+    fprintf(f, "    return %s_run(%s, %s, arena);\n}\n", p->name,
+            p->ninputs ? "inputs" : "(const void *const *)0", p->noutputs ? "outputs" : "(void *const *)0");
+}
+
+static void fill(FILE *f, Program *p, const char *key, size_t len) {
+#define IS(k) (len == strlen(k) && !memcmp(key, k, len))
+    if (IS("NAME")) fputs(p->name, f);
+    else if (IS("GUARD")) fprintf(f, "%s_H_INCLUDED", p->name);
+    else if (IS("ARENA_SIZE")) fprintf(f, "%lld", (long long)p->arena_size);
+    else if (IS("ARENA_ALIGN")) fprintf(f, "%d", p->arena_align);
+    else if (IS("NUM_INPUTS")) fprintf(f, "%d", p->ninputs);
+    else if (IS("NUM_OUTPUTS")) fprintf(f, "%d", p->noutputs);
+    else if (IS("IO_DOC")) io_doc(f, p);
+    else if (IS("IO_MACROS")) io_macros(f, p);
+    else if (IS("TYPED_RUN")) typed_run(f, p);
+    else die("runtime/model.h.in: unknown placeholder @%.*s@", (int)len, key);
+#undef IS
+}
+
+static void expand(FILE *f, Program *p) {
+    for (const char *s = be_header_template; *s;) {
+        const char *at = strchr(s, '@');
+        const char *end = at ? strchr(at + 1, '@') : NULL;
+        if (!at || !end) { fputs(s, f); break; }
+        fwrite(s, 1, (size_t)(at - s), f);
+        fill(f, p, at + 1, (size_t)(end - at - 1));
+        s = end + 1;
+    }
+}
+
+void be_write_header(Program *p, const char *path) {
+    size_t n = strlen(path) + 5;
+    char *tmp = malloc(n);
+    if (!tmp) die("out of memory");
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) fatal(path, "cannot write: %s", strerror(errno));
+    expand(f, p);
+    if (ferror(f) | fclose(f)) {        /* both, always: fclose reports late write errors */
+        remove(tmp);
+        fatal(path, "cannot write: %s", strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        remove(tmp);
+        fatal(path, "cannot write: %s", strerror(errno));
+    }
+    free(tmp);
+}

@@ -1,0 +1,49 @@
+/* internal.h - what the backend's files share (not part of the backend's API, backend.h is).
+ *
+ * emit.c builds the LLVM module from the kernel IR, using the Emitter below as its state;
+ * math.c expands the operators that are not single LLVM instructions (exp, log, tanh, erf,
+ * pow, floor, ...) into plain float arithmetic; target.c makes the TargetMachine. */
+#ifndef ONNXCC_BACKEND_INTERNAL_H
+#define ONNXCC_BACKEND_INTERNAL_H
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "backend.h"
+
+typedef struct Emitter {
+    Program *p;
+    const Target *t;
+    LLVMContextRef C;
+    LLVMModuleRef M;
+    LLVMBuilderRef B;               /* positioned in the function being built */
+    LLVMTypeRef i1, i8, i16, i32, i64, idx, f32, f64, ptr, voidt;
+    /* math helpers, created on first use: [op][0 float, 1 double] */
+    LLVMValueRef mathfn[K_COUNT][2];
+    /* the kernel being built */
+    Kernel *k;
+    LLVMValueRef fn;
+    LLVMValueRef *vars, *scalars;   /* allocas of loop variables and scalar registers */
+} Emitter;
+
+/* A TargetMachine for t (PIC on the host, static elsewhere). */
+LLVMTargetMachineRef be_machine(const Target *t, int opt_level);
+/* nounwind plus target-cpu/target-features matching the TargetMachine. */
+void be_fn_attrs(Emitter *e, LLVMValueRef fn);
+void be_enum_attr(Emitter *e, LLVMValueRef fn, unsigned idx, const char *name);
+
+/* The internal function computing kernel k (kernel.c): void(ptr param0, ptr param1, ...). */
+LLVMValueRef be_kernel(Emitter *e, Kernel *k);
+/* In-memory LLVM type of a dtype (bool: i8) and its register type (bool: i1). */
+LLVMTypeRef be_mem_type(Emitter *e, DType t);
+LLVMTypeRef be_reg_type(Emitter *e, DType t);
+
+/* Unary (b NULL) or binary float math of type t (DT_FLOAT or DT_DOUBLE) that is not a single
+ * instruction: K_EXP, K_LOG, K_TANH, K_SIGMOID, K_ERF, K_FLOOR, K_CEIL, K_ROUND, K_POW,
+ * K_REM (floats); also K_POW on integers. Emitted as a call of an internal helper (always
+ * inline for the float ones). */
+LLVMValueRef be_math(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMValueRef b);
+/* Whether be_math handles op on floats. */
+bool be_math_op(KOp op);
+
+#endif

@@ -1,0 +1,54 @@
+/* load.c - run a compiled model inside onnxcc itself (`onnxcc check`): the host object file is
+ * linked in-process by LLVM's ORC JIT linker, exactly as the system linker would link it
+ * into a program, and NAME_run is looked up. A generator that searches the process's own
+ * symbols resolves the few libc imports (memcpy/memset). The JIT lives until the process
+ * exits: the returned function stays valid for the rest of the compilation. */
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Noreturn void jit_fail(const char *where, LLVMErrorRef err) {
+    char *msg = LLVMGetErrorMessage(err);
+    fatal(where, "cannot load: %s", msg);
+}
+
+RunFn be_load_object(const char *obj_path, const char *name) {
+    Target host;
+    be_target(&host, NULL, NULL, NULL, NULL);       /* initialises LLVM's targets */
+
+    LLVMOrcLLJITRef jit;
+    LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, NULL);
+    if (err) jit_fail(obj_path, err);
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
+    LLVMOrcDefinitionGeneratorRef gen;
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
+    if (err) jit_fail(obj_path, err);
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+
+    LLVMMemoryBufferRef buf;
+    char *msg = NULL;
+    if (LLVMCreateMemoryBufferWithContentsOfFile(obj_path, &buf, &msg))
+        fatal(obj_path, "cannot read: %s", msg ? msg : "?");
+    err = LLVMOrcLLJITAddObjectFile(jit, jd, buf);     /* takes ownership of buf */
+    if (err) jit_fail(obj_path, err);
+
+    size_t n = strlen(name) + 5;
+    char *sym = malloc(n);
+    if (!sym) die("out of memory");
+    snprintf(sym, n, "%s_run", name);
+    LLVMOrcExecutorAddress addr = 0;
+    err = LLVMOrcLLJITLookup(jit, &addr, sym);
+    if (err) jit_fail(obj_path, err);
+    free(sym);
+    if (!addr) fatal(obj_path, "cannot load: no symbol %s_run", name);
+    RunFn fn;
+    /* ISO C has no object-to-function pointer conversion; the address is a function's. */
+    uintptr_t a = (uintptr_t)addr;
+    memcpy(&fn, &a, sizeof fn);
+    return fn;
+}

@@ -1,0 +1,515 @@
+/* math.c - the kernel IR's math operators as plain float arithmetic, never libm calls.
+ *
+ * The generated code must link into firmware without a libm, and the host object must import
+ * nothing but memcpy/memset, so exp, log, tanh, sigmoid, erf, pow, floor, ceil, round and
+ * float remainder are built here from +, *, /, compares, selects and bit tricks on the IEEE
+ * representation. Each becomes an internal always-inline helper (one per op and float type,
+ * created on first use) so the vectoriser sees straight-line code after inlining.
+ *
+ * The same algorithms serve float and double with more polynomial terms for double (doubles
+ * are used only when the model has double data: Cortex-M4 has no double FPU). Accuracy is
+ * about 1-2 ulp for float. No llvm.exp/log/pow/floor intrinsics: LLVM lowers some of them to
+ * libm calls on some targets. llvm.fabs and llvm.copysign are bit operations everywhere. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Code-building state for one helper: the builder and the float type's parameters. */
+typedef struct M {
+    Emitter *e;
+    LLVMBuilderRef b;
+    LLVMTypeRef F, I;               /* float type and the integer of the same width */
+    bool dbl;
+    int mant, bias;                 /* 23/127 or 52/1023 */
+} M;
+
+typedef LLVMValueRef V;
+
+static V fk(M *m, double v) { return LLVMConstReal(m->F, v); }
+static V ik(M *m, long long v) { return LLVMConstInt(m->I, (unsigned long long)v, 1); }
+static V add(M *m, V a, V b) { return LLVMBuildFAdd(m->b, a, b, ""); }
+static V sub(M *m, V a, V b) { return LLVMBuildFSub(m->b, a, b, ""); }
+static V mul(M *m, V a, V b) { return LLVMBuildFMul(m->b, a, b, ""); }
+static V fdiv(M *m, V a, V b) { return LLVMBuildFDiv(m->b, a, b, ""); }
+static V sel(M *m, V c, V a, V b) { return LLVMBuildSelect(m->b, c, a, b, ""); }
+static V cmp(M *m, LLVMRealPredicate p, V a, V b) { return LLVMBuildFCmp(m->b, p, a, b, ""); }
+static V icmp(M *m, LLVMIntPredicate p, V a, V b) { return LLVMBuildICmp(m->b, p, a, b, ""); }
+static V isnan_(M *m, V x) { return cmp(m, LLVMRealUNO, x, x); }
+static V and_(M *m, V a, V b) { return LLVMBuildAnd(m->b, a, b, ""); }
+static V or_(M *m, V a, V b) { return LLVMBuildOr(m->b, a, b, ""); }
+static V bits(M *m, V x) { return LLVMBuildBitCast(m->b, x, m->I, ""); }
+static V unbits(M *m, V i) { return LLVMBuildBitCast(m->b, i, m->F, ""); }
+static V toint(M *m, V x) { return LLVMBuildFPToSI(m->b, x, m->I, ""); }
+static V tofloat(M *m, V i) { return LLVMBuildSIToFP(m->b, i, m->F, ""); }
+
+static V intrinsic(M *m, const char *name, V *args, int n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) die("no intrinsic %s", name);
+    LLVMTypeRef tys[1] = {m->F};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m->e->M, id, tys, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(m->e->C, id, tys, 1);
+    return LLVMBuildCall2(m->b, fty, fn, args, (unsigned)n, "");
+}
+static V fabs_(M *m, V x) { return intrinsic(m, "llvm.fabs", &x, 1); }
+static V copysign_(M *m, V mag, V sign) { V a[2] = {mag, sign}; return intrinsic(m, "llvm.copysign", a, 2); }
+
+/* lo <= x <= hi (NaN passes through: ordered compares are false). */
+static V clamp(M *m, V x, double lo, double hi) {
+    x = sel(m, cmp(m, LLVMRealOLT, x, fk(m, lo)), fk(m, lo), x);
+    return sel(m, cmp(m, LLVMRealOGT, x, fk(m, hi)), fk(m, hi), x);
+}
+
+static V iclamp(M *m, V n, long long lo, long long hi) {
+    n = sel(m, icmp(m, LLVMIntSLT, n, ik(m, lo)), ik(m, lo), n);
+    return sel(m, icmp(m, LLVMIntSGT, n, ik(m, hi)), ik(m, hi), n);
+}
+
+/* c[0] + x*(c[1] + x*(... c[n-1])) */
+static V horner(M *m, V x, const double *c, int n) {
+    V r = fk(m, c[n - 1]);
+    for (int i = n - 2; i >= 0; i--) r = add(m, mul(m, r, x), fk(m, c[i]));
+    return r;
+}
+
+/* x rounded to the nearest integer (halves away from zero), as an integer; |x| must fit. */
+static V iround(M *m, V x) { return toint(m, add(m, x, copysign_(m, fk(m, 0.5), x))); }
+
+/* v * 2^n for any integer n: two exact power-of-two factors, so that results that under- or
+ * overflow come out as 0 / inf and subnormal results are still produced. */
+static V scale(M *m, V v, V n) {
+    n = iclamp(m, n, -(2LL * m->bias - 2), 2LL * m->bias);
+    V n1 = LLVMBuildAShr(m->b, n, ik(m, 1), "");
+    V n2 = LLVMBuildSub(m->b, n, n1, "");
+    V p1 = unbits(m, LLVMBuildShl(m->b, LLVMBuildAdd(m->b, n1, ik(m, m->bias), ""), ik(m, m->mant), ""));
+    V p2 = unbits(m, LLVMBuildShl(m->b, LLVMBuildAdd(m->b, n2, ik(m, m->bias), ""), ik(m, m->mant), ""));
+    return mul(m, mul(m, v, p1), p2);
+}
+
+/* ln 2 split so that k*LN2_HI is exact for the k that occur (fdlibm's constants). */
+static double ln2_hi(M *m) { return m->dbl ? 6.93147180369123816490e-01 : 0.693145751953125; }
+static double ln2_lo(M *m) { return m->dbl ? 1.90821492927058770002e-10 : 1.428606765330187045e-06; }
+
+/* Argument reduction x = k ln2 + r, |r| <= ln2/2. x must be finite and moderate. */
+static V reduce(M *m, V x, V *r) {
+    V k = iround(m, mul(m, x, fk(m, 1.0 / M_LN2)));
+    V kf = tofloat(m, k);
+    *r = sub(m, sub(m, x, mul(m, kf, fk(m, ln2_hi(m)))), mul(m, kf, fk(m, ln2_lo(m))));
+    return k;
+}
+
+/* e^r - (1 if `minus1`) for |r| <= ln2/2: Taylor terms up to r^7 (float) / r^13 (double),
+ * whose truncation error is far below half an ulp. */
+static V exp_poly(M *m, V r, bool minus1) {
+    double c[16];
+    int n = m->dbl ? 14 : 8;
+    c[0] = 1;
+    for (int i = 1; i < n; i++) c[i] = c[i - 1] / i;
+    if (!minus1) return horner(m, r, c, n);
+    return mul(m, r, horner(m, r, c + 1, n - 1));      /* r (1 + r/2 + r^2/6 ...) */
+}
+
+/* e^x for x not NaN. Beyond the clamps the result is inf or 0 anyway. */
+static V exp_core(M *m, V x) {
+    x = m->dbl ? clamp(m, x, -746, 710) : clamp(m, x, -104, 89);
+    V r, k = reduce(m, x, &r);
+    return scale(m, exp_poly(m, r, false), k);
+}
+
+static V m_exp(M *m, V x) {
+    V nan = isnan_(m, x);
+    return sel(m, nan, x, exp_core(m, sel(m, nan, fk(m, 0), x)));
+}
+
+/* e^x - 1 for -40 <= x <= 0 (tanh only): (2^k - 1) + 2^k p keeps small results exact. */
+static V expm1_neg(M *m, V x) {
+    V r, k = reduce(m, x, &r);
+    V p = exp_poly(m, r, true);
+    return add(m, scale(m, p, k), sub(m, scale(m, fk(m, 1), k), fk(m, 1)));
+}
+
+/* Split a positive finite x into 2^e * f with f in [sqrt(1/2), sqrt(2)); subnormals too. */
+static V decompose(M *m, V x, V *f) {
+    double tiny = ldexp(1.0, 1 - m->bias), big = ldexp(1.0, m->mant);
+    V sub_ = cmp(m, LLVMRealOLT, x, fk(m, tiny));
+    x = sel(m, sub_, mul(m, x, fk(m, big)), x);
+    V b = bits(m, x);
+    V e = LLVMBuildAnd(m->b, LLVMBuildLShr(m->b, b, ik(m, m->mant), ""), ik(m, 2LL * m->bias + 1), "");
+    e = LLVMBuildSub(m->b, e, ik(m, m->bias), "");
+    e = LLVMBuildSub(m->b, e, sel(m, sub_, ik(m, m->mant), ik(m, 0)), "");
+    long long mask = (long long)((1ULL << m->mant) - 1);
+    V mb = LLVMBuildOr(m->b, LLVMBuildAnd(m->b, b, ik(m, mask), ""),
+                       ik(m, (long long)m->bias << m->mant), "");
+    V fr = unbits(m, mb);                                   /* [1, 2) */
+    V hi = cmp(m, LLVMRealOGT, fr, fk(m, M_SQRT2));
+    *f = sel(m, hi, mul(m, fr, fk(m, 0.5)), fr);
+    return LLVMBuildAdd(m->b, e, sel(m, hi, ik(m, 1), ik(m, 0)), "");
+}
+
+static V log_frac_dd(M *m, V f, V *lo);
+
+static V m_log(M *m, V x) {
+    V f, e = decompose(m, x, &f);
+    V ef = tofloat(m, e);
+    V lo, hi = log_frac_dd(m, f, &lo);
+    V r = add(m, mul(m, ef, fk(m, ln2_hi(m))), add(m, hi, add(m, lo, mul(m, ef, fk(m, ln2_lo(m))))));
+    r = sel(m, cmp(m, LLVMRealOEQ, x, fk(m, INFINITY)), x, r);
+    r = sel(m, cmp(m, LLVMRealOEQ, x, fk(m, 0)), fk(m, -INFINITY), r);
+    r = sel(m, cmp(m, LLVMRealOLT, x, fk(m, 0)), fk(m, NAN), r);
+    return sel(m, isnan_(m, x), x, r);
+}
+
+/* Small |x|: tanh |x| = -em1 / (2 + em1) with em1 = e^(-2|x|) - 1, no cancellation near 0.
+ * Larger: 1 - 2/(e^2|x| + 1), whose rounding errors shrink with the subtracted term. Beyond T
+ * the result rounds to 1. */
+static V m_tanh(M *m, V x) {
+    double T = m->dbl ? 19.1 : 9.1;
+    V a = fabs_(m, x);
+    V big = cmp(m, LLVMRealOGE, a, fk(m, T));
+    V ac = sel(m, big, fk(m, T), sel(m, isnan_(m, a), fk(m, 0), a));
+    V em1 = expm1_neg(m, mul(m, ac, fk(m, -2)));
+    V t = fdiv(m, LLVMBuildFNeg(m->b, em1, ""), add(m, em1, fk(m, 2)));
+    V e2 = exp_core(m, add(m, ac, ac));
+    V t2 = sub(m, fk(m, 1), fdiv(m, fk(m, 2), add(m, e2, fk(m, 1))));
+    t = sel(m, cmp(m, LLVMRealOLT, ac, fk(m, 0.625)), t, t2);
+    t = sel(m, big, fk(m, 1), t);
+    return sel(m, isnan_(m, x), x, copysign_(m, t, x));
+}
+
+/* 1/(1+e^-x); for x < 0 written e^x/(1+e^x) so tiny results keep their precision. */
+static V m_sigmoid(M *m, V x) {
+    V s = m_exp(m, LLVMBuildFNeg(m->b, fabs_(m, x), ""));
+    V r = fdiv(m, fk(m, 1), add(m, fk(m, 1), s));
+    return sel(m, cmp(m, LLVMRealOLT, x, fk(m, 0)), mul(m, s, r), r);
+}
+
+/* erfc(x) e^(x^2) on [1, X] as a Chebyshev series in t = 1/x: least-squares fits at 400
+ * Chebyshev nodes against the C library's erfc (numpy chebfit; relative error 3e-10 for the
+ * float set, degree 11, X = 4; 5e-14 for the double set, degree 20, X = 6). */
+static const double erfc_cheb_f[] = {
+    0.29404210296365674, 0.14485638147754093, -0.011834441958427731, 0.00046025841298579531,
+    8.0173378600370909e-05, -2.4291552361865596e-05, 3.7078471881666046e-06,
+    -3.0454400479346263e-07, -2.1712167762199997e-08, 1.4908573277612359e-08,
+    -3.5825201730466359e-09, 5.6866354462526811e-10,
+};
+static const double erfc_cheb_d[] = {
+    0.27477468589795534, 0.16699329119310416, -0.014778434908201068, 0.00046076600437372251,
+    0.00017657967835421926, -5.0269840642281164e-05, 7.427013355753947e-06,
+    -3.5188112161268248e-07, -1.7150112855684016e-07, 6.7066230891282928e-08,
+    -1.4316589060399244e-08, 1.7595569876348252e-09, 7.4521431824366929e-11,
+    -1.1543767625116935e-10, 3.8873911334089215e-11, -8.5046697742552626e-12,
+    1.1275933010529237e-12, 4.3473897565380242e-14, -8.391359145435409e-14,
+    3.2222222483337668e-14, -7.9054155294727788e-15,
+};
+
+/* Clenshaw's recurrence for sum c[i] T_i(u). */
+static V chebyshev(M *m, V u, const double *c, int n) {
+    V b1 = fk(m, 0), b2 = fk(m, 0), u2 = add(m, u, u);
+    for (int i = n - 1; i >= 1; i--) {
+        V b0 = add(m, sub(m, mul(m, u2, b1), b2), fk(m, c[i]));
+        b2 = b1;
+        b1 = b0;
+    }
+    return add(m, sub(m, mul(m, u, b1), b2), fk(m, c[0]));
+}
+
+/* |x| < 1: the Taylor series x * sum (-1)^n x^2n / (n! (2n+1)) * 2/sqrt(pi).
+ * 1 <= |x| < X: 1 - e^(-x^2) * (fitted erfc(x) e^(x^2)).  Beyond X erf rounds to +-1. */
+static V m_erf(M *m, V x) {
+    double X = m->dbl ? 6 : 4;
+    V a = fabs_(m, x);
+    double c[20];
+    int n = m->dbl ? 18 : 11;
+    double fact = 1;
+    for (int i = 0; i < n; i++) {
+        if (i) fact *= i;
+        c[i] = (i % 2 ? -1 : 1) * M_2_SQRTPI / (fact * (2 * i + 1));
+    }
+    V small = mul(m, x, horner(m, mul(m, x, x), c, n));
+
+    V as = sel(m, isnan_(m, a), fk(m, 1), clamp(m, a, 1, X));
+    V t = fdiv(m, fk(m, 1), as);
+    double t0 = 1 / X, A = 2 / (1 - t0), Bc = -2 * t0 / (1 - t0) - 1;
+    V u = add(m, mul(m, t, fk(m, A)), fk(m, Bc));
+    V g = m->dbl ? chebyshev(m, u, erfc_cheb_d, COUNTOF(erfc_cheb_d))
+                 : chebyshev(m, u, erfc_cheb_f, COUNTOF(erfc_cheb_f));
+    V erfc = mul(m, exp_core(m, LLVMBuildFNeg(m->b, mul(m, as, as), "")), g);
+    V large = copysign_(m, sub(m, fk(m, 1), erfc), x);
+
+    V r = sel(m, cmp(m, LLVMRealOLT, a, fk(m, 1)), small, large);
+    r = sel(m, cmp(m, LLVMRealOGE, a, fk(m, X)), copysign_(m, fk(m, 1), x), r);
+    return sel(m, isnan_(m, x), x, r);
+}
+
+/* ---- rounding: via float->int->float, since llvm.floor is a libm call on Cortex-M ---- */
+
+/* Values with |x| >= 2^mant are integral already (and NaN passes through). */
+static V is_small(M *m, V x) { return cmp(m, LLVMRealOLT, fabs_(m, x), fk(m, ldexp(1.0, m->mant))); }
+static V trunc_int(M *m, V x, V small) { return toint(m, sel(m, small, x, fk(m, 0))); }
+
+static V m_trunc(M *m, V x) {
+    V small = is_small(m, x);
+    return sel(m, small, copysign_(m, tofloat(m, trunc_int(m, x, small)), x), x);
+}
+
+static V m_floor(M *m, V x) {
+    V small = is_small(m, x);
+    V t = tofloat(m, trunc_int(m, x, small));
+    t = sel(m, cmp(m, LLVMRealOGT, t, x), sub(m, t, fk(m, 1)), t);
+    return sel(m, small, copysign_(m, t, x), x);
+}
+
+static V m_ceil(M *m, V x) {
+    V small = is_small(m, x);
+    V t = tofloat(m, trunc_int(m, x, small));
+    t = sel(m, cmp(m, LLVMRealOLT, t, x), add(m, t, fk(m, 1)), t);
+    return sel(m, small, copysign_(m, t, x), x);
+}
+
+/* Half to even. */
+static V m_round(M *m, V x) {
+    V small = is_small(m, x);
+    V i = trunc_int(m, x, small);
+    V t = tofloat(m, i);
+    V d = fabs_(m, sub(m, x, t));
+    V odd = icmp(m, LLVMIntNE, and_(m, i, ik(m, 1)), ik(m, 0));
+    V up = or_(m, cmp(m, LLVMRealOGT, d, fk(m, 0.5)),
+               and_(m, cmp(m, LLVMRealOEQ, d, fk(m, 0.5)), odd));
+    t = sel(m, up, add(m, t, copysign_(m, fk(m, 1), x)), t);
+    return sel(m, small, copysign_(m, t, x), x);
+}
+
+static V two_prod(M *m, V a, V b, V *err);
+
+/* C fmod: |x| - q|y| with q = trunc(|x/y|), the product kept exact (Dekker) and q corrected
+ * by one if the division rounded across an integer. Exact while q < 2^mant. */
+static V m_rem(M *m, V x, V y) {
+    V ax = fabs_(m, x), ay = fabs_(m, y), inf = fk(m, INFINITY);
+    V ok = and_(m, and_(m, cmp(m, LLVMRealOLT, ax, inf), cmp(m, LLVMRealOLT, ay, inf)),
+                cmp(m, LLVMRealOGT, ay, fk(m, 0)));
+    ay = sel(m, ok, ay, fk(m, 1));
+    ax = sel(m, ok, ax, fk(m, 0));
+    V q = m_trunc(m, fdiv(m, ax, ay));
+    q = clamp(m, q, 0, ldexp(1.0, m->mant + 1));
+    V err, p = two_prod(m, q, ay, &err);
+    V r = sub(m, sub(m, ax, p), err);
+    r = sel(m, cmp(m, LLVMRealOLT, r, fk(m, 0)), add(m, r, ay), r);
+    r = sel(m, cmp(m, LLVMRealOGE, r, ay), sub(m, r, ay), r);
+    r = copysign_(m, r, x);
+    V yinf = and_(m, cmp(m, LLVMRealOEQ, fabs_(m, y), inf), cmp(m, LLVMRealOLT, fabs_(m, x), inf));
+    return sel(m, ok, r, sel(m, yinf, x, fk(m, NAN)));
+}
+
+/* ---- pow ---- */
+
+/* ---- pow: e^(y ln x) with y ln x carried in two floats (hi + lo), so that large results
+ * keep their precision (a plain exp(y*log(x)) loses |y ln x| ulps) ---- */
+
+/* The high half of a (Veltkamp's split): a - hi(a) is exact and both halves multiply
+ * exactly with any other half. */
+static V split_hi(M *m, V a) {
+    V c = mul(m, a, fk(m, m->dbl ? 134217729.0 : 4097.0));
+    return sub(m, c, sub(m, c, a));
+}
+
+/* a*b = p + *err exactly (Dekker). */
+static V two_prod(M *m, V a, V b, V *err) {
+    V p = mul(m, a, b);
+    V ah = split_hi(m, a), al = sub(m, a, ah), bh = split_hi(m, b), bl = sub(m, b, bh);
+    *err = add(m, add(m, add(m, sub(m, mul(m, ah, bh), p), mul(m, ah, bl)), mul(m, al, bh)), mul(m, al, bl));
+    return p;
+}
+
+/* a+b = s + *err exactly (Knuth). */
+static V two_sum(M *m, V a, V b, V *err) {
+    V s = add(m, a, b), bb = sub(m, s, a);
+    *err = add(m, sub(m, a, sub(m, s, bb)), sub(m, b, bb));
+    return s;
+}
+
+/* ln f = hi + *lo for f in [sqrt(1/2), sqrt(2)): with d = f-1, s = d/(2+d),
+ * ln f = d - d^2/2 + s (d^2/2 + R(s^2)) (fdlibm's form); d^2/2 is kept exact. */
+static V log_frac_dd(M *m, V f, V *lo) {
+    V d = sub(m, f, fk(m, 1));
+    V s = fdiv(m, d, add(m, d, fk(m, 2)));
+    V z = mul(m, s, s);
+    double c[12];
+    int n = m->dbl ? 10 : 4;                /* R = z (2/3 + 2z/5 + 2z^2/7 ...) */
+    for (int i = 0; i < n; i++) c[i] = 2.0 / (2 * i + 3);
+    V R = mul(m, z, horner(m, z, c, n));
+    V hl, hh = two_prod(m, d, d, &hl);
+    hh = mul(m, hh, fk(m, 0.5));
+    hl = mul(m, hl, fk(m, 0.5));
+    V t3 = mul(m, s, add(m, hh, R));
+    V hi = sub(m, d, hh);
+    *lo = add(m, sub(m, sub(m, sub(m, d, hi), hh), hl), t3);
+    return hi;
+}
+
+/* |x|^y for positive finite x and finite |y| <= 2^60. */
+static V pow_core(M *m, V ax, V y) {
+    V f, e = decompose(m, ax, &f);
+    V ef = tofloat(m, e);
+    V llo, lhi = log_frac_dd(m, f, &llo);
+    V serr, hi = two_sum(m, mul(m, ef, fk(m, ln2_hi(m))), lhi, &serr);   /* e*LN2_HI is exact */
+    V lo = add(m, add(m, serr, llo), mul(m, ef, fk(m, ln2_lo(m))));
+    V perr, zh = two_prod(m, y, hi, &perr);
+    V zl = add(m, perr, mul(m, y, lo));
+    V zerr;
+    zh = two_sum(m, zh, zl, &zerr);
+    zl = zerr;
+    /* beyond these the result is inf or 0 whatever zl is */
+    double lim_lo = m->dbl ? -760 : -110, lim_hi = m->dbl ? 720 : 100;
+    V out = or_(m, cmp(m, LLVMRealOLT, zh, fk(m, lim_lo)), cmp(m, LLVMRealOGT, zh, fk(m, lim_hi)));
+    zh = clamp(m, zh, lim_lo, lim_hi);
+    zl = sel(m, out, fk(m, 0), zl);
+    V k = iround(m, mul(m, zh, fk(m, 1.0 / M_LN2)));
+    V kf = tofloat(m, k);
+    V r = add(m, sub(m, zh, mul(m, kf, fk(m, ln2_hi(m)))), sub(m, zl, mul(m, kf, fk(m, ln2_lo(m)))));
+    return scale(m, exp_poly(m, r, false), k);
+}
+
+static V m_pow(M *m, V x, V y) {
+    V inf = fk(m, INFINITY), zero = fk(m, 0), one = fk(m, 1);
+    V ax = fabs_(m, x), ay = fabs_(m, y);
+    V ax_ok = and_(m, cmp(m, LLVMRealOLT, ax, inf), cmp(m, LLVMRealOGT, ax, zero));
+    V y_ok = cmp(m, LLVMRealOLT, ay, inf);
+    V ys = sel(m, y_ok, clamp(m, y, -ldexp(1, 60), ldexp(1, 60)), zero);
+    V r = pow_core(m, sel(m, ax_ok, ax, one), ys);
+
+    V ypos = cmp(m, LLVMRealOGT, y, zero), yneg = cmp(m, LLVMRealOLT, y, zero);
+    /* x = +-0, +-inf; y = +-inf */
+    r = sel(m, cmp(m, LLVMRealOEQ, ax, zero), sel(m, yneg, inf, zero), r);
+    r = sel(m, cmp(m, LLVMRealOEQ, ax, inf), sel(m, yneg, zero, inf), r);
+    V big = cmp(m, LLVMRealOGT, ax, one);
+    V yinf = sel(m, cmp(m, LLVMRealOEQ, ax, one), one,
+                 sel(m, LLVMBuildICmp(m->b, LLVMIntEQ, big, ypos, ""), inf, zero));
+    r = sel(m, cmp(m, LLVMRealOEQ, ay, inf), yinf, r);
+    /* negative x: the sign follows y's parity; non-integral y gives NaN */
+    V yint = cmp(m, LLVMRealOEQ, m_floor(m, y), y);
+    double two_m = ldexp(1.0, m->mant + 1);          /* beyond it every float is even */
+    V ysmall = cmp(m, LLVMRealOLT, ay, fk(m, two_m));
+    V yi = toint(m, sel(m, ysmall, y, zero));
+    V odd = and_(m, and_(m, yint, ysmall), icmp(m, LLVMIntNE, and_(m, yi, ik(m, 1)), ik(m, 0)));
+    V xneg = icmp(m, LLVMIntSLT, bits(m, x), ik(m, 0));
+    r = sel(m, and_(m, xneg, odd), LLVMBuildFNeg(m->b, r, ""), r);
+    V finite_neg = and_(m, cmp(m, LLVMRealOLT, x, zero), cmp(m, LLVMRealOGT, x, fk(m, -INFINITY)));
+    r = sel(m, and_(m, finite_neg, LLVMBuildNot(m->b, yint, "")), fk(m, NAN), r);
+    r = sel(m, or_(m, isnan_(m, x), isnan_(m, y)), add(m, x, y), r);
+    (void)ypos;
+    r = sel(m, cmp(m, LLVMRealOEQ, y, zero), one, r);
+    return sel(m, cmp(m, LLVMRealOEQ, x, one), one, r);
+}
+
+/* ---- the helpers ---- */
+
+bool be_math_op(KOp op) {
+    switch (op) {
+    case K_EXP: case K_LOG: case K_TANH: case K_SIGMOID: case K_ERF:
+    case K_FLOOR: case K_CEIL: case K_ROUND: case K_POW: case K_REM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static V build_body(M *m, KOp op, V a, V b) {
+    switch (op) {
+    case K_EXP: return m_exp(m, a);
+    case K_LOG: return m_log(m, a);
+    case K_TANH: return m_tanh(m, a);
+    case K_SIGMOID: return m_sigmoid(m, a);
+    case K_ERF: return m_erf(m, a);
+    case K_FLOOR: return m_floor(m, a);
+    case K_CEIL: return m_ceil(m, a);
+    case K_ROUND: return m_round(m, a);
+    case K_POW: return m_pow(m, a, b);
+    case K_REM: return m_rem(m, a, b);
+    default: die("no float math for %s", kop_name[op]);
+    }
+}
+
+static LLVMValueRef make_helper(Emitter *e, KOp op, bool dbl) {
+    M m = {.e = e, .dbl = dbl};
+    m.F = dbl ? e->f64 : e->f32;
+    m.I = dbl ? e->i64 : e->i32;
+    m.mant = dbl ? 52 : 23;
+    m.bias = dbl ? 1023 : 127;
+    int nargs = op == K_POW || op == K_REM ? 2 : 1;
+    LLVMTypeRef params[2] = {m.F, m.F};
+    char name[64];
+    snprintf(name, sizeof name, "onnxcc.%s.%s", kop_name[op], dbl ? "f64" : "f32");
+    LLVMValueRef fn = LLVMAddFunction(e->M, name, LLVMFunctionType(m.F, params, (unsigned)nargs, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    be_fn_attrs(e, fn);
+    be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "alwaysinline");
+    be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "willreturn");
+    be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "nosync");
+    m.b = LLVMCreateBuilderInContext(e->C);
+    LLVMPositionBuilderAtEnd(m.b, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+    V r = build_body(&m, op, LLVMGetParam(fn, 0), nargs == 2 ? LLVMGetParam(fn, 1) : NULL);
+    LLVMBuildRet(m.b, r);
+    LLVMDisposeBuilder(m.b);
+    return fn;
+}
+
+/* Integer x^y by repeated squaring; a negative y gives 0 except for x = 1 and x = -1 (what
+ * truncating the real result gives). */
+static LLVMValueRef make_int_pow(Emitter *e, LLVMTypeRef ty, bool is_signed, const char *name) {
+    LLVMTypeRef params[2] = {ty, ty};
+    LLVMValueRef fn = LLVMAddFunction(e->M, name, LLVMFunctionType(ty, params, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    be_fn_attrs(e, fn);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(e->C);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->C, fn, "entry"),
+                      loop = LLVMAppendBasicBlockInContext(e->C, fn, "loop"),
+                      done = LLVMAppendBasicBlockInContext(e->C, fn, "done");
+    LLVMValueRef x = LLVMGetParam(fn, 0), y = LLVMGetParam(fn, 1);
+    LLVMValueRef zero = LLVMConstInt(ty, 0, 0), one = LLVMConstInt(ty, 1, 0);
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef neg = is_signed ? LLVMBuildICmp(b, LLVMIntSLT, y, zero, "") : LLVMConstInt(e->i1, 0, 0);
+    LLVMValueRef e0 = LLVMBuildSelect(b, neg, zero, y, "");
+    LLVMBuildBr(b, loop);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef r = LLVMBuildPhi(b, ty, "r"), base = LLVMBuildPhi(b, ty, "b"), ex = LLVMBuildPhi(b, ty, "e");
+    LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, ex, one, ""), zero, "");
+    LLVMValueRef r1 = LLVMBuildSelect(b, odd, LLVMBuildMul(b, r, base, ""), r, "");
+    LLVMValueRef b1 = LLVMBuildMul(b, base, base, "");
+    LLVMValueRef e1 = LLVMBuildLShr(b, ex, one, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, e1, zero, ""), loop, done);
+    LLVMValueRef rv[2] = {one, r1}, bv[2] = {x, b1}, ev[2] = {e0, e1};
+    LLVMBasicBlockRef from[2] = {entry, loop};
+    LLVMAddIncoming(r, rv, from, 2);
+    LLVMAddIncoming(base, bv, from, 2);
+    LLVMAddIncoming(ex, ev, from, 2);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMValueRef yodd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, y, one, ""), zero, "");
+    LLVMValueRef mone = LLVMConstAllOnes(ty);
+    LLVMValueRef negr = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, x, one, ""), one,
+                        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, x, mone, ""),
+                                        LLVMBuildSelect(b, yodd, mone, one, ""), zero, ""), "");
+    LLVMBuildRet(b, LLVMBuildSelect(b, neg, negr, r1, ""));
+    LLVMDisposeBuilder(b);
+    return fn;
+}
+
+static LLVMValueRef int_pow(Emitter *e, DType t, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    bool is_signed = !(t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64);
+    char name[48];
+    snprintf(name, sizeof name, "onnxcc.pow.%si%u", is_signed ? "" : "u", LLVMGetIntTypeWidth(ty));
+    LLVMValueRef fn = LLVMGetNamedFunction(e->M, name);
+    if (!fn) fn = make_int_pow(e, ty, is_signed, name);
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(e->B, LLVMGlobalGetValueType(fn), fn, args, 2, "");
+}
+
+LLVMValueRef be_math(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMValueRef b) {
+    if (op == K_POW && t != DT_FLOAT && t != DT_DOUBLE && t != DT_BOOL) return int_pow(e, t, a, b);
+    if (t != DT_FLOAT && t != DT_DOUBLE) die("float math %s on dtype %d", kop_name[op], t);
+    bool dbl = t == DT_DOUBLE;
+    LLVMValueRef fn = e->mathfn[op][dbl];
+    if (!fn) fn = e->mathfn[op][dbl] = make_helper(e, op, dbl);
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(e->B, LLVMGlobalGetValueType(fn), fn, args, b ? 2 : 1, "");
+}

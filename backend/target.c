@@ -1,0 +1,119 @@
+/* target.c - which machine the code is for: the host (its exact CPU and features, so that
+ * LLVM vectorises for what it runs on) or a named triple such as thumbv7em-none-eabihf for a
+ * Cortex-M4. be_target() fills the Target that the pipeline reads (vector width for tiling,
+ * arena alignment for bufferization); be_machine() makes the LLVM TargetMachine for emission. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void init_llvm(void) {
+    static bool done;
+    if (done) return;
+    done = true;
+    LLVMInitializeAllTargetInfos();
+    LLVMInitializeAllTargets();
+    LLVMInitializeAllTargetMCs();
+    LLVMInitializeAllAsmPrinters();
+    LLVMInitializeAllAsmParsers();
+}
+
+static char *dup(const char *s) {
+    char *d = strdup(s ? s : "");
+    if (!d) die("out of memory");
+    return d;
+}
+
+/* Whether a comma-separated LLVM feature list enables `feat` ("+avx2"). */
+static bool has_feature(const char *list, const char *feat) {
+    size_t n = strlen(feat);
+    for (const char *s = list; s && *s;) {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        if (len == n && !memcmp(s, feat, n)) return true;
+        s = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+static bool starts(const char *s, const char *prefix) { return !strncmp(s, prefix, strlen(prefix)); }
+
+/* The widest float vector worth tiling for. Cortex-M has no float SIMD: one float. */
+static int vector_width(const Target *t) {
+    const char *tr = t->triple;
+    if (starts(tr, "x86_64") || starts(tr, "i386") || starts(tr, "i686")) {
+        if (has_feature(t->features, "+avx512f")) return 64;
+        if (has_feature(t->features, "+avx2") || has_feature(t->features, "+avx")) return 32;
+        return 16;
+    }
+    if (starts(tr, "aarch64") || starts(tr, "arm64")) return 16;
+    if (starts(tr, "thumb") || starts(tr, "arm"))
+        return has_feature(t->features, "+neon") || starts(t->cpu, "cortex-a") ? 16 : 4;
+    if (starts(tr, "riscv")) return has_feature(t->features, "+v") ? 16 : 4;
+    return 16;
+}
+
+void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi) {
+    init_llvm();
+    memset(t, 0, sizeof *t);
+    t->host = triple == NULL;
+    if (t->host) {
+        char *tr = LLVMGetDefaultTargetTriple(), *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
+        /* An explicit CPU replaces the host's, with its own default features. */
+        t->triple = dup(tr);
+        t->cpu = dup(cpu ? cpu : c);
+        t->features = dup(features ? features : cpu ? "" : f);
+        LLVMDisposeMessage(tr);
+        LLVMDisposeMessage(c);
+        LLVMDisposeMessage(f);
+    } else {
+        /* Normalise: raw "thumbv7em-none-eabihf" reads "eabihf" as the OS and silently
+         * loses the hard-float ABI. */
+        char *tr = LLVMNormalizeTargetTriple(triple);
+        t->triple = dup(tr);
+        LLVMDisposeMessage(tr);
+        /* A bare Cortex-M triple means the M4 (the chip whose FPU eabihf expects). */
+        if (!cpu && starts(triple, "thumbv7em")) cpu = "cortex-m4";
+        t->cpu = dup(cpu ? cpu : "generic");
+        t->features = dup(features);
+    }
+    t->abi = abi && *abi ? dup(abi) : NULL;
+
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(t->triple, &target, &err))
+        fatal(NULL, "unknown target '%s': %s", triple ? triple : t->triple, err ? err : "not supported by LLVM");
+    LLVMTargetMachineRef tm = be_machine(t, 0);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    t->ptr_bits = (int)LLVMPointerSize(td) * 8;
+    LLVMDisposeTargetData(td);
+    LLVMDisposeTargetMachine(tm);
+    if (t->ptr_bits != 32 && t->ptr_bits != 64)
+        fatal(NULL, "unknown target '%s': %d-bit pointers are not supported", t->triple, t->ptr_bits);
+    t->vector_bytes = vector_width(t);
+    /* Loads use natural alignment, so the arena needs only the widest element (8 bytes);
+     * on the host a cache line keeps vector loops from splitting lines. */
+    t->arena_align = t->ptr_bits == 64 ? 64 : 8;
+}
+
+LLVMTargetMachineRef be_machine(const Target *t, int opt_level) {
+    init_llvm();
+    LLVMTargetRef target;
+    char *err = NULL;
+    if (LLVMGetTargetFromTriple(t->triple, &target, &err))
+        fatal(NULL, "unknown target '%s': %s", t->triple, err ? err : "not supported by LLVM");
+    static const LLVMCodeGenOptLevel levels[] = {
+        LLVMCodeGenLevelNone, LLVMCodeGenLevelLess, LLVMCodeGenLevelDefault, LLVMCodeGenLevelAggressive,
+    };
+    LLVMTargetMachineOptionsRef o = LLVMCreateTargetMachineOptions();
+    LLVMTargetMachineOptionsSetCPU(o, t->cpu);
+    LLVMTargetMachineOptionsSetFeatures(o, t->features);
+    if (t->abi) LLVMTargetMachineOptionsSetABI(o, t->abi);
+    LLVMTargetMachineOptionsSetCodeGenOptLevel(o, levels[opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level]);
+    /* The host object is loaded in-process (PIE, ORC); firmware links statically. */
+    LLVMTargetMachineOptionsSetRelocMode(o, t->host ? LLVMRelocPIC : LLVMRelocStatic);
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachineWithOptions(target, t->triple, o);
+    LLVMDisposeTargetMachineOptions(o);
+    if (!tm) fatal(NULL, "unknown target '%s': LLVM cannot make a target machine for it", t->triple);
+    return tm;
+}
