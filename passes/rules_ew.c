@@ -1,0 +1,335 @@
+/* rules_ew.c - shape and lowering rules of the elementwise ops (ir/ops.def rows flagged OPF_EW).
+ *
+ * Shape inference here is numpy broadcasting plus a dtype rule (same as the inputs, bool for
+ * comparisons, the `to` attribute for Cast). Lowering is one lower_map() kernel per node: the
+ * map helper (passes/lower.h) owns the loop nest and the broadcast loads, so every rule below
+ * only builds the scalar expression from the loaded operands. Keeping that single shape is what
+ * lets fusion (passes/fuse.c) merge chains of these kernels.
+ *
+ * Attribute constants (LeakyRelu's alpha, a constant Clip bound, ...) become expression
+ * constants rather than loads, so the backend can fold them. */
+#include <string.h>
+
+#include "lower.h"
+
+/* An earlier node whose shape rule failed has left its outputs unknown; it was reported, so
+ * stay quiet about its consumers. */
+static bool inputs_known(const Node *n) {
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && (n->in[i]->rank < 0 || n->in[i]->dtype == DT_UNDEF)) return false;
+    return true;
+}
+
+static const char *shape_str(Graph *g, const Value *v) {
+    const char *s = "[";
+    for (int d = 0; d < v->rank; d++)
+        s = arena_printf(g->arena, "%s%s%lld", s, d ? "," : "", (long long)v->dims[d]);
+    return arena_printf(g->arena, "%s]", s);
+}
+
+/* Broadcast the shapes of the present inputs of n into (*rank, dims); false after an error. */
+static bool broadcast_all(Graph *g, Node *n, int first, int count, int *rank, int64_t *dims) {
+    *rank = 0;
+    const Value *prev = NULL;
+    for (int i = first; i < first + count; i++) {
+        const Value *v = n->in[i];
+        if (!v) continue;
+        int64_t so_far[MAX_RANK];  /* ir_broadcast's input and output must not overlap */
+        memcpy(so_far, dims, sizeof(int64_t) * (size_t)*rank);
+        if (!ir_broadcast(*rank, so_far, v->rank, v->dims, rank, dims)) {
+            error(ir_where(g, n), "input shapes %s ('%s') and %s ('%s') do not broadcast",
+                  shape_str(g, prev), prev->name, shape_str(g, v), v->name);
+            return false;
+        }
+        prev = v;
+    }
+    return true;
+}
+
+static bool same_dtypes(Graph *g, Node *n, int first, int count) {
+    for (int i = first + 1; i < first + count; i++)
+        if (n->in[i] && n->in[i]->dtype != n->in[first]->dtype) {
+            error(ir_where(g, n), "inputs '%s' (%s) and '%s' (%s) have different types",
+                  n->in[first]->name, dtype_name(n->in[first]->dtype), n->in[i]->name,
+                  dtype_name(n->in[i]->dtype));
+            return false;
+        }
+    return true;
+}
+
+/* ---- shape rules ---- */
+
+/* Same dtype and shape as input 0 (also Clip, whose bounds are rank-0 inputs). */
+void infer_unary(Graph *g, Node *n) {
+    if (!inputs_known(n)) return;
+    Value *x = n->in[0];
+    if (n->op == OP_Not && x->dtype != DT_BOOL) {
+        error(ir_where(g, n), "input '%s' is %s, Not needs bool", x->name, dtype_name(x->dtype));
+        return;
+    }
+    if (n->op == OP_Clip) {
+        for (int i = 1; i < n->nin; i++)
+            if (n->in[i] && (ir_numel(n->in[i]) != 1 || n->in[i]->dtype != x->dtype)) {
+                error(ir_where(g, n), "bound '%s' must be a single %s", n->in[i]->name,
+                      dtype_name(x->dtype));
+                return;
+            }
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+void infer_cast(Graph *g, Node *n) {
+    if (!inputs_known(n)) return;
+    Value *x = n->in[0];
+    DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
+    if (!dtype_supported(to)) {
+        error(ir_where(g, n), "cast to unsupported type %s (%d)", dtype_name(to), (int)to);
+        return;
+    }
+    ir_set_shape(n->out[0], to, x->rank, x->dims);
+}
+
+/* Add, Sub, Mul, Div, Pow, PRelu: result has input 0's dtype. Pow's exponent may be of another
+ * numeric type (opset 12+); PRelu's slope broadcasts to X only one way. */
+void infer_binary(Graph *g, Node *n) {
+    if (!inputs_known(n)) return;
+    if (n->op != OP_Pow && !same_dtypes(g, n, 0, 2)) return;
+    int rank;
+    int64_t dims[MAX_RANK];
+    if (!broadcast_all(g, n, 0, 2, &rank, dims)) return;
+    Value *x = n->in[0];
+    if (n->op == OP_PRelu && (rank != x->rank || memcmp(dims, x->dims, sizeof(int64_t) * (size_t)rank))) {
+        error(ir_where(g, n), "slope shape %s does not broadcast to input shape %s",
+              shape_str(g, n->in[1]), shape_str(g, x));
+        return;
+    }
+    if (n->op == OP_Pow && n->in[1]->dtype == DT_BOOL) {
+        error(ir_where(g, n), "exponent '%s' is bool", n->in[1]->name);
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, rank, dims);
+}
+
+/* Comparisons and logical ops: bool result; And/Or take bool inputs. */
+void infer_compare(Graph *g, Node *n) {
+    if (!inputs_known(n)) return;
+    if (!same_dtypes(g, n, 0, 2)) return;
+    if ((n->op == OP_And || n->op == OP_Or) && n->in[0]->dtype != DT_BOOL) {
+        error(ir_where(g, n), "inputs are %s, %s needs bool", dtype_name(n->in[0]->dtype),
+              n->op_type);
+        return;
+    }
+    int rank;
+    int64_t dims[MAX_RANK];
+    if (!broadcast_all(g, n, 0, 2, &rank, dims)) return;
+    ir_set_shape(n->out[0], DT_BOOL, rank, dims);
+}
+
+/* Max, Min, Sum, Mean: any number of inputs, all broadcast together. */
+void infer_variadic(Graph *g, Node *n) {
+    if (!inputs_known(n)) return;
+    if (!same_dtypes(g, n, 0, n->nin)) return;
+    int rank;
+    int64_t dims[MAX_RANK];
+    if (!broadcast_all(g, n, 0, n->nin, &rank, dims)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, rank, dims);
+}
+
+void infer_where(Graph *g, Node *n) {
+    if (!inputs_known(n)) return;
+    if (n->in[0]->dtype != DT_BOOL) {
+        error(ir_where(g, n), "condition '%s' is %s, not bool", n->in[0]->name,
+              dtype_name(n->in[0]->dtype));
+        return;
+    }
+    if (!same_dtypes(g, n, 1, 2)) return;
+    int rank;
+    int64_t dims[MAX_RANK];
+    if (!broadcast_all(g, n, 0, 3, &rank, dims)) return;
+    ir_set_shape(n->out[0], n->in[1]->dtype, rank, dims);
+}
+
+/* ---- lowering ---- */
+
+static Expr *cst(Lower *L, DType t, double v) { return kx_const(L->p, t, v); }
+
+/* max(0, min(1, a*x + b)), the clamp HardSigmoid and HardSwish share. */
+static Expr *hard_sigmoid(Lower *L, Expr *x, double a, double b) {
+    Program *p = L->p;
+    DType t = x->type;
+    Expr *y = kx_bin(p, K_ADD, kx_bin(p, K_MUL, x, cst(L, t, a)), cst(L, t, b));
+    return kx_bin(p, K_MAX, cst(L, t, 0), kx_bin(p, K_MIN, cst(L, t, 1), y));
+}
+
+static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    Expr *x = v[0];
+    DType t = x->type;
+    switch (n->op) {
+    case OP_Abs: return kx_un(p, K_ABS, x);
+    case OP_Neg: return kx_un(p, K_NEG, x);
+    case OP_Not: return kx_un(p, K_NOT, x);
+    case OP_Sqrt: return kx_un(p, K_SQRT, x);
+    case OP_Exp: return kx_un(p, K_EXP, x);
+    case OP_Log: return kx_un(p, K_LOG, x);
+    case OP_Tanh: return kx_un(p, K_TANH, x);
+    case OP_Sigmoid: return kx_un(p, K_SIGMOID, x);
+    case OP_Erf: return kx_un(p, K_ERF, x);
+    case OP_Floor: return kx_un(p, K_FLOOR, x);
+    case OP_Ceil: return kx_un(p, K_CEIL, x);
+    case OP_Reciprocal: return kx_un(p, K_RECIP, x);
+    case OP_Sign: return kx_un(p, K_SIGN, x);
+    case OP_Cast: return kx_cast(p, n->out[0]->dtype, x);
+    case OP_Relu: return kx_bin(p, K_MAX, x, cst(L, t, 0));
+    case OP_LeakyRelu: {
+        Expr *neg = kx_bin(p, K_MUL, x, cst(L, t, ir_attr_float(n, "alpha", 0.01f)));
+        return kx_select(p, kx_bin(p, K_LT, x, cst(L, t, 0)), neg, x);
+    }
+    case OP_Elu: {
+        Expr *e = kx_bin(p, K_SUB, kx_un(p, K_EXP, x), cst(L, t, 1));
+        e = kx_bin(p, K_MUL, cst(L, t, ir_attr_float(n, "alpha", 1.0f)), e);
+        return kx_select(p, kx_bin(p, K_LT, x, cst(L, t, 0)), e, x);
+    }
+    case OP_Selu: {
+        double alpha = ir_attr_float(n, "alpha", 1.67326319217681884765625f);
+        double gamma = ir_attr_float(n, "gamma", 1.05070102214813232421875f);
+        Expr *neg = kx_bin(p, K_SUB, kx_bin(p, K_MUL, cst(L, t, alpha), kx_un(p, K_EXP, x)),
+                           cst(L, t, alpha));
+        Expr *e = kx_select(p, kx_bin(p, K_GT, x, cst(L, t, 0)), x, neg);
+        return kx_bin(p, K_MUL, cst(L, t, gamma), e);
+    }
+    case OP_HardSigmoid:
+        return hard_sigmoid(L, x, ir_attr_float(n, "alpha", 0.2f), ir_attr_float(n, "beta", 0.5f));
+    case OP_HardSwish: return kx_bin(p, K_MUL, x, hard_sigmoid(L, x, 1.0 / 6.0, 0.5));
+    case OP_Softplus: {
+        /* log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x */
+        Expr *e = kx_un(p, K_EXP, kx_un(p, K_NEG, kx_un(p, K_ABS, x)));
+        e = kx_un(p, K_LOG, kx_bin(p, K_ADD, cst(L, t, 1), e));
+        return kx_bin(p, K_ADD, kx_bin(p, K_MAX, x, cst(L, t, 0)), e);
+    }
+    case OP_Softsign:
+        return kx_bin(p, K_DIV, x, kx_bin(p, K_ADD, cst(L, t, 1), kx_un(p, K_ABS, x)));
+    default: die("lower_unary: %s", n->op_type);
+    }
+}
+
+void lower_unary(Lower *L, Node *n) {
+    Buf *in = lower_in(L, n, 0);
+    lower_map(L, n, lower_out(L, n, 0), 1, &in, map_unary, NULL);
+}
+
+static KOp binary_kop(Op op) {
+    switch (op) {
+    case OP_Add: return K_ADD;
+    case OP_Sub: return K_SUB;
+    case OP_Mul: return K_MUL;
+    case OP_Div: return K_DIV;
+    case OP_Pow: return K_POW;
+    case OP_And: return K_AND;
+    case OP_Or: return K_OR;
+    case OP_Equal: return K_EQ;
+    case OP_Less: return K_LT;
+    case OP_Greater: return K_GT;
+    case OP_LessOrEqual: return K_LE;
+    case OP_GreaterOrEqual: return K_GE;
+    case OP_Max: return K_MAX;
+    case OP_Min: return K_MIN;
+    case OP_Sum: case OP_Mean: return K_ADD;
+    default: die("no scalar operator for %s", op_info[op].name);
+    }
+}
+
+static Expr *map_binary(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    if (n->op == OP_PRelu) {
+        Expr *neg = kx_bin(p, K_MUL, v[0], v[1]);
+        return kx_select(p, kx_bin(p, K_LT, v[0], cst(L, v[0]->type, 0)), neg, v[0]);
+    }
+    if (n->op == OP_Pow) {
+        /* an integer base with a float exponent is raised in float (numpy's rule); the map
+         * casts the result back to the base's type */
+        DType t = !dtype_is_float(v[0]->type) && dtype_is_float(v[1]->type) ? v[1]->type : v[0]->type;
+        return kx_bin(p, K_POW, kx_cast(p, t, v[0]), kx_cast(p, t, v[1]));
+    }
+    return kx_bin(p, binary_kop(n->op), v[0], v[1]);
+}
+
+void lower_binary(Lower *L, Node *n) {
+    Buf *ins[2] = {lower_in(L, n, 0), lower_in(L, n, 1)};
+    lower_map(L, n, lower_out(L, n, 0), 2, ins, map_binary, NULL);
+}
+
+/* Max/Min/Sum/Mean fold their operands left to right; Mean divides the sum at the end. */
+static Expr *map_variadic(Lower *L, Node *n, Expr **v, void *ctx) {
+    Expr *e = v[0];
+    KOp op = binary_kop(n->op);
+    for (int i = 1; i < n->nin; i++) e = kx_bin(L->p, op, e, v[i]);
+    if (n->op == OP_Mean && n->nin > 1) e = kx_bin(L->p, K_DIV, e, cst(L, e->type, n->nin));
+    return e;
+}
+
+void lower_variadic(Lower *L, Node *n) {
+    Buf *ins[16];
+    if (n->nin > COUNTOF(ins)) {
+        error(ir_where(L->g, n), "%d inputs; at most %d are supported", n->nin, COUNTOF(ins));
+        return;
+    }
+    for (int i = 0; i < n->nin; i++) ins[i] = lower_in(L, n, i);
+    lower_map(L, n, lower_out(L, n, 0), n->nin, ins, map_variadic, NULL);
+}
+
+static Expr *map_where(Lower *L, Node *n, Expr **v, void *ctx) {
+    return kx_select(L->p, v[0], v[1], v[2]);
+}
+
+void lower_where(Lower *L, Node *n) {
+    Buf *ins[3] = {lower_in(L, n, 0), lower_in(L, n, 1), lower_in(L, n, 2)};
+    lower_map(L, n, lower_out(L, n, 0), 3, ins, map_where, NULL);
+}
+
+/* Clip: a bound is either a compile-time constant (folded into the expression) or a loaded
+ * rank-0 operand; `slot` says where each present bound sits among the map's operands. */
+typedef struct ClipBounds {
+    Expr *lo, *hi;          /* constant bounds, or NULL */
+    int lo_slot, hi_slot;   /* operand index of a loaded bound, or -1 */
+} ClipBounds;
+
+static Expr *map_clip(Lower *L, Node *n, Expr **v, void *ctx) {
+    ClipBounds *c = ctx;
+    Expr *e = v[0];
+    Expr *lo = c->lo_slot >= 0 ? v[c->lo_slot] : c->lo;
+    Expr *hi = c->hi_slot >= 0 ? v[c->hi_slot] : c->hi;
+    if (lo) e = kx_bin(L->p, K_MAX, e, lo);
+    if (hi) e = kx_bin(L->p, K_MIN, e, hi);
+    return e;
+}
+
+/* A constant bound as an expression of type t, keeping all 64 bits of an integer bound. */
+static Expr *bound_const(Lower *L, Value *v, DType t) {
+    if (dtype_is_float(t)) return cst(L, t, ir_const_float(v, 0));
+    Expr *e = cst(L, t, 0);
+    e->i = ir_const_int(v, 0);
+    return e;
+}
+
+void lower_clip(Lower *L, Node *n) {
+    Buf *ins[3] = {lower_in(L, n, 0)};
+    int nin = 1;
+    ClipBounds c = {NULL, NULL, -1, -1};
+    DType t = n->in[0]->dtype;
+    for (int i = 1; i <= 2 && i < n->nin; i++) {
+        Value *b = n->in[i];
+        if (!b) continue;
+        Expr **k = i == 1 ? &c.lo : &c.hi;
+        int *slot = i == 1 ? &c.lo_slot : &c.hi_slot;
+        if (b->data) {
+            *k = bound_const(L, b, t);
+        } else {
+            Buf *bb = lower_in(L, n, i);
+            if (bb->rank) bb = kir_view_new(L->p, bb, bb->name, 0, NULL); /* a [1] bound */
+            *slot = nin;
+            ins[nin++] = bb;
+        }
+    }
+    lower_map(L, n, lower_out(L, n, 0), nin, ins, map_clip, &c);
+}

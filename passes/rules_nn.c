@@ -1,0 +1,746 @@
+/* rules_nn.c - shape and lowering rules of the neural-network ops: Conv, Gemm, MatMul, the
+ * pools (windowed and global), BatchNormalization, Softmax/LogSoftmax and the Reduce* family.
+ *
+ * Shape inference (passes/infer_shapes.c) calls the infer_* rules; lowering (passes/lower.c)
+ * calls the lower_* rules, which emit kernels of one fixed shape that fusion and tiling rely
+ * on: parallel loops over the output dims outermost (in natural order), reduction loops inside
+ * accumulating into scalar registers, and one final store `out[o...] = value` per element so
+ * that fusion can substitute an elementwise consumer into it. Windowed ops never load outside
+ * their input: each padded tap is guarded by an `if` placed at the level of its own loop.
+ * Every node reaching these rules is in the canonical form of docs/canonical-forms.md. */
+#include <math.h>
+#include <string.h>
+
+#include "lower.h"
+
+/* ---- small kernel-building helpers ---- */
+
+/* A loop that reduces into a register (marked so that tiling keeps it inside). */
+static Stmt *red_loop(Program *p, int var, int64_t n, Stmt *body) {
+    Stmt *s = ks_loop(p, var, 0, n, 1, body);
+    s->hints |= LH_REDUCTION;
+    return s;
+}
+
+static Expr *reg(Program *p, Kernel *k, int r) { return kx_scalar(p, k, r); }
+
+static Expr *both(Program *p, Expr *a, Expr *b) {
+    if (!a) return b;
+    if (!b) return a;
+    return kx_bin(p, K_AND, a, b);
+}
+
+/* The smallest / largest value of a dtype: the identity of max / min. Integers use their
+ * range so that pools over int8/uint8 work; int64's largest is not exact in a double, so
+ * min-reductions start from a loaded element instead (see emit_reduce). */
+static double dtype_lowest(DType t) {
+    switch (t) {
+    case DT_UINT8: case DT_UINT16: case DT_UINT32: case DT_UINT64: case DT_BOOL: return 0;
+    case DT_INT8: return INT8_MIN;
+    case DT_INT16: return INT16_MIN;
+    case DT_INT32: return INT32_MIN;
+    case DT_INT64: return (double)INT64_MIN;
+    default: return -INFINITY;
+    }
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+
+static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
+
+/* ---- window geometry shared by Conv and the pools ---- */
+
+typedef struct Window {
+    int nsp;                            /* spatial dims: input rank - 2 */
+    int64_t in[MAX_RANK], out[MAX_RANK];
+    int64_t k[MAX_RANK], s[MAX_RANK], d[MAX_RANK];
+    int64_t pb[MAX_RANK], pe[MAX_RANK]; /* padding at the begin / end of each spatial dim */
+} Window;
+
+/* Output size of one spatial dim with explicit pads. In ceil mode the last window must
+ * start inside the input or the left padding (as onnx's reference and PyTorch do). */
+static int64_t window_out(Window *w, int i, bool ceil_mode) {
+    int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+    int64_t span = w->in[i] + w->pb[i] + w->pe[i] - ext;
+    if (span < 0) return -1;
+    if (!ceil_mode) return span / w->s[i] + 1;
+    int64_t o = ceil_div(span, w->s[i]) + 1;
+    if ((o - 1) * w->s[i] >= w->in[i] + w->pb[i]) o--;
+    return o;
+}
+
+/* Fill w from x's shape, the kernel shape and the node's strides/dilations/pads/auto_pad.
+ * Reports a malformed node (when g is given) and returns false. */
+static bool window_init(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode,
+                        Window *w) {
+    const char *where = g ? ir_where(g, n) : n->name;
+    const int64_t *st, *dl, *pd;
+    int nsp = x->rank - 2;
+    int nst = ir_attr_ints(n, "strides", &st), ndl = ir_attr_ints(n, "dilations", &dl);
+    int npd = ir_attr_ints(n, "pads", &pd);
+    const char *ap = ir_attr_str(n, "auto_pad", "NOTSET");
+    if ((nst && nst != nsp) || (ndl && ndl != nsp) || (npd && npd != 2 * nsp)) {
+        error(where, "strides/dilations/pads do not match %d spatial dims", nsp);
+        return false;
+    }
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    bool valid = !strcmp(ap, "VALID");
+    if (!same && !valid && *ap && strcmp(ap, "NOTSET")) {
+        error(where, "unknown auto_pad '%s'", ap);
+        return false;
+    }
+    w->nsp = nsp;
+    for (int i = 0; i < nsp; i++) {
+        w->in[i] = x->dims[2 + i];
+        w->k[i] = ks[i];
+        w->s[i] = nst ? st[i] : 1;
+        w->d[i] = ndl ? dl[i] : 1;
+        w->pb[i] = npd && !same && !valid ? pd[i] : 0;
+        w->pe[i] = npd && !same && !valid ? pd[nsp + i] : 0;
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0) {
+            error(where, "kernel, strides and dilations must be positive and pads non-negative");
+            return false;
+        }
+        if (same) {
+            int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+            w->out[i] = ceil_div(w->in[i], w->s[i]);
+            int64_t total = MAX(0, (w->out[i] - 1) * w->s[i] + ext - w->in[i]);
+            w->pb[i] = ap[5] == 'U' ? total / 2 : total - total / 2;
+            w->pe[i] = total - w->pb[i];
+        } else {
+            w->out[i] = window_out(w, i, ceil_mode && !valid);
+        }
+        if (w->out[i] < 1) {
+            error(where, "window of spatial dim %d larger than the padded input", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Input coordinate of tap t at output position o along spatial dim i, and the condition
+ * that it lies inside the input (*cond = NULL when no position can leave it). */
+static Expr *tap_index(Program *p, const Window *w, int i, Expr *o, Expr *t, Expr **cond) {
+    Expr *ix = kx_addc(p, kx_add(p, kx_mul(p, o, w->s[i]), kx_mul(p, t, w->d[i])), -w->pb[i]);
+    int64_t hi = (w->out[i] - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] - w->pb[i];
+    *cond = NULL;
+    if (w->pb[i] > 0) *cond = kx_bin(p, K_GE, ix, kx_index(p, 0));
+    if (hi >= w->in[i]) *cond = both(p, *cond, kx_bin(p, K_LT, ix, kx_index(p, w->in[i])));
+    return ix;
+}
+
+/* Wrap the per-tap statement in the tap loops (spatial dim 0 outermost), each dim's bounds
+ * check just inside its own loop so that a row out of bounds is skipped whole. */
+static Stmt *wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, Stmt *body) {
+    for (int i = w->nsp - 1; i >= 0; i--) {
+        if (conds[i]) body = ks_if(p, conds[i], body, NULL);
+        body = red_loop(p, tv[i], w->k[i], body);
+    }
+    return body;
+}
+
+/* ---- Conv ---- */
+
+/* The kernel's spatial shape: the attribute when present (checked against the weights),
+ * else the weights' trailing dims. */
+static bool conv_kernel_shape(Graph *g, Node *n, const Value *wt, int64_t *ks) {
+    const int64_t *a;
+    int na = ir_attr_ints(n, "kernel_shape", &a);
+    for (int i = 0; i < wt->rank - 2; i++) {
+        ks[i] = wt->dims[2 + i];
+        if (na && (na != wt->rank - 2 || a[i] != ks[i])) {
+            if (g) error(ir_where(g, n), "kernel_shape does not match the weights");
+            return false;
+        }
+    }
+    return true;
+}
+
+void infer_conv(Graph *g, Node *n) {
+    Value *x = n->in[0], *wt = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
+    int64_t grp = ir_attr_int(n, "group", 1), ks[MAX_RANK], dims[MAX_RANK];
+    Window w;
+    if (x->rank < 3 || wt->rank != x->rank) {
+        error(ir_where(g, n), "input rank %d and weight rank %d: need equal ranks >= 3", x->rank,
+              wt->rank);
+        return;
+    }
+    if (grp < 1 || x->dims[1] != wt->dims[1] * grp || wt->dims[0] % grp) {
+        error(ir_where(g, n), "channels do not match: input %lld, weights %lld x %lld groups",
+              (long long)x->dims[1], (long long)wt->dims[1], (long long)grp);
+        return;
+    }
+    if (b && (b->rank != 1 || b->dims[0] != wt->dims[0])) {
+        error(ir_where(g, n), "bias must have shape [%lld]", (long long)wt->dims[0]);
+        return;
+    }
+    if (!conv_kernel_shape(g, n, wt, ks) || !window_init(g, n, x, ks, false, &w)) return;
+    dims[0] = x->dims[0];
+    dims[1] = wt->dims[0];
+    for (int i = 0; i < w.nsp; i++) dims[2 + i] = w.out[i];
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* y[n, m, o...] = bias[m] + sum over c < C/group and taps t of
+ *                 x[n, (m / (M/group)) * C/group + c, o*s + t*d - pb] * w[m, c, t] */
+void lower_conv(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
+    Buf *y = lower_out(L, n, 0);
+    int64_t grp = ir_attr_int(n, "group", 1), ks[MAX_RANK];
+    int64_t cg = wt->dims[1], mg = wt->dims[0] / grp;
+    Window w;
+    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !window_init(NULL, n, n->in[0], ks, false, &w))
+        die("lower_conv %s: node not checked by infer_conv", n->name);
+
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, wt, KP_IN);
+    if (b) kir_param(p, k, b, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
+    lower_vars(k, y->rank, ov);
+    cv = kir_var(k);
+    lower_vars(k, w.nsp, tv);
+    acc = kir_scalar(p, k, y->dtype);
+
+    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
+    Expr *m = kx_var(p, ov[1]), *c = kx_var(p, cv);
+    lower_var_idx(p, y->rank, ov, oi);
+    xi[0] = oi[0];
+    xi[1] = grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
+    wi[0] = m;
+    wi[1] = c;
+    for (int i = 0; i < w.nsp; i++) {
+        wi[2 + i] = kx_var(p, tv[i]);
+        xi[2 + i] = tap_index(p, &w, i, oi[2 + i], wi[2 + i], &conds[i]);
+    }
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, wt, wi));
+    Stmt *taps = wrap_taps(p, &w, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), prod)));
+    Expr *init = b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0);
+    Stmt *body = ks_set(p, acc, init);
+    ks_seq(body, red_loop(p, cv, cg, taps));
+    ks_seq(body, ks_store(p, y, oi, reg(p, k, acc)));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
+/* ---- Gemm and MatMul ---- */
+
+void infer_gemm(Graph *g, Node *n) {
+    Value *a = n->in[0], *b = n->in[1], *c = n->nin > 2 ? n->in[2] : NULL;
+    bool ta = ir_attr_int(n, "transA", 0), tb = ir_attr_int(n, "transB", 0);
+    if (a->rank != 2 || b->rank != 2) {
+        error(ir_where(g, n), "A and B must be matrices (ranks %d, %d)", a->rank, b->rank);
+        return;
+    }
+    int64_t dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]}, bd[2];
+    int r;
+    if (a->dims[ta ? 0 : 1] != b->dims[tb ? 1 : 0]) {
+        error(ir_where(g, n), "inner dimensions differ: %lld and %lld",
+              (long long)a->dims[ta ? 0 : 1], (long long)b->dims[tb ? 1 : 0]);
+        return;
+    }
+    if (c && (c->rank > 2 || !ir_broadcast(c->rank, c->dims, 2, dims, &r, bd) || bd[0] != dims[0] ||
+              bd[1] != dims[1])) {
+        error(ir_where(g, n), "C does not broadcast to [%lld, %lld]", (long long)dims[0],
+              (long long)dims[1]);
+        return;
+    }
+    ir_set_shape(n->out[0], a->dtype, 2, dims);
+}
+
+/* y[i, j] = alpha * sum_k A'[i, k] * B'[k, j] + beta * C[i, j] (C broadcast, ' = transposed
+ * when asked). */
+void lower_gemm(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *c = lower_in(L, n, 2);
+    Buf *y = lower_out(L, n, 0);
+    bool ta = ir_attr_int(n, "transA", 0), tb = ir_attr_int(n, "transB", 0);
+    double alpha = ir_attr_float(n, "alpha", 1), beta = ir_attr_float(n, "beta", 1);
+    int64_t kd = a->dims[ta ? 0 : 1];
+    if (beta == 0) c = NULL;
+
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, a, KP_IN);
+    kir_param(p, k, b, KP_IN);
+    if (c) kir_param(p, k, c, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int ov[2], kv, acc;
+    lower_vars(k, 2, ov);
+    kv = kir_var(k);
+    acc = kir_scalar(p, k, y->dtype);
+    Expr *oi[2], *ai[2], *bi[2], *kx = kx_var(p, kv);
+    lower_var_idx(p, 2, ov, oi);
+    ai[ta ? 1 : 0] = oi[0];
+    ai[ta ? 0 : 1] = kx;
+    bi[tb ? 1 : 0] = kx;
+    bi[tb ? 0 : 1] = oi[1];
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, b, bi));
+    Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
+    ks_seq(body, red_loop(p, kv, kd, ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), prod))));
+    Expr *v = reg(p, k, acc);
+    if (alpha != 1) v = kx_bin(p, K_MUL, kx_const(p, y->dtype, alpha), v);
+    if (c) {
+        Expr *ci[2];
+        lower_bcast_idx(p, c, 2, oi, ci);
+        Expr *cv = kx_load(p, c, ci);
+        if (cv->type != y->dtype) cv = kx_cast(p, y->dtype, cv);
+        if (beta != 1) cv = kx_bin(p, K_MUL, kx_const(p, y->dtype, beta), cv);
+        v = kx_bin(p, K_ADD, v, cv);
+    }
+    ks_seq(body, ks_store(p, y, oi, v));
+    k->body = lower_wrap(p, 2, y->dims, ov, body);
+}
+
+/* MatMul operands as numpy sees them: a 1-D A is a row [1, K] and a 1-D B a column [K, 1],
+ * the added dim being dropped from the result; leading dims are broadcast batch dims. */
+typedef struct MatShape {
+    int nba, nbb, nb;                   /* batch ranks of A, B and the result */
+    int64_t m, kd, nn;
+    int64_t dims[MAX_RANK];             /* result shape */
+    int rank;
+} MatShape;
+
+static bool matmul_shape(const Value *a, const Value *b, MatShape *s) {
+    int64_t bd[MAX_RANK];
+    if (a->rank < 1 || b->rank < 1) return false;
+    s->nba = MAX(a->rank - 2, 0);
+    s->nbb = MAX(b->rank - 2, 0);
+    s->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+    s->kd = a->dims[a->rank - 1];
+    s->nn = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+    if (b->dims[b->rank >= 2 ? b->rank - 2 : 0] != s->kd) return false;
+    if (!ir_broadcast(s->nba, a->dims, s->nbb, b->dims, &s->nb, bd)) return false;
+    memcpy(s->dims, bd, sizeof(int64_t) * (size_t)s->nb);
+    s->rank = s->nb;
+    if (a->rank >= 2) s->dims[s->rank++] = s->m;
+    if (b->rank >= 2) s->dims[s->rank++] = s->nn;
+    return s->rank <= MAX_RANK;
+}
+
+void infer_matmul(Graph *g, Node *n) {
+    Value *a = n->in[0], *b = n->in[1];
+    MatShape s;
+    if (!matmul_shape(a, b, &s)) {
+        error(ir_where(g, n), "shapes of A (rank %d) and B (rank %d) do not multiply", a->rank,
+              b->rank);
+        return;
+    }
+    ir_set_shape(n->out[0], a->dtype, s.rank, s.dims);
+}
+
+/* Batch part of an operand's index: right-aligned on the result's batch loops, size-1 dims
+ * read index 0. */
+static void batch_idx(Program *p, const Buf *in, int nbin, int nb, Expr **oi, Expr **res) {
+    for (int d = 0; d < nbin; d++)
+        res[d] = in->dims[d] == 1 ? kx_index(p, 0) : oi[nb - nbin + d];
+}
+
+void lower_matmul(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *y = lower_out(L, n, 0);
+    MatShape s;
+    if (!matmul_shape(n->in[0], n->in[1], &s)) die("lower_matmul %s: unchecked shapes", n->name);
+
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, a, KP_IN);
+    kir_param(p, k, b, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int ov[MAX_RANK], kv, acc;
+    lower_vars(k, y->rank, ov);
+    kv = kir_var(k);
+    acc = kir_scalar(p, k, y->dtype);
+    Expr *oi[MAX_RANK], *ai[MAX_RANK], *bi[MAX_RANK], *kx = kx_var(p, kv);
+    lower_var_idx(p, y->rank, ov, oi);
+    batch_idx(p, a, s.nba, s.nb, oi, ai);
+    batch_idx(p, b, s.nbb, s.nb, oi, bi);
+    if (a->rank >= 2) ai[a->rank - 2] = oi[s.nb];
+    ai[a->rank - 1] = kx;
+    if (b->rank >= 2) {
+        bi[b->rank - 2] = kx;
+        bi[b->rank - 1] = oi[y->rank - 1];
+    } else {
+        bi[0] = kx;
+    }
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, b, bi));
+    Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
+    ks_seq(body, red_loop(p, kv, s.kd, ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), prod))));
+    ks_seq(body, ks_store(p, y, oi, reg(p, k, acc)));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
+/* ---- MaxPool and AveragePool ---- */
+
+static bool pool_window(Graph *g, Node *n, Window *w) {
+    const int64_t *ks;
+    const char *where = g ? ir_where(g, n) : n->name;
+    const Value *x = n->in[0];
+    int nk = ir_attr_ints(n, "kernel_shape", &ks);
+    if (x->rank < 3 || nk != x->rank - 2) {
+        error(where, "need kernel_shape with one entry per spatial dim of a rank >= 3 input");
+        return false;
+    }
+    if (n->op == OP_AveragePool) {
+        const int64_t *dl;
+        int ndl = ir_attr_ints(n, "dilations", &dl);
+        for (int i = 0; i < ndl; i++)
+            if (dl[i] != 1) {
+                error(where, "AveragePool with dilations is not supported");
+                return false;
+            }
+    }
+    return window_init(g, n, x, ks, ir_attr_int(n, "ceil_mode", 0) != 0, w);
+}
+
+void infer_pool(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int64_t dims[MAX_RANK];
+    Window w;
+    if (!pool_window(g, n, &w)) return;
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1];
+    for (int i = 0; i < w.nsp; i++) dims[2 + i] = w.out[i];
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+    if (n->nout > 1 && n->out[1]) ir_set_shape(n->out[1], DT_INT64, x->rank, dims);
+}
+
+/* AveragePool's divisor at output position oi: the number of taps inside [lo, hi) along each
+ * spatial dim, multiplied. lo/hi are the input (count_include_pad=0) or the padded input
+ * (count_include_pad=1). A dim whose windows always fit contributes its kernel size. */
+static Expr *avg_divisor(Program *p, const Window *w, Expr **oi, bool include_pad, DType t) {
+    int64_t konst = 1;
+    Expr *cnt = NULL;
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t lo = include_pad ? -w->pb[i] : 0, hi = include_pad ? w->in[i] + w->pe[i] : w->in[i];
+        int64_t last = (w->out[i] - 1) * w->s[i] - w->pb[i] + w->k[i];
+        if (-w->pb[i] >= lo && last <= hi) {
+            konst *= w->k[i];
+            continue;
+        }
+        Expr *start = kx_addc(p, kx_mul(p, oi[2 + i], w->s[i]), -w->pb[i]);
+        Expr *end = kx_bin(p, K_MIN, kx_addc(p, start, w->k[i]), kx_index(p, hi));
+        start = kx_bin(p, K_MAX, start, kx_index(p, lo));
+        Expr *ci = kx_bin(p, K_SUB, end, start);
+        cnt = cnt ? kx_bin(p, K_MUL, cnt, ci) : ci;
+    }
+    if (!cnt) return kx_const(p, t, (double)konst);
+    return kx_cast(p, t, kx_mul(p, cnt, konst));
+}
+
+/* MaxPool's Indices value for input position xi: the flat index into x, with the spatial
+ * dims in row-major order (storage_order 0) or column-major order (1: the first spatial dim
+ * varies fastest), after the batch and channel offset. */
+static Expr *argmax_index(Program *p, const Buf *x, Expr **xi, bool colmajor) {
+    int nsp = x->rank - 2;
+    Expr *sp = kx_index(p, 0);
+    int64_t size = 1;
+    for (int j = 0; j < nsp; j++) {
+        int i = colmajor ? nsp - 1 - j : j;
+        sp = kx_add(p, kx_mul(p, sp, x->dims[2 + i]), xi[2 + i]);
+        size *= x->dims[2 + i];
+    }
+    Expr *nc = kx_add(p, kx_mul(p, xi[0], x->dims[1]), xi[1]);
+    return kx_add(p, kx_mul(p, nc, size), sp);
+}
+
+/* y[n, c, o...] = max / mean over the taps t inside the input of x[n, c, o*s + t*d - pb];
+ * MaxPool's optional Indices output gets the flat NCHW index of the first maximum. */
+void lower_pool(Lower *L, Node *n) {
+    Program *p = L->p;
+    bool is_max = n->op == OP_MaxPool;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    Buf *yi = is_max && n->nout > 1 && n->out[1] ? lower_out(L, n, 1) : NULL;
+    Window w;
+    if (!pool_window(NULL, n, &w)) die("lower_pool %s: node not checked by infer_pool", n->name);
+
+    /* Two outputs do not fit the contraction form fusion expects (one final store). */
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, yi ? KC_GENERIC : KC_CONTRACTION);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    if (yi) kir_param(p, k, yi, KP_OUT);
+    int ov[MAX_RANK], tv[MAX_RANK];
+    lower_vars(k, y->rank, ov);
+    lower_vars(k, w.nsp, tv);
+    int acc = kir_scalar(p, k, y->dtype), arg = yi ? kir_scalar(p, k, DT_INDEX) : -1;
+
+    Expr *oi[MAX_RANK], *xi[MAX_RANK], *conds[MAX_RANK];
+    lower_var_idx(p, y->rank, ov, oi);
+    xi[0] = oi[0];
+    xi[1] = oi[1];
+    for (int i = 0; i < w.nsp; i++)
+        xi[2 + i] = tap_index(p, &w, i, oi[2 + i], kx_var(p, tv[i]), &conds[i]);
+    Expr *flat = yi ? argmax_index(p, x, xi, ir_attr_int(n, "storage_order", 0) != 0) : NULL;
+    Expr *xv = kx_load(p, x, xi), *av = reg(p, k, acc);
+    Stmt *upd, *body = ks_set(p, acc, kx_const(p, y->dtype, is_max ? dtype_lowest(y->dtype) : 0));
+    if (!is_max) upd = ks_set(p, acc, kx_bin(p, K_ADD, av, xv));
+    else if (!yi) upd = ks_set(p, acc, kx_bin(p, K_MAX, av, xv));
+    else upd = ks_if(p, kx_bin(p, K_GT, xv, av), ks_seq(ks_set(p, acc, xv), ks_set(p, arg, flat)), NULL);
+    if (yi) ks_seq(body, ks_set(p, arg, kx_index(p, 0)));
+    ks_seq(body, wrap_taps(p, &w, tv, conds, upd));
+    Expr *v = reg(p, k, acc);
+    if (!is_max)
+        v = kx_bin(p, K_DIV, v,
+                   avg_divisor(p, &w, oi, ir_attr_int(n, "count_include_pad", 0) != 0, y->dtype));
+    ks_seq(body, ks_store(p, y, oi, v));
+    if (yi) ks_seq(body, ks_store(p, yi, oi, kx_cast(p, DT_INT64, reg(p, k, arg))));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
+/* ---- reductions: Reduce*, GlobalAveragePool, GlobalMaxPool ---- */
+
+typedef enum RedKind { R_SUM, R_MEAN, R_MAX, R_MIN } RedKind;
+
+/* out[o...] = reduction over the dims of `in` marked in `mask`; out has in's rank with the
+ * reduced dims 1 (keepdims) or dropped. Max/Min start from the window's first element, which
+ * keeps them exact for every dtype (no identity value needed). */
+static void emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
+                        RedKind kind) {
+    Program *p = L->p;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int ov[MAX_RANK], rv[MAX_RANK], acc = kir_scalar(p, k, out->dtype);
+    Expr *oi[MAX_RANK], *ii[MAX_RANK], *first[MAX_RANK];
+    int64_t count = 1;
+    lower_vars(k, out->rank, ov);
+    lower_var_idx(p, out->rank, ov, oi);
+    for (int d = 0, o = 0; d < in->rank; d++) {
+        if (mask[d]) {
+            rv[d] = kir_var(k);
+            ii[d] = kx_var(p, rv[d]);
+            first[d] = kx_index(p, 0);
+            count *= in->dims[d];
+            if (keepdims) o++;
+        } else {
+            ii[d] = first[d] = oi[o++];
+        }
+    }
+    Expr *xv = kx_load(p, in, ii), *av = reg(p, k, acc), *init;
+    KOp op = kind == R_MAX ? K_MAX : kind == R_MIN ? K_MIN : K_ADD;
+    if ((kind == R_MAX || kind == R_MIN) && count > 0) init = kx_load(p, in, first);
+    else if (kind == R_MAX || kind == R_MIN)
+        init = kx_const(p, out->dtype, kind == R_MAX ? dtype_lowest(out->dtype) : INFINITY);
+    else init = kx_const(p, out->dtype, 0);
+    Stmt *red = ks_set(p, acc, kx_bin(p, op, av, xv));
+    for (int d = in->rank - 1; d >= 0; d--)
+        if (mask[d]) red = red_loop(p, rv[d], in->dims[d], red);
+    Stmt *body = ks_seq(ks_set(p, acc, init), red);
+    Expr *v = reg(p, k, acc);
+    if (kind == R_MEAN && count > 0) v = kx_bin(p, K_DIV, v, kx_const(p, out->dtype, (double)count));
+    ks_seq(body, ks_store(p, out, oi, v));
+    k->body = lower_wrap(p, out->rank, out->dims, ov, body);
+}
+
+/* Which dims a Reduce* node reduces; returns false for "no reduction" (empty axes with
+ * noop_with_empty_axes) and -1 after reporting a bad axis. */
+static int reduce_mask(Graph *g, Node *n, bool *mask) {
+    Value *x = n->in[0], *ax = n->nin > 1 ? n->in[1] : NULL;
+    int64_t na = ax ? ir_numel(ax) : 0;
+    if (ax && !ax->data) {
+        if (g) error(ir_where(g, n), "axes must be a constant");
+        return -1;
+    }
+    for (int d = 0; d < x->rank; d++) mask[d] = na == 0;
+    if (na == 0) return !ir_attr_int(n, "noop_with_empty_axes", 0);
+    for (int64_t i = 0; i < na; i++) {
+        int64_t a = ir_const_int(ax, i);
+        if (a < -x->rank || a >= x->rank) {
+            if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)a, x->rank);
+            return -1;
+        }
+        mask[norm_axis(a, x->rank)] = true;
+    }
+    return 1;
+}
+
+void infer_reduce(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    bool mask[MAX_RANK], keep = ir_attr_int(n, "keepdims", 1) != 0;
+    int64_t dims[MAX_RANK];
+    int r = 0, any = reduce_mask(g, n, mask);
+    if (any < 0) return;
+    for (int d = 0; d < x->rank; d++) {
+        if (!any || !mask[d]) dims[r++] = x->dims[d];
+        else if (keep) dims[r++] = 1;
+    }
+    ir_set_shape(n->out[0], x->dtype, r, dims);
+}
+
+void lower_reduce(Lower *L, Node *n) {
+    bool mask[MAX_RANK];
+    Buf *x = lower_in(L, n, 0);
+    int any = reduce_mask(NULL, n, mask);
+    if (any < 0) die("lower_reduce %s: node not checked by infer_reduce", n->name);
+    if (!any) {
+        lower_view(L, n, 0, x);
+        return;
+    }
+    RedKind kind = n->op == OP_ReduceMax ? R_MAX : n->op == OP_ReduceMin ? R_MIN
+                 : n->op == OP_ReduceMean ? R_MEAN : R_SUM;
+    emit_reduce(L, n, x, lower_out(L, n, 0), mask, ir_attr_int(n, "keepdims", 1) != 0, kind);
+}
+
+void infer_global_pool(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int64_t dims[MAX_RANK];
+    if (x->rank < 3) {
+        error(ir_where(g, n), "input must have rank >= 3 (N, C, spatial...), not %d", x->rank);
+        return;
+    }
+    for (int d = 0; d < x->rank; d++) dims[d] = d < 2 ? x->dims[d] : 1;
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+void lower_global_pool(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0);
+    bool mask[MAX_RANK];
+    for (int d = 0; d < x->rank; d++) mask[d] = d >= 2;
+    emit_reduce(L, n, x, lower_out(L, n, 0), mask, true,
+                n->op == OP_GlobalMaxPool ? R_MAX : R_MEAN);
+}
+
+/* ---- BatchNormalization (inference) ---- */
+
+void infer_batchnorm(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (x->rank < 2) {
+        error(ir_where(g, n), "input must have rank >= 2 (N, C, ...), not %d", x->rank);
+        return;
+    }
+    for (int i = 1; i < 5; i++)
+        if (ir_numel(n->in[i]) != x->dims[1] || n->in[i]->rank != 1) {
+            error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
+            return;
+        }
+    for (int i = 1; i < n->nout; i++)
+        if (n->out[i]) {
+            error(ir_where(g, n), "training-mode outputs are not supported");
+            return;
+        }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* Per-channel operands are read through [C, 1, ..., 1] views so that lower_map's numpy
+ * broadcasting lines them up with dim 1 of x. */
+static Buf *channel_view(Lower *L, Buf *b, int xrank) {
+    int64_t dims[MAX_RANK];
+    if (xrank == 2) return b;
+    dims[0] = kir_numel(b);
+    for (int d = 1; d < xrank - 1; d++) dims[d] = 1;
+    return kir_view_new(L->p, b, b->name, xrank - 1, dims);
+}
+
+static Buf *channel_const(Lower *L, const char *name, const float *v, int64_t c, int xrank) {
+    int64_t one = c;
+    Buf *b = kir_buf_new(L->p, name, DT_FLOAT, 1, &one, B_CONST);
+    b->data = v;
+    return channel_view(L, b, xrank);
+}
+
+static Expr *bn_affine(Lower *L, Node *n, Expr **v, void *ctx) {
+    return kx_bin(L->p, K_ADD, kx_bin(L->p, K_MUL, v[0], v[1]), v[2]);
+}
+
+/* (x - mean) / sqrt(var + eps) * scale + bias, from the five operands. */
+static Expr *bn_full(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    Expr *eps = kx_const(p, v[0]->type, ir_attr_float(n, "epsilon", 1e-5f));
+    Expr *den = kx_un(p, K_SQRT, kx_bin(p, K_ADD, v[4], eps));
+    Expr *xn = kx_bin(p, K_DIV, kx_bin(p, K_SUB, v[0], v[3]), den);
+    return kx_bin(p, K_ADD, kx_bin(p, K_MUL, xn, v[1]), v[2]);
+}
+
+/* With constant statistics (the usual inference case) the whole op is y = x * s[c] + t[c]
+ * with s, t computed here once; otherwise the formula is evaluated per element. */
+void lower_batchnorm(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    bool konst = x->dtype == DT_FLOAT;
+    for (int i = 1; i < 5; i++) konst = konst && n->in[i]->data;
+    if (konst) {
+        int64_t c = x->dims[1];
+        float *s = ARENA_ARRAY(L->p->arena, float, c), *t = ARENA_ARRAY(L->p->arena, float, c);
+        double eps = ir_attr_float(n, "epsilon", 1e-5f);
+        for (int64_t i = 0; i < c; i++) {
+            double sc = ir_const_float(n->in[1], i) / sqrt(ir_const_float(n->in[4], i) + eps);
+            s[i] = (float)sc;
+            t[i] = (float)(ir_const_float(n->in[2], i) - ir_const_float(n->in[3], i) * sc);
+        }
+        const char *nm = n->out[0]->name;
+        Buf *ins[3] = {x, channel_const(L, arena_printf(L->p->arena, "%s_scale", nm), s, c, x->rank),
+                       channel_const(L, arena_printf(L->p->arena, "%s_shift", nm), t, c, x->rank)};
+        lower_map(L, n, y, 3, ins, bn_affine, NULL);
+        return;
+    }
+    Buf *ins[5] = {x};
+    for (int i = 1; i < 5; i++) ins[i] = channel_view(L, lower_in(L, n, i), x->rank);
+    lower_map(L, n, y, 5, ins, bn_full, NULL);
+}
+
+/* ---- Softmax and LogSoftmax ---- */
+
+/* Fresh variables for the reduced dims [lo, hi) of one pass, written into idx. */
+static void pass_vars(Program *p, Kernel *k, int lo, int hi, int *vars, Expr **idx) {
+    for (int d = lo; d < hi; d++) {
+        vars[d] = kir_var(k);
+        idx[d] = kx_var(p, vars[d]);
+    }
+}
+
+static Stmt *pass_wrap(Program *p, int lo, int hi, const int64_t *dims, const int *vars, Stmt *s,
+                       bool reduction) {
+    for (int d = hi - 1; d >= lo; d--)
+        s = reduction ? red_loop(p, vars[d], dims[d], s) : ks_loop(p, vars[d], 0, dims[d], 1, s);
+    return s;
+}
+
+/* Over the reduced dims [lo, hi) (the single dim `axis`, or with `legacy` the block
+ * axis..rank-1), for every position of the other dims, in three passes:
+ *   m = max x;  s = sum exp(x - m);  y = exp(x - m) / s   (Softmax)
+ *                                    y = (x - m) - log s  (LogSoftmax)
+ * Subtracting the max keeps exp from overflowing. */
+void lower_softmax(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int r = x->rank, axis = norm_axis(ir_attr_int(n, "axis", r - 1), r);
+    int lo = axis, hi = ir_attr_int(n, "legacy", 0) ? r : axis + 1;
+    DType t = y->dtype;
+
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int rv[MAX_RANK] = {0}, mx = kir_scalar(p, k, t), sm = kir_scalar(p, k, t);
+    int fin = kir_scalar(p, k, t);
+    Expr *idx[MAX_RANK];
+    int oo[MAX_RANK], no = 0;
+    int64_t od[MAX_RANK];
+    for (int d = 0; d < r; d++)
+        if (d < lo || d >= hi) {
+            oo[no] = kir_var(k);
+            idx[d] = kx_var(p, oo[no]);
+            od[no++] = x->dims[d];
+        }
+
+    pass_vars(p, k, lo, hi, rv, idx);
+    Stmt *body = ks_set(p, mx, kx_const(p, t, -INFINITY));
+    Expr *xv = kx_load(p, x, idx);
+    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
+                           ks_set(p, mx, kx_bin(p, K_MAX, reg(p, k, mx), xv)), true));
+
+    pass_vars(p, k, lo, hi, rv, idx);
+    Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mx)));
+    ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
+    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
+                           ks_set(p, sm, kx_bin(p, K_ADD, reg(p, k, sm), e)), true));
+
+    pass_vars(p, k, lo, hi, rv, idx);
+    Expr *xm = kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mx)), *v;
+    if (n->op == OP_LogSoftmax) {
+        ks_seq(body, ks_set(p, fin, kx_un(p, K_LOG, reg(p, k, sm))));
+        v = kx_bin(p, K_SUB, xm, reg(p, k, fin));
+    } else {
+        ks_seq(body, ks_set(p, fin, kx_un(p, K_RECIP, reg(p, k, sm))));
+        v = kx_bin(p, K_MUL, kx_un(p, K_EXP, xm), reg(p, k, fin));
+    }
+    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv, ks_store(p, y, idx, v), false));
+    k->body = lower_wrap(p, no, od, oo, body);
+}
