@@ -1,0 +1,223 @@
+/* fuse.c - loop-level fusion: an elementwise kernel is folded into the kernel that produces
+ * its input, so the intermediate buffer disappears and the value never leaves registers
+ * (Conv -> Add -> Relu becomes one loop nest storing max(acc + bias, 0)).
+ *
+ * Runs right after lowering, before tiling and bufferization. The rule, for a consumer C of
+ * class KC_ELEMENTWISE reading a temporary B written by a producer P:
+ *   - B is a root temporary with no views, read by C alone and written by P alone (KP_OUT,
+ *     so by the write-once invariant every element of B is stored exactly once);
+ *   - C's output has B's shape and C reads B only at its own loop index [v0..vn-1];
+ *   - nothing between P and C (P included) writes what C reads or touches C's output.
+ * Then every `STORE B[idx] = val` in P becomes `STORE Cout[idx] = C's expression` with the
+ * loads of B replaced by val and C's loop variables by idx, so C's other operands (a bias, a
+ * residual) are read at their broadcast index of idx. P inherits C's parameters and C dies.
+ * Because fusion only moves C's work to the moment P produces each element, and nothing
+ * that runs in between can see the difference, the result is unchanged. Chains fuse by
+ * repeating until nothing changes. */
+#include <string.h>
+
+#include "pipeline.h"
+
+/* The canonical elementwise form (see KC_ELEMENTWISE): nested loops 0..dims[d] step 1, one
+ * store out[v0..vn-1] = val in the innermost. */
+typedef struct EwForm {
+    Stmt *store;
+    int rank;
+    int vars[MAX_RANK];
+} EwForm;
+
+static bool is_const(const Expr *e, int64_t v) {
+    return e->kind == E_CONST && e->type == DT_INDEX && e->i == v;
+}
+
+static bool match_elementwise(const Kernel *k, EwForm *m) {
+    const Stmt *s = k->body;
+    m->rank = 0;
+    for (; s && s->kind == S_LOOP; s = s->body) {
+        if (s->next || s->step != 1 || !is_const(s->lo, 0) || s->hi->kind != E_CONST ||
+            m->rank == MAX_RANK)
+            return false;
+        m->vars[m->rank++] = s->var;
+    }
+    if (!s || s->kind != S_STORE || s->next || s->buf->rank != m->rank) return false;
+    /* Loops were walked outermost first; their extents must be the output's dims. */
+    const Stmt *l = k->body;
+    for (int d = 0; d < m->rank; d++, l = l->body) {
+        const Expr *ix = s->idx[d];
+        if (l->hi->i != s->buf->dims[d] || ix->kind != E_VAR || ix->var != m->vars[d]) return false;
+    }
+    m->store = (Stmt *)s;
+    return true;
+}
+
+static int mode_of(const Kernel *k, const Buf *b) {
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == b) return k->modes[i];
+    return 0;
+}
+
+/* Does k touch storage `root` with any of the modes in mask? */
+static bool touches(const Kernel *k, const Buf *root, int mask) {
+    for (int i = 0; i < k->nparams; i++)
+        if (kir_root(k->params[i]) == root && (k->modes[i] & mask)) return true;
+    return false;
+}
+
+static bool has_view(const Program *p, const Buf *b) {
+    for (int i = 0; i < p->nbufs; i++)
+        if (p->bufs[i] != b && kir_root(p->bufs[i]) == b) return true;
+    return false;
+}
+
+/* Is ix the loop variable var (of a loop 0..dim)? Broadcast indexing writes 0 for a dim of
+ * size 1, which is the same thing. */
+static bool at_loop_index(const Expr *ix, int var, int64_t dim) {
+    return (ix->kind == E_VAR && ix->var == var) || (dim == 1 && is_const(ix, 0));
+}
+
+/* Counts the loads of b in e; -1 if one is not at the identity index or e reads a scalar. */
+static int identity_loads(const Expr *e, const Buf *b, const EwForm *m) {
+    if (e->kind == E_SCALAR) return -1;
+    if (e->kind == E_LOAD && e->buf == b) {
+        for (int d = 0; d < m->rank; d++)
+            if (!at_loop_index(e->args[d], m->vars[d], b->dims[d])) return -1;
+        return 1;
+    }
+    int n = 0;
+    for (int i = 0; i < e->nargs; i++) {
+        int c = identity_loads(e->args[i], b, m);
+        if (c < 0) return -1;
+        n += c;
+    }
+    return n;
+}
+
+/* Can C's output be computed where P stores B? (the rule in the header comment) */
+static Kernel *producer(Program *p, Kernel *c, Buf *b, const EwForm *m) {
+    Buf *out = m->store->buf;
+    if (mode_of(c, b) != KP_IN || b->kind != B_TEMP || b->alias || has_view(p, b)) return NULL;
+    if (b->rank != out->rank || memcmp(b->dims, out->dims, sizeof(int64_t) * (size_t)b->rank))
+        return NULL;
+    if (identity_loads(m->store->val, b, m) < 1) return NULL;
+    Kernel *pk = NULL;
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        if (k == c || k->dead || !mode_of(k, b)) continue;
+        if (pk || mode_of(k, b) != KP_OUT || k->id > c->id) return NULL;
+        pk = k;
+    }
+    if (!pk) return NULL;
+    Buf *oroot = kir_root(out);
+    for (int i = pk->id; i < c->id; i++) {
+        Kernel *k = p->kernels[i];
+        if (k->dead) continue;
+        if (touches(k, oroot, KP_INOUT)) return NULL;
+        for (int j = 0; j < c->nparams; j++)
+            if (c->params[j] != b && (c->modes[j] & KP_IN) &&
+                touches(k, kir_root(c->params[j]), KP_OUT))
+                return NULL;
+    }
+    return pk;
+}
+
+typedef struct Fusion {
+    Program *p;
+    Kernel *pk;
+    Buf *b, *out;
+    const EwForm *m;
+    int uses;                       /* loads of b in C's expression */
+} Fusion;
+
+/* C's expression with b read as val and C's loop variables as P's store index. */
+static Expr *subst(const Fusion *f, const Expr *e, const Expr *val, Expr *const *idx) {
+    if (e->kind == E_LOAD && e->buf == f->b) return kx_clone(f->p, val);
+    if (e->kind == E_VAR) {
+        for (int d = 0; d < f->m->rank; d++)
+            if (f->m->vars[d] == e->var) return kx_clone(f->p, idx[d]);
+        die("fuse: consumer variable i%d is not a loop of its nest", e->var);
+    }
+    Expr *c = ARENA_NEW(f->p->arena, Expr);
+    *c = *e;
+    if (e->nargs) c->args = ARENA_ARRAY(f->p->arena, Expr *, e->nargs);
+    for (int i = 0; i < e->nargs; i++) c->args[i] = subst(f, e->args[i], val, idx);
+    return c;
+}
+
+static bool cheap(const Expr *e) {
+    return e->kind == E_CONST || e->kind == E_VAR || e->kind == E_SCALAR || e->kind == E_LOAD;
+}
+
+/* Rewrites P's stores of b; returns whether a scalar register had to hold a value. */
+static bool rewrite(const Fusion *f, Stmt *s) {
+    bool reg = false;
+    for (; s; s = s->next) switch (s->kind) {
+    case S_LOOP: reg |= rewrite(f, s->body); break;
+    case S_IF: reg |= rewrite(f, s->then); reg |= rewrite(f, s->els); break;
+    case S_SET: break;
+    case S_STORE: {
+        if (s->buf != f->b) break;
+        Expr *val = s->val;
+        /* A costly value read several times by C is computed once into a register. */
+        if (f->uses > 1 && !cheap(val)) {
+            int r = kir_scalar(f->p, f->pk, f->b->dtype);
+            Expr *v = subst(f, f->m->store->val, kx_scalar(f->p, f->pk, r), s->idx);
+            Stmt *st = ks_store(f->p, f->out, s->idx, v);
+            st->next = s->next;
+            s->kind = S_SET;
+            s->var = r;
+            s->buf = NULL;
+            s->idx = NULL;
+            s->next = st;
+            s = st;
+            reg = true;
+            break;
+        }
+        s->val = subst(f, f->m->store->val, val, s->idx);
+        s->buf = f->out;
+        break;
+    }
+    }
+    return reg;
+}
+
+static void drop_param(Kernel *k, const Buf *b) {
+    int n = 0;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] != b) { k->params[n] = k->params[i]; k->modes[n] = k->modes[i]; n++; }
+    k->nparams = n;
+}
+
+static void fuse_into(Program *p, Kernel *pk, Kernel *c, Buf *b, const EwForm *m) {
+    Fusion f = {p, pk, b, m->store->buf, m, identity_loads(m->store->val, b, m)};
+    bool reg = rewrite(&f, pk->body);
+    drop_param(pk, b);
+    for (int i = 0; i < c->nparams; i++)
+        if (c->params[i] != b && c->params[i] != f.out) kir_param(p, pk, c->params[i], KP_IN);
+    kir_param(p, pk, f.out, KP_OUT);
+    pk->ops = arena_printf(p->arena, "%s+%s", pk->ops, c->ops);
+    if (pk->kclass == KC_COPY || (pk->kclass == KC_ELEMENTWISE && reg)) pk->kclass = KC_GENERIC;
+    c->dead = true;
+    c->body = NULL;
+}
+
+static bool fuse_one(Program *p, Kernel *c) {
+    EwForm m;
+    if (c->dead || c->kclass != KC_ELEMENTWISE || !match_elementwise(c, &m)) return false;
+    if (mode_of(c, m.store->buf) != KP_OUT) return false;
+    for (int i = 0; i < c->nparams; i++) {
+        Kernel *pk = producer(p, c, c->params[i], &m);
+        if (pk) {
+            fuse_into(p, pk, c, c->params[i], &m);
+            return true;
+        }
+    }
+    return false;
+}
+
+void fuse(Program *p) {
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < p->nkernels; i++) changed |= fuse_one(p, p->kernels[i]);
+    }
+    kir_compact(p);
+}
