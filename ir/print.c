@@ -81,15 +81,12 @@ static void print_attr(FILE *f, const Attr *a) {
 
 static void print_node(FILE *f, const Node *n) {
     fputs("  ", f);
-    bool any = false;
     for (int i = 0; i < n->nout; i++) {
         if (i) fputs(", ", f);
         if (!n->out[i]) { fputc('_', f); continue; }
         fprintf(f, "%%%s: ", n->out[i]->name);
         print_type(f, n->out[i]);
-        any = true;
     }
-    if (!any && !n->nout) fputs("()", f);
     fprintf(f, " = %s(", n->op_type);
     for (int i = 0; i < n->nin; i++) {
         if (i) fputs(", ", f);

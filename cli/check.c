@@ -1,0 +1,310 @@
+/* check.c - `onnxcc check`: compile a model for the host, run it in-process on ONNX test data
+ * (test_data_set_N/{input,output}_K.pb) and compare the results.
+ *
+ * The model goes through exactly the compile path of `onnxcc -o` (cli_compile, be_emit) into
+ * an object file in a temporary directory, which the backend then loads (be_load_object). So a
+ * passing check says something about the code a user would link, not about an interpreter.
+ * Model-zoo archives (.tar.gz holding DIR/model.onnx and DIR/test_data_set_*) are read in
+ * memory. Inputs are matched with the graph inputs by position. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+typedef struct DataSet {
+    const char *name;               /* "test_data_set_0" */
+    const char *path;               /* for messages */
+    Tensor *in, *out;
+    int nin, nout;
+} DataSet;
+
+typedef struct Source {             /* where the model and its data sets come from */
+    const char *path;
+    TarEntry *tar;                  /* NULL: plain files */
+    int ntar;
+    const char *tar_root;           /* "resnet50/" in the archive, "" if at the top */
+} Source;
+
+static char tmp_dir[64], tmp_obj[96];
+
+static void remove_tmp(void) {
+    if (tmp_obj[0]) unlink(tmp_obj);
+    if (tmp_dir[0]) rmdir(tmp_dir);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static bool is_tar(const char *path) { return ends_with(path, ".tar.gz") || ends_with(path, ".tgz") || ends_with(path, ".tar"); }
+
+static const TarEntry *tar_find(const Source *s, const char *name) {
+    for (int i = 0; i < s->ntar; i++)
+        if (strcmp(s->tar[i].name, name) == 0) return &s->tar[i];
+    return NULL;
+}
+
+static Graph *load_model(Arena *a, Source *s) {
+    if (!is_tar(s->path)) return fe_load_model(a, s->path);
+    s->ntar = fe_read_tar(a, s->path, &s->tar);
+    for (int i = 0; i < s->ntar; i++) {
+        const char *n = s->tar[i].name;
+        if (strcmp(n, "model.onnx") != 0 && !ends_with(n, "/model.onnx")) continue;
+        s->tar_root = arena_printf(a, "%.*s", (int)(strlen(n) - strlen("model.onnx")), n);
+        const char *where = arena_printf(a, "%s:%s", s->path, n);
+        return fe_parse_model(a, s->tar[i].data, s->tar[i].size, where);
+    }
+    fatal(s->path, "no model.onnx in the archive");
+}
+
+/* Load PREFIX0.pb, PREFIX1.pb, ... until one is missing (from the archive or the disk). */
+static int load_tensors(Arena *a, const Source *s, const char *dir, const char *prefix, Tensor **out) {
+    int n = 0, cap = 0;
+    *out = NULL;
+    for (;;) {
+        const char *path = arena_printf(a, "%s/%s_%d.pb", dir, prefix, n);
+        Tensor t;
+        if (s->tar) {
+            const TarEntry *e = tar_find(s, path);
+            if (!e) break;
+            if (!fe_parse_tensor(a, e->data, e->size, path, &t)) exit_if_errors();
+        } else {
+            if (access(path, R_OK) != 0) break;
+            if (!fe_load_tensor(a, path, &t)) exit_if_errors();
+        }
+        *out = arena_grow(a, *out, n, &cap, n + 1, sizeof(Tensor));
+        (*out)[n++] = t;
+    }
+    return n;
+}
+
+static DataSet load_set(Arena *a, const Source *s, const char *dir) {
+    DataSet d = {0};
+    const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    d.name = base;
+    d.path = s->tar ? arena_printf(a, "%s:%s", s->path, dir) : dir;
+    d.nin = load_tensors(a, s, dir, "input", &d.in);
+    d.nout = load_tensors(a, s, dir, "output", &d.out);
+    if (!d.nout) fatal(dir, "no output_0.pb in this test data set");
+    return d;
+}
+
+/* Numeric order: test_data_set_2 before test_data_set_10. */
+static int by_name(const void *x, const void *y) {
+    const char *a = *(const char *const *)x, *b = *(const char *const *)y;
+    size_t la = strlen(a), lb = strlen(b);
+    return la != lb ? (la < lb ? -1 : 1) : strcmp(a, b);
+}
+
+/* The test_data_set_* directories next to the model (or in its archive). */
+static int find_sets(Arena *a, const Source *s, const char ***dirs) {
+    int n = 0, cap = 0;
+    *dirs = NULL;
+    if (s->tar) {
+        for (int i = 0; i < s->ntar; i++) {
+            const char *name = s->tar[i].name, *rest = name + strlen(s->tar_root);
+            if (strncmp(name, s->tar_root, strlen(s->tar_root)) != 0) continue;
+            if (strncmp(rest, "test_data_set_", 14) != 0 || !strchr(rest, '/')) continue;
+            const char *dir = arena_printf(a, "%.*s", (int)(strchr(rest, '/') - name), name);
+            bool seen = false;
+            for (int k = 0; k < n; k++) seen |= strcmp((*dirs)[k], dir) == 0;
+            if (seen) continue;
+            *dirs = arena_grow(a, *dirs, n, &cap, n + 1, sizeof(char *));
+            (*dirs)[n++] = dir;
+        }
+    } else {
+        const char *slash = strrchr(s->path, '/');
+        const char *root = slash ? arena_printf(a, "%.*s", (int)(slash - s->path), s->path) : ".";
+        DIR *dp = opendir(root);
+        if (!dp) fatal(root, "cannot read the directory of the model");
+        for (struct dirent *e; (e = readdir(dp));) {
+            if (strncmp(e->d_name, "test_data_set_", 14) != 0) continue;
+            *dirs = arena_grow(a, *dirs, n, &cap, n + 1, sizeof(char *));
+            (*dirs)[n++] = arena_printf(a, "%s/%s", root, e->d_name);
+        }
+        closedir(dp);
+    }
+    qsort(*dirs, (size_t)n, sizeof(char *), by_name);
+    return n;
+}
+
+/* Inputs with unresolved dims and no --shape take their shape from the first data set. */
+static void shapes_from_data(Arena *a, Cli *c, Graph *g, const DataSet *d) {
+    Options *o = &c->o;
+    int n = o->nshapes, cap = n + g->ninputs;
+    const char **names = ARENA_ARRAY(a, const char *, cap);
+    int64_t(*dims)[MAX_RANK] = arena_alloc(a, sizeof(int64_t[MAX_RANK]) * (size_t)cap);
+    int *ranks = ARENA_ARRAY(a, int, cap);
+    for (int k = 0; k < n; k++) {
+        names[k] = o->shape_names[k];
+        ranks[k] = o->shape_ranks[k];
+        memcpy(dims[k], o->shape_dims[k], sizeof dims[k]);
+    }
+    for (int i = 0; i < g->ninputs && i < d->nin; i++) {
+        Value *v = g->inputs[i];
+        bool given = false, unknown = v->rank < 0;
+        for (int k = 0; k < o->nshapes; k++) given |= strcmp(o->shape_names[k], v->name) == 0;
+        for (int j = 0; j < v->rank; j++) unknown |= v->dims[j] < 0;
+        if (given || !unknown) continue;
+        names[n] = v->name;
+        ranks[n] = d->in[i].rank;
+        memcpy(dims[n], d->in[i].dims, sizeof dims[n]);
+        n++;
+    }
+    o->shape_names = names;
+    o->shape_dims = dims;
+    o->shape_ranks = ranks;
+    o->nshapes = n;
+}
+
+static void *aligned_copy(const void *src, size_t n, size_t align) {
+    size_t sz = (n + align - 1) / align * align;
+    void *p = aligned_alloc(align, sz ? sz : align);
+    if (!p) die("out of memory");
+    memset(p, 0, sz ? sz : align);
+    if (src && n) memcpy(p, src, n);
+    return p;
+}
+
+static bool same_dims(const Buf *b, const Tensor *t) {
+    if (b->rank != t->rank) return false;
+    for (int d = 0; d < b->rank; d++)
+        if (b->dims[d] != t->dims[d]) return false;
+    return true;
+}
+
+static const char *dims_str(Arena *a, int rank, const int64_t *dims) {
+    char *s = "[";
+    for (int d = 0; d < rank; d++) s = arena_printf(a, "%s%s%lld", s, d ? "," : "", (long long)dims[d]);
+    return arena_printf(a, "%s]", s);
+}
+
+/* Compare one output; prints its line; returns whether it matches. */
+static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const void *got, const Tensor *want) {
+    printf("  %s: output '%s': ", set, b->name);
+    if (want->dtype != b->dtype) {
+        printf("MISMATCH: dtype %s, expected %s\n", dtype_name(b->dtype), dtype_name(want->dtype));
+        return false;
+    }
+    if (!same_dims(b, want)) {
+        printf("MISMATCH: shape %s, expected %s\n", dims_str(a, b->rank, b->dims),
+               dims_str(a, want->rank, want->dims));
+        return false;
+    }
+    Value vg = {.dtype = b->dtype, .data = (void *)got}, vw = {.dtype = b->dtype, .data = want->data};
+    bool fl = dtype_is_float(b->dtype);
+    double max_abs = 0, max_rel = 0;
+    int64_t bad = -1, n = kir_numel(b);
+    for (int64_t i = 0; i < n; i++) {
+        double x = ir_const_float(&vg, i), y = ir_const_float(&vw, i);
+        bool ok;
+        if (fl && (isnan(x) || isnan(y))) ok = isnan(x) && isnan(y);
+        else if (fl && (isinf(x) || isinf(y))) ok = x == y;
+        else if (fl) ok = fabs(x - y) <= c->atol + c->rtol * fabs(y);
+        else ok = ir_const_int(&vg, i) == ir_const_int(&vw, i);
+        if (!ok && bad < 0) bad = i;
+        if (isfinite(x) && isfinite(y)) {
+            max_abs = fmax(max_abs, fabs(x - y));
+            if (y != 0) max_rel = fmax(max_rel, fabs(x - y) / fabs(y));
+        }
+    }
+    printf("max abs err %.1e, max rel err %.1e: ", max_abs, max_rel);
+    if (bad < 0) {
+        puts("ok");
+        return true;
+    }
+    printf("MISMATCH at index %lld (got %.9g, want %.9g)\n", (long long)bad,
+           ir_const_float(&vg, bad), ir_const_float(&vw, bad));
+    return false;
+}
+
+static bool inputs_fit(const Program *p, const DataSet *d) {
+    if (d->nin < p->ninputs) {
+        error(d->path, "%d inputs in the data set, the model has %d", d->nin, p->ninputs);
+        return false;
+    }
+    for (int i = 0; i < p->ninputs; i++) {
+        const Buf *b = p->inputs[i];
+        if (d->in[i].dtype != b->dtype || d->in[i].nbytes != kir_nbytes(b)) {
+            error(d->path, "input %d ('%s'): the data is %s with %zu bytes, the model wants %s with %zu",
+                  i, b->name, dtype_name(d->in[i].dtype), d->in[i].nbytes, dtype_name(b->dtype),
+                  kir_nbytes(b));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Run one data set; returns the number of failed outputs (added to *passed the others). */
+static int run_set(Arena *a, const Cli *c, Program *p, RunFn run, const DataSet *d, int *passed) {
+    if (!inputs_fit(p, d)) return MAX(p->noutputs, 1);
+    size_t align = (size_t)MAX(p->arena_align, 64);
+    const void **ins = ARENA_ARRAY(a, const void *, p->ninputs + 1);
+    void **outs = ARENA_ARRAY(a, void *, p->noutputs + 1);
+    for (int i = 0; i < p->ninputs; i++) ins[i] = aligned_copy(d->in[i].data, d->in[i].nbytes, align);
+    for (int i = 0; i < p->noutputs; i++) outs[i] = aligned_copy(NULL, kir_nbytes(p->outputs[i]), align);
+    void *arena = aligned_copy(NULL, (size_t)p->arena_size, align);
+    int rc = run(ins, outs, arena), failed = 0;
+    if (rc != 0) {
+        printf("  %s: run returned %d: MISMATCH\n", d->name, rc);
+        failed = MAX(p->noutputs, 1);
+    }
+    for (int i = 0; i < p->noutputs && !rc; i++) {
+        if (i >= d->nout) {
+            printf("  %s: output '%s': no expected data: skipped\n", d->name, p->outputs[i]->name);
+            continue;
+        }
+        if (compare(a, c, d->name, p->outputs[i], outs[i], &d->out[i])) ++*passed;
+        else failed++;
+    }
+    for (int i = 0; i < p->ninputs; i++) free((void *)ins[i]);
+    for (int i = 0; i < p->noutputs; i++) free(outs[i]);
+    free(arena);
+    return failed;
+}
+
+/* Compile for the host into a temporary object and load it. */
+static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
+    Target t;
+    be_target(&t, NULL, c->cpu, c->features, c->abi);
+    *pp = cli_compile(g, c, &t);
+    snprintf(tmp_dir, sizeof tmp_dir, "%s", "/tmp/onnxcc-check-XXXXXX");
+    if (!mkdtemp(tmp_dir)) {
+        tmp_dir[0] = 0;
+        fatal("/tmp", "cannot create a temporary directory");
+    }
+    atexit(remove_tmp);
+    snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
+    be_emit(*pp, &t, c->o.opt_level, EMIT_OBJ, tmp_obj);
+    exit_if_errors();
+    return be_load_object(tmp_obj, g->name);
+}
+
+int check_main(Arena *a, Cli *c) {
+    Source s = {.path = c->model, .tar_root = ""};
+    Graph *g = load_model(a, &s);
+    g->name = (char *)(c->name ? c->name : cli_identifier(a, c->model));
+    const char **dirs = c->dirs;
+    int ndirs = c->ndirs;
+    if (!ndirs) ndirs = find_sets(a, &s, &dirs);
+    if (!ndirs) fatal(c->model, "no test data sets (test_data_set_*) found next to the model");
+    DataSet *sets = ARENA_ARRAY(a, DataSet, ndirs);
+    for (int i = 0; i < ndirs; i++) {
+        Source plain = {.path = c->model, .tar_root = ""};
+        sets[i] = load_set(a, c->ndirs ? &plain : &s, dirs[i]);
+    }
+    shapes_from_data(a, c, g, &sets[0]);
+    Program *p;
+    RunFn run = build_and_load(a, c, g, &p);
+    int passed = 0, failed = 0;
+    for (int i = 0; i < ndirs; i++) failed += run_set(a, c, p, run, &sets[i], &passed);
+    printf("check: %d passed, %d failed\n", passed, failed);
+    fflush(stdout);
+    return failed || error_count ? 1 : 0;
+}

@@ -1,0 +1,244 @@
+/* main.c - the command line: parse the options, then load -> run_pipeline -> emit.
+ *
+ *   onnxcc [options] MODEL.onnx[.gz] -o OUT.o       writes OUT.o and OUT.h
+ *   onnxcc check [options] MODEL [DATA_SET_DIR...]  compiles for the host and compares
+ *
+ * Exit status: 0 success, 1 a user error in the model or the files (error()/fatal()), 2 a bad
+ * command line (usage(), with a hint to --help). Output files are registered with
+ * out_register() so that a failure never leaves a half-written one behind. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define ONNXCC_VERSION "0.1"
+
+static const char usage_text[] =
+    "usage: onnxcc [options] MODEL.onnx[.gz] -o OUT.o      compile; writes OUT.o and OUT.h\n"
+    "       onnxcc check [options] MODEL.onnx|MODEL.tar.gz [DATA_SET_DIR...]\n"
+    "                                                     compile for the host, run on ONNX\n"
+    "                                                     test data (default: the\n"
+    "                                                     test_data_set_* next to the model)\n"
+    "options:\n"
+    "  -o PATH               output file; the C header is PATH with its extension made .h\n"
+    "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
+    "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
+    "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
+    "  --target TRIPLE       e.g. thumbv7em-none-eabihf (default: the host)\n"
+    "  --cpu CPU  --features FEATS  --abi ABI\n"
+    "                        target details passed to LLVM\n"
+    "  --shape NAME=D0xD1x.. fix the shape of input NAME (repeatable)\n"
+    "  --print-after=PASS    print the IR after PASS to stdout\n"
+    "  --print-after-all     print the IR after every pass\n"
+    "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
+    "  -v                    progress and pass timings on stderr\n"
+    "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
+    "                        (default 1e-3 and 1e-7)\n"
+    "  -h, --help            this text\n"
+    "  --version             print the version\n";
+
+static void print_passes(FILE *f) {
+    fputs("passes:", f);
+    for (int i = 0; pass_names[i]; i++) fprintf(f, " %s", pass_names[i]);
+    fputc('\n', f);
+}
+
+static const char *pass_list(Arena *a) {
+    const char *s = "";
+    for (int i = 0; pass_names[i]; i++) s = arena_printf(a, "%s%s%s", s, i ? ", " : "", pass_names[i]);
+    return s;
+}
+
+static _Noreturn void usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static _Noreturn void usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("onnxcc: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nsee onnxcc --help\n", stderr);
+    exit(2);
+}
+
+const char *cli_identifier(Arena *a, const char *path) {
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char *s = arena_strdup(a, base);
+    char *dot = strchr(s, '.');     /* "net.onnx.gz" -> "net" */
+    if (dot && dot != s) *dot = 0;
+    for (char *c = s; *c; c++)
+        if (!isalnum((unsigned char)*c)) *c = '_';
+    if (!*s) return "model";
+    return isdigit((unsigned char)s[0]) ? arena_printf(a, "_%s", s) : s;
+}
+
+/* OUT with the extension of its base name replaced by .h ("model" -> "model.h"). */
+static const char *header_path(Arena *a, const char *out) {
+    char *s = arena_strdup(a, out);
+    char *base = strrchr(s, '/') ? strrchr(s, '/') + 1 : s;
+    char *dot = strrchr(base, '.');
+    if (dot && dot != base) *dot = 0;
+    return arena_printf(a, "%s.h", s);
+}
+
+/* "1x3x224x224" (empty: a scalar). Returns the rank or -1 on bad syntax. */
+static int parse_dims(const char *s, int64_t *dims) {
+    int rank = 0;
+    while (*s) {
+        if (rank == MAX_RANK || !isdigit((unsigned char)*s)) return -1;
+        char *end;
+        errno = 0;
+        long long d = strtoll(s, &end, 10);
+        if (errno || d < 0) return -1;
+        dims[rank++] = d;
+        s = end;
+        if (*s == 'x' && s[1]) s++;
+        else if (*s) return -1;
+    }
+    return rank;
+}
+
+static void add_shape(Arena *a, Cli *c, const char *arg) {
+    const char *eq = strrchr(arg, '=');
+    Options *o = &c->o;
+    if (!eq || eq == arg) usage("bad --shape '%s': expected NAME=D0xD1x...", arg);
+    int k = o->nshapes++;
+    o->shape_names[k] = arena_printf(a, "%.*s", (int)(eq - arg), arg);
+    o->shape_ranks[k] = parse_dims(eq + 1, o->shape_dims[k]);
+    if (o->shape_ranks[k] < 0) usage("bad --shape '%s': expected NAME=D0xD1x... (e.g. x=1x3x224x224)", arg);
+}
+
+static bool valid_pass(const char *name) {
+    for (int i = 0; pass_names[i]; i++)
+        if (strcmp(pass_names[i], name) == 0) return true;
+    return false;
+}
+
+static double parse_tol(const char *flag, const char *s) {
+    char *end;
+    double x = strtod(s, &end);
+    if (end == s || *end || x < 0) usage("bad %s '%s'", flag, s);
+    return x;
+}
+
+/* The value of an option written "--opt=V" or "--opt V"; NULL if `arg` is another option. */
+static const char *opt_value(const char *opt, int argc, char **argv, int *i) {
+    const char *arg = argv[*i];
+    size_t n = strlen(opt);
+    if (strncmp(arg, opt, n) != 0) return NULL;
+    if (arg[n] == '=') return arg + n + 1;
+    if (arg[n]) return NULL;
+    if (*i + 1 >= argc) usage("%s needs a value", opt);
+    return argv[++*i];
+}
+
+static void parse_emit(Cli *c, const char *v) {
+    if (strcmp(v, "obj") == 0) c->emit = EMIT_OBJ;
+    else if (strcmp(v, "asm") == 0) c->emit = EMIT_ASM;
+    else if (strcmp(v, "llvm") == 0) c->emit = EMIT_LLVM;
+    else usage("bad --emit '%s': expected obj, asm or llvm", v);
+}
+
+/* One option at argv[*i]; returns false if it is not an option (a positional argument). */
+static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
+    const char *arg = argv[*i], *v;
+    if (arg[0] != '-' || !arg[1]) return false;
+    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+        fputs(usage_text, stdout);
+        print_passes(stdout);
+        exit(0);
+    }
+    if (strcmp(arg, "--version") == 0) { puts("onnxcc " ONNXCC_VERSION); exit(0); }
+    if (strcmp(arg, "-v") == 0) verbose_level++;
+    else if (strcmp(arg, "-o") == 0) {
+        if (*i + 1 >= argc) usage("-o needs a path");
+        c->out = argv[++*i];
+    } else if (strncmp(arg, "-o", 2) == 0 && arg[2] != '-') c->out = arg + 2;
+    else if (arg[1] == 'O' && !arg[3] && arg[2] >= '0' && arg[2] <= '3') c->o.opt_level = arg[2] - '0';
+    else if (arg[1] == 'O') usage("bad optimisation level '%s': expected -O0, -O1, -O2 or -O3", arg);
+    else if (strcmp(arg, "--print-after-all") == 0) c->o.print_after_all = true;
+    else if (strcmp(arg, "--verify") == 0) c->o.verify = true;
+    else if (strcmp(arg, "--no-verify") == 0) c->o.verify = false;
+    else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
+    else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
+    else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
+    else if ((v = opt_value("--cpu", argc, argv, i))) c->cpu = v;
+    else if ((v = opt_value("--features", argc, argv, i))) c->features = v;
+    else if ((v = opt_value("--abi", argc, argv, i))) c->abi = v;
+    else if ((v = opt_value("--shape", argc, argv, i))) add_shape(a, c, v);
+    else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
+    else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
+    else if ((v = opt_value("--print-after", argc, argv, i))) {
+        if (!valid_pass(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a));
+        c->o.print_after = v;
+    } else usage("unknown option '%s'", arg);
+    return true;
+}
+
+static void parse_args(Arena *a, Cli *c, int argc, char **argv, bool check) {
+    c->o.shape_names = ARENA_ARRAY(a, const char *, argc);
+    c->o.shape_dims = arena_alloc(a, sizeof(int64_t[MAX_RANK]) * (size_t)argc);
+    c->o.shape_ranks = ARENA_ARRAY(a, int, argc);
+    c->dirs = ARENA_ARRAY(a, const char *, argc);
+    bool dashdash = false;
+    for (int i = check ? 2 : 1; i < argc; i++) {
+        if (!dashdash && strcmp(argv[i], "--") == 0) { dashdash = true; continue; }
+        if (!dashdash && parse_option(a, c, argc, argv, &i)) continue;
+        if (!c->model) c->model = argv[i];
+        else if (check) c->dirs[c->ndirs++] = argv[i];
+        else usage("more than one model given ('%s' and '%s')", c->model, argv[i]);
+    }
+    if (!c->model) usage("no model given");
+}
+
+Program *cli_compile(Graph *g, Cli *c, const Target *t) {
+    c->o.vector_bytes = t->vector_bytes;
+    c->o.arena_align = t->arena_align;
+    return run_pipeline(g, &c->o);
+}
+
+/* Fail before the (possibly long) compilation if the output cannot be written at all. */
+static void check_writable(Arena *a, const char *out) {
+    const char *slash = strrchr(out, '/');
+    const char *dir = slash ? (slash == out ? "/" : arena_printf(a, "%.*s", (int)(slash - out), out)) : ".";
+    if (access(dir, W_OK) != 0)
+        fatal(out, "cannot write the output: directory '%s': %s", dir, strerror(errno));
+}
+
+static int compile_main(Arena *a, Cli *c) {
+    if (!c->out) usage("no output file given (-o OUT.o)");
+    const char *header = header_path(a, c->out);
+    if (strcmp(header, c->out) == 0) usage("the output '%s' would be overwritten by its header", c->out);
+    check_writable(a, c->out);
+    Target t;
+    be_target(&t, c->triple, c->cpu, c->features, c->abi);
+    Graph *g = fe_load_model(a, c->model);
+    g->name = (char *)(c->name ? c->name : cli_identifier(a, c->out));
+    Program *p = cli_compile(g, c, &t);
+    out_register(c->out);
+    out_register(header);
+    be_emit(p, &t, c->o.opt_level, c->emit, c->out);
+    be_write_header(p, header);
+    exit_if_errors();
+    out_commit();
+    progress("wrote %s and %s", c->out, header);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    Arena *a = arena_new();
+    Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7};
+    bool check = argc > 1 && strcmp(argv[1], "check") == 0;
+    parse_args(a, &c, argc, argv, check);
+    if (c.name && !*c.name) usage("--name needs a non-empty name");
+    for (const char *s = c.name; s && *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_') || isdigit((unsigned char)c.name[0]))
+            usage("--name '%s' is not a C identifier", c.name);
+    if (check && c.triple) usage("check runs the model on this machine: --target is not allowed");
+    int rc = check ? check_main(a, &c) : compile_main(a, &c);
+    arena_free(a);
+    return rc;
+}

@@ -1,0 +1,206 @@
+/* canonicalize.c - one form per op, whatever the model's opset (docs/canonical-forms.md).
+ *
+ * ONNX moved many attributes into inputs over the years (Clip's min/max, Pad's pads, the axes of
+ * Squeeze/Unsqueeze, the Reduce ops and Slice) and changed defaults (Softmax's axis). Rewriting every old
+ * form into the newest one here is the single place where opset versions matter; shape rules
+ * and lowering rules then handle one version only. Optional inputs are padded with NULL up to
+ * the op's full input list so that rules can index them without counting.
+ *
+ * Constant nodes disappear here: their output value becomes a constant (data set, no producer),
+ * which is what every later pass expects of weights. Runs before shape inference, so nothing
+ * here may rely on the dtype or shape of a computed value. */
+#include <math.h>
+#include <string.h>
+
+#include "pipeline.h"
+
+/* ---- helpers ---- */
+
+static Value *const_ints(Graph *g, Node *n, const char *what, const int64_t *v, int count) {
+    int64_t dims[1] = {count};
+    return ir_const_new(g, arena_printf(g->arena, "%s_%s", n->name, what), DT_INT64, 1, dims, v);
+}
+
+/* A scalar of the dtype of n's first input when that is already known (graph inputs and
+ * constants), else float32: the old attribute forms existed for float tensors only. */
+static Value *const_scalar(Graph *g, Node *n, const char *what, double x) {
+    DType t = n->in[0] && n->in[0]->dtype == DT_DOUBLE ? DT_DOUBLE : DT_FLOAT;
+    Value *v = ir_const_new(g, arena_printf(g->arena, "%s_%s", n->name, what), t, 0, NULL, NULL);
+    if (t == DT_DOUBLE) *(double *)v->data = x;
+    else *(float *)v->data = (float)x;
+    return v;
+}
+
+/* Make n have exactly `nin` inputs: new slots are absent (NULL), extra ones must be. */
+static void set_nin(Graph *g, Node *n, int nin) {
+    if (nin <= n->nin) {
+        for (int i = nin; i < n->nin; i++)
+            if (n->in[i]) die("%s: dropping a present input", n->name);
+        n->nin = nin;
+        return;
+    }
+    Value **in = ARENA_ARRAY(g->arena, Value *, nin + 1);
+    for (int i = 0; i < n->nin; i++) in[i] = n->in[i];
+    n->in = in;
+    n->nin = nin;
+}
+
+/* Move an ints attribute into input `slot` (absent attribute: the input stays absent). */
+static void ints_attr_to_input(Graph *g, Node *n, const char *attr, int slot) {
+    const int64_t *v;
+    int count = ir_attr_ints(n, attr, &v);
+    if (slot >= n->nin) set_nin(g, n, slot + 1);
+    if (v) n->in[slot] = const_ints(g, n, attr, v, count);
+    ir_attr_remove(n, attr);
+}
+
+static bool old(const Node *n, int before) { return n->opset < before; }
+
+/* ---- one function per op family ---- */
+
+static void canon_clip(Graph *g, Node *n) {
+    if (old(n, 11)) {
+        Attr *mn = ir_attr(n, "min"), *mx = ir_attr(n, "max");
+        set_nin(g, n, 3);
+        if (mn) n->in[1] = const_scalar(g, n, "min", ir_attr_float(n, "min", -INFINITY));
+        if (mx) n->in[2] = const_scalar(g, n, "max", ir_attr_float(n, "max", INFINITY));
+        ir_attr_remove(n, "min");
+        ir_attr_remove(n, "max");
+    }
+    set_nin(g, n, 3);
+}
+
+static void canon_pad(Graph *g, Node *n) {
+    if (old(n, 11)) {
+        float value = ir_attr_float(n, "value", 0);
+        ints_attr_to_input(g, n, "pads", 1);
+        set_nin(g, n, 3);
+        if (value != 0) n->in[2] = const_scalar(g, n, "value", value);
+        ir_attr_remove(n, "value");
+    }
+    if (n->nin > 3) {               /* Pad-18's axes input */
+        if (n->in[3]) error(ir_where(g, n), "Pad with an 'axes' input is not supported");
+        else n->nin = 3;
+    }
+    if (!n->in[1]) error(ir_where(g, n), "Pad without pads");
+    set_nin(g, n, 3);
+    if (!ir_attr(n, "mode")) ir_attr_set(g, n, "mode", A_STRING)->s = "constant";
+}
+
+static void canon_squeeze(Graph *g, Node *n) {
+    if (old(n, 13)) ints_attr_to_input(g, n, "axes", 1);
+    set_nin(g, n, 2);
+    if (n->op == OP_Unsqueeze && !n->in[1]) error(ir_where(g, n), "Unsqueeze without axes");
+}
+
+static void canon_reduce(Graph *g, Node *n) {
+    if (old(n, n->op == OP_ReduceSum ? 13 : 18)) ints_attr_to_input(g, n, "axes", 1);
+    set_nin(g, n, 2);
+    if (!ir_attr(n, "keepdims")) ir_attr_set_int(g, n, "keepdims", 1);
+    if (!ir_attr(n, "noop_with_empty_axes")) ir_attr_set_int(g, n, "noop_with_empty_axes", 0);
+}
+
+static void canon_slice(Graph *g, Node *n) {
+    if (old(n, 10)) {
+        ints_attr_to_input(g, n, "starts", 1);
+        ints_attr_to_input(g, n, "ends", 2);
+        ints_attr_to_input(g, n, "axes", 3);
+    }
+    set_nin(g, n, 5);
+    if (!n->in[1] || !n->in[2]) error(ir_where(g, n), "Slice without starts or ends");
+}
+
+/* The axis is made non-negative by infer_shapes, the first point where the input's rank is
+ * known (see fix_softmax_axis there). */
+static void canon_softmax(Graph *g, Node *n) {
+    if (!ir_attr(n, "axis")) ir_attr_set_int(g, n, "axis", old(n, 13) ? 1 : -1);
+    ir_attr_set_int(g, n, "legacy", old(n, 13));
+}
+
+/* Inference ignores the ratio; training mode (random masks) is not compiled. A Constant that
+ * feeds training_mode has already been turned into data: it comes earlier in the node order. */
+static void canon_dropout(Graph *g, Node *n) {
+    Value *train = n->nin > 2 ? n->in[2] : NULL;
+    if (train && (!train->data || train->dtype != DT_BOOL || ir_numel(train) != 1 ||
+                  *(const uint8_t *)train->data))
+        error(ir_where(g, n), "training mode not supported (training_mode must be a constant false)");
+    n->nin = 1;
+}
+
+static bool value_used(const Value *v) { return v && v->nuses > 0; }
+
+static void canon_batchnorm(Graph *g, Node *n) {
+    if (ir_attr_int(n, "training_mode", 0) ||
+        (n->nout > 1 && (value_used(n->out[1]) || (n->nout > 2 && value_used(n->out[2]))))) {
+        error(ir_where(g, n), "training mode not supported (only the inference form of "
+                              "BatchNormalization, with one output, is)");
+        return;
+    }
+    if (ir_attr_int(n, "spatial", 1) == 0)
+        error(ir_where(g, n), "spatial=0 is not supported");
+    n->nout = 1;                    /* unused running mean/var outputs of old exporters */
+    ir_attr_remove(n, "spatial");
+}
+
+/* A Constant node's output becomes a constant value; the node dies. */
+static void canon_constant(Graph *g, Node *n) {
+    Value *out = n->out[0];
+    Attr *a = n->nattrs == 1 ? &n->attrs[0] : NULL;
+    const char *name = a ? a->name : "";
+    if (a && a->type == A_TENSOR && strcmp(name, "value") == 0) {
+        if (!dtype_supported(a->t->dtype)) {
+            error(ir_where(g, n), "constant of type %s is not supported", dtype_name(a->t->dtype));
+            return;
+        }
+        ir_set_shape(out, a->t->dtype, a->t->rank, a->t->dims);
+        out->data = a->t->data;
+    } else if (a && a->type == A_FLOAT && strcmp(name, "value_float") == 0) {
+        ir_set_shape(out, DT_FLOAT, 0, NULL);
+        out->data = arena_alloc(g->arena, sizeof(float));
+        *(float *)out->data = a->f;
+    } else if (a && a->type == A_INT && strcmp(name, "value_int") == 0) {
+        ir_set_shape(out, DT_INT64, 0, NULL);
+        out->data = arena_alloc(g->arena, sizeof(int64_t));
+        *(int64_t *)out->data = a->i;
+    } else if (a && a->type == A_FLOATS && strcmp(name, "value_floats") == 0) {
+        int64_t dims[1] = {a->n};
+        ir_set_shape(out, DT_FLOAT, 1, dims);
+        out->data = arena_alloc(g->arena, sizeof(float) * (size_t)(a->n + 1));
+        memcpy(out->data, a->floats, sizeof(float) * (size_t)a->n);
+    } else if (a && a->type == A_INTS && strcmp(name, "value_ints") == 0) {
+        int64_t dims[1] = {a->n};
+        ir_set_shape(out, DT_INT64, 1, dims);
+        out->data = arena_alloc(g->arena, sizeof(int64_t) * (size_t)(a->n + 1));
+        memcpy(out->data, a->ints, sizeof(int64_t) * (size_t)a->n);
+    } else {
+        error(ir_where(g, n), "Constant with attribute '%s' is not supported (value, value_float, "
+                              "value_floats, value_int, value_ints are)", a ? name : "(none)");
+        return;
+    }
+    out->producer = NULL;
+    n->dead = true;
+}
+
+void canonicalize(Graph *g) {
+    ir_count_uses(g);
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead) continue;
+        switch (n->op) {
+        case OP_Clip: canon_clip(g, n); break;
+        case OP_Pad: canon_pad(g, n); break;
+        case OP_Squeeze: case OP_Unsqueeze: canon_squeeze(g, n); break;
+        case OP_ReduceMax: case OP_ReduceMean: case OP_ReduceMin: case OP_ReduceSum:
+            canon_reduce(g, n);
+            break;
+        case OP_Slice: canon_slice(g, n); break;
+        case OP_Softmax: case OP_LogSoftmax: canon_softmax(g, n); break;
+        case OP_Dropout: canon_dropout(g, n); break;
+        case OP_BatchNormalization: canon_batchnorm(g, n); break;
+        case OP_Constant: canon_constant(g, n); break;
+        default: break;
+        }
+    }
+    ir_compact(g);
+    exit_if_errors();
+}

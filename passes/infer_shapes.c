@@ -1,0 +1,75 @@
+/* infer_shapes.c - give every value a dtype and a static shape, folding constants on the way.
+ *
+ * The nodes are visited in (topological) order and each op's shape rule (op_info[].infer, in
+ * passes/rules_*.c) sets the dtype and dims of its outputs. A node whose inputs are all
+ * constant is folded at once (fold_node), so that the rule of a later node sees constant data
+ * where it needs it: Reshape's target shape is often computed by a Shape -> Gather -> Concat
+ * subgraph. Every problem is reported (error()) and the pass exits only at the end, so a model
+ * with several bad nodes gets every message at once. */
+#include "pipeline.h"
+
+static bool has_shape(const Value *v) {
+    if (v->dtype == DT_UNDEF || v->rank < 0) return false;
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] < 0) return false;
+    return true;
+}
+
+/* Declared output types in the model (value_info, graph outputs) are not trusted: the rule
+ * recomputes them from the inputs, which --shape may have changed. */
+static void forget_outputs(Node *n) {
+    for (int i = 0; i < n->nout; i++) {
+        Value *v = n->out[i];
+        if (!v || v->data) continue;
+        v->dtype = DT_UNDEF;
+        v->rank = -1;
+        for (int d = 0; d < MAX_RANK; d++) v->sym[d] = NULL;
+    }
+}
+
+/* canonical-forms.md promises a non-negative Softmax axis; the input's rank is first known
+ * here, after canonicalize has run. */
+static void fix_softmax_axis(Graph *g, Node *n) {
+    if (n->op != OP_Softmax && n->op != OP_LogSoftmax) return;
+    int rank = n->in[0]->rank;
+    int64_t axis = ir_attr_int(n, "axis", -1);
+    if (axis < -rank || axis >= rank) {
+        error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)axis, rank);
+        return;
+    }
+    if (axis < 0) ir_attr_set_int(g, n, "axis", axis + rank);
+}
+
+static bool inputs_known(const Node *n) {
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && !has_shape(n->in[i])) return false;
+    return true;
+}
+
+static void infer_node(Graph *g, Node *n) {
+    if (!inputs_known(n)) {
+        /* Only possible downstream of a node that already reported an error. */
+        if (!error_count) die("infer_shapes: %s has an input without shape", n->name);
+        return;
+    }
+    fix_softmax_axis(g, n);
+    forget_outputs(n);
+    int before = error_count;
+    op_info[n->op].infer(g, n);
+    if (error_count > before) return;
+    for (int i = 0; i < n->nout; i++) {
+        Value *v = n->out[i];
+        if (v && !has_shape(v)) {
+            error(ir_where(g, n), "could not infer a static %s for output '%s'",
+                  v->dtype == DT_UNDEF ? "dtype" : "shape", v->name);
+            return;
+        }
+    }
+    fold_node(g, n);
+}
+
+void infer_shapes(Graph *g) {
+    for (int i = 0; i < g->nnodes; i++)
+        if (!g->nodes[i]->dead) infer_node(g, g->nodes[i]);
+    exit_if_errors();
+}

@@ -1,0 +1,39 @@
+/* simplify.c - drop nodes that compute nothing, then dead nodes.
+ *
+ * Identity and (inference) Dropout forward their input; Reshape, Flatten, Squeeze and
+ * Unsqueeze whose output shape equals their input shape are no-ops once shapes are static.
+ * Their consumers read the input directly. A node whose output is a graph output is kept: the
+ * output's name is part of the compiled API, and lowering turns such a node into a copy. */
+#include "pipeline.h"
+
+static bool is_noop(const Node *n) {
+    switch (n->op) {
+    case OP_Identity:
+        return true;
+    case OP_Dropout:                /* the mask output, if used, still needs the node */
+        return n->nout < 2 || !n->out[1] || !n->out[1]->nuses;
+    case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
+        return ir_same_shape(n->in[0], n->out[0]) && n->in[0]->dtype == n->out[0]->dtype;
+    default:
+        return false;
+    }
+}
+
+/* Value.is_output may be stale after rewrites; g->outputs is the truth. */
+static bool is_graph_output(const Graph *g, const Value *v) {
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v) return true;
+    return false;
+}
+
+void simplify(Graph *g) {
+    ir_count_uses(g);
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead || !is_noop(n) || is_graph_output(g, n->out[0])) continue;
+        ir_replace_uses(g, n->out[0], n->in[0]);
+        n->dead = true;
+    }
+    ir_dce(g);
+    ir_compact(g);
+}
