@@ -1,7 +1,6 @@
 /* kverify.c - the structural checker of the kernel IR (kir_verify).
  *
- * The pipeline runs it after lowering and after every kernel pass (in debug builds or with
- * --verify), so a pass that breaks an invariant of kir.h is named at once instead of showing
+ * The pipeline runs it after lowering and after every kernel pass (unless --no-verify), so a pass that breaks an invariant of kir.h is named at once instead of showing
  * up as wrong numbers in generated code. It checks what can be seen without running the
  * program: parameter modes of every load and store, index counts and types, loop-variable
  * scoping, scalar register numbers and types, operand types, and - once bufferize has run -
