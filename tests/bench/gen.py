@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""gen.py OUTDIR MODEL.onnx... - prepares the inputs of `make bench` (tests/bench.sh).
+
+Writes two larger models with random weights that models/ lacks, each as
+OUTDIR/NAME/model.onnx:
+  convnet   1x3x256x256 image -> stride-2 conv stem, two ResNet-style basic blocks (conv-BN-relu-
+            conv-BN + skip, relu) at 128x128x16 and 64x64x32, global average pool, 10-way Gemm;
+  mlp1024   1x1024 -> three 1024-wide Gemm+Relu layers -> 10-way Gemm;
+  floor     one Relu of one float: what a call costs on each side when there is no work
+            (for onnxruntime-node, mostly its JavaScript and N-API layer).
+Then, for every model given on the command line and the two above, writes one random input set
+as raw little-endian files OUTDIR/NAME/input_K.bin (K in graph order, initializers excluded), the
+layout both tests/bench/harness.c and tests/bench/ort.js read, and their names, dtypes and shapes
+as OUTDIR/NAME/inputs.json for ort.js (onnxruntime-node 1.20 cannot tell them). NAME is the
+model's folder name made a shell identifier; gen.py prints the names, one a line.
+Seeded, so that every run benchmarks the same numbers."""
+import json
+import os
+import re
+import shutil
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, load, numpy_helper, save
+from onnx.checker import check_model
+
+rng = np.random.default_rng(1234)
+
+
+def init(name, a):
+    return numpy_helper.from_array(np.asarray(a, dtype=np.float32), name)
+
+
+class Builder:
+    """Collects nodes and initializers; names every value after the node that makes it."""
+
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def fresh(self, op):
+        self.n += 1
+        return "%s_%d" % (op.lower(), self.n)
+
+    def node(self, op, inputs, **attrs):
+        out = self.fresh(op)
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def weight(self, shape, fan_in):
+        name = self.fresh("w")
+        self.inits.append(init(name, rng.normal(0, np.sqrt(2.0 / fan_in), shape)))
+        return name
+
+    def conv_bn(self, x, cin, cout, stride):
+        w = self.weight((cout, cin, 3, 3), cin * 9)
+        y = self.node("Conv", [x, w], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                      strides=[stride, stride])
+        names = []
+        for what, a in (("scale", rng.uniform(0.5, 1.5, cout)), ("bias", rng.normal(0, 0.1, cout)),
+                        ("mean", rng.normal(0, 0.1, cout)), ("var", rng.uniform(0.5, 1.5, cout))):
+            names.append(self.fresh(what))
+            self.inits.append(init(names[-1], a))
+        return self.node("BatchNormalization", [y] + names, epsilon=1e-5)
+
+    def basic_block(self, x, c):
+        y = self.node("Relu", [self.conv_bn(x, c, c, 1)])
+        y = self.conv_bn(y, c, c, 1)
+        return self.node("Relu", [self.node("Add", [y, x])])
+
+    def gemm(self, x, k, n):
+        w = self.weight((k, n), k)
+        b = self.fresh("b")
+        self.inits.append(init(b, rng.normal(0, 0.1, n)))
+        return self.node("Gemm", [x, w, b])
+
+    def model(self, name, x, xshape, y, yshape):
+        g = helper.make_graph(self.nodes, name,
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, xshape)],
+                              [helper.make_tensor_value_info(y, TensorProto.FLOAT, yshape)],
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="onnxcc tests/bench/gen.py")
+        check_model(m)
+        return m
+
+
+def convnet():
+    b = Builder()
+    x = b.node("Relu", [b.conv_bn("input", 3, 16, 2)])      # 128x128x16
+    x = b.basic_block(x, 16)
+    x = b.node("Relu", [b.conv_bn(x, 16, 32, 2)])          # 64x64x32
+    x = b.basic_block(x, 32)
+    x = b.node("Flatten", [b.node("GlobalAveragePool", [x])])
+    return b.model("convnet", "input", [1, 3, 256, 256], b.gemm(x, 32, 10), [1, 10])
+
+
+def mlp1024():
+    b = Builder()
+    x = "input"
+    for k in (1024, 1024, 1024):
+        x = b.node("Relu", [b.gemm(x, k, 1024)])
+    return b.model("mlp1024", "input", [1, 1024], b.gemm(x, 1024, 10), [1, 10])
+
+
+# ONNX dtype -> numpy dtype and onnxruntime's name of it
+DTYPES = {TensorProto.FLOAT: (np.float32, "float32"), TensorProto.DOUBLE: (np.float64, "float64"),
+          TensorProto.INT32: (np.int32, "int32"), TensorProto.INT64: (np.int64, "int64"),
+          TensorProto.BOOL: (np.bool_, "bool")}
+
+
+def write_inputs(path, outdir):
+    m = load(path)
+    inits = {t.name for t in m.graph.initializer}
+    k, meta = 0, []
+    for v in m.graph.input:
+        if v.name in inits:
+            continue
+        t = v.type.tensor_type
+        dims = [d.dim_value for d in t.shape.dim]
+        if any(d <= 0 for d in dims):
+            sys.exit("gen.py: %s: input %s has symbolic dims" % (path, v.name))
+        if t.elem_type not in DTYPES:
+            sys.exit("gen.py: %s: input %s has an unsupported dtype" % (path, v.name))
+        a = rng.uniform(-1, 1, dims).astype(DTYPES[t.elem_type][0])
+        a.astype(a.dtype.newbyteorder("<")).tofile(os.path.join(outdir, "input_%d.bin" % k))
+        meta.append({"name": v.name, "type": DTYPES[t.elem_type][1], "shape": dims})
+        k += 1
+    with open(os.path.join(outdir, "inputs.json"), "w") as f:
+        json.dump(meta, f)
+
+
+def floor():
+    b = Builder()
+    return b.model("floor", "input", [1], b.node("Relu", ["input"]), [1])
+
+
+def main():
+    out = sys.argv[1]
+    models = {}
+    for path in sys.argv[2:]:
+        name = re.sub(r"\W", "_", os.path.basename(os.path.dirname(os.path.abspath(path))))
+        models[name] = path
+    for name, make in (("floor", floor), ("convnet", convnet), ("mlp1024", mlp1024)):
+        os.makedirs(os.path.join(out, name), exist_ok=True)
+        models[name] = os.path.join(out, name, "model.onnx")
+        save(make(), models[name])
+    for name, path in models.items():
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        if os.path.abspath(path) != os.path.abspath(os.path.join(d, "model.onnx")):
+            shutil.copyfile(path, os.path.join(d, "model.onnx"))
+        write_inputs(path, d)
+        print(name)
+
+
+if __name__ == "__main__":
+    main()
