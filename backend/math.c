@@ -1,14 +1,15 @@
 /* math.c - the kernel IR's math operators as plain float arithmetic, never libm calls.
  *
  * The generated code must link into firmware without a libm, and the host object must import
- * nothing but memcpy/memset, so exp, log, tanh, sigmoid, erf, pow, floor, ceil, round and
- * float remainder are built here from +, *, /, compares, selects and bit tricks on the IEEE
- * representation. Each becomes an internal always-inline helper (one per op and float type,
+ * nothing but memcpy/memset, so exp, log, tanh, sigmoid, erf, pow, floor, ceil, round, float
+ * remainder and the (inverse) trigonometric and hyperbolic functions are built here from +, *,
+ * /, sqrt, compares, selects and bit tricks on the IEEE representation. Each becomes an internal always-inline helper (one per op and float type,
  * created on first use) so the vectoriser sees straight-line code after inlining.
  *
  * The same algorithms serve float and double with more polynomial terms for double (doubles
  * are used only when the model has double data: Cortex-M4 has no double FPU). Accuracy is
- * about 1-2 ulp for float. No llvm.exp/log/pow/floor intrinsics: LLVM lowers some of them to
+ * about 1-2 ulp for float (sin/cos/tan up to 5 ulp, and only for |x| < 1e5: see
+ * reduce_pio2). No llvm.exp/log/pow/floor intrinsics: LLVM lowers some of them to
  * libm calls on some targets. llvm.fabs and llvm.copysign are bit operations everywhere. */
 #include <math.h>
 #include <string.h>
@@ -401,12 +402,285 @@ static V m_pow(M *m, V x, V y) {
     return sel(m, cmp(m, LLVMRealOEQ, x, one), one, r);
 }
 
+/* ---- trigonometric: Cody-Waite reduction to |r| <= pi/4 and a polynomial there ---- */
+
+/* pi/2 in parts; all but the last have few enough bits (8 for float, 33 for double) that k
+ * times each is exact while |k| < 2^16 (float) / 2^20 (double), and so is each subtraction but
+ * the last ones, where the partial result is already small. x - k pi/2 then comes out with an
+ * absolute error near 2^-54 (float) / 2^-100 (double) times k, a few ulp of r even where x is
+ * close to a multiple of pi/2. That covers |x| < 1e5 (float) / 1.6e6 (double); beyond, the
+ * products round and the error grows with |x| (no Payne-Hanek reduction): the results stay
+ * finite and within [-1, 1] but are inaccurate. */
+static const double pio2_f[] = {1.5703125, 4.84466552734375e-04, -6.407499313354492e-07,
+                                9.89530235528946e-10, 2.5633440682570896e-12};
+static const double pio2_d[] = {1.57079632673412561417e+00, 6.07710050630396597660e-11,
+                                2.02226624871116645580e-21, 8.47842766036889956997e-32};
+
+/* x = k pi/2 + *r for finite x; returns k (k mod 4 is the quadrant). */
+static V reduce_pio2(M *m, V x, V *r) {
+    double lim = ldexp(1.0, m->dbl ? 40 : 29);      /* keeps k in range of the integer type */
+    V k = iround(m, mul(m, clamp(m, x, -lim, lim), fk(m, M_2_PI)));
+    V kf = tofloat(m, k);
+    const double *c = m->dbl ? pio2_d : pio2_f;
+    int n = m->dbl ? COUNTOF(pio2_d) : COUNTOF(pio2_f);
+    V y = x;
+    for (int i = 0; i < n; i++) y = sub(m, y, mul(m, kf, fk(m, c[i])));
+    *r = clamp(m, y, -1, 1);                        /* only out of range: keeps it finite */
+    return k;
+}
+
+/* sin r and cos r for |r| <= pi/4 (a bit more is fine): fdlibm's minimax polynomials for
+ * double, Cephes' for float. */
+static V sin_poly(M *m, V r) {
+    static const double cf[] = {-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4};
+    static const double cd[] = {-1.66666666666666324348e-01, 8.33333333332248946124e-03,
+                                -1.98412698298579493134e-04, 2.75573137070700676789e-06,
+                                -2.50507602534068634195e-08, 1.58969099521155010221e-10};
+    V z = mul(m, r, r);
+    V p = m->dbl ? horner(m, z, cd, COUNTOF(cd)) : horner(m, z, cf, COUNTOF(cf));
+    return add(m, r, mul(m, mul(m, r, z), p));
+}
+
+static V cos_poly(M *m, V r) {
+    static const double cf[] = {4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5};
+    static const double cd[] = {4.16666666666666019037e-02, -1.38888888888741095749e-03,
+                                2.48015872894767294178e-05, -2.75573143513906633035e-07,
+                                2.08757232129817482790e-09, -1.13596475577881948265e-11};
+    V z = mul(m, r, r);
+    V p = m->dbl ? horner(m, z, cd, COUNTOF(cd)) : horner(m, z, cf, COUNTOF(cf));
+    return add(m, sub(m, fk(m, 1), mul(m, z, fk(m, 0.5))), mul(m, mul(m, z, z), p));
+}
+
+static V is_finite(M *m, V x) { return cmp(m, LLVMRealOLT, fabs_(m, x), fk(m, INFINITY)); }
+
+/* sin x (shift 0) or cos x = sin(x + pi/2) (shift 1): the quadrant picks +-sin r or +-cos r.
+ * inf and NaN give NaN (x - x). */
+static V sincos_(M *m, V x, int shift) {
+    V fin = is_finite(m, x);
+    V r, k = reduce_pio2(m, sel(m, fin, x, fk(m, 0)), &r);
+    V q = LLVMBuildAdd(m->b, k, ik(m, shift), "");
+    V s = sin_poly(m, r), c = cos_poly(m, r);
+    V odd = icmp(m, LLVMIntNE, and_(m, q, ik(m, 1)), ik(m, 0));
+    V neg = icmp(m, LLVMIntNE, and_(m, q, ik(m, 2)), ik(m, 0));
+    V v = sel(m, odd, c, s);
+    v = sel(m, neg, LLVMBuildFNeg(m->b, v, ""), v);
+    v = clamp(m, v, -1, 1);                        /* beyond the reduction's range */
+    return sel(m, fin, v, sub(m, x, x));
+}
+
+static V m_sin(M *m, V x) { return sincos_(m, x, 0); }
+static V m_cos(M *m, V x) { return sincos_(m, x, 1); }
+
+/* tan r = sin r / cos r; in odd quadrants tan x = -cos r / sin r. */
+static V m_tan(M *m, V x) {
+    V fin = is_finite(m, x);
+    V r, k = reduce_pio2(m, sel(m, fin, x, fk(m, 0)), &r);
+    V s = sin_poly(m, r), c = cos_poly(m, r);
+    V odd = icmp(m, LLVMIntNE, and_(m, k, ik(m, 1)), ik(m, 0));
+    V v = sel(m, odd, fdiv(m, LLVMBuildFNeg(m->b, c, ""), s), fdiv(m, s, c));
+    return sel(m, fin, v, sub(m, x, x));
+}
+
+/* ---- inverse trigonometric (fdlibm's algorithms, musl's float coefficients) ---- */
+
+static V sqrt_(M *m, V x) { return intrinsic(m, "llvm.sqrt", &x, 1); }
+
+/* pi/2 = PIO2_HI + PIO2_LO */
+static double pio2_hi(M *m) { return m->dbl ? 1.57079632679489655800e+00 : 1.5707962513e+00; }
+static double pio2_lo(M *m) { return m->dbl ? 6.12323399573676603587e-17 : 7.5497894159e-08; }
+
+/* asin t = t + t R(t^2) for |t| <= 0.5, with R a rational minimax fit. */
+static V asin_R(M *m, V z) {
+    static const double pf[] = {1.6666586697e-01, -4.2743422091e-02, -8.6563630030e-03};
+    static const double qf[] = {1, -7.0662963390e-01};
+    static const double pd[] = {1.66666666666666657415e-01, -3.25565818622400915405e-01,
+                                2.01212532134862925881e-01, -4.00555345006794114027e-02,
+                                7.91534994289814532176e-04, 3.47933107596021167570e-05};
+    static const double qd[] = {1, -2.40339491173441421878e+00, 2.02094576023350569471e+00,
+                                -6.88283971605453293030e-01, 7.70381505559019352791e-02};
+    V p = m->dbl ? horner(m, z, pd, COUNTOF(pd)) : horner(m, z, pf, COUNTOF(pf));
+    V q = m->dbl ? horner(m, z, qd, COUNTOF(qd)) : horner(m, z, qf, COUNTOF(qf));
+    return fdiv(m, mul(m, z, p), q);
+}
+
+/* |x| < 0.5: x + x R(x^2). Else with z = (1-|x|)/2, s = sqrt z (so that |x| = 1 - 2 s^2):
+ * asin |x| = pi/2 - 2 asin s. |x| > 1 gives NaN through sqrt of a negative z. */
+static V m_asin(M *m, V x) {
+    V a = fabs_(m, x);
+    V small = mul(m, x, add(m, fk(m, 1), asin_R(m, mul(m, x, x))));
+    V z = mul(m, sub(m, fk(m, 1), a), fk(m, 0.5));
+    V s = sqrt_(m, z);
+    V t = sub(m, mul(m, fk(m, 2), add(m, s, mul(m, s, asin_R(m, z)))), fk(m, pio2_lo(m)));
+    V large = copysign_(m, sub(m, fk(m, pio2_hi(m)), t), x);
+    return sel(m, cmp(m, LLVMRealOLT, a, fk(m, 0.5)), small, large);
+}
+
+/* acos x = pi/2 - asin x for |x| < 0.5; 2 asin s for x >= 0.5; pi - 2 asin s for x <= -0.5
+ * (s as in asin). */
+static V m_acos(M *m, V x) {
+    V a = fabs_(m, x);
+    V small = sub(m, fk(m, pio2_hi(m)),
+                  sub(m, x, sub(m, fk(m, pio2_lo(m)), mul(m, x, asin_R(m, mul(m, x, x))))));
+    V z = mul(m, sub(m, fk(m, 1), a), fk(m, 0.5));
+    V s = sqrt_(m, z);
+    V as = add(m, s, mul(m, s, asin_R(m, z)));            /* asin s */
+    V pos = mul(m, fk(m, 2), as);
+    V neg = mul(m, fk(m, 2), sub(m, fk(m, pio2_hi(m)), sub(m, as, fk(m, pio2_lo(m)))));
+    V large = sel(m, cmp(m, LLVMRealOLT, x, fk(m, 0)), neg, pos);
+    return sel(m, cmp(m, LLVMRealOLT, a, fk(m, 0.5)), small, large);
+}
+
+/* atan |x|: |x| is mapped by t = (a|x| + b) / (c|x| + d) near one of 0, 0.5, 1, 1.5, inf and
+ * atan |x| = atan(that point) + atan t, with atan t an odd polynomial (fdlibm's ranges). */
+static V m_atan(M *m, V x) {
+    static const double hi_f[] = {4.6364760399e-01, 7.8539812565e-01, 9.8279368877e-01, 1.5707962513e+00};
+    static const double lo_f[] = {5.0121582440e-09, 3.7748947079e-08, 3.4473217170e-08, 7.5497894159e-08};
+    static const double hi_d[] = {4.63647609000806093515e-01, 7.85398163397448278999e-01,
+                                  9.82793723247329054082e-01, 1.57079632679489655800e+00};
+    static const double lo_d[] = {2.26987774529616870924e-17, 3.06161699786838301793e-17,
+                                  1.39033110312309984516e-17, 6.12323399573676603587e-17};
+    static const double at_f[] = {3.3333328366e-01, -1.9999158382e-01, 1.4253635705e-01,
+                                  -1.0648017377e-01, 6.1687607318e-02};
+    static const double at_d[] = {3.33333333333329318027e-01, -1.99999999998764832476e-01,
+                                  1.42857142725034663711e-01, -1.11111104054623557880e-01,
+                                  9.09088713343650656196e-02, -7.69187620504482999495e-02,
+                                  6.66107313738753120669e-02, -5.83357013379057348645e-02,
+                                  4.97687799461593236017e-02, -3.65315727442169155270e-02,
+                                  1.62858201153657823623e-02};
+    /* ranges [0, 7/16), [7/16, 11/16), [11/16, 19/16), [19/16, 39/16), [39/16, inf] */
+    static const double bound[] = {7.0 / 16, 11.0 / 16, 19.0 / 16, 39.0 / 16};
+    static const double ca[] = {1, 2, 1, 1, 0}, cb[] = {0, -1, -1, -1.5, -1},
+                        cc[] = {0, 1, 1, 1.5, 1}, cd[] = {1, 2, 1, 1, 0};
+    const double *hi = m->dbl ? hi_d : hi_f, *lo = m->dbl ? lo_d : lo_f;
+    V a = sel(m, isnan_(m, x), fk(m, 0), fabs_(m, x));
+    a = clamp(m, a, 0, ldexp(1.0, 60));             /* 0 * inf must not happen below */
+    V A = fk(m, ca[0]), B = fk(m, cb[0]), C = fk(m, cc[0]), D = fk(m, cd[0]);
+    V H = fk(m, 0), L = fk(m, 0);
+    for (int i = 0; i < 4; i++) {
+        V ge = cmp(m, LLVMRealOGE, a, fk(m, bound[i]));
+        A = sel(m, ge, fk(m, ca[i + 1]), A);
+        B = sel(m, ge, fk(m, cb[i + 1]), B);
+        C = sel(m, ge, fk(m, cc[i + 1]), C);
+        D = sel(m, ge, fk(m, cd[i + 1]), D);
+        H = sel(m, ge, fk(m, hi[i]), H);
+        L = sel(m, ge, fk(m, lo[i]), L);
+    }
+    V t = fdiv(m, add(m, mul(m, A, a), B), add(m, mul(m, C, a), D));
+    V z = mul(m, t, t), w = mul(m, z, z);
+    const double *c = m->dbl ? at_d : at_f;
+    int n = m->dbl ? COUNTOF(at_d) : COUNTOF(at_f);
+    double even[6], odd[6];                      /* split for two shorter Horner chains */
+    int ne = 0, no = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % 2) odd[no++] = c[i];
+        else even[ne++] = c[i];
+    }
+    V s = add(m, mul(m, z, horner(m, w, even, ne)), mul(m, w, horner(m, w, odd, no)));
+    V r = sub(m, H, sub(m, sub(m, mul(m, t, s), L), t));
+    return sel(m, isnan_(m, x), x, copysign_(m, r, x));
+}
+
+/* ---- hyperbolic and their inverses ---- */
+
+/* e^(a/2) for a >= 0 not NaN; squared it gives e^a past the point where e^a overflows but
+ * e^a / 2 does not. */
+static V exp_half(M *m, V a) { return exp_core(m, mul(m, a, fk(m, 0.5))); }
+
+/* sinh: |x| < 1: the Taylor series (odd powers to x^13 / x^21); below 22: (e - 1/e)/2 with
+ * e = e^|x| (the subtraction loses at most a factor 1.16); beyond: e^|x|/2 = (w/2) w with
+ * w = e^(|x|/2). */
+static V m_sinh(M *m, V x) {
+    V a = sel(m, isnan_(m, x), fk(m, 0), fabs_(m, x));
+    double c[12];
+    int n = m->dbl ? 10 : 6;
+    double fact = 1;
+    for (int i = 0; i < n; i++) {
+        if (i) fact *= (2.0 * i) * (2.0 * i + 1);
+        c[i] = 1 / fact;
+    }
+    V small = mul(m, a, horner(m, mul(m, a, a), c, n));
+    V e = exp_core(m, clamp(m, a, 0, 22));
+    V mid = mul(m, sub(m, e, fdiv(m, fk(m, 1), e)), fk(m, 0.5));
+    V w = exp_half(m, a);
+    V big = mul(m, mul(m, w, fk(m, 0.5)), w);
+    V r = sel(m, cmp(m, LLVMRealOLT, a, fk(m, 1)), small,
+              sel(m, cmp(m, LLVMRealOLT, a, fk(m, 22)), mid, big));
+    return sel(m, isnan_(m, x), x, copysign_(m, r, x));
+}
+
+/* cosh = (e + 1/e)/2 (no cancellation); beyond 22 as sinh. */
+static V m_cosh(M *m, V x) {
+    V a = sel(m, isnan_(m, x), fk(m, 0), fabs_(m, x));
+    V e = exp_core(m, clamp(m, a, 0, 22));
+    V mid = mul(m, add(m, e, fdiv(m, fk(m, 1), e)), fk(m, 0.5));
+    V w = exp_half(m, a);
+    V big = mul(m, mul(m, w, fk(m, 0.5)), w);
+    V r = sel(m, cmp(m, LLVMRealOLT, a, fk(m, 22)), mid, big);
+    return sel(m, isnan_(m, x), x, r);
+}
+
+/* ln(1 + y) for y >= 0 (or NaN, or y < -1 giving NaN): u = 1 + y rounds, and the rounding
+ * error y - (u - 1) (exact) corrects ln u to first order. */
+static V log1p_(M *m, V y) {
+    V u = add(m, fk(m, 1), y);
+    V c = fdiv(m, sub(m, y, sub(m, u, fk(m, 1))), u);
+    V r = add(m, m_log(m, u), c);
+    return sel(m, cmp(m, LLVMRealOEQ, u, fk(m, INFINITY)), u, r);
+}
+
+/* Above this ln(2a) is the answer to within the precision. */
+static double big_arg(M *m) { return ldexp(1.0, m->dbl ? 28 : 13); }
+
+/* asinh |x| = ln(|x| + sqrt(x^2 + 1)), rearranged per range against cancellation and
+ * overflow (fdlibm): log1p(a + a^2/(1 + sqrt(1 + a^2))) up to 2, then
+ * ln(2a + 1/(sqrt(a^2 + 1) + a)), then ln a + ln 2. */
+static V m_asinh(M *m, V x) {
+    V a = fabs_(m, x);
+    V a2 = mul(m, a, a);
+    V q = sqrt_(m, add(m, a2, fk(m, 1)));
+    V small = log1p_(m, add(m, a, fdiv(m, a2, add(m, fk(m, 1), q))));
+    V mid = m_log(m, add(m, add(m, a, a), fdiv(m, fk(m, 1), add(m, q, a))));
+    V big = add(m, m_log(m, a), fk(m, M_LN2));
+    V r = sel(m, cmp(m, LLVMRealOLE, a, fk(m, 2)), small,
+              sel(m, cmp(m, LLVMRealOLE, a, fk(m, big_arg(m))), mid, big));
+    return sel(m, isnan_(m, x), x, copysign_(m, r, x));
+}
+
+/* acosh x = ln(x + sqrt(x^2 - 1)): log1p(t + sqrt(2t + t^2)) with t = x - 1 up to 2, then
+ * ln(2x - 1/(x + sqrt(x^2 - 1))), then ln x + ln 2. x < 1 gives NaN. */
+static V m_acosh(M *m, V x) {
+    V t = sub(m, x, fk(m, 1));
+    V small = log1p_(m, add(m, t, sqrt_(m, add(m, add(m, t, t), mul(m, t, t)))));
+    V q = sqrt_(m, sub(m, mul(m, x, x), fk(m, 1)));
+    V mid = m_log(m, sub(m, add(m, x, x), fdiv(m, fk(m, 1), add(m, x, q))));
+    V big = add(m, m_log(m, x), fk(m, M_LN2));
+    V r = sel(m, cmp(m, LLVMRealOLE, x, fk(m, 2)), small,
+              sel(m, cmp(m, LLVMRealOLE, x, fk(m, big_arg(m))), mid, big));
+    r = sel(m, cmp(m, LLVMRealOLT, x, fk(m, 1)), fk(m, NAN), r);
+    return sel(m, isnan_(m, x), x, r);
+}
+
+/* atanh |x| = log1p(2|x| / (1 - |x|)) / 2, written log1p(2a + 2a^2/(1 - a)) / 2 below 0.5 to
+ * keep small results exact (fdlibm). |x| = 1 gives inf, |x| > 1 NaN. */
+static V m_atanh(M *m, V x) {
+    V a = fabs_(m, x);
+    V one_a = sub(m, fk(m, 1), a);
+    V a2 = add(m, a, a);
+    V small = log1p_(m, add(m, a2, fdiv(m, mul(m, a2, a), one_a)));
+    V large = log1p_(m, fdiv(m, a2, one_a));
+    V r = mul(m, sel(m, cmp(m, LLVMRealOLT, a, fk(m, 0.5)), small, large), fk(m, 0.5));
+    r = sel(m, cmp(m, LLVMRealOGT, a, fk(m, 1)), fk(m, NAN), r);
+    return sel(m, isnan_(m, x), x, copysign_(m, r, x));
+}
+
 /* ---- the helpers ---- */
 
 bool be_math_op(KOp op) {
     switch (op) {
     case K_EXP: case K_LOG: case K_TANH: case K_SIGMOID: case K_ERF:
     case K_FLOOR: case K_CEIL: case K_ROUND: case K_POW: case K_REM:
+    case K_SIN: case K_COS: case K_TAN: case K_ASIN: case K_ACOS: case K_ATAN:
+    case K_SINH: case K_COSH: case K_ASINH: case K_ACOSH: case K_ATANH:
         return true;
     default:
         return false;
@@ -425,6 +699,17 @@ static V build_body(M *m, KOp op, V a, V b) {
     case K_ROUND: return m_round(m, a);
     case K_POW: return m_pow(m, a, b);
     case K_REM: return m_rem(m, a, b);
+    case K_SIN: return m_sin(m, a);
+    case K_COS: return m_cos(m, a);
+    case K_TAN: return m_tan(m, a);
+    case K_ASIN: return m_asin(m, a);
+    case K_ACOS: return m_acos(m, a);
+    case K_ATAN: return m_atan(m, a);
+    case K_SINH: return m_sinh(m, a);
+    case K_COSH: return m_cosh(m, a);
+    case K_ASINH: return m_asinh(m, a);
+    case K_ACOSH: return m_acosh(m, a);
+    case K_ATANH: return m_atanh(m, a);
     default: die("no float math for %s", kop_name[op]);
     }
 }

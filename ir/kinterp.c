@@ -146,6 +146,17 @@ static double funary(KOp op, double x, bool single) {
     case K_CEIL: return ceil(x);
     case K_ROUND: return round_even(x);
     case K_RECIP: return single ? 1.0f / (float)x : 1.0 / x;
+    case K_SIN: return single ? sinf((float)x) : sin(x);
+    case K_COS: return single ? cosf((float)x) : cos(x);
+    case K_TAN: return single ? tanf((float)x) : tan(x);
+    case K_ASIN: return single ? asinf((float)x) : asin(x);
+    case K_ACOS: return single ? acosf((float)x) : acos(x);
+    case K_ATAN: return single ? atanf((float)x) : atan(x);
+    case K_SINH: return single ? sinhf((float)x) : sinh(x);
+    case K_COSH: return single ? coshf((float)x) : cosh(x);
+    case K_ASINH: return single ? asinhf((float)x) : asinh(x);
+    case K_ACOSH: return single ? acoshf((float)x) : acosh(x);
+    case K_ATANH: return single ? atanhf((float)x) : atanh(x);
     case K_SIGN: return x > 0 ? 1 : x < 0 ? -1 : x;     /* keeps NaN and signed zero */
     case K_NOT: return x == 0;
     default: die("interpreter: float unary %s", kop_name[op]);

@@ -63,12 +63,22 @@ typedef enum ExprKind {
  *   sign). Division by zero is undefined; rules must not produce it.
  * - K_MIN/K_MAX on floats: if either operand is NaN the result is NaN.
  * - K_ROUND: half to even. K_SIGN: -1, 0 or 1. K_RECIP: 1/x. K_SIGMOID: 1/(1+exp(-x)).
+ * - K_SIN..K_ATANH: as C's sinf/sin...; NaN outside the domain (asin, acos: |x| > 1; acosh:
+ *   x < 1; atanh: |x| > 1), atanh(+-1) = +-inf.
  * - K_POW: x^y; for x < 0 and integral y the sign follows y's parity; NaN for x < 0 otherwise.
  * - K_CAST: float->int truncates toward zero; anything->bool is (x != 0); bool->number 0/1.
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers). */
+/* ORDER KOPS: unary operators first with K_SIGN last among them (ir/kverify.c tells unary
+ * from binary by `op > K_SIGN`), then binary ones from K_ADD on, with K_LT..K_NE contiguous and
+ * in this order (backend/kernel.c, compare) and K_AND.. last. New unary ops go before K_SIGN,
+ * new binary ones at the end. The trig/hyperbolic ops are kept accurate to a few ulp of libm;
+ * K_SIN/K_COS/K_TAN reduce their argument with Cody-Waite, exact for |x| < 1e5 (float) and
+ * 1.6e6 (double), and lose accuracy beyond (backend/math.c). */
 #define KOPS(X) \
     X(NEG) X(ABS) X(NOT) X(CAST) X(SQRT) X(EXP) X(LOG) X(TANH) X(SIGMOID) X(ERF) \
-    X(FLOOR) X(CEIL) X(ROUND) X(RECIP) X(SIGN) \
+    X(FLOOR) X(CEIL) X(ROUND) X(RECIP) \
+    X(SIN) X(COS) X(TAN) X(ASIN) X(ACOS) X(ATAN) X(SINH) X(COSH) X(ASINH) X(ACOSH) X(ATANH) \
+    X(SIGN) \
     X(ADD) X(SUB) X(MUL) X(DIV) X(REM) X(MIN) X(MAX) X(POW) \
     X(LT) X(LE) X(GT) X(GE) X(EQ) X(NE) X(AND) X(OR) X(XOR)
 typedef enum KOp {

@@ -142,6 +142,70 @@ static void canon_batchnorm(Graph *g, Node *n) {
     ir_attr_remove(n, "spatial");
 }
 
+/* Give input `slot` of n `ones` trailing size-1 dims: a constant is re-shaped in place of the
+ * input, anything else goes through an Unsqueeze inserted before n (in canonical form). */
+static void append_ones(Graph *g, Node *n, int slot, int ones) {
+    Value *b = n->in[slot];
+    int64_t dims[MAX_RANK], axes[MAX_RANK];
+    if (b->rank + ones > MAX_RANK) {
+        error(ir_where(g, n), "broadcast of '%s' needs rank %d", b->name, b->rank + ones);
+        return;
+    }
+    for (int d = 0; d < b->rank + ones; d++) dims[d] = d < b->rank ? b->dims[d] : 1;
+    for (int i = 0; i < ones; i++) axes[i] = b->rank + i;
+    const char *name = arena_printf(g->arena, "%s_%s_aligned", n->name, b->name);
+    if (b->data) {
+        n->in[slot] = ir_const_new(g, name, b->dtype, b->rank + ones, dims, b->data);
+        return;
+    }
+    Node *u = ir_node_insert_before(g, n, OP_Unsqueeze, arena_printf(g->arena, "%s_align", n->name), 2, 1);
+    u->in[0] = b;
+    u->in[1] = const_ints(g, n, "align_axes", axes, ones);
+    u->out[0] = ir_value_new(g, name);
+    u->out[0]->producer = u;
+    n->in[slot] = u->out[0];
+}
+
+/* Opset < 7 binary ops broadcast one way, when asked (broadcast=1): B lines up with A from
+ * dim `axis` on, or with A's last dims when axis is absent, which is numpy's rule. With an
+ * axis B gets trailing 1-dims so that numpy's right alignment places it the same way; that
+ * needs the ranks, which before shape inference only graph inputs and constants have.
+ * PRelu < 7 had no attributes but, as exported by PyTorch, a 1-D slope of several values is
+ * per channel (dim 1). */
+static void canon_old_broadcast(Graph *g, Node *n) {
+    if (!old(n, 7)) return;
+    bool bcast = ir_attr_int(n, "broadcast", 0) != 0, has_axis = ir_attr(n, "axis") != NULL;
+    int64_t axis = ir_attr_int(n, "axis", 0);
+    ir_attr_remove(n, "broadcast");
+    ir_attr_remove(n, "axis");
+    ir_attr_remove(n, "consumed_inputs");
+    Value *a = n->in[0], *b = n->in[1];
+    if (n->op == OP_PRelu && b->rank == 1 && b->dims[0] > 1 && a->rank > 2) {
+        append_ones(g, n, 1, a->rank - 2);
+        return;
+    }
+    if (!bcast || !has_axis) return;
+    if (a->rank < 0 || b->rank < 0) {
+        error(ir_where(g, n), "broadcast with an axis needs inputs of known rank (graph "
+                              "inputs or constants); unsupported here");
+        return;
+    }
+    if (axis < 0) axis += a->rank;
+    int ones = a->rank - (int)axis - b->rank;
+    if (axis < 0 || ones < 0) {
+        error(ir_where(g, n), "axis %lld does not fit ranks %d and %d", (long long)axis,
+              a->rank, b->rank);
+        return;
+    }
+    if (ones > 0) append_ones(g, n, 1, ones);
+}
+
+/* Gemm < 7: C broadcast only with broadcast=1, else it had the full shape; either way numpy's
+ * rule gives the same result. */
+static void canon_old_gemm(Graph *g, Node *n) {
+    ir_attr_remove(n, "broadcast");
+}
+
 /* A Constant node's output becomes a constant value; the node dies. */
 static void canon_constant(Graph *g, Node *n) {
     Value *out = n->out[0];
@@ -191,6 +255,8 @@ void canonicalize(Graph *g) {
         case OP_Pad: canon_pad(g, n); break;
         case OP_Squeeze: case OP_Unsqueeze: canon_squeeze(g, n); break;
         case OP_ReduceMax: case OP_ReduceMean: case OP_ReduceMin: case OP_ReduceSum:
+        case OP_ReduceL1: case OP_ReduceL2: case OP_ReduceLogSum: case OP_ReduceLogSumExp:
+        case OP_ReduceProd: case OP_ReduceSumSquare:
             canon_reduce(g, n);
             break;
         case OP_Slice: canon_slice(g, n); break;
@@ -198,6 +264,12 @@ void canonicalize(Graph *g) {
         case OP_Dropout: canon_dropout(g, n); break;
         case OP_BatchNormalization: canon_batchnorm(g, n); break;
         case OP_Constant: canon_constant(g, n); break;
+        case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_PRelu:
+        case OP_And: case OP_Or: case OP_Equal: case OP_Greater: case OP_Less:
+            canon_old_broadcast(g, n);
+            break;
+        case OP_Gemm: canon_old_gemm(g, n); break;
+        case OP_Hardmax: canon_softmax(g, n); break;
         default: break;
         }
     }

@@ -8,6 +8,7 @@
  *
  * Attribute constants (LeakyRelu's alpha, a constant Clip bound, ...) become expression
  * constants rather than loads, so the backend can fold them. */
+#include <math.h>
 #include <string.h>
 
 #include "lower.h"
@@ -59,7 +60,20 @@ static bool same_dtypes(Graph *g, Node *n, int first, int count) {
 
 /* ---- shape rules ---- */
 
-/* Same dtype and shape as input 0 (also Clip, whose bounds are rank-0 inputs). */
+/* Ops whose kernel operators exist for float and double only (the spec allows no more). */
+static bool float_only(Op op) {
+    switch (op) {
+    case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos: case OP_Atan:
+    case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh:
+    case OP_IsNaN: case OP_IsInf: case OP_Mish: case OP_Celu:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Same dtype and shape as input 0 (also Clip, whose bounds are rank-0 inputs); bool for
+ * IsNaN and IsInf. */
 void infer_unary(Graph *g, Node *n) {
     if (!inputs_known(n)) return;
     Value *x = n->in[0];
@@ -75,7 +89,13 @@ void infer_unary(Graph *g, Node *n) {
                 return;
             }
     }
-    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+    if (float_only(n->op) && !dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input '%s' is %s, %s needs float or double", x->name,
+              dtype_name(x->dtype), n->op_type);
+        return;
+    }
+    DType t = n->op == OP_IsNaN || n->op == OP_IsInf ? DT_BOOL : x->dtype;
+    ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
 
 void infer_cast(Graph *g, Node *n) {
@@ -209,6 +229,44 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     }
     case OP_Softsign:
         return kx_bin(p, K_DIV, x, kx_bin(p, K_ADD, cst(L, t, 1), kx_un(p, K_ABS, x)));
+    case OP_Round: return kx_un(p, K_ROUND, x);
+    case OP_Sin: return kx_un(p, K_SIN, x);
+    case OP_Cos: return kx_un(p, K_COS, x);
+    case OP_Tan: return kx_un(p, K_TAN, x);
+    case OP_Asin: return kx_un(p, K_ASIN, x);
+    case OP_Acos: return kx_un(p, K_ACOS, x);
+    case OP_Atan: return kx_un(p, K_ATAN, x);
+    case OP_Sinh: return kx_un(p, K_SINH, x);
+    case OP_Cosh: return kx_un(p, K_COSH, x);
+    case OP_Asinh: return kx_un(p, K_ASINH, x);
+    case OP_Acosh: return kx_un(p, K_ACOSH, x);
+    case OP_Atanh: return kx_un(p, K_ATANH, x);
+    case OP_IsNaN: return kx_bin(p, K_NE, x, x);
+    case OP_IsInf: {
+        bool neg = ir_attr_int(n, "detect_negative", 1), pos = ir_attr_int(n, "detect_positive", 1);
+        if (neg && pos) return kx_bin(p, K_EQ, kx_un(p, K_ABS, x), cst(L, t, INFINITY));
+        if (neg || pos) return kx_bin(p, K_EQ, x, cst(L, t, neg ? -INFINITY : INFINITY));
+        return cst(L, DT_BOOL, 0);
+    }
+    case OP_Mish: {
+        /* x tanh(softplus(x)) with softplus = max(x, 0) + log1p(exp(-|x|)); log1p as
+         * log(u) * e / (u - 1), u = 1 + e (Goldberg), so that mish keeps its relative
+         * precision for negative x, where softplus is tiny */
+        Expr *e = kx_un(p, K_EXP, kx_un(p, K_NEG, kx_un(p, K_ABS, x)));
+        Expr *u = kx_bin(p, K_ADD, cst(L, t, 1), e);
+        Expr *l = kx_bin(p, K_MUL, kx_un(p, K_LOG, u),
+                         kx_bin(p, K_DIV, e, kx_bin(p, K_SUB, u, cst(L, t, 1))));
+        l = kx_select(p, kx_bin(p, K_EQ, u, cst(L, t, 1)), e, l);
+        Expr *sp = kx_bin(p, K_ADD, kx_bin(p, K_MAX, x, cst(L, t, 0)), l);
+        return kx_bin(p, K_MUL, x, kx_un(p, K_TANH, sp));
+    }
+    case OP_Celu: {
+        /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
+        double alpha = ir_attr_float(n, "alpha", 1.0f);
+        Expr *e = kx_un(p, K_EXP, kx_bin(p, K_DIV, x, cst(L, t, alpha)));
+        e = kx_bin(p, K_MUL, cst(L, t, alpha), kx_bin(p, K_SUB, e, cst(L, t, 1)));
+        return kx_bin(p, K_ADD, kx_bin(p, K_MAX, x, cst(L, t, 0)), kx_bin(p, K_MIN, e, cst(L, t, 0)));
+    }
     default: die("lower_unary: %s", n->op_type);
     }
 }
