@@ -5,13 +5,21 @@
  * an object file in a temporary directory, which the backend then loads (be_load_object). So a
  * passing check says something about the code a user would link, not about an interpreter.
  * Model-zoo archives (.tar.gz holding DIR/model.onnx and DIR/test_data_set_*) are read in
- * memory. Inputs are matched with the graph inputs by position. */
+ * memory. Inputs are matched with the graph inputs by position.
+ *
+ * Many ONNX tests feed shape-like operands (Reshape's shape, Slice's starts, ...) as graph
+ * inputs, which onnxcc cannot compile: shapes are static. When the model does not compile as it
+ * is and has integer inputs that reach such operands, check binds them (as --bind would) from
+ * each data set's files; data sets that bind different values get compilations of their own. */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -50,9 +58,11 @@ static const TarEntry *tar_find(const Source *s, const char *name) {
     return NULL;
 }
 
+/* Each compilation consumes its graph, so this runs once per compilation (the archive is read
+ * only the first time). */
 static Graph *load_model(Arena *a, Source *s) {
     if (!is_tar(s->path)) return fe_load_model(a, s->path);
-    s->ntar = fe_read_tar(a, s->path, &s->tar);
+    if (!s->tar) s->ntar = fe_read_tar(a, s->path, &s->tar);
     for (int i = 0; i < s->ntar; i++) {
         const char *n = s->tar[i].name;
         if (strcmp(n, "model.onnx") != 0 && !ends_with(n, "/model.onnx")) continue;
@@ -134,9 +144,9 @@ static int find_sets(Arena *a, const Source *s, const char ***dirs) {
     return n;
 }
 
-/* Inputs with unresolved dims and no --shape take their shape from the first data set. */
-static void shapes_from_data(Arena *a, Cli *c, Graph *g, const DataSet *d) {
-    Options *o = &c->o;
+/* Inputs with unresolved dims and no --shape take their shape from the first data set; those
+ * marked in `skip` (bound ones, whose shape comes with their contents) do not. */
+static void shapes_from_data(Arena *a, Options *o, Graph *g, const DataSet *d, const bool *skip) {
     int n = o->nshapes, cap = n + g->ninputs;
     const char **names = ARENA_ARRAY(a, const char *, cap);
     int64_t(*dims)[MAX_RANK] = arena_alloc(a, sizeof(int64_t[MAX_RANK]) * (size_t)cap);
@@ -151,7 +161,7 @@ static void shapes_from_data(Arena *a, Cli *c, Graph *g, const DataSet *d) {
         bool given = false, unknown = v->rank < 0;
         for (int k = 0; k < o->nshapes; k++) given |= strcmp(o->shape_names[k], v->name) == 0;
         for (int j = 0; j < v->rank; j++) unknown |= v->dims[j] < 0;
-        if (given || !unknown) continue;
+        if (given || !unknown || (skip && skip[i])) continue;
         names[n] = v->name;
         ranks[n] = d->in[i].rank;
         memcpy(dims[n], d->in[i].dims, sizeof dims[n]);
@@ -274,16 +284,154 @@ static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
     Target t;
     be_target(&t, NULL, c->cpu, c->features, c->abi);
     *pp = cli_compile(g, c, &t);
-    snprintf(tmp_dir, sizeof tmp_dir, "%s", "/tmp/onnxcc-check-XXXXXX");
-    if (!mkdtemp(tmp_dir)) {
-        tmp_dir[0] = 0;
-        fatal("/tmp", "cannot create a temporary directory");
+    if (!tmp_dir[0]) {              /* one directory for all compilations of this check */
+        snprintf(tmp_dir, sizeof tmp_dir, "%s", "/tmp/onnxcc-check-XXXXXX");
+        if (!mkdtemp(tmp_dir)) {
+            tmp_dir[0] = 0;
+            fatal("/tmp", "cannot create a temporary directory");
+        }
+        atexit(remove_tmp);
+        snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
     }
-    atexit(remove_tmp);
-    snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
     be_emit(*pp, &t, c->o.opt_level, EMIT_OBJ, tmp_obj);
     exit_if_errors();
     return be_load_object(tmp_obj, g->name);
+}
+
+/* ---- binding shape-like inputs at compile time ---- */
+
+/* Operands that shape rules need as constants: every operand of ConstantOfShape and Range, and
+ * every operand but the first of a non-elementwise op (Reshape's shape, Slice's starts, Pad's
+ * pads, Tile's repeats, ...). Gather's indices count too, harmlessly: this is asked only of
+ * models that do not compile as they are. */
+static bool shape_operand(const Node *n, int j) {
+    if (n->op == OP_ConstantOfShape || n->op == OP_Range) return true;
+    return j > 0 && n->op < OP_COUNT && !(op_info[n->op].flags & OPF_EW);
+}
+
+static bool user_bound(const Options *o, const char *name) {
+    for (int k = 0; k < o->nbinds; k++)
+        if (strcmp(o->binds[k].name, name) == 0) return true;
+    return false;
+}
+
+/* Marks (by position) the integer (or small float) graph inputs whose values reach a shape operand, directly or
+ * through other nodes (Concat, Cast, ...); returns how many. */
+static int bind_candidates(Arena *a, const Options *o, Graph *g, bool *cand) {
+    bool *reach = ARENA_ARRAY(a, bool, g->nvalues + 1);
+    int count = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        const Value *x = g->inputs[i];
+        cand[i] = false;
+        /* Integers, and small float vectors (Resize's scales and roi, Range's bounds). */
+        bool small = x->rank >= 0 && x->rank <= 1 && (x->rank == 0 || (x->dims[0] >= 0 && x->dims[0] <= 16));
+        bool kind = x->dtype == DT_INT64 || x->dtype == DT_INT32 || (x->dtype == DT_FLOAT && small);
+        if (!kind || user_bound(o, x->name)) continue;
+        memset(reach, 0, sizeof(bool) * (size_t)g->nvalues);
+        reach[x->id] = true;
+        for (int k = 0; k < g->nnodes && !cand[i]; k++) {     /* topological order */
+            const Node *n = g->nodes[k];
+            bool from_x = false;
+            for (int j = 0; j < n->nin; j++) {
+                if (!n->in[j] || !reach[n->in[j]->id]) continue;
+                from_x = true;
+                cand[i] |= shape_operand(n, j);
+            }
+            for (int j = 0; j < n->nout && from_x; j++)
+                if (n->out[j]) reach[n->out[j]->id] = true;
+        }
+        count += cand[i];
+    }
+    return count;
+}
+
+/* Whether the graph compiles as it is, tried in a child process: a failed compilation exits,
+ * and the child's copy of the graph goes with it. The child's messages are dropped; if binding
+ * does not help, the real compilation repeats them. Stops before the backend. */
+static bool compiles_as_is(const Cli *c, Graph *g) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) return true;       /* cannot try: compile as it is, errors and all */
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+        }
+        Options o = c->o;
+        o.print_after = NULL;
+        o.print_after_all = false;
+        run_pipeline(g, &o);
+        _exit(0);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return true;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static bool same_tensor(const Tensor *x, const Tensor *y) {
+    if (x->dtype != y->dtype || x->rank != y->rank || x->nbytes != y->nbytes) return false;
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] != y->dims[d]) return false;
+    return !x->nbytes || memcmp(x->data, y->data, x->nbytes) == 0;
+}
+
+/* Two data sets can share a compilation if they bind the same values. */
+static bool same_bound(const DataSet *x, const DataSet *y, const bool *cand, int n) {
+    for (int i = 0; i < n; i++)
+        if (cand[i] && !same_tensor(&x->in[i], &y->in[i])) return false;
+    return true;
+}
+
+/* The user's --bind flags plus the candidates (`names`: the graph's inputs as loaded), bound
+ * from data set d. */
+static Options bound_options(Arena *a, const Options *o, const DataSet *d, const bool *cand,
+                             char **names, int n) {
+    Options b = *o;
+    b.binds = ARENA_ARRAY(a, Binding, o->nbinds + n);
+    memcpy(b.binds, o->binds, sizeof(Binding) * (size_t)o->nbinds);
+    for (int i = 0; i < n; i++) {
+        if (!cand[i]) continue;
+        const Tensor *t = &d->in[i];
+        Binding *x = &b.binds[b.nbinds++];
+        *x = (Binding){.name = names[i], .dtype = t->dtype, .rank = t->rank, .data = t->data,
+                       .from = arena_printf(a, "%s/input_%d.pb", d->path, i)};
+        memcpy(x->dims, t->dims, sizeof x->dims);
+    }
+    return b;
+}
+
+/* The data set's inputs in the order of the compiled model's, which lacks the bound ones:
+ * matched by name with the graph's inputs as loaded (`names`), whose order the data follows. */
+static DataSet program_inputs(Arena *a, const DataSet *d, const Program *p, char **names, int n) {
+    DataSet v = *d;
+    v.in = ARENA_ARRAY(a, Tensor, p->ninputs + 1);
+    v.nin = 0;
+    for (int i = 0; i < p->ninputs; i++) {
+        int j = 0;
+        while (j < n && strcmp(names[j], p->inputs[i]->name) != 0) j++;
+        if (j == n || j >= d->nin) break;   /* missing: inputs_fit reports the count */
+        v.in[v.nin++] = d->in[j];
+    }
+    return v;
+}
+
+/* Sets the shapes from the data and decides whether to bind (cand[i]: bind input i). */
+static bool decide_binding(Arena *a, Cli *c, Graph *g, const DataSet *sets, int ndirs, bool *cand) {
+    Options user = c->o;
+    shapes_from_data(a, &c->o, g, &sets[0], NULL);
+    if (!bind_candidates(a, &c->o, g, cand) || compiles_as_is(c, g)) return false;
+    c->o = user;                    /* bound inputs take their shapes from their contents */
+    shapes_from_data(a, &c->o, g, &sets[0], cand);
+    for (int i = 0; i < g->ninputs; i++) {
+        if (!cand[i]) continue;
+        for (int k = 0; k < ndirs; k++)
+            if (sets[k].nin <= i) fatal(sets[k].path, "no input_%d.pb for input '%s'", i, g->inputs[i]->name);
+        printf("bound input '%s' at compile time\n", g->inputs[i]->name);
+    }
+    return true;
 }
 
 int check_main(Arena *a, Cli *c) {
@@ -299,11 +447,35 @@ int check_main(Arena *a, Cli *c) {
         Source plain = {.path = c->model, .tar_root = ""};
         sets[i] = load_set(a, c->ndirs ? &plain : &s, dirs[i]);
     }
-    shapes_from_data(a, c, g, &sets[0]);
-    Program *p;
-    RunFn run = build_and_load(a, c, g, &p);
+    int ninputs = g->ninputs;
+    char **names = ARENA_ARRAY(a, char *, ninputs + 1);
+    for (int i = 0; i < ninputs; i++) names[i] = g->inputs[i]->name;
+    bool *cand = ARENA_ARRAY(a, bool, ninputs + 1);
+    bool bind = decide_binding(a, c, g, sets, ndirs, cand);
+    /* group[k]: the first data set binding the same values as set k; it owns the compilation. */
+    int *group = ARENA_ARRAY(a, int, ndirs), ngroups = 0;
+    for (int k = 0; k < ndirs; k++) {
+        group[k] = k;
+        for (int j = 0; bind && j < k && group[k] == k; j++)
+            if (group[j] == j && same_bound(&sets[k], &sets[j], cand, ninputs)) group[k] = j;
+        ngroups += group[k] == k;
+    }
+    if (ngroups > 1 && bind) printf("%d compilations: the data sets bind different values\n", ngroups);
+    Program **progs = ARENA_ARRAY(a, Program *, ndirs);
+    RunFn *runs = ARENA_ARRAY(a, RunFn, ndirs);
     int passed = 0, failed = 0;
-    for (int i = 0; i < ndirs; i++) failed += run_set(a, c, p, run, &sets[i], &passed);
+    for (int k = 0; k < ndirs; k++) {
+        int j = group[k];
+        if (!progs[j]) {
+            Cli cj = *c;
+            if (bind) cj.o = bound_options(a, &c->o, &sets[j], cand, names, ninputs);
+            Graph *gj = j == 0 ? g : load_model(a, &s);
+            gj->name = g->name;
+            runs[j] = build_and_load(a, &cj, gj, &progs[j]);
+        }
+        DataSet d = program_inputs(a, &sets[k], progs[j], names, ninputs);
+        failed += run_set(a, c, progs[j], runs[j], &d, &passed);
+    }
     printf("check: %d passed, %d failed\n", passed, failed);
     fflush(stdout);
     return failed || error_count ? 1 : 0;

@@ -32,6 +32,10 @@ static const char usage_text[] =
     "  --cpu CPU  --features FEATS  --abi ABI\n"
     "                        target details passed to LLVM\n"
     "  --shape NAME=D0xD1x.. fix the shape of input NAME (repeatable)\n"
+    "  --bind NAME=FILE.pb   make input NAME a compile-time constant holding that\n"
+    "                        TensorProto (repeatable); it is no longer an input of the\n"
+    "                        compiled model. check binds integer inputs that fix shapes\n"
+    "                        (Reshape's shape, Slice's starts, ...) from each data set\n"
     "  --print-after=PASS    print the IR after PASS to stdout\n"
     "  --print-after-all     print the IR after every pass\n"
     "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
@@ -111,6 +115,22 @@ static void add_shape(Arena *a, Cli *c, const char *arg) {
     if (o->shape_ranks[k] < 0) usage("bad --shape '%s': expected NAME=D0xD1x... (e.g. x=1x3x224x224)", arg);
 }
 
+/* NAME=FILE.pb: the first '=' ends the name (a path is likelier to hold one than an input
+ * name). The file is read at once, so a bad one is reported before anything is compiled. */
+static void add_binding(Arena *a, Cli *c, const char *arg) {
+    const char *eq = strchr(arg, '=');
+    Options *o = &c->o;
+    if (!eq || eq == arg || !eq[1]) usage("bad --bind '%s': expected NAME=FILE.pb", arg);
+    const char *name = arena_printf(a, "%.*s", (int)(eq - arg), arg);
+    for (int k = 0; k < o->nbinds; k++)
+        if (strcmp(o->binds[k].name, name) == 0) usage("--bind: input '%s' bound twice", name);
+    Tensor t;
+    if (!fe_load_tensor(a, eq + 1, &t)) exit_if_errors();
+    Binding *b = &o->binds[o->nbinds++];
+    *b = (Binding){.name = name, .from = eq + 1, .dtype = t.dtype, .rank = t.rank, .data = t.data};
+    memcpy(b->dims, t.dims, sizeof b->dims);
+}
+
 static bool valid_pass(const char *name) {
     for (int i = 0; pass_names[i]; i++)
         if (strcmp(pass_names[i], name) == 0) return true;
@@ -169,6 +189,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--features", argc, argv, i))) c->features = v;
     else if ((v = opt_value("--abi", argc, argv, i))) c->abi = v;
     else if ((v = opt_value("--shape", argc, argv, i))) add_shape(a, c, v);
+    else if ((v = opt_value("--bind", argc, argv, i))) add_binding(a, c, v);
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
     else if ((v = opt_value("--print-after", argc, argv, i))) {
@@ -182,6 +203,7 @@ static void parse_args(Arena *a, Cli *c, int argc, char **argv, bool check) {
     c->o.shape_names = ARENA_ARRAY(a, const char *, argc);
     c->o.shape_dims = arena_alloc(a, sizeof(int64_t[MAX_RANK]) * (size_t)argc);
     c->o.shape_ranks = ARENA_ARRAY(a, int, argc);
+    c->o.binds = ARENA_ARRAY(a, Binding, argc);
     c->dirs = ARENA_ARRAY(a, const char *, argc);
     bool dashdash = false;
     for (int i = check ? 2 : 1; i < argc; i++) {

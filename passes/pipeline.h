@@ -3,6 +3,16 @@
 #define ONNXCC_PIPELINE_H
 #include "../ir/kir.h"
 
+/* --bind NAME=FILE.pb: graph input NAME becomes a compile-time constant (fix_shapes). */
+typedef struct Binding {
+    const char *name;               /* the graph input */
+    const char *from;               /* where the contents come from, for messages */
+    DType dtype;
+    int rank;
+    int64_t dims[MAX_RANK];
+    const void *data;               /* packed, native byte order */
+} Binding;
+
 /* Options the driver hands to the pipeline. */
 typedef struct Options {
     int opt_level;                  /* 0..3 */
@@ -13,12 +23,14 @@ typedef struct Options {
     int64_t (*shape_dims)[MAX_RANK];
     int *shape_ranks;
     int nshapes;
+    Binding *binds;                 /* --bind NAME=FILE.pb */
+    int nbinds;
     int vector_bytes;               /* from the target */
     int arena_align;                /* from the target */
 } Options;
 
 /* Graph passes (passes/<name>.c). */
-void fix_shapes(Graph *g, const Options *o);   /* apply --shape, report unresolved symbols */
+void fix_shapes(Graph *g, const Options *o);   /* apply --shape and --bind, report unresolved symbols */
 void canonicalize(Graph *g);        /* one form per op: old opsets upgraded, attrs -> inputs */
 void infer_shapes(Graph *g);        /* dtype and static shape of every value (rules_*.c) */
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
