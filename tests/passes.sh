@@ -1,0 +1,70 @@
+#!/bin/sh
+# tests/passes.sh - golden text tests of single passes: each tiny model of tests/passes/gen.py
+# is compiled with --print-after=PASS and the dump is compared with tests/passes/NAME.expected
+# (diff -u). The target is pinned (x86-64 baseline: 16-byte vectors), so that the dumps of the
+# kernel passes, which depend on the vector width, are the same on every host.
+#   tests/passes.sh            run the tests; last line "passes: N passed, N failed"
+#   tests/passes.sh --update   rewrite the .expected files from the current output (read the
+#                              diff before committing it: an expected file is a claim)
+set -u
+cd "$(dirname "$0")/.."
+ONNXCC=${ONNXCC:-./onnxcc}
+PYTHON=${PYTHON:-/usr/bin/python3}
+B=build/passes-tests
+E=tests/passes
+TARGET="--target x86_64-unknown-linux-gnu --cpu x86-64"
+update=0
+[ "${1:-}" = --update ] && update=1
+passed=0 failed=0
+
+if [ ! -x "$ONNXCC" ]; then
+    echo "FAIL passes: $ONNXCC not built (make)"
+    echo "passes: 0 passed, 1 failed"
+    exit 1
+fi
+mkdir -p $B/out
+if ! $PYTHON $E/gen.py $B >$B/gen.log 2>&1; then
+    echo "FAIL passes: tests/passes/gen.py"; cat $B/gen.log
+    echo "passes: 0 passed, 1 failed"
+    exit 1
+fi
+
+# check NAME PASS: compile build/passes-tests/NAME.onnx, compare the dump after PASS.
+check() {
+    name=$1 pass=$2
+    rc=0
+    # shellcheck disable=SC2086
+    $ONNXCC $TARGET --name "$name" --print-after="$pass" $B/$name.onnx -o $B/out/$name.o \
+        </dev/null >$B/$name.out 2>$B/$name.err || rc=$?
+    if [ $rc != 0 ] || [ -s $B/$name.err ]; then
+        echo "FAIL $name ($pass): exit status $rc"
+        sed 's/^/    stderr: /' $B/$name.err | head -n 8
+        failed=$((failed + 1))
+    elif [ $update = 1 ]; then
+        cp $B/$name.out $E/$name.expected
+        echo "ok   $name ($pass): updated"
+        passed=$((passed + 1))
+    elif [ ! -f $E/$name.expected ]; then
+        echo "FAIL $name ($pass): no $E/$name.expected (tests/passes.sh --update writes it)"
+        failed=$((failed + 1))
+    elif diff -u $E/$name.expected $B/$name.out >$B/$name.diff; then
+        echo "ok   $name ($pass)"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $name ($pass): the dump differs from $E/$name.expected"
+        sed 's/^/    /' $B/$name.diff | head -n 40
+        failed=$((failed + 1))
+    fi
+}
+
+check canon_clip_softmax canonicalize   # opset-9 attributes become inputs; Softmax legacy=1
+check infer_reshape infer_shapes        # Shape->Gather->Concat folded: Reshape by const [2,-1]
+check simplify_identity simplify        # Identity and Dropout gone
+check fuse_batchnorm fuse_batchnorm     # BN folded into the conv: w [2,1,3,-1.5], b [-1,-2.5]
+check lower_gemm lower                  # y = 0.5 * (x . w^T) + 2 * b
+check fuse_conv_add_relu fuse           # one kernel: max(conv + z, 0)
+check tile_matmul tile                  # columns unrolled by 16 and jammed, tail of 8
+check bufferize_chain bufferize         # h1 @0, s1 @64 (both live in sm1), h2 reuses @0
+
+echo "passes: $passed passed, $failed failed"
+[ $failed = 0 ]

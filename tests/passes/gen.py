@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""gen.py - writes the tiny models of the single-pass golden tests (tests/passes.sh).
+
+Each model exercises one pass; tests/passes.sh compiles it with --print-after=PASS and diffs
+the dump against tests/passes/NAME.expected. The models are built here at test time (into the
+directory given as the argument, build/passes-tests by default) rather than committed, so the
+test reads as source. Weights are small hand-picked numbers, so that the expected dumps can be
+checked by hand (a folded BatchNormalization, say).
+
+  canon_clip_softmax  opset 9 Clip (min/max attributes) and Softmax (default axis 1, legacy)
+  infer_reshape       Shape -> Gather -> Concat -> Reshape: infer_shapes folds it to a constant
+  simplify_identity   Identity -> Relu -> Dropout -> Exp: simplify drops Identity and Dropout
+  fuse_batchnorm      Conv -> BatchNormalization -> Relu: BN folds into the conv's weights
+  lower_gemm          one Gemm (transB=1, alpha, beta, bias): its loop nest
+  fuse_conv_add_relu  Conv -> Add -> Relu: the Add and Relu join the conv's loop nest
+  tile_matmul         one MatMul big enough to tile
+  bufferize_chain     MatMul -> Softmax -> MatMul -> Softmax: temporaries get arena offsets
+
+Run: /usr/bin/python3 tests/passes/gen.py [OUT_DIR]   (needs python3-onnx, python3-numpy)
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+F = TensorProto.FLOAT
+
+
+def const(name, values, dtype=np.float32):
+    return numpy_helper.from_array(np.array(values, dtype=dtype), name)
+
+
+def model(name, nodes, inputs, outputs, inits=(), opset=13):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(graph, producer_name="onnxcc-tests",
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 7
+    return m
+
+
+def vi(name, shape, dtype=F):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def canon_clip_softmax():
+    nodes = [helper.make_node("Clip", ["x"], ["c"], "clip", min=-1.0, max=1.0),
+             helper.make_node("Softmax", ["c"], ["y"], "softmax")]
+    return model("canon_clip_softmax", nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], opset=9)
+
+
+def infer_reshape():
+    nodes = [helper.make_node("Shape", ["x"], ["s"], "shape"),
+             helper.make_node("Gather", ["s", "i0"], ["n"], "gather", axis=0),
+             helper.make_node("Concat", ["n", "minus1"], ["t"], "concat", axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["y"], "reshape")]
+    inits = [const("i0", [0], np.int64), const("minus1", [-1], np.int64)]
+    return model("infer_reshape", nodes, [vi("x", [2, 3, 4])], [vi("y", None)], inits)
+
+
+def simplify_identity():
+    # Both in the middle: one that writes a graph output must stay (the output keeps its name).
+    nodes = [helper.make_node("Identity", ["x"], ["a"], "identity"),
+             helper.make_node("Relu", ["a"], ["b"], "relu"),
+             helper.make_node("Dropout", ["b"], ["c"], "dropout"),
+             helper.make_node("Exp", ["c"], ["y"], "exp")]
+    return model("simplify_identity", nodes, [vi("x", [2, 3])], [vi("y", [2, 3])])
+
+
+def fuse_batchnorm():
+    # 2 channels, 1x1 kernel, epsilon 0: the per-channel factors s/sqrt(var) are 2/1 = 2 and
+    # 3/2 = 1.5, so the folded weights are [1, 0.5]*2 = [2, 1] and [2, -1]*1.5 = [3, -1.5], the
+    # folded bias (b - mean)*f + beta = (0.25 - 1)*2 + 0.5 = -1 and (1 - 2)*1.5 - 1 = -2.5.
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], "conv"),
+             helper.make_node("BatchNormalization", ["c", "s", "beta", "mean", "var"], ["n"], "bn",
+                              epsilon=0.0),
+             helper.make_node("Relu", ["n"], ["y"], "relu")]
+    inits = [const("w", [[[[1.0]], [[0.5]]], [[[2.0]], [[-1.0]]]]), const("b", [0.25, 1.0]),
+             const("s", [2.0, 3.0]), const("beta", [0.5, -1.0]), const("mean", [1.0, 2.0]),
+             const("var", [1.0, 4.0])]
+    return model("fuse_batchnorm", nodes, [vi("x", [1, 2, 3, 3])], [vi("y", [1, 2, 3, 3])], inits)
+
+
+def lower_gemm():
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], "gemm", transB=1, alpha=0.5, beta=2.0)]
+    inits = [const("w", np.arange(12).reshape(3, 4) / 8), const("b", [1.0, 2.0, 3.0])]
+    return model("lower_gemm", nodes, [vi("x", [2, 4])], [vi("y", [2, 3])], inits)
+
+
+def fuse_conv_add_relu():
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], "conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "z"], ["a"], "add"),
+             helper.make_node("Relu", ["a"], ["y"], "relu")]
+    inits = [const("w", np.full((2, 1, 3, 3), 0.125))]
+    return model("fuse_conv_add_relu", nodes, [vi("x", [1, 1, 4, 4]), vi("z", [1, 2, 4, 4])],
+                 [vi("y", [1, 2, 4, 4])], inits)
+
+
+def tile_matmul():
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"], "matmul")]
+    return model("tile_matmul", nodes, [vi("a", [16, 32]), vi("b", [32, 24])], [vi("y", [16, 24])])
+
+
+def bufferize_chain():
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h1"], "mm1"),
+             helper.make_node("Softmax", ["h1"], ["s1"], "sm1", axis=-1),
+             helper.make_node("MatMul", ["s1", "w2"], ["h2"], "mm2"),
+             helper.make_node("Softmax", ["h2"], ["y"], "sm2", axis=-1)]
+    inits = [const("w1", np.full((4, 8), 0.25)), const("w2", np.full((8, 4), 0.5))]
+    return model("bufferize_chain", nodes, [vi("x", [2, 4])], [vi("y", [2, 4])], inits)
+
+
+MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_batchnorm, lower_gemm,
+          fuse_conv_add_relu, tile_matmul, bufferize_chain]
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "build/passes-tests"
+    os.makedirs(out, exist_ok=True)
+    for make in MODELS:
+        save(make(), os.path.join(out, make.__name__ + ".onnx"))
+
+
+if __name__ == "__main__":
+    main()
