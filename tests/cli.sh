@@ -1,0 +1,163 @@
+#!/bin/sh
+# tests/cli.sh - the command line's error paths and options. A user error must give exactly one
+# "onnxcc: error: ..." line on stderr (one per unsupported op), exit status 1 (2 for a bad
+# command line) and leave no output file (.o, .h, temporaries) behind. Also --help, --emit and
+# --print-after-all. Test models: build/cli/ (tests/cli_models.py). Last line: "cli: N passed,
+# N failed".
+set -u
+set -f    # patterns below are regular expressions, not file names
+cd "$(dirname "$0")/.."
+ONNXCC=${ONNXCC:-./onnxcc}
+PYTHON=${PYTHON:-/usr/bin/python3}
+B=build/cli
+passed=0 failed=0
+
+if [ ! -x "$ONNXCC" ]; then
+    echo "FAIL cli: $ONNXCC not built (make)"
+    echo "cli: 0 passed, 1 failed"
+    exit 1
+fi
+rm -rf $B/out
+mkdir -p $B/out
+if ! $PYTHON tests/cli_models.py $B >$B/models.log 2>&1; then
+    echo "FAIL cli: tests/cli_models.py"; cat $B/models.log
+    echo "cli: 0 passed, 1 failed"
+    exit 1
+fi
+echo "this is not a protobuf" >$B/text.onnx
+head -c 2000 models/mlp/model.onnx >$B/truncated.onnx
+
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { # what why
+    echo "FAIL $1: $2"
+    sed 's/^/    stderr: /' $B/stderr | head -n 8
+    failed=$((failed + 1))
+}
+
+# Runs onnxcc with stdout/stderr in $B/stdout, $B/stderr; sets $rc.
+run() {
+    rc=0
+    $ONNXCC "$@" </dev/null >$B/stdout 2>$B/stderr || rc=$?
+}
+
+# expect_error WHAT STATUS NERRORS [PATTERN...] -- ARGS: a fresh, empty output folder
+# $B/out/N must stay empty; stderr must have NERRORS error lines ("any": not counted), which
+# together mention every PATTERN.
+n=0
+expect_error() {
+    what=$1 status=$2 nerr=$3
+    shift 3
+    patterns=""
+    while [ "$1" != -- ]; do patterns="$patterns $1"; shift; done
+    shift
+    run "$@"
+    errs=$(grep -c '^onnxcc: error: ' $B/stderr)
+    if [ $rc != $status ]; then
+        fail "$what" "exit status $rc, expected $status"
+    elif [ "$nerr" != any ] && [ "$errs" != "$nerr" ]; then
+        fail "$what" "$errs 'onnxcc: error:' lines on stderr, expected $nerr"
+    elif [ -n "$(ls -A $dir)" ]; then
+        fail "$what" "left $(ls -A $dir | tr '\n' ' ')behind"
+    else
+        for p in $patterns; do
+            if ! grep '^onnxcc: error: ' $B/stderr | grep -q -- "$p"; then
+                fail "$what" "the error does not mention '$p'"
+                return
+            fi
+        done
+        ok "$what"
+    fi
+}
+fresh() { n=$((n + 1)); dir=$B/out/$n; mkdir -p $dir; }
+
+fresh; expect_error "not a protobuf" 1 1 text.onnx -- $B/text.onnx -o $dir/x.o
+fresh; expect_error "truncated model" 1 1 truncated.onnx -- $B/truncated.onnx -o $dir/x.o
+fresh; expect_error "missing file" 1 1 no_such.onnx -- $B/no_such.onnx -o $dir/x.o
+fresh; expect_error "missing file (check)" 1 1 no_such.onnx -- check $B/no_such.onnx
+fresh; expect_error "unknown ops: one error per op, each naming its node" 1 2 \
+    'foo_node.*FooOp' 'bar_node.*BarOp' -- $B/unknown_ops.onnx -o $dir/x.o
+if grep '^onnxcc: error: ' $B/stderr | grep -q relu_node; then
+    fail "unknown ops" "the valid node relu_node is reported too"
+fi
+fresh; expect_error "unresolved symbolic dimension" 1 1 batch -- $B/symbolic.onnx -o $dir/x.o
+fresh; expect_error "bad flag" 2 1 -- models/mlp/model.onnx --frobnicate -o $dir/x.o
+fresh; expect_error "bad --shape" 2 1 -- $B/symbolic.onnx --shape x=2xq -o $dir/x.o
+fresh; expect_error "no output given" 2 1 -- models/mlp/model.onnx
+fresh; expect_error "unwritable output path" 1 1 -- models/mlp/model.onnx -o /nonexistent/dir/x.o
+fresh; expect_error "check with another model's test data" 1 any -- \
+    check models/mlp/model.onnx models/cnn/test_data_set_0
+
+# A data set whose expected output is wrong (cnn's logits for mlp's input): a failed check,
+# reported in the summary line, not an error of the model.
+mkdir -p $B/wrong_data
+cp models/mlp/test_data_set_0/input_0.pb models/cnn/test_data_set_0/output_0.pb $B/wrong_data/
+run check models/mlp/model.onnx $B/wrong_data
+if [ $rc = 1 ] && grep -q '^check: 0 passed, 1 failed' $B/stdout; then
+    ok "check with wrong expected outputs"
+else
+    fail "check with wrong expected outputs" "exit status $rc; $(tail -n 1 $B/stdout)"
+fi
+
+# The symbolic model compiles once --shape fixes the symbol.
+fresh
+run $B/symbolic.onnx --shape x=2x4 -o $dir/sym.o
+if [ $rc = 0 ] && [ -s $dir/sym.o ] && [ -s $dir/sym.h ] && grep -q 'sym_run' $dir/sym.h; then
+    ok "--shape x=2x4 resolves the symbol"
+else
+    fail "--shape x=2x4 resolves the symbol" "exit status $rc"
+fi
+
+# --help: exit 0, every option mentioned.
+run --help
+missing=""
+for opt in -o --name --emit -O0 -O1 -O2 -O3 --target --cpu --features --abi --shape \
+        --print-after --print-after-all --verify --no-verify -v --rtol --atol --help --version \
+        check; do
+    grep -q -- "$opt\\b" $B/stdout || missing="$missing $opt"
+done
+if [ $rc = 0 ] && [ -z "$missing" ]; then ok "--help mentions every option"
+else fail "--help" "exit status $rc, not mentioned:$missing"; fi
+
+# --emit: assembly and LLVM IR text, for the host and for Cortex-M4.
+fresh
+for emit in asm llvm; do
+    for target in "" "--target thumbv7em-none-eabihf --cpu cortex-m4"; do
+        run models/mlp/model.onnx --emit=$emit $target -o $dir/mlp.$emit
+        what="--emit=$emit${target:+ (cortex-m4)}"
+        if [ $rc != 0 ] || [ ! -s $dir/mlp.$emit ]; then
+            fail "$what" "exit status $rc, file empty or missing"
+        elif [ $emit = llvm ] && ! grep -q '^define .*@mlp_run' $dir/mlp.$emit; then
+            fail "$what" "no definition of @mlp_run in the LLVM IR"
+        elif [ $emit = asm ] && ! grep -q 'mlp_run' $dir/mlp.$emit; then
+            fail "$what" "no mlp_run in the assembly"
+        else
+            ok "$what"
+        fi
+        rm -f $dir/mlp.$emit
+    done
+done
+
+# --print-after-all: one section per pass, in the order --help lists them.
+passes=$($ONNXCC --help | sed -n 's/^passes://p')
+run models/cnn/model.onnx --print-after-all -o $dir/cnn.o
+missing="" order=""
+for p in $passes; do
+    grep -q -- "after $p\\b" $B/stdout || missing="$missing $p"
+done
+got=$(sed -n 's/.*after \([a-z_]*\).*/\1/p' $B/stdout | tr '\n' ' ')
+if [ $rc = 0 ] && [ -n "$passes" ] && [ -z "$missing" ]; then
+    ok "--print-after-all prints every pass ($(echo $passes | wc -w))"
+else
+    fail "--print-after-all" "exit status $rc; no section for:$missing (saw: $got)"
+fi
+run models/cnn/model.onnx --print-after=lower -o $dir/cnn.o
+if [ $rc = 0 ] && [ "$(grep -c 'after ' $B/stdout)" = 1 ] && grep -q 'after lower' $B/stdout; then
+    ok "--print-after=lower prints one section"
+else
+    fail "--print-after=lower" "exit status $rc"
+fi
+fresh; expect_error "--print-after=nosuchpass" 2 1 nosuchpass -- models/mlp/model.onnx \
+    --print-after=nosuchpass -o $dir/x.o
+
+echo "cli: $passed passed, $failed failed"
+[ $failed = 0 ]

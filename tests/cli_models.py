@@ -1,0 +1,36 @@
+#!/usr/bin/python3
+"""cli_models.py OUTDIR - writes the small models that tests/cli.sh feeds to onnxcc's error
+paths: unknown_ops.onnx (two nodes of made-up op types around one valid node, so that every
+unsupported op must be reported, each naming its node) and symbolic.onnx (an input whose first
+dimension is the symbol "batch", which only --shape resolves)."""
+import os
+import sys
+
+from onnx import TensorProto, helper, save
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def model(nodes, inputs, outputs, name):
+    g = helper.make_graph(nodes, name, inputs, outputs)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    # no checker here: the point is that these ops do not exist
+    save(model([helper.make_node("FooOp", ["x"], ["a"], name="foo_node"),
+                helper.make_node("Relu", ["a"], ["b"], name="relu_node"),
+                helper.make_node("BarOp", ["b"], ["y"], name="bar_node")],
+               [f32("x", [1, 4])], [f32("y", [1, 4])], "unknown_ops"),
+         os.path.join(out, "unknown_ops.onnx"))
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu_node")],
+               [f32("x", ["batch", 4])], [f32("y", ["batch", 4])], "symbolic"),
+         os.path.join(out, "symbolic.onnx"))
+
+
+if __name__ == "__main__":
+    main()

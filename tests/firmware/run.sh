@@ -1,0 +1,96 @@
+#!/bin/sh
+# tests/firmware/run.sh [PATTERN] - firmware tests: compile models for Cortex-M4 with onnxcc, link
+# each into a bare-metal program (startup.c, mps2.ld, main.c, the inputs and expected outputs as
+# C arrays from pb2c.py) with arm-none-eabi-gcc and newlib's semihosting, and run it on QEMU's
+# mps2-an386 board. A case passes when QEMU exits 0 and the program printed PASS. Prints the
+# model object's .text/.rodata sizes, its arena and the stack its run took. Work files and logs:
+# build/fw/. Last line: "firmware: N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+ONNXCC=${ONNXCC:-./onnxcc}
+PYTHON=${PYTHON:-/usr/bin/python3}
+FW=build/fw
+HERE=tests/firmware
+DATA=/usr/share/libonnx-testdata/data/node
+PATTERN=${1:-}
+
+# name model data-set: the demo's classifier and node tests covering conv, pooling, gemm, softmax
+# and batch normalisation
+CASES="example models/example/model.onnx models/example/test_data_set_0
+conv_with_strides_padding $DATA/test_conv_with_strides_padding/model.onnx $DATA/test_conv_with_strides_padding/test_data_set_0
+softmax_axis_1 $DATA/test_softmax_axis_1/model.onnx $DATA/test_softmax_axis_1/test_data_set_0
+gemm_all_attributes $DATA/test_gemm_all_attributes/model.onnx $DATA/test_gemm_all_attributes/test_data_set_0
+maxpool_2d_pads $DATA/test_maxpool_2d_pads/model.onnx $DATA/test_maxpool_2d_pads/test_data_set_0
+batchnorm_example $DATA/test_batchnorm_example/model.onnx $DATA/test_batchnorm_example/test_data_set_0"
+
+CM4="-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard"
+# -ffp-contract=off: keep GCC from fusing the comparison's arithmetic differently from the host.
+CFLAGS="$CM4 -O2 -ffp-contract=off -std=c11 -Wall -Wextra --specs=rdimon.specs --specs=nano.specs"
+LDFLAGS="-u _printf_float -nostartfiles -T $HERE/mps2.ld -Wl,--gc-sections -Wl,--no-warn-execstack"
+# Semihosting console on QEMU's stdout; no display, serial or monitor.
+QEMU_IO="-display none -serial none -monitor none -chardev stdio,id=sh0
+         -semihosting-config enable=on,target=native,chardev=sh0"
+
+passed=0 failed=0
+mkdir -p $FW
+
+fail() { # name log why
+    echo "FAIL $1: $3"
+    tail -n 15 "$2" | sed 's/^/    /'
+    failed=$((failed + 1))
+}
+
+# Sum of the sizes of all sections of an object whose names start with $2 (.text, .rodata).
+section_size() {
+    arm-none-eabi-size -A "$1" | awk -v s="$2" 'index($1, s) == 1 { n += $2 } END { print n + 0 }'
+}
+
+run_case() { # name model data-set
+    name=$1 log=$FW/$1.log
+    rm -f $FW/$name.o $FW/$name.h $FW/$name.elf $FW/$name.out
+    mkdir -p $FW/$name
+    if ! $ONNXCC "$2" --target thumbv7em-none-eabihf --cpu cortex-m4 -o $FW/$name.o \
+            </dev/null >$log 2>&1; then
+        fail $name $log "onnxcc failed"; return
+    fi
+    if ! $PYTHON $HERE/pb2c.py --model $name "$3" >$FW/$name/case.h 2>>$log; then
+        fail $name $log "pb2c.py failed"; return
+    fi
+    if ! arm-none-eabi-gcc $CFLAGS -I$FW/$name -I$FW -I$HERE $LDFLAGS \
+            $HERE/startup.c $HERE/main.c $FW/$name.o -o $FW/$name.elf >>$log 2>&1; then
+        fail $name $log "link failed"; return
+    fi
+    rc=0
+    timeout 30 qemu-system-arm -M mps2-an386 -cpu cortex-m4 $QEMU_IO -kernel $FW/$name.elf \
+        </dev/null >$FW/$name.out 2>>$log || rc=$?
+    cat $FW/$name.out >>$log
+    if [ $rc != 0 ] || ! grep -qx PASS $FW/$name.out; then
+        fail $name $log "qemu exit status $rc"; return
+    fi
+    err=$(grep -o 'max abs error [^,]*' $FW/$name.out | awk '{ if ($4 > m) m = $4 } END { print m + 0 }')
+    stack=$(sed -n 's/.*stack \([0-9]*\) bytes.*/\1/p' $FW/$name.out)
+    arena=$(sed -n 's/.*arena \([0-9]*\) bytes.*/\1/p' $FW/$name.out)
+    printf 'ok   %-26s .text %6d B  .rodata %6d B  arena %6d B  stack %5d B  max err %s\n' \
+        $name "$(section_size $FW/$name.o .text)" "$(section_size $FW/$name.o .rodata)" \
+        "${arena:-0}" "${stack:-0}" "$err"
+    passed=$((passed + 1))
+}
+
+missing=""
+for tool in arm-none-eabi-gcc arm-none-eabi-size qemu-system-arm; do
+    command -v $tool >/dev/null 2>&1 || missing="$missing $tool"
+done
+if [ -n "$missing" ]; then
+    echo "FAIL firmware: missing$missing (sh tools/install-deps.sh)"
+    echo "firmware: 0 passed, 1 failed"
+    exit 1
+fi
+
+while read -r name model data; do
+    case $name in *$PATTERN*) ;; *) continue ;; esac
+    run_case $name $model $data
+done <<END
+$CASES
+END
+echo "firmware: $passed passed, $failed failed"
+[ $failed = 0 ]

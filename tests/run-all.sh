@@ -1,0 +1,90 @@
+#!/bin/sh
+# tests/run-all.sh - `make test`: every test of onnxcc, in order
+#   unit tests (tests/unit/test_*.c: IR and passes), tests/passes.sh (single passes, text in,
+#   text out), tests/cli.sh (command line and error paths), tests/golden.sh (ONNX backend test
+#   data), tests/models.sh (the sample models, two models in one program) and
+#   tests/firmware/run.sh (Cortex-M4 under QEMU).
+# Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
+# runner's failures and that line, and sums them up. Full logs: build/test/NAME.log.
+# Last line: "test: N passed, N failed"; exit 1 if anything failed.
+set -u
+cd "$(dirname "$0")/.."
+CC=${CC:-cc}
+LLVM_CONFIG=${LLVM_CONFIG:-llvm-config-19}
+LOGS=build/test
+total_passed=0 total_failed=0
+mkdir -p $LOGS
+
+# Adds a runner's last line to the totals; a crash or a missing summary counts as one failure.
+tally() { # name status log
+    last=$(tail -n 1 "$3")
+    p=$(echo "$last" | sed -n 's/.*[a-z_-]: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+    f=$(echo "$last" | sed -n 's/.*[a-z_-]: \([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+    if [ -z "$p" ]; then
+        echo "FAIL $1: no summary line (exit status $2)"
+        p=0 f=1
+    elif [ "$2" != 0 ] && [ "$f" = 0 ]; then
+        echo "FAIL $1: exit status $2"
+        f=1
+    fi
+    total_passed=$((total_passed + p)) total_failed=$((total_failed + f))
+}
+
+# Runs a runner script; shows everything but its "ok" lines.
+runner() { # name command...
+    name=$1
+    shift
+    echo "== $name"
+    rc=0
+    "$@" >$LOGS/$name.log 2>&1 </dev/null || rc=$?
+    grep -v '^ok' $LOGS/$name.log
+    tally $name $rc $LOGS/$name.log
+}
+
+if ! make -s onnxcc >$LOGS/make.log 2>&1; then
+    echo "FAIL make onnxcc"
+    tail -n 20 $LOGS/make.log
+    echo "test: 0 passed, 1 failed"
+    exit 1
+fi
+# Every runner tests the same snapshot of the compiler, even if ./onnxcc is relinked meanwhile.
+if [ -z "${ONNXCC:-}" ]; then
+    cp onnxcc $LOGS/onnxcc
+    ONNXCC=$LOGS/onnxcc
+    export ONNXCC
+fi
+
+# Unit tests link against the compiler's objects through an archive, so that each test pulls
+# only what it uses and may define stand-ins (an empty op table, say) for the rest.
+lib=$LOGS/libonnxcc.a
+rm -f $lib
+ar rcs $lib $(ls build/ir/*.o build/passes/*.o build/frontend/*.o build/backend/*.o \
+    build/cli/*.o build/gen/*.o 2>/dev/null | grep -v -x build/cli/main.o)
+LLVM_FLAGS="-isystem $($LLVM_CONFIG --includedir)"
+LLVM_LIBS="$($LLVM_CONFIG --ldflags) $($LLVM_CONFIG --libs)"
+for t in tests/unit/test_*.c; do
+    [ -f "$t" ] || continue
+    name=${t##*/}
+    name=${name%.c}
+    exe=$LOGS/$name
+    if ! $CC -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra \
+            -I. -Iir -Ipasses -Ibuild/gen $LLVM_FLAGS $t $lib $LLVM_LIBS -lprotobuf-c -lz -lm \
+            -o $exe >$LOGS/$name.log 2>&1; then
+        echo "== $name"
+        echo "FAIL $name: does not build"
+        tail -n 15 $LOGS/$name.log
+        total_failed=$((total_failed + 1))
+        continue
+    fi
+    runner $name timeout 300 $exe
+done
+
+# golden text tests of single passes (tests/passes/), when present
+[ -f tests/passes.sh ] && runner passes sh tests/passes.sh
+runner cli sh tests/cli.sh
+runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
+runner models sh tests/models.sh
+runner firmware sh tests/firmware/run.sh
+
+echo "test: $total_passed passed, $total_failed failed"
+[ $total_failed = 0 ]
