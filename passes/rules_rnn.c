@@ -1,0 +1,539 @@
+/* rules_rnn.c - shape and lowering rules of the recurrent ops RNN, GRU and LSTM (opset 7..14:
+ * forward, reverse and bidirectional, optional bias, constant sequence_lens, initial states,
+ * LSTM peepholes and input_forget, GRU linear_before_reset, the activations list with its
+ * alpha/beta values, clip, and both layouts).
+ *
+ * Each direction becomes one kernel: a time loop outermost, and inside it, for every step t,
+ *   1. the gates' pre-activations of all batch rows,  gs[b, r] = X[t,b,:].W[r,:] + Wb[r]
+ *      (+ H[b,:].R[r,:] + Rb[r]),  into a scratch buffer gs [batch, gates*hidden];
+ *   2. GRU only: the recurrent part of the candidate gate, rh [batch, hidden], which needs the
+ *      reset gate of every hidden unit (r (.) H) before any unit can be updated;
+ *   3. the elementwise update of the state H (and C) and the store of Y[t].
+ * The state lives in scratch buffers hs (and cs) [batch, hidden], read at step t+1 after being
+ * written at step t. So these kernels are not write-once: every scratch buffer is a B_TEMP
+ * registered KP_INOUT, which fusion and tiling leave alone and bufferization gives bytes live
+ * for this kernel only. Y, Y_h and Y_c are plain KP_OUT (each element stored once with its
+ * final value, never read back) when there is one direction; with two, each kernel writes half
+ * of them, so both declare them KP_INOUT.
+ *
+ * clip, when given, bounds the input of every activation (the gates and h(C)); the states
+ * themselves are not clipped.
+ *
+ * sequence_lens must be constant (shapes are static; `check` binds it from the data set). A
+ * batch row whose length L is shorter than the sequence keeps its state for t >= L and gets
+ * zeros in Y there; in reverse it starts at t = L-1, which the same rule gives for free. */
+#include <string.h>
+#include <strings.h>
+
+#include "lower.h"
+
+/* ---- the node's attributes, checked once ---- */
+
+typedef enum ActKind {
+    ACT_RELU, ACT_TANH, ACT_SIGMOID, ACT_AFFINE, ACT_LEAKYRELU, ACT_THRESHOLDEDRELU,
+    ACT_SCALEDTANH, ACT_HARDSIGMOID, ACT_ELU, ACT_SOFTSIGN, ACT_SOFTPLUS,
+} ActKind;
+
+/* ORDER ActKind: name, whether it takes alpha / beta, and their defaults. */
+static const struct {
+    const char *name;
+    bool alpha, beta;
+    double dalpha, dbeta;
+} act_table[] = {
+    {"Relu", 0, 0, 0, 0},         {"Tanh", 0, 0, 0, 0},        {"Sigmoid", 0, 0, 0, 0},
+    {"Affine", 1, 1, 1, 0},       {"LeakyRelu", 1, 0, 0.01, 0}, {"ThresholdedRelu", 1, 0, 1, 0},
+    {"ScaledTanh", 1, 1, 1, 1},   {"HardSigmoid", 1, 1, 0.2, 0.5}, {"Elu", 1, 0, 1, 0},
+    {"Softsign", 0, 0, 0, 0},     {"Softplus", 0, 0, 0, 0},
+};
+
+typedef struct Act {
+    ActKind kind;
+    double alpha, beta;
+} Act;
+
+typedef struct Rnn {
+    int ngates;                     /* W rows per unit: RNN 1, GRU 3 (z r h), LSTM 4 (i o f c) */
+    int nact;                       /* activations per direction: 1, 2 (f g), 3 (f g h) */
+    int ndir;                       /* 1 or 2 */
+    bool reverse;                   /* the single direction runs backwards */
+    bool batch_major;               /* layout 1: X [B,T,I], Y [B,T,D,H], states [B,D,H] */
+    int64_t T, B, I, H;
+    Act act[2][3];                  /* by direction */
+    bool has_clip;
+    double clip;
+    bool lbr;                       /* GRU linear_before_reset */
+    bool input_forget;              /* LSTM: f = 1 - i */
+} Rnn;
+
+static void rnn_gates(Op op, Rnn *r) {
+    static const ActKind dflt[3] = {ACT_SIGMOID, ACT_TANH, ACT_TANH};
+    r->ngates = op == OP_RNN ? 1 : op == OP_GRU ? 3 : 4;
+    r->nact = op == OP_RNN ? 1 : op == OP_GRU ? 2 : 3;
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 3; i++)
+            r->act[d][i] = (Act){op == OP_RNN ? ACT_TANH : dflt[i], 0, 0};
+}
+
+/* The activations attribute: nact names per direction (one set is reused for both directions
+ * if only one is given); alpha and beta values are consumed in order by the functions that
+ * take them, as onnxruntime does, the defaults filling in when the lists run out. */
+static bool rnn_acts(const char *where, const Node *n, Rnn *r) {
+    Attr *a = ir_attr(n, "activations");
+    Attr *al = ir_attr(n, "activation_alpha"), *be = ir_attr(n, "activation_beta");
+    if (!a || a->type != A_STRINGS || !a->n) return true;
+    if (a->n != r->nact && a->n != r->nact * r->ndir) {
+        error(where, "%d activations given, expected %d", a->n, r->nact * r->ndir);
+        return false;
+    }
+    int ia = 0, ib = 0;
+    for (int d = 0; d < r->ndir; d++)
+        for (int i = 0; i < r->nact; i++) {
+            const char *s = a->strings[(d * r->nact + i) % a->n];
+            int k = 0;
+            while (k < COUNTOF(act_table) && strcasecmp(act_table[k].name, s)) k++;
+            if (k == COUNTOF(act_table)) {
+                error(where, "unsupported activation '%s'", s);
+                return false;
+            }
+            Act *x = &r->act[d][i];
+            x->kind = (ActKind)k;
+            x->alpha = act_table[k].dalpha;
+            x->beta = act_table[k].dbeta;
+            if (act_table[k].alpha && al && al->type == A_FLOATS && ia < al->n)
+                x->alpha = al->floats[ia++];
+            if (act_table[k].beta && be && be->type == A_FLOATS && ib < be->n)
+                x->beta = be->floats[ib++];
+        }
+    return true;
+}
+
+static bool has_dims(const Value *v, int rank, int64_t d0, int64_t d1, int64_t d2) {
+    const int64_t d[3] = {d0, d1, d2};
+    if (v->rank != rank) return false;
+    for (int i = 0; i < rank; i++)
+        if (v->dims[i] != d[i]) return false;
+    return true;
+}
+
+/* Reads and checks the node (errors reported with g's location when g is given). */
+static bool rnn_parse(Graph *g, Node *n, Rnn *r) {
+    const char *where = g ? ir_where(g, n) : n->name;
+    Value *x = n->in[0], *w = n->in[1], *rw = n->in[2];
+    memset(r, 0, sizeof *r);
+    rnn_gates(n->op, r);
+    const char *dir = ir_attr_str(n, "direction", "forward");
+    if (!strcmp(dir, "bidirectional")) r->ndir = 2;
+    else if (!strcmp(dir, "forward") || !strcmp(dir, "reverse")) r->ndir = 1;
+    else {
+        error(where, "unknown direction '%s'", dir);
+        return false;
+    }
+    r->reverse = !strcmp(dir, "reverse");
+    int64_t layout = ir_attr_int(n, "layout", 0);
+    if (layout != 0 && layout != 1) {
+        error(where, "layout must be 0 or 1");
+        return false;
+    }
+    r->batch_major = layout == 1;
+    if (x->rank != 3 || w->rank != 3 || rw->rank != 3) {
+        error(where, "X, W and R must have rank 3");
+        return false;
+    }
+    if (!dtype_is_float(x->dtype) || w->dtype != x->dtype || rw->dtype != x->dtype) {
+        error(where, "X, W and R must have one floating-point dtype");
+        return false;
+    }
+    r->T = x->dims[r->batch_major ? 1 : 0];
+    r->B = x->dims[r->batch_major ? 0 : 1];
+    r->I = x->dims[2];
+    r->H = ir_attr_int(n, "hidden_size", rw->dims[2]);
+    int64_t D = r->ndir, GH = r->ngates * r->H;
+    if (r->H < 1 || !has_dims(w, 3, D, GH, r->I) || !has_dims(rw, 3, D, GH, r->H)) {
+        error(where, "W must be [%lld, %lld, %lld] and R [%lld, %lld, %lld]", (long long)D,
+              (long long)GH, (long long)r->I, (long long)D, (long long)GH, (long long)r->H);
+        return false;
+    }
+    Value *b = n->nin > 3 ? n->in[3] : NULL, *sl = n->nin > 4 ? n->in[4] : NULL;
+    if (b && (!has_dims(b, 2, D, 2 * GH, 0) || b->dtype != x->dtype)) {
+        error(where, "B must be [%lld, %lld]", (long long)D, (long long)(2 * GH));
+        return false;
+    }
+    for (int i = 5; i < n->nin && i < 7; i++) {
+        Value *s = n->in[i];
+        int64_t d0 = r->batch_major ? r->B : D, d1 = r->batch_major ? D : r->B;
+        if (s && (!has_dims(s, 3, d0, d1, r->H) || s->dtype != x->dtype)) {
+            error(where, "initial state '%s' must be [%lld, %lld, %lld]", s->name, (long long)d0,
+                  (long long)d1, (long long)r->H);
+            return false;
+        }
+    }
+    Value *pp = n->nin > 7 ? n->in[7] : NULL;
+    if (pp && (!has_dims(pp, 2, D, 3 * r->H, 0) || pp->dtype != x->dtype)) {
+        error(where, "P must be [%lld, %lld]", (long long)D, (long long)(3 * r->H));
+        return false;
+    }
+    if (sl) {
+        if (sl->rank != 1 || sl->dims[0] != r->B ||
+            (sl->dtype != DT_INT32 && sl->dtype != DT_INT64)) {
+            error(where, "sequence_lens must be an integer tensor of shape [%lld]",
+                  (long long)r->B);
+            return false;
+        }
+        if (!sl->data) {
+            error(where, "sequence_lens must be a compile-time constant (see --bind)");
+            return false;
+        }
+        for (int64_t i = 0; i < r->B; i++)
+            if (ir_const_int(sl, i) < 0 || ir_const_int(sl, i) > r->T) {
+                error(where, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)i,
+                      (long long)ir_const_int(sl, i), (long long)r->T);
+                return false;
+            }
+    }
+    Attr *clip = ir_attr(n, "clip");
+    r->has_clip = clip != NULL;
+    r->clip = clip ? clip->f : 0;
+    r->lbr = ir_attr_int(n, "linear_before_reset", 0) != 0;
+    r->input_forget = ir_attr_int(n, "input_forget", 0) != 0;
+    return rnn_acts(where, n, r);
+}
+
+void infer_rnn(Graph *g, Node *n) {
+    Rnn r;
+    if (!rnn_parse(g, n, &r)) return;
+    DType t = n->in[0]->dtype;
+    int64_t D = r.ndir;
+    int64_t y[4] = {r.T, D, r.B, r.H}, yb[4] = {r.B, r.T, D, r.H};
+    int64_t s[3] = {D, r.B, r.H}, sb[3] = {r.B, D, r.H};
+    if (n->nout > 0 && n->out[0]) ir_set_shape(n->out[0], t, 4, r.batch_major ? yb : y);
+    for (int i = 1; i < n->nout; i++)
+        if (n->out[i]) ir_set_shape(n->out[i], t, 3, r.batch_major ? sb : s);
+}
+
+/* ---- lowering ---- */
+
+/* One direction's kernel under construction. */
+typedef struct Cell {
+    Program *p;
+    Kernel *k;
+    const Rnn *r;
+    Op op;
+    int d;                          /* direction index in W, R, B, P, Y, Y_h */
+    bool reverse;                   /* this kernel runs t = T-1 .. 0 */
+    DType t;
+    Buf *x, *w, *rw, *bias, *sl, *h0, *c0, *peep;  /* inputs, NULL when absent */
+    Buf *y, *yh, *yc;               /* outputs, NULL when absent */
+    Buf *hs, *cs, *gs, *rh;         /* KP_INOUT scratch (see the header comment) */
+    int svar;                       /* the time loop's variable: step s, t = s or T-1-s */
+    int bv, jv;                     /* step 3's loop variables: batch row b, hidden unit j */
+} Cell;
+
+static Expr *fc(Cell *c, double v) { return kx_const(c->p, c->t, v); }
+static Expr *rd(Cell *c, int reg) { return kx_scalar(c->p, c->k, reg); }
+static Expr *add(Cell *c, Expr *a, Expr *b) { return kx_bin(c->p, K_ADD, a, b); }
+static Expr *mul(Cell *c, Expr *a, Expr *b) { return kx_bin(c->p, K_MUL, a, b); }
+static Expr *var(Cell *c, int v) { return kx_var(c->p, v); }
+
+static Expr *ld2(Cell *c, Buf *b, Expr *i0, Expr *i1) {
+    Expr *idx[2] = {i0, i1};
+    return kx_load(c->p, b, idx);
+}
+
+static Expr *ld3(Cell *c, Buf *b, Expr *i0, Expr *i1, Expr *i2) {
+    Expr *idx[3] = {i0, i1, i2};
+    return kx_load(c->p, b, idx);
+}
+
+static Stmt *st2(Cell *c, Buf *b, Expr *i0, Expr *i1, Expr *v) {
+    Expr *idx[2] = {i0, i1};
+    return ks_store(c->p, b, idx, v);
+}
+
+static Expr *time_idx(Cell *c) {
+    Expr *s = var(c, c->svar);
+    return c->reverse ? kx_addc(c->p, kx_mul(c->p, s, -1), c->r->T - 1) : s;
+}
+
+/* Index of a state-shaped tensor (initial_h/c, Y_h, Y_c) at direction d, batch b, unit j. */
+static void state_idx(Cell *c, Expr *b, Expr *j, Expr **idx) {
+    Expr *d = kx_index(c->p, c->d);
+    idx[0] = c->r->batch_major ? b : d;
+    idx[1] = c->r->batch_major ? d : b;
+    idx[2] = j;
+}
+
+static Stmt *loop(Cell *c, int v, int64_t lo, int64_t hi, Stmt *body) {
+    return ks_loop(c->p, v, lo, hi, 1, body);
+}
+
+static Stmt *red_loop(Cell *c, int v, int64_t n, Stmt *body) {
+    Stmt *s = ks_loop(c->p, v, 0, n, 1, body);
+    s->hints |= LH_REDUCTION;
+    return s;
+}
+
+/* for b < B, j < H: body(b, j), the variables given to `body` through bv, jv. */
+static Stmt *units(Cell *c, int bv, int jv, Stmt *body) {
+    return loop(c, bv, 0, c->r->B, loop(c, jv, 0, c->r->H, body));
+}
+
+static Expr *clip(Cell *c, Expr *x) {
+    if (!c->r->has_clip) return x;
+    x = kx_bin(c->p, K_MAX, x, fc(c, -c->r->clip));
+    return kx_bin(c->p, K_MIN, x, fc(c, c->r->clip));
+}
+
+/* Activation i of this direction applied to register `reg`, which holds the (clipped) input:
+ * reads of a register rather than one shared tree, since expressions are trees. */
+static Expr *act(Cell *c, int i, int reg) {
+    const Act *a = &c->r->act[c->d][i];
+    Program *p = c->p;
+    Expr *zero = fc(c, 0);
+    switch (a->kind) {
+    case ACT_RELU: return kx_bin(p, K_MAX, rd(c, reg), zero);
+    case ACT_TANH: return kx_un(p, K_TANH, rd(c, reg));
+    case ACT_SIGMOID: return kx_un(p, K_SIGMOID, rd(c, reg));
+    case ACT_AFFINE: return add(c, mul(c, fc(c, a->alpha), rd(c, reg)), fc(c, a->beta));
+    case ACT_LEAKYRELU:
+        return kx_select(p, kx_bin(p, K_LT, rd(c, reg), zero), mul(c, fc(c, a->alpha), rd(c, reg)),
+                         rd(c, reg));
+    case ACT_THRESHOLDEDRELU:
+        return kx_select(p, kx_bin(p, K_GT, rd(c, reg), fc(c, a->alpha)), rd(c, reg), zero);
+    case ACT_SCALEDTANH:
+        return mul(c, fc(c, a->alpha), kx_un(p, K_TANH, mul(c, fc(c, a->beta), rd(c, reg))));
+    case ACT_HARDSIGMOID: {
+        Expr *v = add(c, mul(c, fc(c, a->alpha), rd(c, reg)), fc(c, a->beta));
+        return kx_bin(p, K_MAX, kx_bin(p, K_MIN, v, fc(c, 1)), zero);
+    }
+    case ACT_ELU: {
+        Expr *e = mul(c, fc(c, a->alpha), kx_bin(p, K_SUB, kx_un(p, K_EXP, rd(c, reg)), fc(c, 1)));
+        return kx_select(p, kx_bin(p, K_LT, rd(c, reg), zero), e, rd(c, reg));
+    }
+    case ACT_SOFTSIGN:
+        return kx_bin(p, K_DIV, rd(c, reg), add(c, fc(c, 1), kx_un(p, K_ABS, rd(c, reg))));
+    case ACT_SOFTPLUS: return kx_un(p, K_LOG, add(c, kx_un(p, K_EXP, rd(c, reg)), fc(c, 1)));
+    }
+    die("rnn: activation %d", a->kind);
+}
+
+/* reg = act_i(clip(pre)) as two statements. */
+static Stmt *set_act(Cell *c, int i, int reg, Expr *pre) {
+    Stmt *s = ks_set(c->p, reg, clip(c, pre));
+    return ks_seq(s, ks_set(c->p, reg, act(c, i, reg)));
+}
+
+static int new_reg(Cell *c) { return kir_scalar(c->p, c->k, c->t); }
+
+/* Step 1: gs[b, r] = X[t, b, :] . W[d, r, :] + Wb[r] (+ H[b, :] . R[d, r, :] + Rb[r] if rec)
+ * for rows lo <= r < hi. */
+static Stmt *gates(Cell *c, int64_t lo, int64_t hi, bool rec) {
+    Program *p = c->p;
+    const Rnn *r = c->r;
+    int bv = kir_var(c->k), rv = kir_var(c->k), iv = kir_var(c->k), acc = new_reg(c);
+    int64_t GH = r->ngates * r->H;
+    Expr *d = kx_index(p, c->d);
+    Expr *init = fc(c, 0);
+    if (c->bias) {
+        init = ld2(c, c->bias, kx_index(p, c->d), var(c, rv));
+        if (rec)
+            init = add(c, init, ld2(c, c->bias, kx_index(p, c->d), kx_addc(p, var(c, rv), GH)));
+    }
+    Expr *xv = r->batch_major ? ld3(c, c->x, var(c, bv), time_idx(c), var(c, iv))
+                              : ld3(c, c->x, time_idx(c), var(c, bv), var(c, iv));
+    Expr *xw = mul(c, xv, ld3(c, c->w, d, var(c, rv), var(c, iv)));
+    Stmt *body = ks_set(p, acc, init);
+    ks_seq(body, red_loop(c, iv, r->I, ks_set(p, acc, add(c, rd(c, acc), xw))));
+    if (rec) {
+        int kv = kir_var(c->k);
+        Expr *hr = mul(c, ld2(c, c->hs, var(c, bv), var(c, kv)),
+                       ld3(c, c->rw, kx_index(p, c->d), var(c, rv), var(c, kv)));
+        ks_seq(body, red_loop(c, kv, r->H, ks_set(p, acc, add(c, rd(c, acc), hr))));
+    }
+    ks_seq(body, st2(c, c->gs, var(c, bv), var(c, rv), rd(c, acc)));
+    return loop(c, bv, 0, r->B, loop(c, rv, lo, hi, body));
+}
+
+/* Step 2 (GRU): rh[b, j] = Rbh[j] + v[b, :] . Rh[j, :], with v = H (linear_before_reset) or
+ * r (.) H, which the first loop leaves in place of the reset gate's pre-activation in gs. */
+static Stmt *gru_recurrent(Cell *c) {
+    Program *p = c->p;
+    const Rnn *r = c->r;
+    int64_t H = r->H;
+    Stmt *s = NULL;
+    if (!r->lbr) {
+        int bv = kir_var(c->k), kv = kir_var(c->k), g = new_reg(c);
+        Stmt *body = set_act(c, 0, g, ld2(c, c->gs, var(c, bv), kx_addc(p, var(c, kv), H)));
+        ks_seq(body, st2(c, c->gs, var(c, bv), kx_addc(p, var(c, kv), H),
+                         mul(c, rd(c, g), ld2(c, c->hs, var(c, bv), var(c, kv)))));
+        s = units(c, bv, kv, body);
+    }
+    int bv = kir_var(c->k), jv = kir_var(c->k), kv = kir_var(c->k), acc = new_reg(c);
+    Expr *init = c->bias ? ld2(c, c->bias, kx_index(p, c->d), kx_addc(p, var(c, jv), 5 * H))
+                         : fc(c, 0);
+    Expr *v = r->lbr ? ld2(c, c->hs, var(c, bv), var(c, kv))
+                     : ld2(c, c->gs, var(c, bv), kx_addc(p, var(c, kv), H));
+    Expr *rh = ld3(c, c->rw, kx_index(p, c->d), kx_addc(p, var(c, jv), 2 * H), var(c, kv));
+    Expr *prod = mul(c, v, rh);
+    Stmt *body = ks_set(p, acc, init);
+    ks_seq(body, red_loop(c, kv, H, ks_set(p, acc, add(c, rd(c, acc), prod))));
+    ks_seq(body, st2(c, c->rh, var(c, bv), var(c, jv), rd(c, acc)));
+    return ks_seq(s, units(c, bv, jv, body));
+}
+
+static Expr *ub(Cell *c) { return var(c, c->bv); }
+static Expr *uj(Cell *c) { return var(c, c->jv); }
+
+/* Step 3: the new state of unit (b, j) into register hn (and cn), by cell type. */
+static Stmt *cell_update(Cell *c, int hn, int cn) {
+    Program *p = c->p;
+    int64_t H = c->r->H;
+#define GS(off) ld2(c, c->gs, ub(c), kx_addc(p, uj(c), (off)))
+    if (c->op == OP_RNN) return set_act(c, 0, hn, GS(0));
+    if (c->op == OP_GRU) {
+        int z = new_reg(c), hh = new_reg(c);
+        Stmt *s = set_act(c, 0, z, GS(0));
+        Expr *rec = ld2(c, c->rh, ub(c), uj(c));
+        if (c->r->lbr) {
+            int rr = new_reg(c);
+            ks_seq(s, set_act(c, 0, rr, GS(H)));
+            rec = mul(c, rd(c, rr), rec);
+        }
+        ks_seq(s, set_act(c, 1, hh, add(c, GS(2 * H), rec)));
+        Expr *keep = mul(c, rd(c, z), ld2(c, c->hs, ub(c), uj(c)));
+        Expr *nw = mul(c, kx_bin(p, K_SUB, fc(c, 1), rd(c, z)), rd(c, hh));
+        return ks_seq(s, ks_set(p, hn, add(c, nw, keep)));
+    }
+    /* LSTM, gates i o f c; peepholes P = [Pi Po Pf] act on C[t-1] (i, f) and C[t] (o). */
+    int cp = new_reg(c), ig = new_reg(c), fg = new_reg(c), cg = new_reg(c), og = new_reg(c);
+#define PEEP(off, reg)                                                                      \
+    (c->peep ? mul(c, ld2(c, c->peep, kx_index(p, c->d), kx_addc(p, uj(c), (off))), rd(c, reg)) \
+             : fc(c, 0))
+    Stmt *s = ks_set(p, cp, ld2(c, c->cs, ub(c), uj(c)));
+    ks_seq(s, set_act(c, 0, ig, add(c, GS(0), PEEP(0, cp))));
+    if (c->r->input_forget) ks_seq(s, ks_set(p, fg, kx_bin(p, K_SUB, fc(c, 1), rd(c, ig))));
+    else ks_seq(s, set_act(c, 0, fg, add(c, GS(2 * H), PEEP(2 * H, cp))));
+    ks_seq(s, set_act(c, 1, cg, GS(3 * H)));
+    ks_seq(s, ks_set(p, cn, add(c, mul(c, rd(c, fg), rd(c, cp)), mul(c, rd(c, ig), rd(c, cg)))));
+    ks_seq(s, set_act(c, 0, og, add(c, GS(H), PEEP(H, cn))));
+    ks_seq(s, set_act(c, 2, hn, rd(c, cn)));
+    return ks_seq(s, ks_set(p, hn, mul(c, rd(c, og), rd(c, hn))));
+#undef PEEP
+#undef GS
+}
+
+static Stmt *store_y(Cell *c, Expr *v) {
+    Program *p = c->p;
+    Expr *d = kx_index(p, c->d), *t = time_idx(c), *b = ub(c), *j = uj(c);
+    Expr *idx[4] = {t, d, b, j}, *idxb[4] = {b, t, d, j};
+    return ks_store(p, c->y, c->r->batch_major ? idxb : idx, v);
+}
+
+/* Step 3 over all units, guarded by t < sequence_lens[b] when some row is short. */
+static Stmt *update(Cell *c) {
+    Program *p = c->p;
+    c->bv = kir_var(c->k);
+    c->jv = kir_var(c->k);
+    int hn = new_reg(c), cn = c->op == OP_LSTM ? new_reg(c) : -1;
+    Stmt *body = cell_update(c, hn, cn);
+    Stmt *st = st2(c, c->hs, ub(c), uj(c), rd(c, hn));
+    if (cn >= 0) ks_seq(st, st2(c, c->cs, ub(c), uj(c), rd(c, cn)));
+    if (c->y) ks_seq(st, store_y(c, rd(c, hn)));
+    if (c->sl) {
+        Expr *len = kx_cast(p, DT_INDEX, kx_load(p, c->sl, (Expr *[]){ub(c)}));
+        Stmt *els = c->y ? store_y(c, fc(c, 0)) : NULL;
+        st = ks_if(p, kx_bin(p, K_LT, time_idx(c), len), ks_seq(body, st), els);
+    } else {
+        st = ks_seq(body, st);
+    }
+    return units(c, c->bv, c->jv, st);
+}
+
+/* Before the time loop: the states from initial_h / initial_c or zero. */
+static Stmt *init_state(Cell *c, Buf *state, Buf *init) {
+    int bv = kir_var(c->k), jv = kir_var(c->k);
+    Expr *v = fc(c, 0);
+    if (init) {
+        Expr *idx[3];
+        state_idx(c, var(c, bv), var(c, jv), idx);
+        v = kx_load(c->p, init, idx);
+    }
+    return units(c, bv, jv, st2(c, state, var(c, bv), var(c, jv), v));
+}
+
+/* After the time loop: Y_h / Y_c from the states. */
+static Stmt *final_state(Cell *c, Buf *out, Buf *state) {
+    int bv = kir_var(c->k), jv = kir_var(c->k);
+    Expr *idx[3];
+    state_idx(c, var(c, bv), var(c, jv), idx);
+    return units(c, bv, jv, ks_store(c->p, out, idx, ld2(c, state, var(c, bv), var(c, jv))));
+}
+
+static Buf *scratch(Cell *c, const char *what, int64_t cols) {
+    int64_t dims[2] = {c->r->B, cols};
+    const char *name = arena_printf(c->p->arena, "%s.%s", c->k->name, what);
+    Buf *b = kir_buf_new(c->p, name, c->t, 2, dims, B_TEMP);
+    kir_param(c->p, c->k, b, KP_INOUT);
+    return b;
+}
+
+static void lower_direction(Lower *L, Node *n, const Rnn *r, Cell *c) {
+    Program *p = L->p;
+    c->k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    Buf *ins[] = {c->x, c->w, c->rw, c->bias, c->sl, c->h0, c->c0, c->peep};
+    for (int i = 0; i < COUNTOF(ins); i++)
+        if (ins[i]) kir_param(p, c->k, ins[i], KP_IN);
+    ParamMode om = r->ndir == 2 ? KP_INOUT : KP_OUT;   /* two kernels write halves */
+    Buf *outs[] = {c->y, c->yh, c->yc};
+    for (int i = 0; i < COUNTOF(outs); i++)
+        if (outs[i]) kir_param(p, c->k, outs[i], om);
+    int64_t H = r->H;
+    c->hs = scratch(c, "h", H);
+    c->cs = n->op == OP_LSTM ? scratch(c, "c", H) : NULL;
+    c->gs = scratch(c, "gates", r->ngates * H);
+    c->rh = n->op == OP_GRU ? scratch(c, "rh", H) : NULL;
+
+    Stmt *body = init_state(c, c->hs, c->h0);
+    if (c->cs) ks_seq(body, init_state(c, c->cs, c->c0));
+    c->svar = kir_var(c->k);
+    Stmt *step;
+    if (n->op == OP_GRU) {
+        step = gates(c, 0, 2 * H, true);
+        ks_seq(step, gates(c, 2 * H, 3 * H, false));
+        ks_seq(step, gru_recurrent(c));
+    } else {
+        step = gates(c, 0, r->ngates * H, true);
+    }
+    ks_seq(step, update(c));
+    ks_seq(body, loop(c, c->svar, 0, r->T, step));
+    if (c->yh) ks_seq(body, final_state(c, c->yh, c->hs));
+    if (c->yc) ks_seq(body, final_state(c, c->yc, c->cs));
+    c->k->body = body;
+}
+
+void lower_rnn(Lower *L, Node *n) {
+    Rnn r;
+    if (!rnn_parse(NULL, n, &r)) die("lower_rnn %s: node not checked by infer_rnn", n->name);
+    Cell c = {.p = L->p, .r = &r, .op = n->op, .t = n->in[0]->dtype};
+    c.x = lower_in(L, n, 0);
+    c.w = lower_in(L, n, 1);
+    c.rw = lower_in(L, n, 2);
+    c.bias = lower_in(L, n, 3);
+    c.h0 = lower_in(L, n, 5);
+    c.c0 = lower_in(L, n, 6);
+    c.peep = lower_in(L, n, 7);
+    /* Rows of full length need no guard; if all are, sequence_lens is not read at all. */
+    Value *sl = n->nin > 4 ? n->in[4] : NULL;
+    for (int64_t i = 0; sl && i < r.B; i++)
+        if (ir_const_int(sl, i) < r.T) c.sl = lower_in(L, n, 4);
+    for (int i = 0; i < 3; i++) {
+        Buf *o = i < n->nout && n->out[i] ? lower_out(L, n, i) : NULL;
+        if (i == 0) c.y = o;
+        else if (i == 1) c.yh = o;
+        else c.yc = o;
+    }
+    for (int d = 0; d < r.ndir; d++) {
+        c.d = d;
+        c.reverse = r.ndir == 2 ? d == 1 : r.reverse;
+        lower_direction(L, n, &r, &c);
+    }
+}
