@@ -38,6 +38,10 @@ bool dtype_is_float(DType t) {
     return t == DT_FLOAT || t == DT_DOUBLE || t == DT_FLOAT16 || t == DT_BFLOAT16;
 }
 
+bool dtype_is_unsigned(DType t) {
+    return t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64;
+}
+
 bool dtype_supported(DType t) {
     switch (t) {
     case DT_FLOAT: case DT_DOUBLE: case DT_INT8: case DT_UINT8: case DT_INT16: case DT_UINT16:

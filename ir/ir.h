@@ -33,6 +33,7 @@ typedef enum DType {
 size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported */
 const char *dtype_name(DType t);   /* "float32", "int64", ... */
 bool dtype_is_float(DType t);
+bool dtype_is_unsigned(DType t);
 bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
 
 #define MAX_RANK 8

@@ -112,6 +112,12 @@ Expr *kx_const(Program *p, DType t, double v) {
     return e;
 }
 
+Expr *kx_int(Program *p, DType t, int64_t v) {
+    Expr *e = mk(p, E_CONST, t, 0);
+    e->i = v;
+    return e;
+}
+
 Expr *kx_index(Program *p, int64_t v) {
     Expr *e = mk(p, E_CONST, DT_INDEX, 0);
     e->i = v;

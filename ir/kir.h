@@ -179,6 +179,7 @@ int kir_scalar(Program *p, Kernel *k, DType t); /* a fresh scalar register */
 void kir_compact(Program *p);                   /* drop dead kernels, renumber */
 
 Expr *kx_const(Program *p, DType t, double v); /* float or integer constant of type t */
+Expr *kx_int(Program *p, DType t, int64_t v);  /* integer constant keeping all 64 bits */
 Expr *kx_index(Program *p, int64_t v);          /* DT_INDEX constant */
 Expr *kx_var(Program *p, int var);
 Expr *kx_scalar(Program *p, Kernel *k, int reg);

@@ -43,4 +43,12 @@ Stmt *lower_wrap(Program *p, int rank, const int64_t *dims, const int *vars, Stm
 /* Index list of plain variables: idx[d] = kx_var(vars[d]). */
 void lower_var_idx(Program *p, int rank, const int *vars, Expr **idx);
 
+/* Shared by the rules (rules_util.c). */
+/* False when an input's shape is unknown: an earlier shape rule failed and reported it. */
+bool rule_inputs_known(const Node *n);
+/* Axis in [-rank, rank) made non-negative into *out; false after an error (g NULL: silent). */
+bool rule_axis(Graph *g, Node *n, int64_t axis, int rank, int *out);
+/* Input i as a constant 1-D integer tensor of at most `max` elements; NULL after an error. */
+Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max);
+
 #endif

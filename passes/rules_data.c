@@ -17,43 +17,11 @@
 
 #include "lower.h"
 
-/* An earlier node whose shape rule failed has left its outputs unknown; it was reported. */
-static bool inputs_known(const Node *n) {
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && (n->in[i]->rank < 0 || n->in[i]->dtype == DT_UNDEF)) return false;
-    return true;
-}
-
 static const char *dims_str(Graph *g, int rank, const int64_t *dims) {
     const char *s = "[";
     for (int d = 0; d < rank; d++)
         s = arena_printf(g->arena, "%s%s%lld", s, d ? "," : "", (long long)dims[d]);
     return arena_printf(g->arena, "%s]", s);
-}
-
-/* Axis in [-rank, rank) made non-negative; false after an error. */
-static bool norm_axis(Graph *g, Node *n, int64_t axis, int rank, int *out) {
-    if (axis < -rank || axis >= rank) {
-        error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)axis, rank);
-        return false;
-    }
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
-}
-
-/* Input i as a constant integer tensor of at most `max` elements, or NULL after an error. */
-static Value *const_ints(Graph *g, Node *n, int i, const char *what, int64_t max) {
-    Value *v = n->in[i];
-    if (!v->data) {
-        error(ir_where(g, n), "%s '%s' is not a compile-time constant (unsupported)", what, v->name);
-        return NULL;
-    }
-    if (dtype_is_float(v->dtype) || v->rank > 1 || ir_numel(v) > max) {
-        error(ir_where(g, n), "%s '%s' must be a 1-D integer tensor of at most %lld elements",
-              what, v->name, (long long)max);
-        return NULL;
-    }
-    return v;
 }
 
 /* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
@@ -108,7 +76,7 @@ void lower_constant(Lower *L, Node *n) {
 
 /* Shape (with opset 15's start/end): a constant, so its consumers see known data. */
 void infer_shape_op(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *o = n->out[0];
     int64_t r = x->rank;
     int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
@@ -130,8 +98,8 @@ static Value *fill_value(Node *n) {
 }
 
 void infer_constant_of_shape(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
-    Value *s = const_ints(g, n, 0, "shape", MAX_RANK);
+    if (!rule_inputs_known(n)) return;
+    Value *s = rule_const_ints(g, n, 0, "shape", MAX_RANK);
     if (!s) return;
     Value *fill = fill_value(n);
     DType t = fill ? fill->dtype : DT_FLOAT;
@@ -168,21 +136,21 @@ void lower_constant_of_shape(Lower *L, Node *n) {
 /* ---- views ---- */
 
 void infer_identity(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
 }
 
 /* Inference-mode Dropout: the data passes through; the optional mask is all true. */
 void infer_dropout(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
     if (n->nout > 1 && n->out[1]) ir_set_shape(n->out[1], DT_BOOL, x->rank, x->dims);
 }
 
 void infer_flatten(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t axis = ir_attr_int(n, "axis", 1);
     if (axis < -x->rank || axis > x->rank) {   /* axis == rank is allowed here */
@@ -196,9 +164,9 @@ void infer_flatten(Graph *g, Node *n) {
 }
 
 void infer_reshape(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
-    Value *s = const_ints(g, n, 1, "shape", MAX_RANK);
+    Value *s = rule_const_ints(g, n, 1, "shape", MAX_RANK);
     if (!s) return;
     bool allowzero = ir_attr_int(n, "allowzero", 0) != 0;
     int rank = (int)ir_numel(s), infer_at = -1;
@@ -235,12 +203,12 @@ void infer_reshape(Graph *g, Node *n) {
 
 /* Marks the axes listed in constant input 1 (normalised against `rank`) in mask[]. */
 static bool axes_mask(Graph *g, Node *n, int rank, bool *mask) {
-    Value *a = const_ints(g, n, 1, "axes", MAX_RANK);
+    Value *a = rule_const_ints(g, n, 1, "axes", MAX_RANK);
     if (!a) return false;
     memset(mask, 0, sizeof(bool) * MAX_RANK);
     for (int64_t i = 0; i < ir_numel(a); i++) {
         int ax;
-        if (!norm_axis(g, n, ir_const_int(a, i), rank, &ax)) return false;
+        if (!rule_axis(g, n, ir_const_int(a, i), rank, &ax)) return false;
         if (mask[ax]) {
             error(ir_where(g, n), "axis %d repeated", ax);
             return false;
@@ -251,7 +219,7 @@ static bool axes_mask(Graph *g, Node *n, int rank, bool *mask) {
 }
 
 void infer_squeeze(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     bool mask[MAX_RANK];
     if (n->nin > 1 && n->in[1]) {
@@ -272,7 +240,7 @@ void infer_squeeze(Graph *g, Node *n) {
 }
 
 void infer_unsqueeze(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (n->nin < 2 || !n->in[1]) {
         error(ir_where(g, n), "axes input missing");
@@ -293,9 +261,9 @@ void infer_unsqueeze(Graph *g, Node *n) {
 /* ---- Expand ---- */
 
 void infer_expand(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
-    Value *s = const_ints(g, n, 1, "shape", MAX_RANK);
+    Value *s = rule_const_ints(g, n, 1, "shape", MAX_RANK);
     if (!s) return;
     int64_t want[MAX_RANK], dims[MAX_RANK];
     int rank = (int)ir_numel(s);
@@ -331,7 +299,7 @@ static bool get_perm(Graph *g, Node *n, int rank, int *perm) {
         return false;
     }
     for (int d = 0; d < rank; d++) {
-        if (!norm_axis(g, n, p[d], rank, &perm[d])) return false;
+        if (!rule_axis(g, n, p[d], rank, &perm[d])) return false;
         if (seen[perm[d]]) {
             error(ir_where(g, n), "perm is not a permutation");
             return false;
@@ -342,7 +310,7 @@ static bool get_perm(Graph *g, Node *n, int rank, int *perm) {
 }
 
 void infer_transpose(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int perm[MAX_RANK];
     int64_t dims[MAX_RANK];
@@ -371,14 +339,14 @@ void lower_transpose(Lower *L, Node *n) {
 /* ---- Concat ---- */
 
 void infer_concat(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
     if (!ir_attr(n, "axis")) {
         error(ir_where(g, n), "axis attribute missing");
         return;
     }
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     int64_t dims[MAX_RANK];
     memcpy(dims, x->dims, sizeof dims);
     for (int i = 1; i < n->nin; i++) {
@@ -402,7 +370,7 @@ void lower_concat(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *out = lower_out(L, n, 0);
     int axis;
-    if (!norm_axis(L->g, n, ir_attr_int(n, "axis", 0), out->rank, &axis)) return;
+    if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), out->rank, &axis)) return;
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
     kir_param(p, k, out, KP_OUT);
     int64_t off = 0;
@@ -425,14 +393,14 @@ void lower_concat(Lower *L, Node *n) {
 /* ---- Gather ---- */
 
 void infer_gather(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1];
     int axis;
     if (x->rank == 0) {
         error(ir_where(g, n), "data '%s' is a scalar", x->name);
         return;
     }
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     if (ind->dtype != DT_INT64 && ind->dtype != DT_INT32) {
         error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
               dtype_name(ind->dtype));
@@ -482,7 +450,7 @@ void lower_gather(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int axis, q = ind->rank, vars[MAX_RANK];
-    if (!norm_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
     kir_param(p, k, x, KP_IN);
     if (!n->in[1]->data || ir_numel(n->in[1]) != 1) kir_param(p, k, ind, KP_IN);
@@ -505,10 +473,10 @@ typedef struct SliceDims {
 
 static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
     Value *x = n->in[0];
-    Value *starts = const_ints(g, n, 1, "starts", MAX_RANK);
-    Value *ends = const_ints(g, n, 2, "ends", MAX_RANK);
-    Value *axes = n->nin > 3 && n->in[3] ? const_ints(g, n, 3, "axes", MAX_RANK) : NULL;
-    Value *steps = n->nin > 4 && n->in[4] ? const_ints(g, n, 4, "steps", MAX_RANK) : NULL;
+    Value *starts = rule_const_ints(g, n, 1, "starts", MAX_RANK);
+    Value *ends = rule_const_ints(g, n, 2, "ends", MAX_RANK);
+    Value *axes = n->nin > 3 && n->in[3] ? rule_const_ints(g, n, 3, "axes", MAX_RANK) : NULL;
+    Value *steps = n->nin > 4 && n->in[4] ? rule_const_ints(g, n, 4, "steps", MAX_RANK) : NULL;
     if (!starts || !ends || (n->nin > 3 && n->in[3] && !axes) || (n->nin > 4 && n->in[4] && !steps))
         return false;
     int64_t k = ir_numel(starts);
@@ -520,7 +488,7 @@ static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
     for (int d = 0; d < x->rank; d++) s->start[d] = 0, s->step[d] = 1, s->count[d] = x->dims[d];
     for (int64_t i = 0; i < k; i++) {
         int ax;
-        if (!norm_axis(g, n, axes ? ir_const_int(axes, i) : i, x->rank, &ax)) return false;
+        if (!rule_axis(g, n, axes ? ir_const_int(axes, i) : i, x->rank, &ax)) return false;
         if (seen[ax]) {
             error(ir_where(g, n), "axis %d repeated", ax);
             return false;
@@ -550,7 +518,7 @@ static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
 }
 
 void infer_slice(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     SliceDims s;
     if (!slice_dims(g, n, &s)) return;
     ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, s.count);
@@ -592,7 +560,7 @@ static bool pad_params(Graph *g, Node *n, PadMode *mode, int64_t *pb, int64_t *p
         error(ir_where(g, n), "pads input missing");
         return false;
     }
-    Value *pads = const_ints(g, n, 1, "pads", 2 * MAX_RANK);
+    Value *pads = rule_const_ints(g, n, 1, "pads", 2 * MAX_RANK);
     if (!pads) return false;
     if (ir_numel(pads) != 2 * x->rank) {
         error(ir_where(g, n), "%lld pads for rank %d", (long long)ir_numel(pads), x->rank);
@@ -615,7 +583,7 @@ static bool pad_params(Graph *g, Node *n, PadMode *mode, int64_t *pb, int64_t *p
 }
 
 void infer_pad(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     PadMode mode;
     int64_t pb[MAX_RANK], pe[MAX_RANK], dims[MAX_RANK];

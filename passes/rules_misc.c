@@ -21,35 +21,7 @@
 
 /* ---- helpers ---- */
 
-/* An earlier node whose shape rule failed has left its outputs unknown; it was reported. */
-static bool inputs_known(const Node *n) {
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && (n->in[i]->rank < 0 || n->in[i]->dtype == DT_UNDEF)) return false;
-    return true;
-}
-
-/* Axis in [-rank, rank) made non-negative; false after an error (g NULL: no message). */
-static bool norm_axis(Graph *g, Node *n, int64_t axis, int rank, int *out) {
-    if (axis < -rank || axis >= rank) {
-        if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)axis, rank);
-        return false;
-    }
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
-}
-
-static bool is_unsigned(DType t) {
-    return t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64;
-}
-
 static bool is_index_type(DType t) { return t == DT_INT64 || t == DT_INT32; }
-
-/* An integer constant of type t keeping all 64 bits. */
-static Expr *int_const(Program *p, DType t, int64_t v) {
-    Expr *e = kx_const(p, t, 0);
-    e->i = v;
-    return e;
-}
 
 /* Element 0 of a one-element buffer (zero points, scales), registered as an input of k. */
 static Expr *load_first(Program *p, Kernel *k, Buf *b) {
@@ -108,12 +80,12 @@ void lower_xor(Lower *L, Node *n) {
 }
 
 void infer_bitshift(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *y = n->in[1];
     const char *dir = ir_attr_str(n, "direction", "");
     int rank;
     int64_t dims[MAX_RANK];
-    if (x->dtype != y->dtype || !is_unsigned(x->dtype)) {
+    if (x->dtype != y->dtype || !dtype_is_unsigned(x->dtype)) {
         error(ir_where(g, n), "inputs are %s and %s, need the same unsigned type",
               dtype_name(x->dtype), dtype_name(y->dtype));
         return;
@@ -181,7 +153,7 @@ static bool gathernd_check(Graph *g, Node *n, int *m, int *b) {
 }
 
 void infer_gathernd(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1];
     int m, b, r = 0;
     int64_t dims[MAX_RANK];
@@ -243,7 +215,7 @@ static Stmt *scatter_store(Program *p, Buf *out, Expr **oi, Expr *upd, KOp op) {
 }
 
 void infer_scatternd(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
     KOp op;
     if (!scatter_reduction(g, n, &op)) return;
@@ -293,12 +265,12 @@ void lower_scatternd(Lower *L, Node *n) {
 }
 
 void infer_scatter_elements(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
     int axis;
     KOp op;
     if (!scatter_reduction(g, n, &op)) return;
-    if (x->rank == 0 || !norm_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (x->rank == 0 || !rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     if (!is_index_type(ind->dtype)) {
         error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
               dtype_name(ind->dtype));
@@ -322,7 +294,7 @@ void lower_scatter_elements(Lower *L, Node *n) {
     Buf *out = lower_out(L, n, 0);
     int axis, vars[MAX_RANK];
     KOp op;
-    if (!scatter_reduction(NULL, n, &op) || !norm_axis(NULL, n, ir_attr_int(n, "axis", 0), x->rank, &axis))
+    if (!scatter_reduction(NULL, n, &op) || !rule_axis(NULL, n, ir_attr_int(n, "axis", 0), x->rank, &axis))
         return;
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
     kir_param(p, k, x, KP_IN);
@@ -350,11 +322,11 @@ static bool onehot_params(Graph *g, Node *n, int64_t *depth, int *axis) {
         if (g) error(ir_where(g, n), "depth %lld must be positive", (long long)*depth);
         return false;
     }
-    return norm_axis(g, n, ir_attr_int(n, "axis", -1), n->in[0]->rank + 1, axis);
+    return rule_axis(g, n, ir_attr_int(n, "axis", -1), n->in[0]->rank + 1, axis);
 }
 
 void infer_onehot(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *ind = n->in[0], *vals = n->in[2];
     int64_t depth, dims[MAX_RANK];
     int axis;
@@ -400,7 +372,7 @@ void lower_onehot(Lower *L, Node *n) {
 /* k (constant) and the axis; false after an error (g NULL: no message). */
 static bool topk_params(Graph *g, Node *n, int64_t *kk, int *axis) {
     Value *x = n->in[0], *kv = n->in[1];
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", -1), x->rank, axis)) return false;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", -1), x->rank, axis)) return false;
     if (g && (!kv->data || dtype_is_float(kv->dtype) || ir_numel(kv) != 1)) {
         error(ir_where(g, n), "k '%s' must be a compile-time constant integer (unsupported "
               "otherwise)", kv->name);
@@ -416,7 +388,7 @@ static bool topk_params(Graph *g, Node *n, int64_t *kk, int *axis) {
 }
 
 void infer_topk(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t kk, dims[MAX_RANK];
     int axis;
@@ -435,10 +407,10 @@ void infer_topk(Graph *g, Node *n) {
  * largest=1, -inf / the type's smallest otherwise. */
 static Expr *topk_start(Program *p, DType t, bool largest) {
     if (dtype_is_float(t)) return kx_const(p, t, largest ? INFINITY : -INFINITY);
-    if (is_unsigned(t)) return int_const(p, t, largest ? -1 : 0);
+    if (dtype_is_unsigned(t)) return kx_int(p, t, largest ? -1 : 0);
     int bits = (int)dtype_size(t) * 8;
     int64_t hi = (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
-    return int_const(p, t, largest ? hi : -hi - 1);
+    return kx_int(p, t, largest ? hi : -hi - 1);
 }
 
 /* For each row along the axis and j < k: pick the best element (v, t) that comes after the
@@ -508,7 +480,7 @@ static bool quant_axis(Graph *g, Node *n, const Value *x, int *axis) {
         }
         return true;
     }
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", 1), x->rank, axis)) return false;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 1), x->rank, axis)) return false;
     if (s->rank != 1 || s->dims[0] != x->dims[*axis] || (zp && !ir_same_shape(s, zp))) {
         if (g) error(ir_where(g, n), "scale '%s' (and zero point) must have %lld elements",
                      s->name, (long long)x->dims[*axis]);
@@ -540,7 +512,7 @@ static Expr *quantize(Program *p, Expr *v, Expr *zp, DType t) {
 }
 
 void infer_quantize(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     int axis;
     DType t = zp ? zp->dtype : DT_UINT8;
@@ -569,7 +541,7 @@ void lower_quantize(Lower *L, Node *n) {
 }
 
 void infer_dequantize(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     int axis;
     if ((!quant_type(x->dtype) && x->dtype != DT_INT32) || s->dtype != DT_FLOAT ||
@@ -601,7 +573,7 @@ void lower_dequantize(Lower *L, Node *n) {
 /* ---- DynamicQuantizeLinear ---- */
 
 void infer_dynamic_quantize(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (x->dtype != DT_FLOAT) {
         error(ir_where(g, n), "input '%s' is %s, not float32", x->name, dtype_name(x->dtype));
@@ -725,7 +697,7 @@ static bool intmat_check(Graph *g, Node *n, IntMat *s) {
 }
 
 void infer_matmul_integer(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     IntMat s;
     if (!intmat_check(g, n, &s)) return;
     DType t = n->op == OP_QLinearMatMul ? n->in[7]->dtype : DT_INT32;
@@ -846,7 +818,7 @@ static bool intconv_geom(Graph *g, Node *n, IntConv *c) {
 }
 
 void infer_conv_integer(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     IntConvIn ix = intconv_in(n);
     Value *x = n->in[ix.x], *w = n->in[ix.w];
     Value *xzp = opt_in(n, ix.xzp), *wzp = opt_in(n, ix.wzp);

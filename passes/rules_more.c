@@ -15,42 +15,6 @@
 
 #include "lower.h"
 
-/* An earlier node whose shape rule failed has left its outputs unknown; it was reported. */
-static bool inputs_known(const Node *n) {
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && (n->in[i]->rank < 0 || n->in[i]->dtype == DT_UNDEF)) return false;
-    return true;
-}
-
-/* Axis in [-rank, rank) made non-negative; false after an error (g NULL: no message). */
-static bool norm_axis(Graph *g, Node *n, int64_t axis, int rank, int *out) {
-    if (axis < -rank || axis >= rank) {
-        if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)axis, rank);
-        return false;
-    }
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
-}
-
-static bool is_unsigned(DType t) {
-    return t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64;
-}
-
-/* Input i as a constant integer tensor of at most `max` elements, or NULL after an error. */
-static Value *const_ints(Graph *g, Node *n, int i, const char *what, int64_t max) {
-    Value *v = n->in[i];
-    if (!v->data) {
-        error(ir_where(g, n), "%s '%s' is not a compile-time constant (unsupported)", what, v->name);
-        return NULL;
-    }
-    if (dtype_is_float(v->dtype) || v->rank > 1 || ir_numel(v) > max) {
-        error(ir_where(g, n), "%s '%s' must be a 1-D integer tensor of at most %lld elements",
-              what, v->name, (long long)max);
-        return NULL;
-    }
-    return v;
-}
-
 /* A one-element integer operand (CumSum's axis, Trilu's k), constant or not. */
 static bool int_scalar(Graph *g, Node *n, int i, const char *what) {
     Value *v = n->in[i];
@@ -85,7 +49,7 @@ static Kernel *out_kernel(Lower *L, Node *n, Buf *out, KernelClass c, int *vars,
 /* ---- elementwise: CastLike, ThresholdedRelu, Shrink, Mod ---- */
 
 void infer_castlike(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (!dtype_supported(n->in[1]->dtype)) {
         error(ir_where(g, n), "cast to unsupported type %s", dtype_name(n->in[1]->dtype));
@@ -121,7 +85,7 @@ void lower_more_unary(Lower *L, Node *n) {
 }
 
 void infer_mod(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *a = n->in[0], *b = n->in[1];
     int rank;
     int64_t dims[MAX_RANK];
@@ -151,7 +115,7 @@ static Expr *map_mod(Lower *L, Node *n, Expr **v, void *ctx) {
     Expr *zero = kx_const(p, t, 0);
     b = kx_select(p, kx_bin(p, K_EQ, b, zero), kx_const(p, t, 1), b);
     Expr *r = kx_bin(p, K_REM, a, b);
-    if (ir_attr_int(n, "fmod", 0) || is_unsigned(t)) return r;
+    if (ir_attr_int(n, "fmod", 0) || dtype_is_unsigned(t)) return r;
     Expr *signs_differ = kx_bin(p, K_XOR, kx_bin(p, K_LT, r, zero), kx_bin(p, K_LT, b, zero));
     Expr *fix = kx_bin(p, K_AND, kx_bin(p, K_NE, r, zero), signs_differ);
     return kx_select(p, fix, kx_bin(p, K_ADD, r, b), r);
@@ -166,7 +130,7 @@ void lower_mod(Lower *L, Node *n) {
 
 /* Size depends on the shape only: its result is a constant, like Shape's. */
 void infer_size(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     int64_t *data = ARENA_NEW(g->arena, int64_t);
     *data = ir_numel(n->in[0]);
     ir_set_shape(n->out[0], DT_INT64, 0, NULL);
@@ -175,7 +139,7 @@ void infer_size(Graph *g, Node *n) {
 
 /* The element count of Range is its shape, so start, limit and delta must be constants. */
 void infer_range(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     DType t = n->in[0]->dtype;
     for (int i = 0; i < 3; i++) {
         Value *v = n->in[i];
@@ -221,7 +185,7 @@ void lower_range(Lower *L, Node *n) {
 /* ---- Trilu and EyeLike: values chosen by the position ---- */
 
 void infer_trilu(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (x->rank < 2) {
         error(ir_where(g, n), "input '%s' has rank %d; Trilu needs at least 2", x->name, x->rank);
@@ -249,7 +213,7 @@ void lower_trilu(Lower *L, Node *n) {
 }
 
 void infer_eyelike(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     DType t = (DType)ir_attr_int(n, "dtype", x->dtype);
     if (x->rank != 2) {
@@ -280,7 +244,7 @@ void lower_eyelike(Lower *L, Node *n) {
 /* ---- GatherElements ---- */
 
 void infer_gather_elements(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1];
     int axis;
     if (x->rank == 0 || ind->rank != x->rank) {
@@ -288,7 +252,7 @@ void infer_gather_elements(Graph *g, Node *n) {
               "rank >= 1", x->name, x->rank, ind->name, ind->rank);
         return;
     }
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     if (ind->dtype != DT_INT64 && ind->dtype != DT_INT32) {
         error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
               dtype_name(ind->dtype));
@@ -310,7 +274,7 @@ void lower_gather_elements(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int axis, vars[MAX_RANK];
     Expr *idx[MAX_RANK], *xi[MAX_RANK];
-    if (!norm_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     Kernel *k = out_kernel(L, n, out, KC_COPY, vars, idx);
     kir_param(p, k, x, KP_IN);
     kir_param(p, k, ind, KP_IN);
@@ -326,9 +290,9 @@ void lower_gather_elements(Lower *L, Node *n) {
 /* ---- Tile ---- */
 
 void infer_tile(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
-    Value *rep = const_ints(g, n, 1, "repeats", MAX_RANK);
+    Value *rep = rule_const_ints(g, n, 1, "repeats", MAX_RANK);
     if (!rep) return;
     if (ir_numel(rep) != x->rank) {
         error(ir_where(g, n), "%lld repeats for rank %d", (long long)ir_numel(rep), x->rank);
@@ -368,10 +332,10 @@ static bool split_sizes(Graph *g, Node *n, int *axis, int64_t *sizes) {
     Value *x = n->in[0];
     const int64_t *attr;
     int na = ir_attr_ints(n, "split", &attr);
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, axis)) return false;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, axis)) return false;
     int64_t dim = x->dims[*axis], sum = 0;
     if (attr || (n->nin > 1 && n->in[1])) {
-        Value *s = attr ? NULL : const_ints(g, n, 1, "split", n->nout);
+        Value *s = attr ? NULL : rule_const_ints(g, n, 1, "split", n->nout);
         if (!attr && !s) return false;
         int count = attr ? na : (int)ir_numel(s);
         if (count != n->nout) {
@@ -399,7 +363,7 @@ static bool split_sizes(Graph *g, Node *n, int *axis, int64_t *sizes) {
 }
 
 void infer_split(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
     int64_t *sizes = ARENA_ARRAY(g->arena, int64_t, n->nout + 1);
@@ -451,7 +415,7 @@ static bool block_shape(Graph *g, Node *n, int64_t *b) {
 }
 
 void infer_depth_to_space(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t b;
     if (!block_shape(g, n, &b)) return;
@@ -483,7 +447,7 @@ void lower_depth_to_space(Lower *L, Node *n) {
 }
 
 void infer_space_to_depth(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t b;
     if (!block_shape(g, n, &b)) return;
@@ -515,10 +479,10 @@ void lower_space_to_depth(Lower *L, Node *n) {
 /* ---- ArgMax, ArgMin, Hardmax: position of the extreme value ---- */
 
 void infer_arg(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     if (x->dims[axis] == 0) {
         error(ir_where(g, n), "axis %d is empty", axis);
         return;
@@ -548,7 +512,7 @@ void lower_arg(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
     int axis, ov[MAX_RANK], jv;
     bool keep = ir_attr_int(n, "keepdims", 1) != 0;
-    if (!norm_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     Expr *oi[MAX_RANK], *xi[MAX_RANK], *first[MAX_RANK];
     Kernel *k = out_kernel(L, n, out, KC_GENERIC, ov, oi);
     kir_param(p, k, x, KP_IN);
@@ -574,13 +538,13 @@ void lower_arg(Lower *L, Node *n) {
 
 /* Hardmax's reduced block: the dim `axis`, or with `legacy` (opset < 13) dims axis..rank-1. */
 static bool hardmax_block(Graph *g, Node *n, int rank, int *lo, int *hi) {
-    if (!norm_axis(g, n, ir_attr_int(n, "axis", -1), rank, lo)) return false;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", -1), rank, lo)) return false;
     *hi = ir_attr_int(n, "legacy", 0) ? rank : *lo + 1;
     return true;
 }
 
 void infer_hardmax(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int lo, hi;
     if (!hardmax_block(g, n, x->rank, &lo, &hi)) return;
@@ -643,7 +607,7 @@ void lower_hardmax(Lower *L, Node *n) {
 /* ---- CumSum ---- */
 
 void infer_cumsum(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
     if (x->rank == 0 || x->dtype == DT_BOOL) {
@@ -651,7 +615,7 @@ void infer_cumsum(Graph *g, Node *n) {
         return;
     }
     if (!int_scalar(g, n, 1, "axis")) return;
-    if (n->in[1]->data && !norm_axis(g, n, ir_const_int(n->in[1], 0), x->rank, &axis)) return;
+    if (n->in[1]->data && !rule_axis(g, n, ir_const_int(n->in[1], 0), x->rank, &axis)) return;
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
 }
 
@@ -685,7 +649,7 @@ void lower_cumsum(Lower *L, Node *n) {
     kir_param(p, k, y, KP_OUT);
     int acc = kir_scalar(p, k, x->dtype), r = x->rank, axis;
     if (n->in[1]->data) {
-        if (!norm_axis(L->g, n, ir_const_int(n->in[1], 0), r, &axis)) return;
+        if (!rule_axis(L->g, n, ir_const_int(n->in[1], 0), r, &axis)) return;
         k->body = cumsum_nest(p, k, n, x, y, axis, acc);
         return;
     }
@@ -828,7 +792,7 @@ static bool ein_plan(Graph *g, Node *n, Einsum *e) {
 }
 
 void infer_einsum(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
+    if (!rule_inputs_known(n)) return;
     Einsum e;
     int64_t dims[MAX_RANK];
     for (int i = 1; i < n->nin; i++)
