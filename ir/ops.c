@@ -11,9 +11,15 @@ const OpInfo op_info[OP_COUNT] = {
 #undef OP
 };
 
+/* The training optimizers are the only ops onnxcc accepts outside the default domain, and
+ * only in theirs. */
+static bool training_op(Op op) { return op == OP_Adagrad || op == OP_Adam || op == OP_Momentum; }
+
 Op op_lookup(const char *domain, const char *op_type) {
-    if (domain && *domain && strcmp(domain, "ai.onnx") != 0) return OP_UNKNOWN;
+    bool training = domain && strcmp(domain, "ai.onnx.preview.training") == 0;
+    if (domain && *domain && strcmp(domain, "ai.onnx") != 0 && !training) return OP_UNKNOWN;
     for (int i = 0; i < OP_COUNT; i++)
-        if (strcmp(op_info[i].name, op_type) == 0) return (Op)i;
+        if (strcmp(op_info[i].name, op_type) == 0)
+            return training == training_op((Op)i) ? (Op)i : OP_UNKNOWN;
     return OP_UNKNOWN;
 }
