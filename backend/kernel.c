@@ -6,7 +6,12 @@
  * with a constant step, which is the shape LLVM's loop passes expect. Index expressions are
  * linearised with the row-major strides of the buffer being accessed (a view's own dims);
  * index arithmetic is nsw because the IR guarantees in-range indices, which lets SCEV see
- * through it when vectorising. */
+ * through it when vectorising.
+ *
+ * float16 and bfloat16 live in memory as i16 bit patterns and in registers as float (kir.h);
+ * loads, stores and casts convert with integer arithmetic on the bits (half_to_float,
+ * float_to_half below), never with LLVM's `half`/`bfloat` types, whose fpext/fptrunc become
+ * compiler-rt calls (__extendhfsf2, __truncsfhf2) on x86 without F16C and on Cortex-M4. */
 #include <string.h>
 
 #include "internal.h"
@@ -16,7 +21,7 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
     case DT_FLOAT: return e->f32;
     case DT_DOUBLE: return e->f64;
     case DT_BOOL: case DT_INT8: case DT_UINT8: return e->i8;
-    case DT_INT16: case DT_UINT16: return e->i16;
+    case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return e->i16;
     case DT_INT32: case DT_UINT32: return e->i32;
     case DT_INT64: case DT_UINT64: return e->i64;
     case DT_INDEX: return e->idx;
@@ -24,14 +29,86 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
     }
 }
 
-LLVMTypeRef be_reg_type(Emitter *e, DType t) { return t == DT_BOOL ? e->i1 : be_mem_type(e, t); }
+LLVMTypeRef be_reg_type(Emitter *e, DType t) {
+    if (t == DT_FLOAT16 || t == DT_BFLOAT16) return e->f32;
+    return t == DT_BOOL ? e->i1 : be_mem_type(e, t);
+}
 
-static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
+static bool is_half(DType t) { return t == DT_FLOAT16 || t == DT_BFLOAT16; }
+static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE || is_half(t); }
 static bool is_unsigned(DType t) {
     return t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64 || t == DT_BOOL;
 }
 static unsigned elem_align(Emitter *e, DType t) {
     return (unsigned)(t == DT_INDEX ? (unsigned)e->t->ptr_bits / 8 : dtype_size(t));
+}
+
+/* ---- float16 and bfloat16 ----
+ * Branch-free (selects only) so that loops over half data still vectorise. ir/kinterp.c does
+ * the same arithmetic in C; tests compare both with numpy. */
+
+static LLVMValueRef k32(Emitter *e, unsigned long long v) { return LLVMConstInt(e->i32, v, 0); }
+
+/* i16 bit pattern -> float, exact. float16: normal numbers rebias the exponent (127 - 15 =
+ * 112), inf/NaN keep their payload, subnormals are m * 2^-24 (an exact int-to-float and
+ * multiply: both single instructions on every target). */
+static LLVMValueRef half_to_float(Emitter *e, DType t, LLVMValueRef h) {
+    LLVMBuilderRef B = e->B;
+    LLVMValueRef x = LLVMBuildZExt(B, h, e->i32, "");
+    if (t == DT_BFLOAT16) return LLVMBuildBitCast(B, LLVMBuildShl(B, x, k32(e, 16), ""), e->f32, "");
+    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, x, k32(e, 0x8000), ""), k32(e, 16), "");
+    LLVMValueRef mag = LLVMBuildAnd(B, x, k32(e, 0x7fff), "");
+    LLVMValueRef ex = LLVMBuildLShr(B, mag, k32(e, 10), "");
+    LLVMValueRef m = LLVMBuildAnd(B, x, k32(e, 0x3ff), "");
+    LLVMValueRef norm = LLVMBuildAdd(B, LLVMBuildShl(B, mag, k32(e, 13), ""), k32(e, 112u << 23), "");
+    LLVMValueRef infnan = LLVMBuildOr(B, LLVMBuildShl(B, m, k32(e, 13), ""), k32(e, 0x7f800000), "");
+    LLVMValueRef sub = LLVMBuildFMul(B, LLVMBuildSIToFP(B, m, e->f32, ""),
+                                     LLVMConstReal(e->f32, 1.0 / 16777216.0), "");
+    sub = LLVMBuildBitCast(B, sub, e->i32, "");
+    LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, ex, k32(e, 31), ""), infnan, norm, "");
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, ex, k32(e, 0), ""), sub, r, "");
+    return LLVMBuildBitCast(B, LLVMBuildOr(B, r, sign, ""), e->f32, "");
+}
+
+/* (a + half - 1 + lsb) >> s: a >> s rounded to nearest, ties to even; half = 1 << (s-1). */
+static LLVMValueRef shr_even(Emitter *e, LLVMValueRef a, LLVMValueRef s, LLVMValueRef half) {
+    LLVMBuilderRef B = e->B;
+    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, a, s, ""), k32(e, 1), "");
+    LLVMValueRef sum = LLVMBuildAdd(B, LLVMBuildAdd(B, a, LLVMBuildSub(B, half, k32(e, 1), ""), ""), lsb, "");
+    return LLVMBuildLShr(B, sum, s, "");
+}
+
+/* float -> i16 bit pattern, rounding to nearest even: NaN stays a quiet NaN with sign and top
+ * payload bits, |x| >= 65520 gives inf, results below 2^-14 are float16 subnormals (the
+ * mantissa with its implicit bit shifted right by 126 - exponent, at most 25: everything
+ * smaller rounds to zero then). */
+static LLVMValueRef float_to_half(Emitter *e, DType t, LLVMValueRef f) {
+    LLVMBuilderRef B = e->B;
+    LLVMValueRef x = LLVMBuildBitCast(B, f, e->i32, "");
+    LLVMValueRef a = LLVMBuildAnd(B, x, k32(e, 0x7fffffff), "");
+    LLVMValueRef isnan = LLVMBuildICmp(B, LLVMIntUGT, a, k32(e, 0x7f800000), "");
+    LLVMValueRef r;
+    if (t == DT_BFLOAT16) {
+        LLVMValueRef nan = LLVMBuildOr(B, LLVMBuildLShr(B, x, k32(e, 16), ""), k32(e, 0x40), "");
+        r = LLVMBuildSelect(B, isnan, nan, shr_even(e, x, k32(e, 16), k32(e, 0x8000)), "");
+        return LLVMBuildTrunc(B, r, e->i16, "");
+    }
+    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, x, k32(e, 16), ""), k32(e, 0x8000), "");
+    LLVMValueRef nan = LLVMBuildOr(B, LLVMBuildAnd(B, LLVMBuildLShr(B, a, k32(e, 13), ""),
+                                                   k32(e, 0x3ff), ""), k32(e, 0x7e00), "");
+    LLVMValueRef norm = LLVMBuildSub(B, shr_even(e, a, k32(e, 13), k32(e, 0x1000)), k32(e, 112u << 10), "");
+    /* shift 126 - exponent, clamped to 25; the clamp also keeps the shift in range (no poison)
+     * where the normal path is taken */
+    LLVMValueRef ex = LLVMBuildLShr(B, a, k32(e, 23), "");
+    LLVMValueRef s = LLVMBuildSub(B, k32(e, 126), ex, "");
+    s = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, s, k32(e, 25), ""), k32(e, 25), s, "");
+    LLVMValueRef m = LLVMBuildOr(B, LLVMBuildAnd(B, a, k32(e, 0x7fffff), ""), k32(e, 0x800000), "");
+    LLVMValueRef half = LLVMBuildShl(B, k32(e, 1), LLVMBuildSub(B, s, k32(e, 1), ""), "");
+    LLVMValueRef sub = shr_even(e, m, s, half);
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, a, k32(e, 0x38800000), ""), sub, norm, "");
+    LLVMValueRef big = LLVMBuildSelect(B, isnan, nan, k32(e, 0x7c00), "");
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, a, k32(e, 0x477ff000), ""), big, r, "");
+    return LLVMBuildTrunc(B, LLVMBuildOr(B, r, sign, ""), e->i16, "");
 }
 
 /* ---- expressions ---- */
@@ -65,6 +142,7 @@ static LLVMValueRef load(Emitter *e, Expr *x) {
     LLVMTypeRef mt = be_mem_type(e, x->buf->dtype);
     LLVMValueRef v = LLVMBuildLoad2(e->B, mt, elem_ptr(e, x->buf, x->args), "");
     LLVMSetAlignment(v, elem_align(e, x->buf->dtype));
+    if (is_half(x->buf->dtype)) return half_to_float(e, x->buf->dtype, v);
     if (x->buf->dtype == DT_BOOL) v = LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstInt(e->i8, 0, 0), "");
     return v;
 }
@@ -73,6 +151,14 @@ static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
     LLVMBuilderRef B = e->B;
     LLVMTypeRef ty = be_reg_type(e, to);
     if (from == to) return v;
+    if (is_half(to)) {      /* round the float to the half's precision; the register stays float */
+        v = cast(e, v, from, DT_FLOAT);
+        return half_to_float(e, to, float_to_half(e, to, v));
+    }
+    if (is_half(from)) {    /* already an exact float */
+        if (to == DT_FLOAT) return v;
+        from = DT_FLOAT;
+    }
     if (to == DT_BOOL) {
         if (is_float(from)) return LLVMBuildFCmp(B, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
         return LLVMBuildICmp(B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
@@ -227,6 +313,7 @@ static void loop(Emitter *e, Stmt *s) {
 static void store(Emitter *e, Stmt *s) {
     LLVMValueRef v = expr(e, s->val);
     if (s->buf->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, e->i8, "");
+    if (is_half(s->buf->dtype)) v = float_to_half(e, s->buf->dtype, v);
     LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, s->buf, s->idx));
     LLVMSetAlignment(st, elem_align(e, s->buf->dtype));
 }

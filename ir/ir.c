@@ -46,6 +46,7 @@ bool dtype_supported(DType t) {
     switch (t) {
     case DT_FLOAT: case DT_DOUBLE: case DT_INT8: case DT_UINT8: case DT_INT16: case DT_UINT16:
     case DT_INT32: case DT_UINT32: case DT_INT64: case DT_UINT64: case DT_BOOL: return true;
+    case DT_FLOAT16: case DT_BFLOAT16: return true;    /* stored 16-bit, computed in float32 */
     default: return false;
     }
 }
@@ -192,6 +193,23 @@ bool ir_broadcast(int ra, const int64_t *da_, int rb, const int64_t *db_, int *r
     return true;
 }
 
+/* The float32 value of a float16 or bfloat16 bit pattern; exact (every half is a float).
+ * float16 subnormals are m * 2^-24, which float32 holds as a normal number; NaN payloads are
+ * kept. The backend emits the same bit arithmetic (backend/kernel.c, half_to_float). */
+static double half_to_double(DType t, uint16_t h) {
+    uint32_t bits;
+    if (t == DT_BFLOAT16) {
+        bits = (uint32_t)h << 16;
+    } else {
+        uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu;
+        if (e == 0) return (sign ? -1.0 : 1.0) * (double)m / 16777216.0;   /* m * 2^-24 */
+        bits = sign | (e == 31 ? 0x7f800000u | m << 13 : ((uint32_t)(h & 0x7fff) << 13) + (112u << 23));
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 int64_t ir_const_int(const Value *v, int64_t i) {
     const void *p = v->data;
     switch (v->dtype) {
@@ -205,6 +223,7 @@ int64_t ir_const_int(const Value *v, int64_t i) {
     case DT_UINT8: case DT_BOOL: return ((const uint8_t *)p)[i];
     case DT_FLOAT: return (int64_t)((const float *)p)[i];
     case DT_DOUBLE: return (int64_t)((const double *)p)[i];
+    case DT_FLOAT16: case DT_BFLOAT16: return (int64_t)ir_const_float(v, i);
     default: die("ir_const_int of %s", dtype_name(v->dtype));
     }
 }
@@ -212,6 +231,8 @@ int64_t ir_const_int(const Value *v, int64_t i) {
 double ir_const_float(const Value *v, int64_t i) {
     if (v->dtype == DT_FLOAT) return ((const float *)v->data)[i];
     if (v->dtype == DT_DOUBLE) return ((const double *)v->data)[i];
+    if (v->dtype == DT_FLOAT16 || v->dtype == DT_BFLOAT16)
+        return half_to_double(v->dtype, ((const uint16_t *)v->data)[i]);
     return (double)ir_const_int(v, i);
 }
 

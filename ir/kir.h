@@ -67,6 +67,15 @@ typedef enum ExprKind {
  *   x < 1; atanh: |x| > 1), atanh(+-1) = +-inf.
  * - K_POW: x^y; for x < 0 and integral y the sign follows y's parity; NaN for x < 0 otherwise.
  * - K_CAST: float->int truncates toward zero; anything->bool is (x != 0); bool->number 0/1.
+ * - DT_FLOAT16, DT_BFLOAT16: 2-byte IEEE bit patterns in memory, float32 values in expressions
+ *   (so rules treat them like any float type). A load converts exactly; arithmetic is float32
+ *   arithmetic with no rounding in between; a store and a K_CAST to them round to the 16-bit
+ *   format, to nearest even (bfloat16 too), overflowing to inf, NaN kept NaN (quiet, with its
+ *   sign). K_CAST from them to float is exact; other sources go through float first (double
+ *   and int64 to a half thus round twice: double->float16 only within 2^-29 of a tie).
+ *   Fusing a half store into its load drops that rounding, so fused code may be more precise
+ *   than the kernels one by one. The backend converts with integer code on the bits (no
+ *   compiler-rt half calls); kir_interpret with the same arithmetic.
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers). */
 /* ORDER KOPS: unary operators first with K_SIGN last among them (ir/kverify.c tells unary
  * from binary by `op > K_SIGN`), then binary ones from K_ADD on, with K_LT..K_NE contiguous and

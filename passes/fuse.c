@@ -157,6 +157,9 @@ static bool rewrite(const Fusion *f, Stmt *s) {
     case S_STORE: {
         if (s->buf != f->b) break;
         Expr *val = s->val;
+        /* A 16-bit float store rounds; the forwarded value must round the same way. */
+        if (f->b->dtype == DT_FLOAT16 || f->b->dtype == DT_BFLOAT16)
+            val = s->val = kx_cast(f->p, f->b->dtype, kx_cast(f->p, DT_FLOAT, val));
         /* A costly value read several times by C is computed once into a register. */
         if (f->uses > 1 && !cheap(val)) {
             int r = kir_scalar(f->p, f->pk, f->b->dtype);
