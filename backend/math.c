@@ -468,7 +468,10 @@ static V sincos_(M *m, V x, int shift) {
     return sel(m, fin, v, sub(m, x, x));
 }
 
-static V m_sin(M *m, V x) { return sincos_(m, x, 0); }
+/* sin and tan of +-0 are that zero (the reduction may have lost the sign). */
+static V keep_zero(M *m, V x, V v) { return sel(m, cmp(m, LLVMRealOEQ, x, fk(m, 0)), x, v); }
+
+static V m_sin(M *m, V x) { return keep_zero(m, x, sincos_(m, x, 0)); }
 static V m_cos(M *m, V x) { return sincos_(m, x, 1); }
 
 /* tan r = sin r / cos r; in odd quadrants tan x = -cos r / sin r. */
@@ -478,7 +481,7 @@ static V m_tan(M *m, V x) {
     V s = sin_poly(m, r), c = cos_poly(m, r);
     V odd = icmp(m, LLVMIntNE, and_(m, k, ik(m, 1)), ik(m, 0));
     V v = sel(m, odd, fdiv(m, LLVMBuildFNeg(m->b, c, ""), s), fdiv(m, s, c));
-    return sel(m, fin, v, sub(m, x, x));
+    return keep_zero(m, x, sel(m, fin, v, sub(m, x, x)));
 }
 
 /* ---- inverse trigonometric (fdlibm's algorithms, musl's float coefficients) ---- */
@@ -790,6 +793,7 @@ static LLVMValueRef int_pow(Emitter *e, DType t, LLVMValueRef a, LLVMValueRef b)
 }
 
 LLVMValueRef be_math(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMValueRef b) {
+    if (t == DT_FLOAT16 || t == DT_BFLOAT16) t = DT_FLOAT;     /* held as float (kir.h) */
     if (op == K_POW && t != DT_FLOAT && t != DT_DOUBLE && t != DT_BOOL) return int_pow(e, t, a, b);
     if (t != DT_FLOAT && t != DT_DOUBLE) die("float math %s on dtype %d", kop_name[op], t);
     bool dbl = t == DT_DOUBLE;

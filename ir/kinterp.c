@@ -6,6 +6,8 @@
  * just every statement and expression evaluated as written. Float32 arithmetic is done in
  * float (with libm: this runs on the host at compile time); integers are kept as int64 and
  * wrapped to their dtype's width after every operation; bool is 0/1; index is int64.
+ * float16/bfloat16 values are float32 values too: rounded to 16 bits only by a cast to them
+ * and by a store, with the same bit arithmetic as the generated code.
  *
  * Every load and store is bounds-checked: a rule or pass that leaves a buffer is a bug of
  * ours, reported with die() rather than reading garbage. */
@@ -46,9 +48,49 @@ static int64_t wrap(DType t, int64_t v) {
     }
 }
 
+/* float32 arithmetic, also for the 16-bit float types (kir.h) */
+static bool is_single(DType t) { return t != DT_DOUBLE; }
+
 static Val fval(DType t, double v) {
     Val r;
-    r.f = t == DT_FLOAT ? (double)(float)v : v;
+    r.f = is_single(t) ? (double)(float)v : v;
+    return r;
+}
+
+static bool is_half(DType t) { return t == DT_FLOAT16 || t == DT_BFLOAT16; }
+
+/* float32 -> float16/bfloat16 bit pattern, rounding to nearest even. Integer arithmetic on the
+ * float's bits, step for step what backend/kernel.c emits (float_to_half), so that constant
+ * folding and the generated code agree to the bit. NaNs stay NaN (quiet, sign and the top
+ * payload bits kept); values past the largest finite half round to infinity. */
+static uint16_t float_to_half(DType t, float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t a = x & 0x7fffffffu;
+    if (t == DT_BFLOAT16) {
+        if (a > 0x7f800000u) return (uint16_t)(x >> 16 | 0x40);
+        return (uint16_t)((x + 0x7fffu + (x >> 16 & 1)) >> 16);
+    }
+    uint32_t sign = x >> 16 & 0x8000, h;
+    if (a > 0x7f800000u) h = 0x7e00 | (a >> 13 & 0x3ff);
+    else if (a >= 0x477ff000u) h = 0x7c00;                 /* >= 65520: rounds to inf */
+    else if (a >= 0x38800000u) h = ((a + 0xfffu + (a >> 13 & 1)) >> 13) - (112u << 10);
+    else {                                                  /* half subnormal or zero */
+        uint32_t e = a >> 23, s = e < 101 ? 25 : 126 - e, m = (a & 0x7fffffu) | 0x800000u;
+        h = (m + ((1u << (s - 1)) - 1) + (m >> s & 1)) >> s;
+    }
+    return (uint16_t)(sign | h);
+}
+
+static double half_value(DType t, uint16_t h) {
+    Value v = {.dtype = t, .data = &h};
+    return ir_const_float(&v, 0);
+}
+
+/* A float32 value rounded to float16/bfloat16 precision (the value of K_CAST to them). */
+static Val round_half(DType t, double v) {
+    Val r;
+    r.f = half_value(t, float_to_half(t, (float)v));
     return r;
 }
 
@@ -99,6 +141,7 @@ static Val load(DType t, const unsigned char *a) {
     case DT_INT32: { int32_t x; memcpy(&x, a, 4); v.i = x; break; }
     case DT_UINT32: { uint32_t x; memcpy(&x, a, 4); v.i = x; break; }
     case DT_INT64: case DT_UINT64: memcpy(&v.i, a, 8); break;
+    case DT_FLOAT16: case DT_BFLOAT16: { uint16_t x; memcpy(&x, a, 2); v.f = half_value(t, x); break; }
     default: die("interpreter: load of %s", dtype_name(t));
     }
     return v;
@@ -112,6 +155,7 @@ static void store(DType t, unsigned char *a, Val v) {
     case DT_INT16: case DT_UINT16: { uint16_t x = (uint16_t)v.i; memcpy(a, &x, 2); break; }
     case DT_INT32: case DT_UINT32: { uint32_t x = (uint32_t)v.i; memcpy(a, &x, 4); break; }
     case DT_INT64: case DT_UINT64: memcpy(a, &v.i, 8); break;
+    case DT_FLOAT16: case DT_BFLOAT16: { uint16_t x = float_to_half(t, (float)v.f); memcpy(a, &x, 2); break; }
     default: die("interpreter: store of %s", dtype_name(t));
     }
 }
@@ -120,7 +164,12 @@ static void store(DType t, unsigned char *a, Val v) {
 static Val cast(DType to, DType from, Val v) {
     bool ff = dtype_is_float(from), tf = dtype_is_float(to);
     if (to == DT_BOOL) return ival(to, ff ? v.f != 0 : v.i != 0);
-    if (tf) return fval(to, ff ? v.f : from == DT_UINT64 ? (double)v.u : (double)v.i);
+    if (tf) {
+        /* to a 16-bit float through float32, as the backend does (double->float16 thus
+         * rounds twice; see kir.h) */
+        Val r = fval(to, ff ? v.f : from == DT_UINT64 ? (double)v.u : (double)v.i);
+        return is_half(to) ? round_half(to, r.f) : r;
+    }
     if (!ff) return ival(to, v.i);
     if (isnan(v.f)) return ival(to, 0);                 /* undefined in C; keep it quiet */
     if (to == DT_UINT64 && v.f >= 9223372036854775808.0) { Val r; r.u = (uint64_t)v.f; return r; }
@@ -140,7 +189,9 @@ static double funary(KOp op, double x, bool single) {
     case K_LOG: return single ? logf((float)x) : log(x);
     case K_TANH: return single ? tanhf((float)x) : tanh(x);
     case K_SIGMOID:
-        return single ? 1.0f / (1.0f + expf(-(float)x)) : 1.0 / (1.0 + exp(-x));
+        /* in double, and exp(x) itself far left, so that tiny results are not flushed to 0 */
+        if (single) return (float)(1.0 / (1.0 + exp(-x)));
+        return x < -700 ? exp(x) : 1.0 / (1.0 + exp(-x));
     case K_ERF: return single ? erff((float)x) : erf(x);
     case K_FLOOR: return floor(x);
     case K_CEIL: return ceil(x);
@@ -259,7 +310,7 @@ static Val eval_un(Interp *in, const Expr *e) {
     if (e->op == K_NOT && e->type == DT_BOOL)
         return ival(DT_BOOL, dtype_is_float(at) ? a.f == 0 : a.i == 0);
     if (dtype_is_float(at)) {
-        double r = funary(e->op, a.f, at == DT_FLOAT);
+        double r = funary(e->op, a.f, is_single(at));
         return e->type == DT_BOOL ? ival(DT_BOOL, (int64_t)r) : fval(e->type, r);
     }
     return ival(e->type, iunary(e->op, at, a.i));
@@ -271,7 +322,7 @@ static Val eval_bin(Interp *in, const Expr *e) {
     if (e->op >= K_LT && e->op <= K_NE) return ival(DT_BOOL, compare(e->op, t, a, b));
     if (dtype_is_float(t)) {
         if (e->op >= K_AND) die("interpreter: %s on %s", kop_name[e->op], dtype_name(t));
-        return fval(t, fbinary(e->op, a.f, b.f, t == DT_FLOAT));
+        return fval(t, fbinary(e->op, a.f, b.f, is_single(t)));
     }
     return ival(t, ibinary(e->op, t, a, b));
 }

@@ -1,0 +1,710 @@
+/* test_backend.c - regression test of the code the backend generates (backend/), through the
+ * object path that `onnxcc check` uses.
+ *
+ * Small kernel-IR programs are built by hand (one elementwise kernel per operator over a sweep
+ * of inputs), bufferized, emitted as a host object into a temporary directory and loaded
+ * in-process with be_load_object. Checked:
+ * - the math helpers of backend/math.c (every float unary math op, and pow) against libm in a
+ *   wider type: double for float, long double for double. Errors are measured in ulps of the
+ *   result type; each op has a bound a little above what was measured when this test was
+ *   written, so that a regression of math.c shows as a larger error. Where the exact result is
+ *   NaN, an infinity or a zero, the generated code must give exactly that (sign included);
+ * - the run() contract of emit.c: NULL arena 1 (when there are temporaries), misaligned
+ *   arena 2, NULL inputs/outputs 3, else 0, and outputs untouched on an error;
+ * - the integer and cast semantics of kir.h: K_DIV/K_REM truncate, signed and unsigned,
+ *   K_MIN/K_MAX give NaN for a NaN operand, float->int truncates, ->bool is x != 0;
+ * - kir_interpret on the same programs agrees: bitwise for integers, within the op's bound
+ *   (+1 for libm's own rounding in the interpreter) for math;
+ * - the float math program compiled for a Cortex-M4 imports nothing but the mem* functions
+ *   (`arm-none-eabi-nm -u`; skipped when the tool is missing).
+ * One line per op with the measured max ulp; the last line is
+ * "backend: N passed, N failed[, N skipped]".
+ *
+ * Build: see tests/run-all.sh (links against the archive of all compiler objects and LLVM). */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../backend/backend.h"
+#include "../../passes/pipeline.h"
+
+typedef long double LD;
+
+static int passed, failed, skipped;
+
+static bool check(bool ok, const char *what) {
+    if (ok) passed++;
+    else { failed++; printf("FAIL: %s\n", what); }
+    return ok;
+}
+
+/* check() that also says "ok" */
+static void report(bool ok, const char *what) {
+    if (check(ok, what)) printf("ok   %s\n", what);
+}
+
+/* ---- building programs ---- */
+enum { MAXIO = 64 };
+
+static Program *prog_new(Arena *a, const char *name, const Target *t) {
+    Program *p = kir_program_new(a, name);
+    p->inputs = ARENA_ARRAY(a, Buf *, MAXIO);
+    p->outputs = ARENA_ARRAY(a, Buf *, MAXIO);
+    p->arena_align = t->arena_align;
+    p->vector_bytes = t->vector_bytes;
+    p->opt_level = 2;
+    return p;
+}
+
+/* A 1-d buffer; inputs and outputs take the next run() slot. */
+static Buf *buf(Program *p, const char *name, DType t, int64_t n, BufKind k) {
+    Buf *b = kir_buf_new(p, name, t, 1, &n, k);
+    if (k == B_INPUT) {
+        if (p->ninputs == MAXIO) die("too many inputs");
+        b->io_index = p->ninputs;
+        p->inputs[p->ninputs++] = b;
+    } else if (k == B_OUTPUT) {
+        if (p->noutputs == MAXIO) die("too many outputs");
+        b->io_index = p->noutputs;
+        p->outputs[p->noutputs++] = b;
+    }
+    return b;
+}
+
+static Expr *at(Program *p, Buf *b, int var) {
+    Expr *idx[1] = {kx_var(p, var)};
+    return kx_load(p, b, idx);
+}
+
+/* out[i] = op(a[i]) or op(a[i], b[i]); K_CAST converts to out's dtype. */
+static void map(Program *p, Buf *out, KOp op, Buf *a, Buf *b) {
+    Kernel *k = kir_kernel_new(p, out->name, kop_name[op], KC_ELEMENTWISE);
+    int i = kir_var(k);
+    kir_param(p, k, a, KP_IN);
+    if (b) kir_param(p, k, b, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *x = at(p, a, i), *val;
+    if (b) val = kx_bin(p, op, x, at(p, b, i));
+    else if (op == K_CAST) val = kx_cast(p, out->dtype, x);
+    else val = kx_un(p, op, x);
+    Expr *idx[1] = {kx_var(p, i)};
+    k->body = ks_loop(p, i, 0, out->dims[0], 1, ks_store(p, out, idx, val));
+}
+
+/* ---- float formats, ulps ---- */
+typedef struct Fmt {
+    const char *name;
+    DType t;
+    int mant, emin, emax;
+    double trig_max;                /* sin/cos/tan are accurate below this (kir.h) */
+} Fmt;
+static const Fmt F32 = {"f32", DT_FLOAT, 23, -126, 127, 1e5};
+static const Fmt F64 = {"f64", DT_DOUBLE, 52, -1022, 1023, 1.6e6};
+
+static LD get(const Fmt *f, const void *a, int64_t i) {
+    return f->t == DT_FLOAT ? (LD)((const float *)a)[i] : (LD)((const double *)a)[i];
+}
+
+/* |got - want| in ulps of want in format f. An infinity counts as 2^(emax+1), where rounding
+ * overflows, so the largest finite number is 1 ulp from an infinite exact result. */
+static double ulps(const Fmt *f, LD got, LD want) {
+    LD big = ldexpl(1, f->emax + 1);
+    if (isinf(got)) got = copysignl(big, got);
+    if (fabsl(want) > big) want = copysignl(big, want);
+    int e = want == 0 ? f->emin : ilogbl(want);
+    e = e < f->emin ? f->emin : e > f->emax ? f->emax : e;
+    return (double)(fabsl(got - want) / ldexpl(1, e - f->mant));
+}
+
+/* Where the exact result is NaN, an infinity or a zero, got must be exactly that. */
+static bool special_ok(LD got, LD want) {
+    if (isnan(want)) return isnan(got);
+    if (isnan(got)) return false;
+    if (isinf(want) || want == 0) return got == want && signbit(got) == signbit(want);
+    return true;
+}
+
+/* ---- the math ops and their references ---- */
+static double r_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static LD rl_sigmoid(LD x) { return 1 / (1 + expl(-x)); }
+static double r_recip(double x) { return 1 / x; }
+static LD rl_recip(LD x) { return 1 / x; }
+
+typedef struct MathOp {
+    KOp op;
+    double (*ref)(double);          /* for float: libm in double */
+    LD (*refl)(LD);                 /* for double: libm in long double */
+    double bound[2];                /* max ulp: float, double */
+} MathOp;
+
+/* Bounds: the max ulp measured when this test was written (printed by it; f32 / f64 in the
+ * comments) rounded up with at least a quarter ulp to spare (a denser sweep finds a little
+ * more: tanh f32 reaches 2.05); exactly 0 or 0.5 where the result must be exact or correctly
+ * rounded. */
+static const MathOp maths[] = {
+    {K_EXP, exp, expl, {2, 2}},                     /* 1.11 / 1.04 */
+    {K_LOG, log, logl, {1, 1}},                     /* 0.76 / 0.74 */
+    {K_TANH, tanh, tanhl, {3, 2.5}},                  /* 1.91 / 1.80 */
+    {K_SIGMOID, r_sigmoid, rl_sigmoid, {3, 3}},     /* 2.28 / 2.12 */
+    /* double erf is weak next to |x| = 1 (where its approximations meet): 20.4 ulp there */
+    {K_ERF, erf, erfl, {3, 22}},                    /* 2.36 / 20.44 */
+    {K_SQRT, sqrt, sqrtl, {0.5, 0.5}},
+    {K_FLOOR, floor, floorl, {0, 0}},
+    {K_CEIL, ceil, ceill, {0, 0}},
+    {K_ROUND, nearbyint, nearbyintl, {0, 0}},       /* half to even, as the default rounding */
+    {K_RECIP, r_recip, rl_recip, {0.5, 0.5}},
+    {K_SIN, sin, sinl, {3, 2}},                     /* 2.36 / 1.39 */
+    {K_COS, cos, cosl, {3, 2}},                     /* 2.11 / 1.40 */
+    {K_TAN, tan, tanl, {5, 3}},                     /* 3.86 / 2.54 */
+    {K_ASIN, asin, asinl, {3, 2.5}},                  /* 2.13 / 1.70 */
+    {K_ACOS, acos, acosl, {2, 1.5}},                  /* 1.08 / 0.92 */
+    {K_ATAN, atan, atanl, {1, 1}},                  /* 0.76 / 0.73 */
+    {K_SINH, sinh, sinhl, {3, 2}},                  /* 2.24 / 1.52 */
+    {K_COSH, cosh, coshl, {3, 2}},                  /* 2.24 / 1.52 */
+    {K_ASINH, asinh, asinhl, {2, 2}},               /* 1.62 / 1.65 */
+    {K_ACOSH, acosh, acoshl, {2, 2}},               /* 1.65 / 1.20 */
+    {K_ATANH, atanh, atanhl, {2, 2}},               /* 1.59 / 1.36 */
+};
+enum { NMATH = sizeof maths / sizeof maths[0] };
+static const double pow_bound[2] = {2, 2};          /* 1.19 / 1.15 */
+
+/* ---- inputs ---- */
+static void put(const Fmt *f, void *a, int64_t i, LD v) {
+    if (f->t == DT_FLOAT) ((float *)a)[i] = (float)v;
+    else ((double *)a)[i] = (double)v;
+}
+
+/* 0, -0, +-inf, NaN, the smallest subnormal and normal, the largest finite, +-1. */
+static int specials(const Fmt *f, void *a, int n) {
+    LD tiny = f->t == DT_FLOAT ? FLT_TRUE_MIN : DBL_TRUE_MIN;
+    LD minn = f->t == DT_FLOAT ? FLT_MIN : DBL_MIN;
+    LD huge = f->t == DT_FLOAT ? FLT_MAX : DBL_MAX;
+    LD v[] = {0.0L, -0.0L, INFINITY, -INFINITY, NAN, tiny, -tiny, minn, -minn, huge, -huge, 1, -1};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) put(f, a, n++, v[i]);
+    return n;
+}
+
+/* The unary sweep: specials; every STRIDE-th bit pattern of the finite numbers, both signs
+ * (all binades evenly, subnormals included); a dense grid on [-16, 16]; 1 and -1 +- a few
+ * ulps (log, acosh, atanh, asin and acos are at their edges there). With a NULL array it only
+ * counts. */
+static int64_t sweep(const Fmt *f, void *a) {
+    char scratch[16 * 8];
+    int64_t n = specials(f, a ? a : scratch, 0);
+    bool dbl = f->t == DT_DOUBLE;
+    uint64_t top = dbl ? 0x7ff0000000000000u : 0x7f800000u;
+    uint64_t stride = dbl ? (top >> 15) | 1 : 0x3fff;
+    for (uint64_t b = stride; b < top; b += stride, n += 2) {
+        if (!a) continue;
+        LD v;
+        if (dbl) { double d; memcpy(&d, &b, 8); v = d; }
+        else { uint32_t w = (uint32_t)b; float x; memcpy(&x, &w, 4); v = x; }
+        put(f, a, n, v);
+        put(f, a, n + 1, -v);
+    }
+    int lin = dbl ? 4096 : 16384;
+    for (int i = -lin; i <= lin; i++, n++)
+        if (a) put(f, a, n, (LD)i * 16 / lin);
+    for (int s = -1; s <= 1; s += 2)
+        for (int k = -32; k <= 32; k++, n++) {
+            if (!a) continue;
+            if (dbl) put(f, a, n, s * (1 + k * (LD)DBL_EPSILON / 2));
+            else put(f, a, n, s * (1 + k * (LD)FLT_EPSILON / 2));
+        }
+    return n;
+}
+
+/* pow: specials crossed with specials, negative bases with integral exponents, and a
+ * positive grid whose results span the whole range. */
+static int64_t pow_grid(const Fmt *f, void *x, void *y) {
+    static const double bases[] = {-INFINITY, -1e30, -3, -2.5, -2, -1, -0.5, -1e-30, -0.0, 0.0,
+                                   1e-30, 0.5, 1, 1.5, 2, 3, 10, 1e30, INFINITY, NAN};
+    static const double exps[] = {-INFINITY, -1e10, -3, -2.5, -2, -1, -0.5, -0.0, 0.0, 0.5, 1,
+                                  2, 2.5, 3, 7, 31, 1e10, INFINITY, NAN};
+    int64_t n = 0;
+#define PUT(a, b) do { if (x) { put(f, x, n, a); put(f, y, n, b); } n++; } while (0)
+    for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++)
+        for (size_t j = 0; j < sizeof exps / sizeof exps[0]; j++) PUT(bases[i], exps[j]);
+    for (int i = 1; i <= 80; i++)
+        for (int j = -25; j <= 25; j++) PUT(-(LD)i / 8, j);
+    for (int i = -160; i <= 160; i++)
+        for (int j = -60; j <= 60; j++) PUT(powl(2, (LD)i / 5), (LD)j * 0.37L);
+#undef PUT
+    return n;
+}
+
+/* ---- the math program ---- */
+typedef struct MathData {           /* one float type's inputs, outputs and buffers */
+    const Fmt *f;
+    int64_t n, np;
+    void *x, *px, *py;
+    void *y[NMATH], *pow, *neg;     /* object results */
+    void *iy[NMATH], *ipow, *ineg;  /* interpreter results */
+    Buf *bx, *bpx, *bpy, *by[NMATH], *bpow, *bneg;
+} MathData;
+
+static void *xalloc(size_t n) {
+    void *p = calloc(n ? n : 1, 1);
+    if (!p) die("out of memory");
+    return p;
+}
+
+static void math_data(MathData *d, const Fmt *f) {
+    memset(d, 0, sizeof *d);
+    size_t sz = dtype_size(f->t);
+    d->f = f;
+    d->n = sweep(f, NULL);
+    d->x = xalloc((size_t)d->n * sz);
+    sweep(f, d->x);
+    d->np = pow_grid(f, NULL, NULL);
+    d->px = xalloc((size_t)d->np * sz);
+    d->py = xalloc((size_t)d->np * sz);
+    pow_grid(f, d->px, d->py);
+    for (int i = 0; i < NMATH; i++) {
+        d->y[i] = xalloc((size_t)d->n * sz);
+        d->iy[i] = xalloc((size_t)d->n * sz);
+    }
+    d->pow = xalloc((size_t)d->np * sz);
+    d->ipow = xalloc((size_t)d->np * sz);
+    d->neg = xalloc((size_t)d->n * sz);
+    d->ineg = xalloc((size_t)d->n * sz);
+}
+
+/* One kernel per math op over x, pow over (px, py), and -(-x) through a temporary so that
+ * the program needs an arena. */
+static Program *math_prog(Arena *a, const char *name, const Target *t, MathData *ds, int nd) {
+    Program *p = prog_new(a, name, t);
+    for (int j = 0; j < nd; j++) {
+        MathData *d = &ds[j];
+        const char *s = d->f->name;
+        DType dt = d->f->t;
+        d->bx = buf(p, arena_printf(a, "x_%s", s), dt, d->n, B_INPUT);
+        d->bpx = buf(p, arena_printf(a, "px_%s", s), dt, d->np, B_INPUT);
+        d->bpy = buf(p, arena_printf(a, "py_%s", s), dt, d->np, B_INPUT);
+        for (int i = 0; i < NMATH; i++) {
+            d->by[i] = buf(p, arena_printf(a, "%s_%s", kop_name[maths[i].op], s), dt, d->n, B_OUTPUT);
+            map(p, d->by[i], maths[i].op, d->bx, NULL);
+        }
+        d->bpow = buf(p, arena_printf(a, "POW_%s", s), dt, d->np, B_OUTPUT);
+        map(p, d->bpow, K_POW, d->bpx, d->bpy);
+        Buf *tmp = buf(p, arena_printf(a, "negx_%s", s), dt, d->n, B_TEMP);
+        map(p, tmp, K_NEG, d->bx, NULL);
+        d->bneg = buf(p, arena_printf(a, "negneg_%s", s), dt, d->n, B_OUTPUT);
+        map(p, d->bneg, K_NEG, tmp, NULL);
+    }
+    kir_verify(p, "test_backend");
+    bufferize(p);
+    return p;
+}
+
+static void math_io(MathData *ds, int nd, const void **in, void **out, bool interp) {
+    for (int j = 0; j < nd; j++) {
+        MathData *d = &ds[j];
+        in[d->bx->io_index] = d->x;
+        in[d->bpx->io_index] = d->px;
+        in[d->bpy->io_index] = d->py;
+        for (int i = 0; i < NMATH; i++) out[d->by[i]->io_index] = interp ? d->iy[i] : d->y[i];
+        out[d->bpow->io_index] = interp ? d->ipow : d->pow;
+        out[d->bneg->io_index] = interp ? d->ineg : d->neg;
+    }
+}
+
+/* One op's results against a reference: the max ulp error and the failures (the first few
+ * printed). `exact`: NaN, infinite and zero references must be matched exactly (the libm
+ * checks); otherwise only NaN must match NaN (object vs interpreter, whose libm may round a
+ * tiny result to zero where ours gives a subnormal). */
+typedef struct Cmp {
+    const char *what;
+    const Fmt *f;
+    double bound;
+    int bad;
+    double max;
+    LD x, y;                        /* the operands, for messages */
+    bool binary;
+} Cmp;
+
+static void cmp_one(Cmp *c, LD got, LD want, bool exact) {
+    bool ok = exact ? special_ok(got, want) : isnan(got) == isnan(want);
+    double u = 0;
+    if (ok && !isnan(want)) {
+        u = ulps(c->f, got, want);
+        if (u > c->max) c->max = u;
+        ok = u <= c->bound;
+    }
+    if (!ok && c->bad++ < 5) {
+        char in[64];
+        if (c->binary) snprintf(in, sizeof in, "%.9Lg, %.9Lg", c->x, c->y);
+        else snprintf(in, sizeof in, "%.9Lg", c->x);
+        printf("FAIL: %s %s(%s) = %.9Lg, want %.9Lg (%.2f ulp > %g)\n", c->what, c->f->name, in,
+               got, want, u, c->bound);
+    }
+}
+
+static LD ref1(const MathOp *m, const Fmt *f, LD x) {
+    return f->t == DT_FLOAT ? (LD)m->ref((double)x) : m->refl(x);
+}
+
+static bool is_trig(KOp op) { return op == K_SIN || op == K_COS || op == K_TAN; }
+
+static void check_math(MathData *d) {
+    const Fmt *f = d->f;
+    int fi = f->t == DT_DOUBLE;
+    char what[96];
+    for (int i = 0; i < NMATH; i++) {
+        const MathOp *m = &maths[i];
+        Cmp c = {.what = kop_name[m->op], .f = f, .bound = m->bound[fi]};
+        snprintf(what, sizeof what, "interpreter %s vs object:", kop_name[m->op]);
+        Cmp ci = {.what = what, .f = f, .bound = m->bound[fi] + 1};
+        int far = 0;
+        for (int64_t k = 0; k < d->n; k++) {
+            LD x = get(f, d->x, k), got = get(f, d->y[i], k), ig = get(f, d->iy[i], k);
+            if (is_trig(m->op) && isfinite(x) && fabsl(x) >= f->trig_max) {
+                /* No accurate reduction out there (kir.h): only a sane value. */
+                bool ok = !isnan(got) && (m->op == K_TAN || fabsl(got) <= 1);
+                if (!ok && far++ < 5) printf("FAIL: %s %s(%.9Lg) = %Lg\n", kop_name[m->op], f->name, x, got);
+                continue;
+            }
+            c.x = ci.x = x;
+            cmp_one(&c, got, ref1(m, f, x), true);
+            cmp_one(&ci, ig, got, false);
+        }
+        printf("%s %-8s %s max %6.3f ulp (bound %g), interpreter %6.3f ulp, %lld inputs\n",
+               c.bad || ci.bad || far ? "FAIL" : "ok  ", kop_name[m->op], f->name, c.max, c.bound,
+               ci.max, (long long)d->n);
+        snprintf(what, sizeof what, "%s %s", kop_name[m->op], f->name);
+        check(!c.bad && !far, what);
+        snprintf(what, sizeof what, "%s %s: interpreter agrees", kop_name[m->op], f->name);
+        check(!ci.bad, what);
+    }
+
+    Cmp c = {.what = "POW", .f = f, .bound = pow_bound[fi]};
+    Cmp ci = {.what = "interpreter POW vs object:", .f = f, .bound = pow_bound[fi] + 1};
+    for (int64_t k = 0; k < d->np; k++) {
+        LD x = get(f, d->px, k), y = get(f, d->py, k), got = get(f, d->pow, k);
+        LD want = fi ? powl(x, y) : (LD)pow((double)x, (double)y);
+        c.x = ci.x = x;
+        c.y = ci.y = y;
+        c.binary = ci.binary = true;
+        cmp_one(&c, got, want, true);
+        cmp_one(&ci, get(f, d->ipow, k), got, false);
+    }
+    printf("%s POW      %s max %6.3f ulp (bound %g), interpreter %6.3f ulp, %lld inputs\n",
+           c.bad || ci.bad ? "FAIL" : "ok  ", f->name, c.max, c.bound, ci.max, (long long)d->np);
+    snprintf(what, sizeof what, "POW %s", f->name);
+    check(!c.bad, what);
+    snprintf(what, sizeof what, "POW %s: interpreter agrees", f->name);
+    check(!ci.bad, what);
+
+    size_t sz = dtype_size(f->t);
+    snprintf(what, sizeof what, "NEG(NEG) %s through a temporary, object and interpreter", f->name);
+    check(!memcmp(d->neg, d->x, (size_t)d->n * sz) && !memcmp(d->ineg, d->x, (size_t)d->n * sz), what);
+}
+
+/* ---- run() contract ---- */
+static void check_contract(Program *p, RunFn run, const void **in, void **out, void *arena) {
+    char what[96];
+    snprintf(what, sizeof what, "%s needs an arena (arena_size %lld)", p->name, (long long)p->arena_size);
+    report(p->arena_size > 0, what);
+    /* A sentinel in the first output shows that a rejected call wrote nothing. */
+    size_t nb = kir_nbytes(p->outputs[0]);
+    unsigned char *first = out[0];
+    memset(first, 0x5a, nb);
+    static const struct { int which, want; const char *what; } cases[] = {
+        {0, 1, "NULL arena -> 1"}, {1, 2, "misaligned arena -> 2"},
+        {2, 3, "NULL inputs -> 3"}, {3, 3, "NULL outputs -> 3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int w = cases[i].which;
+        int rc = run(w == 2 ? NULL : (const void *const *)in, w == 3 ? NULL : (void *const *)out,
+                     w == 0 ? NULL : w == 1 ? (char *)arena + p->arena_align / 2 : arena);
+        bool untouched = true;
+        for (size_t k = 0; k < nb; k++) untouched &= first[k] == 0x5a;
+        snprintf(what, sizeof what, "run(): %s (got %d), outputs untouched", cases[i].what, rc);
+        report(rc == cases[i].want && untouched, what);
+    }
+    int rc = run((const void *const *)in, (void *const *)out, arena);
+    snprintf(what, sizeof what, "run(): success -> 0 (got %d)", rc);
+    report(rc == 0, what);
+}
+
+/* ---- integer ops, min/max, casts ---- */
+typedef struct IntCase {            /* one output: op over inputs a (and b), expected values */
+    const char *name;
+    Buf *out;
+    void *got, *igot, *want;
+} IntCase;
+
+static int64_t geti(DType t, const void *a, int64_t i) {
+    switch (t) {
+    case DT_BOOL: return ((const uint8_t *)a)[i];
+    case DT_INT32: return ((const int32_t *)a)[i];
+    case DT_UINT32: return ((const uint32_t *)a)[i];
+    case DT_INT64: return ((const int64_t *)a)[i];
+    default: die("geti: dtype %d", t);
+    }
+}
+
+/* Bitwise comparison of object, interpreter and expected values (for floats: NaN is any NaN
+ * and zeros compare by value: kir.h leaves the sign of min(0, -0) open). */
+static void check_case(IntCase *c) {
+    Buf *b = c->out;
+    int64_t n = kir_numel(b);
+    int bad = 0, ibad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        bool ok, iok;
+        if (b->dtype == DT_FLOAT) {
+            float g = ((float *)c->got)[i], ig = ((float *)c->igot)[i], w = ((float *)c->want)[i];
+            ok = isnan(w) ? isnan(g) : g == w;
+            iok = isnan(w) ? isnan(ig) : ig == w;
+            if (!ok && bad < 5) printf("FAIL: %s[%lld] = %g, want %g\n", c->name, (long long)i, g, w);
+        } else {
+            int64_t g = geti(b->dtype, c->got, i), w = geti(b->dtype, c->want, i);
+            ok = g == w;
+            iok = geti(b->dtype, c->igot, i) == w;
+            if (!ok && bad < 5) printf("FAIL: %s[%lld] = %lld, want %lld\n", c->name, (long long)i, (long long)g, (long long)w);
+        }
+        bad += !ok;
+        ibad += !iok;
+    }
+    printf("%s %-24s %lld cases, %d wrong, interpreter %d wrong\n", bad || ibad ? "FAIL" : "ok  ",
+           c->name, (long long)n, bad, ibad);
+    char what[96];
+    snprintf(what, sizeof what, "%s", c->name);
+    check(!bad, what);
+    snprintf(what, sizeof what, "%s: interpreter agrees", c->name);
+    check(!ibad, what);
+}
+
+static const int64_t int_vals[] = {INT64_MIN, INT64_MIN + 1, INT32_MIN, INT32_MIN + 1, -100, -7,
+                                   -6, -5, -3, -2, -1, 0, 1, 2, 3, 5, 6, 7, 100, INT32_MAX,
+                                   INT64_MAX - 1, INT64_MAX};
+static const uint32_t uint_vals[] = {0, 1, 2, 3, 7, 100, 0x7fffffffu, 0x80000000u, 0xfffffff9u, 0xffffffffu};
+
+typedef struct IntProg {
+    Program *p;
+    IntCase cases[32];
+    int ncases;
+    const void *in[MAXIO];
+    void *out[MAXIO], *iout[MAXIO];
+} IntProg;
+
+static IntCase *int_case(IntProg *ip, Buf *out, KOp op, Buf *a, Buf *b, const char *name) {
+    IntCase *c = &ip->cases[ip->ncases++];
+    size_t nb = kir_nbytes(out);
+    c->name = name;
+    c->out = out;
+    c->got = ip->out[out->io_index] = xalloc(nb);
+    c->igot = ip->iout[out->io_index] = xalloc(nb);
+    c->want = xalloc(nb);
+    map(ip->p, out, op, a, b);
+    return c;
+}
+
+static Buf *int_input(IntProg *ip, const char *name, DType t, int64_t n, const void *data) {
+    Buf *b = buf(ip->p, name, t, n, B_INPUT);
+    ip->in[b->io_index] = data;
+    return b;
+}
+
+/* div, rem, min, max of signed 32/64-bit and unsigned 32-bit pairs, all of a small value set
+ * crossed, except division by zero and MIN / -1 (undefined, kir.h). */
+static void int_ops(IntProg *ip, Arena *a, DType t) {
+    int64_t n = 0, cap = 32 * 32;
+    int64_t *av = xalloc((size_t)cap * 8), *bv = xalloc((size_t)cap * 8);
+    if (t == DT_UINT32) {
+        for (size_t i = 0; i < sizeof uint_vals / sizeof uint_vals[0]; i++)
+            for (size_t j = 0; j < sizeof uint_vals / sizeof uint_vals[0]; j++)
+                if (uint_vals[j]) av[n] = uint_vals[i], bv[n++] = uint_vals[j];
+    } else {
+        int64_t lo = t == DT_INT32 ? INT32_MIN : INT64_MIN, hi = t == DT_INT32 ? INT32_MAX : INT64_MAX;
+        for (size_t i = 0; i < sizeof int_vals / sizeof int_vals[0]; i++)
+            for (size_t j = 0; j < sizeof int_vals / sizeof int_vals[0]; j++) {
+                int64_t x = int_vals[i], y = int_vals[j];
+                if (x < lo || x > hi || y < lo || y > hi || y == 0 || (x == lo && y == -1)) continue;
+                av[n] = x, bv[n++] = y;
+            }
+    }
+    size_t sz = dtype_size(t);
+    void *ad = xalloc((size_t)n * sz), *bd = xalloc((size_t)n * sz);
+    const char *s = dtype_name(t);
+    for (int64_t i = 0; i < n; i++) {
+        if (sz == 4) { ((int32_t *)ad)[i] = (int32_t)av[i]; ((int32_t *)bd)[i] = (int32_t)bv[i]; }
+        else { ((int64_t *)ad)[i] = av[i]; ((int64_t *)bd)[i] = bv[i]; }
+    }
+    Buf *ba = int_input(ip, arena_printf(a, "a_%s", s), t, n, ad);
+    Buf *bb = int_input(ip, arena_printf(a, "b_%s", s), t, n, bd);
+    static const KOp ops[] = {K_DIV, K_REM, K_MIN, K_MAX};
+    for (int o = 0; o < 4; o++) {
+        const char *name = arena_printf(a, "%s %s", kop_name[ops[o]], s);
+        IntCase *c = int_case(ip, buf(ip->p, arena_printf(a, "%s_%s", kop_name[ops[o]], s), t, n, B_OUTPUT),
+                              ops[o], ba, bb, name);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t w;
+            if (t == DT_UINT32) {
+                uint32_t x = (uint32_t)av[i], y = (uint32_t)bv[i];
+                uint32_t r = ops[o] == K_DIV ? x / y : ops[o] == K_REM ? x % y : ops[o] == K_MIN ? (x < y ? x : y) : (x > y ? x : y);
+                w = r;
+            } else {
+                int64_t x = av[i], y = bv[i];
+                w = ops[o] == K_DIV ? x / y : ops[o] == K_REM ? x % y : ops[o] == K_MIN ? (x < y ? x : y) : (x > y ? x : y);
+            }
+            if (sz == 4) ((int32_t *)c->want)[i] = (int32_t)w;
+            else ((int64_t *)c->want)[i] = w;
+        }
+    }
+    free(av);
+    free(bv);
+}
+
+static float fminmax(float x, float y, bool max) {
+    if (isnan(x) || isnan(y)) return NAN;
+    return max ? (x > y ? x : y) : (x < y ? x : y);
+}
+
+static void float_ops(IntProg *ip) {
+    /* min/max: every pair of these */
+    static const float mv[] = {NAN, -NAN, 1, -1, 0.0f, -0.0f, INFINITY, -INFINITY, 2.5f, FLT_TRUE_MIN};
+    enum { NV = sizeof mv / sizeof mv[0] };
+    float *fa = xalloc(NV * NV * 4), *fb = xalloc(NV * NV * 4);
+    for (int i = 0; i < NV; i++)
+        for (int j = 0; j < NV; j++) fa[i * NV + j] = mv[i], fb[i * NV + j] = mv[j];
+    Buf *ba = int_input(ip, "fa", DT_FLOAT, NV * NV, fa), *bb = int_input(ip, "fb", DT_FLOAT, NV * NV, fb);
+    for (int o = 0; o < 2; o++) {
+        KOp op = o ? K_MAX : K_MIN;
+        IntCase *c = int_case(ip, buf(ip->p, o ? "MAX_f32" : "MIN_f32", DT_FLOAT, NV * NV, B_OUTPUT), op, ba, bb,
+                              o ? "MAX float (NaN)" : "MIN float (NaN)");
+        for (int i = 0; i < NV * NV; i++) ((float *)c->want)[i] = fminmax(fa[i], fb[i], o);
+    }
+
+    /* casts to integers: values inside the target's range (outside is undefined) */
+    static const float cv[] = {0.0f, -0.0f, 0.4f, -0.4f, 0.5f, -0.5f, 0.99999994f, -0.99999994f, 1, -1,
+                               1.5f, -1.5f, 2.5f, -2.5f, 2.7f, -2.7f, 123456.78f, -123456.78f, 8388607.5f,
+                               -8388607.5f, 1e9f, -1e9f, 2147483520.0f, -2147483648.0f, FLT_TRUE_MIN, -FLT_MIN};
+    enum { NC = sizeof cv / sizeof cv[0] };
+    static const float cl[] = {1e18f, -1e18f, 9223371487098961920.0f, -9223372036854775808.0f, 4294967296.5f};
+    enum { NL = NC + sizeof cl / sizeof cl[0] };
+    float *c64 = xalloc(NL * 4);
+    memcpy(c64, cv, sizeof cv);
+    memcpy(c64 + NC, cl, sizeof cl);
+    Buf *bc = int_input(ip, "cast32", DT_FLOAT, NC, cv), *bl = int_input(ip, "cast64", DT_FLOAT, NL, c64);
+    IntCase *c = int_case(ip, buf(ip->p, "CAST_i32", DT_INT32, NC, B_OUTPUT), K_CAST, bc, NULL, "CAST float->int32");
+    for (int i = 0; i < NC; i++) ((int32_t *)c->want)[i] = (int32_t)cv[i];
+    c = int_case(ip, buf(ip->p, "CAST_i64", DT_INT64, NL, B_OUTPUT), K_CAST, bl, NULL, "CAST float->int64");
+    for (int i = 0; i < NL; i++) ((int64_t *)c->want)[i] = (int64_t)c64[i];
+
+    /* casts to bool: anything but a zero is true, NaN included */
+    static const float bv[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, FLT_TRUE_MIN, -FLT_TRUE_MIN, 0.1f, -2, 1e30f};
+    enum { NB = sizeof bv / sizeof bv[0] };
+    Buf *bbv = int_input(ip, "castb", DT_FLOAT, NB, bv);
+    c = int_case(ip, buf(ip->p, "CAST_bool", DT_BOOL, NB, B_OUTPUT), K_CAST, bbv, NULL, "CAST float->bool");
+    for (int i = 0; i < NB; i++) ((uint8_t *)c->want)[i] = bv[i] != 0;
+    static const int32_t iv[] = {0, 1, -1, 256, INT32_MIN, INT32_MAX, 2};
+    enum { NI = sizeof iv / sizeof iv[0] };
+    Buf *bi = int_input(ip, "casti", DT_INT32, NI, iv);
+    c = int_case(ip, buf(ip->p, "CAST_ibool", DT_BOOL, NI, B_OUTPUT), K_CAST, bi, NULL, "CAST int32->bool");
+    for (int i = 0; i < NI; i++) ((uint8_t *)c->want)[i] = iv[i] != 0;
+}
+
+static void test_int(Arena *a, const Target *host, const char *dir) {
+    IntProg *ip = xalloc(sizeof *ip);
+    ip->p = prog_new(a, "bint", host);
+    int_ops(ip, a, DT_INT32);
+    int_ops(ip, a, DT_INT64);
+    int_ops(ip, a, DT_UINT32);
+    float_ops(ip);
+    kir_verify(ip->p, "test_backend");
+    bufferize(ip->p);
+    const char *obj = arena_printf(a, "%s/bint.o", dir);
+    be_emit(ip->p, host, 2, EMIT_OBJ, obj);
+    RunFn run = be_load_object(obj, ip->p->name);
+    /* No temporaries: no arena needed, NULL is fine. */
+    int rc = run(ip->in, ip->out, NULL);
+    char what[64];
+    snprintf(what, sizeof what, "run() without temporaries, NULL arena -> 0 (got %d)", rc);
+    report(ip->p->arena_size == 0 && rc == 0, what);
+    kir_interpret(ip->p, ip->in, ip->iout);
+    for (int i = 0; i < ip->ncases; i++) check_case(&ip->cases[i]);
+    remove(obj);
+}
+
+/* ---- firmware: what the Cortex-M4 object imports ---- */
+static bool allowed_import(const char *s) {
+    static const char *const ok[] = {"memcpy", "memset", "memmove"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!strcmp(s, ok[i])) return true;
+    return !strncmp(s, "__aeabi_mem", 11);
+}
+
+static void test_firmware(Arena *a, MathData *d, const char *dir) {
+    if (system("command -v arm-none-eabi-nm >/dev/null 2>&1") != 0) {
+        printf("skip: arm-none-eabi-nm not found, Cortex-M4 imports not checked\n");
+        skipped++;
+        return;
+    }
+    Target t;
+    be_target(&t, "thumbv7em-none-eabihf", "cortex-m4", NULL, NULL);
+    Program *p = math_prog(a, "bfw", &t, d, 1);
+    const char *obj = arena_printf(a, "%s/bfw.o", dir);
+    be_emit(p, &t, 2, EMIT_OBJ, obj);
+    FILE *f = popen(arena_printf(a, "arm-none-eabi-nm -u '%s' 2>&1", obj), "r");
+    if (!f) die("popen");
+    char line[256], what[320];
+    int bad = 0, n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char sym[256];
+        line[strcspn(line, "\n")] = 0;
+        /* "         U memcpy" */
+        if (sscanf(line, " U %255s", sym) != 1 || !allowed_import(sym)) {
+            snprintf(what, sizeof what, "Cortex-M4 object imports only mem*: nm says '%s'", line);
+            check(false, what);
+            bad++;
+        }
+        n++;
+    }
+    int st = pclose(f);
+    check(st == 0, "arm-none-eabi-nm -u runs");
+    printf("%s Cortex-M4 object of the f32 math program: %d undefined symbols, %d not mem*\n",
+           bad || st ? "FAIL" : "ok  ", n, bad);
+    if (!bad) passed++;
+    remove(obj);
+}
+
+int main(void) {
+    char dir[] = "/tmp/onnxcc-test-backend-XXXXXX";
+    if (!mkdtemp(dir)) die("mkdtemp");
+    Arena *a = arena_new();
+    Target host;
+    be_target(&host, NULL, NULL, NULL, NULL);
+
+    /* math: float and double in one program */
+    MathData md[2];
+    math_data(&md[0], &F32);
+    math_data(&md[1], &F64);
+    Program *p = math_prog(a, "bmath", &host, md, 2);
+    const char *obj = arena_printf(a, "%s/bmath.o", dir);
+    be_emit(p, &host, 2, EMIT_OBJ, obj);
+    RunFn run = be_load_object(obj, p->name);
+    const void *in[MAXIO];
+    void *out[MAXIO], *iout[MAXIO];
+    math_io(md, 2, in, out, false);
+    math_io(md, 2, in, iout, true);
+    void *arena = aligned_alloc((size_t)p->arena_align, ((size_t)p->arena_size + 2 * (size_t)p->arena_align) & ~((size_t)p->arena_align - 1));
+    if (!arena) die("out of memory");
+    check_contract(p, run, in, out, arena);
+    kir_interpret(p, in, iout);
+    check_math(&md[0]);
+    check_math(&md[1]);
+    free(arena);
+    remove(obj);
+
+    test_int(a, &host, dir);
+    test_firmware(a, &md[0], dir);
+    rmdir(dir);
+    arena_free(a);
+    if (skipped) printf("backend: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("backend: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
