@@ -47,18 +47,20 @@ void lower_view(Lower *L, Node *n, int i, Buf *of) {
     L->vbuf[v->id] = kir_view_new(L->p, of, v->name, v->rank, v->dims);
 }
 
-const char *lower_kname(Lower *L, Node *n) {
-    char *s = arena_strdup(L->p->arena, n->name);
-    for (char *c = s; *c; c++)
+/* A C-identifier-friendly copy of s: anything but letters and digits becomes '_'. */
+static char *sanitize(Arena *a, const char *s) {
+    char *r = arena_strdup(a, s);
+    for (char *c = r; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
             *c = '_';
+    return r;
+}
+
+const char *lower_kname(Lower *L, Node *n) {
+    char *s = sanitize(L->p->arena, n->name);
     for (int i = 0, dup = 1; i < L->p->nkernels; i++)
-        if (strcmp(L->p->kernels[i]->name, s) == 0) {
-            s = arena_printf(L->p->arena, "%s_%d", arena_strdup(L->p->arena, n->name), ++dup);
-            for (char *c = s; *c; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-                      (*c >= '0' && *c <= '9')))
-                    *c = '_';
+        if (strcmp(L->p->kernels[i]->name, s) == 0) {   /* taken: try name_2, name_3, ... */
+            s = sanitize(L->p->arena, arena_printf(L->p->arena, "%s_%d", n->name, ++dup));
             i = -1;
         }
     return s;
