@@ -181,47 +181,83 @@ void infer_conv(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
+/* What one Conv node's kernel needs to build the statements of one output element. */
+typedef struct ConvGeom {
+    Buf *x, *wt, *b, *y;
+    Window w;
+    int64_t grp, cg, mg;
+    int acc;
+    int ov[MAX_RANK];                   /* output loop variables; the last one per segment */
+} ConvGeom;
+
+/* acc = bias; acc += x * w over channels and taps; y[o...] = acc, for the output element
+ * whose last spatial coordinate is loop variable `last`. With `inside` the taps of the last
+ * spatial dim are known to stay inside the input and get no bounds check. */
+static Stmt *conv_point(Program *p, Kernel *k, const ConvGeom *g, int last, bool inside) {
+    const Window *w = &g->w;
+    int r = g->y->rank, tv[MAX_RANK], cv = kir_var(k);
+    lower_vars(k, w->nsp, tv);
+    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
+    lower_var_idx(p, r - 1, g->ov, oi);
+    oi[r - 1] = kx_var(p, last);
+    Expr *m = oi[1], *c = kx_var(p, cv);
+    xi[0] = oi[0];
+    xi[1] = g->grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, g->mg)), g->cg), c);
+    wi[0] = m;
+    wi[1] = c;
+    for (int i = 0; i < w->nsp; i++) {
+        wi[2 + i] = kx_var(p, tv[i]);
+        xi[2 + i] = tap_index(p, w, i, oi[2 + i], wi[2 + i], &conds[i]);
+    }
+    if (inside) conds[w->nsp - 1] = NULL;
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, g->x, xi), kx_load(p, g->wt, wi));
+    Stmt *taps = wrap_taps(p, w, tv, conds, ks_set(p, g->acc, kx_bin(p, K_ADD, reg(p, k, g->acc), prod)));
+    Expr *init = g->b ? kx_load(p, g->b, &m) : kx_const(p, g->y->dtype, 0);
+    Stmt *body = ks_set(p, g->acc, init);
+    ks_seq(body, red_loop(p, cv, g->cg, taps));
+    return ks_seq(body, ks_store(p, g->y, oi, reg(p, k, g->acc)));
+}
+
 /* y[n, m, o...] = bias[m] + sum over c < C/group and taps t of
- *                 x[n, (m / (M/group)) * C/group + c, o*s + t*d - pb] * w[m, c, t] */
+ *                 x[n, (m / (M/group)) * C/group + c, o*s + t*d - pb] * w[m, c, t]
+ * The last spatial output dim is split into a left border, an interior whose windows all
+ * lie inside the input, and a right border: only the borders check the column of each tap,
+ * so the interior loop (the one tiling jams into vectors) has no branch in its body. (With
+ * a guard per column, LLVM 19 still vectorizes a bare conv, but not one with a fused Relu:
+ * 2x slower at 16 channels, 128x128.) */
 void lower_conv(Lower *L, Node *n) {
     Program *p = L->p;
-    Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
-    Buf *y = lower_out(L, n, 0);
-    int64_t grp = ir_attr_int(n, "group", 1), ks[MAX_RANK];
-    int64_t cg = wt->dims[1], mg = wt->dims[0] / grp;
-    Window w;
-    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !window_init(NULL, n, n->in[0], ks, false, &w))
+    ConvGeom g = {.x = lower_in(L, n, 0), .wt = lower_in(L, n, 1), .b = lower_in(L, n, 2)};
+    g.y = lower_out(L, n, 0);
+    int64_t ks[MAX_RANK];
+    g.grp = ir_attr_int(n, "group", 1);
+    g.cg = g.wt->dims[1];
+    g.mg = g.wt->dims[0] / g.grp;
+    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !window_init(NULL, n, n->in[0], ks, false, &g.w))
         die("lower_conv %s: node not checked by infer_conv", n->name);
 
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, wt, KP_IN);
-    if (b) kir_param(p, k, b, KP_IN);
-    kir_param(p, k, y, KP_OUT);
-    int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
-    lower_vars(k, y->rank, ov);
-    cv = kir_var(k);
-    lower_vars(k, w.nsp, tv);
-    acc = kir_scalar(p, k, y->dtype);
+    kir_param(p, k, g.x, KP_IN);
+    kir_param(p, k, g.wt, KP_IN);
+    if (g.b) kir_param(p, k, g.b, KP_IN);
+    kir_param(p, k, g.y, KP_OUT);
+    int r = g.y->rank, l = g.w.nsp - 1;
+    lower_vars(k, r - 1, g.ov);
+    g.acc = kir_scalar(p, k, g.y->dtype);
 
-    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
-    Expr *m = kx_var(p, ov[1]), *c = kx_var(p, cv);
-    lower_var_idx(p, y->rank, ov, oi);
-    xi[0] = oi[0];
-    xi[1] = grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
-    wi[0] = m;
-    wi[1] = c;
-    for (int i = 0; i < w.nsp; i++) {
-        wi[2 + i] = kx_var(p, tv[i]);
-        xi[2 + i] = tap_index(p, &w, i, oi[2 + i], wi[2 + i], &conds[i]);
+    /* Interior columns o: o*s - pb >= 0 and o*s + (k-1)*d - pb < in. */
+    const Window *w = &g.w;
+    int64_t nout = w->out[l], span = w->in[l] - 1 + w->pb[l] - (w->k[l] - 1) * w->d[l];
+    int64_t lo = MIN(ceil_div(w->pb[l], w->s[l]), nout);
+    int64_t hi = span < 0 ? lo : MAX(MIN(span / w->s[l] + 1, nout), lo);
+    int64_t cut[4] = {0, lo, hi, nout};
+    Stmt *segs = NULL;
+    for (int i = 0; i < 3; i++) {
+        if (cut[i] == cut[i + 1]) continue;
+        int v = kir_var(k);
+        segs = ks_seq(segs, ks_loop(p, v, cut[i], cut[i + 1], 1, conv_point(p, k, &g, v, i == 1)));
     }
-    Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, wt, wi));
-    Stmt *taps = wrap_taps(p, &w, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), prod)));
-    Expr *init = b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0);
-    Stmt *body = ks_set(p, acc, init);
-    ks_seq(body, red_loop(p, cv, cg, taps));
-    ks_seq(body, ks_store(p, y, oi, reg(p, k, acc)));
-    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+    k->body = lower_wrap(p, r - 1, g.y->dims, g.ov, segs);
 }
 
 /* ---- Gemm and MatMul ---- */

@@ -14,17 +14,26 @@
  *         for j in N/U*U..N: <the original body>          (tail, when U does not divide N)
  *     which LLVM's SLP vectorizer turns into vector accumulators kept in registers, with each
  *     a[i,k] loaded once per U outputs. U = 4 vector lanes of the output type (at least 4,
- *     at most 32 and at most J's extent).
+ *     at most 64 and at most J's extent). The tail is jammed again by the largest power of
+ *     two below U that fits, and so on (30 columns run as 16 + 8 + 4 + 2);
+ *   - register blocking: then the innermost loop L enclosing the tile whose copies can share
+ *     the tile's loads (no load in a reduction reads both L's and a tile variable: the
+ *     output channel of a convolution, the row i of a matmul) is jammed the same way by
+ *     BLOCK_COPIES, so each loaded input feeds several accumulators. This is done only
+ *     where the tile's loads are strided (a stride-2 convolution, whose loads LLVM gathers):
+ *     with unit-stride loads LLVM 19's SLP vectorizer gives up on the blocked body, which
+ *     then runs 2-4x slower. On AVX-512, 2 copies beat 4, 8 and 16 once a Relu is fused.
  * Legality. Each accumulator still sums its terms in the original order, so results are
  * bitwise identical. Iterations of J are independent because the kernel never loads what it
  * stores (no KP_INOUT, no input sharing storage with an output; write-once makes distinct
  * iterations store distinct elements) and every register J's body touches is set in the
- * body before it is read (checked below); registers are renamed per copy. A statement that
- * depends on j (an if on a padded coordinate, a store) is copied U times in place; a loop or
- * an if that does not is kept once with its body jammed. */
+ * body before it is read (checked below); registers are renamed per copy. The same holds
+ * for the blocked loop L. A statement that depends on j (an if on a padded coordinate, a
+ * store) is copied U times in place; a loop or an if that does not is kept once with its
+ * body jammed. */
 #include "pipeline.h"
 
-enum { MAX_JAM = 32, MAX_JAM_NODES = 40000 };
+enum { MAX_JAM = 64, MAX_JAM_NODES = 40000, BLOCK_COPIES = 2 };
 
 /* ---- small queries ---- */
 static bool expr_reads_var(const Expr *e, int var) {
@@ -219,22 +228,25 @@ static Stmt *jam(const Jam *m, const Stmt *s) {
     return head;
 }
 
-static int jam_factor(const Program *p, const Kernel *k, const Stmt *l) {
+/* Elements of the output type in one target vector. */
+static int lanes(const Program *p, const Kernel *k) {
     int esz = 4;
     for (int i = 0; i < k->nparams; i++)
         if (k->modes[i] & KP_OUT) esz = (int)dtype_size(k->params[i]->dtype);
-    int lanes = p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
-    int64_t u = MIN(MAX(4 * lanes, 4), MAX_JAM);
+    return p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
+}
+
+static int jam_factor(const Program *p, const Kernel *k, const Stmt *l) {
+    int64_t u = MIN(MAX(4 * lanes(p, k), 4), MAX_JAM);
     u = MIN(u, l->hi->i - l->lo->i);
     while (u > 1 && (int64_t)stmt_size(l->body) * u > MAX_JAM_NODES) u /= 2;
     return (int)u;
 }
 
-/* Replace loop l by the jammed main loop and, if needed, the tail (l itself, shortened). */
-static Stmt *unroll_jam(Program *p, Kernel *k, Stmt *l) {
-    int u = jam_factor(p, k, l);
-    bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
-    if (u < 2 || !private_regs(p->arena, l->body, none, k->nscalars)) return l;
+/* Replace loop l by a loop jammed by u over the largest multiple of u and, if that leaves
+ * some, the rest (l itself, shortened); returns the first of them. l's body must keep its
+ * registers private (private_regs). */
+static Stmt *jam_loop(Program *p, Kernel *k, Stmt *l, int u) {
     Jam m = {p, k, l->var, kir_var(k), u, {0}};
     int nregs = k->nscalars;
     bool *used = ARENA_ARRAY(p->arena, bool, nregs + 1);
@@ -247,16 +259,30 @@ static Stmt *unroll_jam(Program *p, Kernel *k, Stmt *l) {
     int64_t lo = l->lo->i, hi = l->hi->i, mid = lo + (hi - lo) / u * u;
     Stmt *main = ks_loop(p, m.jt, lo, mid, u, jam(&m, l->body));
     main->hints = LH_TILE;
-    Stmt *next = l->next;
     if (mid < hi) {
         l->lo = kx_index(p, mid);
-        l->next = NULL;
         main->next = l;
-        l->next = next;
     } else {
-        main->next = next;
+        main->next = l->next;
     }
     return main;
+}
+
+/* Unroll-and-jam l by u; the remainder is jammed again by the largest power of two that fits
+ * (at most u/2), and so on, so that a remainder of 30 columns runs as 16 + 8 + 4 + 2 lanes
+ * of vector work rather than 30 scalar iterations. */
+static Stmt *unroll_jam(Program *p, Kernel *k, Stmt *l, int u) {
+    bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    if (u < 2 || !private_regs(p->arena, l->body, none, k->nscalars)) return l;
+    Stmt *head = jam_loop(p, k, l, u), *last = head;
+    while (last->next == l) {
+        int64_t rest = l->hi->i - l->lo->i;
+        while (u > 1 && u > rest) u /= 2;
+        if (u < 2) break;
+        last->next = jam_loop(p, k, l, u);
+        last = last->next;
+    }
+    return head;
 }
 
 static bool has_reduction_child(const Stmt *s) {
@@ -282,13 +308,135 @@ static Stmt *tile_list(Program *p, Kernel *k, Stmt *s) {
         for (Stmt *b = s->body; b; b = b->next)
             if (b->kind == S_LOOP && (b->hints & LH_TILE)) inner_done = true;
         Stmt *r = s;
-        if (!inner_done && jammable(s)) r = unroll_jam(p, k, s);
+        if (!inner_done && jammable(s)) r = unroll_jam(p, k, s, jam_factor(p, k, s));
         if (prev) prev->next = r;
         else head = r;
         for (prev = r; prev->next != next; prev = prev->next) {}
         s = next;
     }
     return head;
+}
+
+/* ---- register blocking: a second jam around the tiled loop ---- */
+
+/* Marks the variables of the LH_TILE loops in a list. */
+static void tile_vars(const Stmt *s, bool *tv) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & LH_TILE)) tv[s->var] = true;
+        tile_vars(s->body, tv);
+        tile_vars(s->then, tv);
+        tile_vars(s->els, tv);
+    }
+}
+
+static bool reads_any(const Expr *e, const bool *vars) {
+    if (e->kind == E_VAR && vars[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_any(e->args[i], vars)) return true;
+    return false;
+}
+
+/* The coefficient of variable v in index expression e, or -1 when e is not affine in v. */
+static int64_t var_coef(const Expr *e, int v) {
+    switch (e->kind) {
+    case E_VAR: return e->var == v;
+    case E_CONST: return 0;
+    case E_BIN: {
+        int64_t a = var_coef(e->args[0], v), b = var_coef(e->args[1], v);
+        if (a < 0 || b < 0) return -1;
+        if (e->op == K_ADD) return a + b;
+        if (e->op == K_MUL && e->args[1]->kind == E_CONST) return a * e->args[1]->i;
+        if (e->op == K_MUL && e->args[0]->kind == E_CONST) return b * e->args[0]->i;
+        return a || b ? -1 : 0;
+    }
+    default: return expr_reads_var(e, v) ? -1 : 0;
+    }
+}
+
+/* Do the loads in e that read a tile variable all read it as their unit-stride last index? */
+static bool expr_contiguous(const Expr *e, const bool *tv, int nvars) {
+    if (e->kind == E_LOAD && reads_any(e, tv)) {
+        for (int d = 0; d < e->nargs; d++)
+            for (int v = 0; v < nvars; v++)
+                if (tv[v] && expr_reads_var(e, v) && var_coef(e->args[d], v) != (d == e->nargs - 1))
+                    return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!expr_contiguous(e->args[i], tv, nvars)) return false;
+    return true;
+}
+
+static bool stmt_contiguous(const Stmt *s, const bool *tv, int nvars, bool in_red) {
+    for (; s; s = s->next) {
+        if (in_red && s->val && !expr_contiguous(s->val, tv, nvars)) return false;
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        if (!stmt_contiguous(s->body, tv, nvars, red) || !stmt_contiguous(s->then, tv, nvars, in_red) ||
+            !stmt_contiguous(s->els, tv, nvars, in_red))
+            return false;
+    }
+    return true;
+}
+
+/* Does a load in e read both v and a tile variable? */
+static bool expr_ties(const Expr *e, int v, const bool *tv) {
+    if (e->kind == E_LOAD && reads_any(e, tv) && expr_reads_var(e, v)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_ties(e->args[i], v, tv)) return true;
+    return false;
+}
+
+/* Does a load inside a reduction loop of the list tie v to a tile variable? Such a load
+ * (x[.., oh + kh, ow + kw] for v = oh) differs between copies of v's loop, so jamming v
+ * would not share it; loads outside the reductions (a fused residual) run once per output
+ * and do not matter. */
+static bool stmt_ties(const Stmt *s, int v, const bool *tv, bool in_red) {
+    for (; s; s = s->next) {
+        if (in_red && s->val && expr_ties(s->val, v, tv)) return true;
+        if (in_red && s->cond && expr_ties(s->cond, v, tv)) return true;
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        if (stmt_ties(s->body, v, tv, red) || stmt_ties(s->then, v, tv, in_red) ||
+            stmt_ties(s->els, v, tv, in_red))
+            return true;
+    }
+    return false;
+}
+
+/* Copies of l: BLOCK_COPIES, fewer if l is shorter or the body would grow too big. */
+static int block_factor(const Stmt *l) {
+    int64_t v = MIN(BLOCK_COPIES, l->hi->i - l->lo->i);
+    while (v > 1 && (int64_t)stmt_size(l->body) * v > MAX_JAM_NODES) v /= 2;
+    return (int)v;
+}
+
+/* Jams, around each tiled loop, the innermost enclosing parallel loop whose copies can share
+ * the tile's loads (the output channel of a convolution, the row i of a matmul), so that each
+ * vector loaded in the reduction feeds several accumulators. Returns 0 if the list holds no
+ * tiled loop, 1 if one not yet blocked, 2 if blocked. */
+static int block_list(Program *p, Kernel *k, Stmt **list) {
+    int st = 0;
+    Stmt *prev = NULL;
+    for (Stmt *s = *list; s;) {
+        Stmt *next = s->next, *r = s;
+        int in = 0;
+        if (s->kind == S_LOOP) in = s->hints & LH_TILE ? 1 : block_list(p, k, &s->body);
+        else if (s->kind == S_IF) in = MAX(block_list(p, k, &s->then), block_list(p, k, &s->els));
+        if (in == 1 && s->kind == S_LOOP && !(s->hints & (LH_REDUCTION | LH_TILE)) &&
+            s->step == 1 && s->lo->kind == E_CONST && s->hi->kind == E_CONST) {
+            bool *tv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+            tile_vars(s->body, tv);
+            if (!stmt_ties(s->body, s->var, tv, false) &&
+                !stmt_contiguous(s->body, tv, k->nvars, false)) {
+                r = unroll_jam(p, k, s, block_factor(s));
+                if (r != s) in = 2;
+            }
+        }
+        if (prev) prev->next = r;
+        else *list = r;
+        for (prev = r; prev->next != next; prev = prev->next) {}
+        st = MAX(st, in);
+        s = next;
+    }
+    return st;
 }
 
 void tile(Program *p) {
@@ -298,6 +446,8 @@ void tile(Program *p) {
         if (k->dead) continue;
         mark_reductions(k->body);
         if (k->kclass == KC_ELEMENTWISE || k->kclass == KC_COPY) mark_vectorize(k->body);
-        if (k->kclass == KC_CONTRACTION && kernel_independent(k)) k->body = tile_list(p, k, k->body);
+        if (k->kclass != KC_CONTRACTION || !kernel_independent(k)) continue;
+        k->body = tile_list(p, k, k->body);
+        block_list(p, k, &k->body);
     }
 }
