@@ -32,6 +32,9 @@ $(DEPS_STAMP): tools/install-deps.sh
 	@sh tools/install-deps.sh
 	@touch $@
 
+# The schema comes with libonnx-dev: on a fresh machine it appears once the packages are in.
+$(ONNX_PROTO): | $(DEPS_STAMP)
+
 # The protobuf-c code is generated from Debian's schema at build time, never vendored.
 $(B)/gen/onnx.pb-c.c $(B)/gen/onnx.pb-c.h: $(ONNX_PROTO) | $(DEPS_STAMP)
 	@mkdir -p $(B)/gen
