@@ -50,5 +50,8 @@ bool rule_inputs_known(const Node *n);
 bool rule_axis(Graph *g, Node *n, int64_t axis, int rank, int *out);
 /* Input i as a constant 1-D integer tensor of at most `max` elements; NULL after an error. */
 Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max);
+/* Which dims a Reduce* node reduces (canonical form: constant axes input 1 or none) into mask;
+ * 0 for no reduction (empty axes with noop_with_empty_axes), -1 after a reported error. */
+int rule_reduce_mask(Graph *g, Node *n, bool *mask);
 
 #endif

@@ -567,33 +567,11 @@ static void emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, 
     k->body = lower_wrap(p, out->rank, out->dims, ov, body);
 }
 
-/* Which dims a Reduce* node reduces; returns false for "no reduction" (empty axes with
- * noop_with_empty_axes) and -1 after reporting a bad axis. */
-static int reduce_mask(Graph *g, Node *n, bool *mask) {
-    Value *x = n->in[0], *ax = n->nin > 1 ? n->in[1] : NULL;
-    int64_t na = ax ? ir_numel(ax) : 0;
-    if (ax && !ax->data) {
-        if (g) error(ir_where(g, n), "axes must be a constant");
-        return -1;
-    }
-    for (int d = 0; d < x->rank; d++) mask[d] = na == 0;
-    if (na == 0) return !ir_attr_int(n, "noop_with_empty_axes", 0);
-    for (int64_t i = 0; i < na; i++) {
-        int64_t a = ir_const_int(ax, i);
-        if (a < -x->rank || a >= x->rank) {
-            if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)a, x->rank);
-            return -1;
-        }
-        mask[norm_axis(a, x->rank)] = true;
-    }
-    return 1;
-}
-
 void infer_reduce(Graph *g, Node *n) {
     Value *x = n->in[0];
     bool mask[MAX_RANK], keep = ir_attr_int(n, "keepdims", 1) != 0;
     int64_t dims[MAX_RANK];
-    int r = 0, any = reduce_mask(g, n, mask);
+    int r = 0, any = rule_reduce_mask(g, n, mask);
     if (any < 0) return;
     for (int d = 0; d < x->rank; d++) {
         if (!any || !mask[d]) dims[r++] = x->dims[d];
@@ -605,7 +583,7 @@ void infer_reduce(Graph *g, Node *n) {
 void lower_reduce(Lower *L, Node *n) {
     bool mask[MAX_RANK];
     Buf *x = lower_in(L, n, 0);
-    int any = reduce_mask(NULL, n, mask);
+    int any = rule_reduce_mask(NULL, n, mask);
     if (any < 0) die("lower_reduce %s: node not checked by infer_reduce", n->name);
     if (!any) {
         lower_view(L, n, 0, x);

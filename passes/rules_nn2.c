@@ -68,44 +68,6 @@ static void sel_vars(Program *p, Kernel *k, int rank, const bool *sel, int *vars
 
 /* ---- the Reduce* family and GlobalLpPool ---- */
 
-/* Which dims a Reduce* node reduces: the constant input 1 (canonical form), or an `axes`
- * attribute if canonicalize left it there. Returns 0 for "no reduction" (empty axes with
- * noop_with_empty_axes) and -1 after reporting a bad axis. */
-static int reduce_mask(Graph *g, Node *n, bool *mask) {
-    Value *x = n->in[0], *ax = n->nin > 1 ? n->in[1] : NULL;
-    const int64_t *aa = NULL;
-    int64_t na = ax ? ir_numel(ax) : ir_attr_ints(n, "axes", &aa);
-    if (ax && !ax->data) {
-        if (g) error(ir_where(g, n), "axes must be a constant");
-        return -1;
-    }
-    for (int d = 0; d < x->rank; d++) mask[d] = na == 0;
-    if (na == 0) return !ir_attr_int(n, "noop_with_empty_axes", 0);
-    for (int64_t i = 0; i < na; i++) {
-        int64_t a = ax ? ir_const_int(ax, i) : aa[i];
-        if (a < -x->rank || a >= x->rank) {
-            if (g)
-                error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)a, x->rank);
-            return -1;
-        }
-        mask[norm_axis(a, x->rank)] = true;
-    }
-    return 1;
-}
-
-void infer_reduce_more(Graph *g, Node *n) {
-    Value *x = n->in[0];
-    bool mask[MAX_RANK], keep = ir_attr_int(n, "keepdims", 1) != 0;
-    int64_t dims[MAX_RANK];
-    int r = 0, any = reduce_mask(g, n, mask);
-    if (any < 0) return;
-    for (int d = 0; d < x->rank; d++) {
-        if (!any || !mask[d]) dims[r++] = x->dims[d];
-        else if (keep) dims[r++] = 1;
-    }
-    ir_set_shape(n->out[0], x->dtype, r, dims);
-}
-
 /* out[o...] = fin(acc) where acc = init, acc = step(acc, x) over the reduced dims:
  *   L1 |x| summed; L2 sqrt of sum x^2; SumSquare sum x^2; LogSum log of sum; Prod product;
  *   GlobalLpPool (sum |x|^p)^(1/p);
@@ -173,8 +135,8 @@ static void emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *m
 void lower_reduce_more(Lower *L, Node *n) {
     bool mask[MAX_RANK];
     Buf *x = lower_in(L, n, 0);
-    int any = reduce_mask(NULL, n, mask);
-    if (any < 0) die("lower_reduce_more %s: node not checked by infer_reduce_more", n->name);
+    int any = rule_reduce_mask(NULL, n, mask);
+    if (any < 0) die("lower_reduce_more %s: node not checked by infer_reduce", n->name);
     if (!any) {
         /* No reduction: the element function alone (|x|, x^2, log x, ...) is still applied. */
         for (int d = 0; d < x->rank; d++) mask[d] = false;

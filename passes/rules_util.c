@@ -30,3 +30,25 @@ Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max) 
     }
     return v;
 }
+
+/* Which dims a Reduce* node reduces; returns false for "no reduction" (empty axes with
+ * noop_with_empty_axes) and -1 after reporting a bad axis. */
+int rule_reduce_mask(Graph *g, Node *n, bool *mask) {
+    Value *x = n->in[0], *ax = n->nin > 1 ? n->in[1] : NULL;
+    int64_t na = ax ? ir_numel(ax) : 0;
+    if (ax && !ax->data) {
+        if (g) error(ir_where(g, n), "axes must be a constant");
+        return -1;
+    }
+    for (int d = 0; d < x->rank; d++) mask[d] = na == 0;
+    if (na == 0) return !ir_attr_int(n, "noop_with_empty_axes", 0);
+    for (int64_t i = 0; i < na; i++) {
+        int64_t a = ir_const_int(ax, i);
+        if (a < -x->rank || a >= x->rank) {
+            if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)a, x->rank);
+            return -1;
+        }
+        mask[a < 0 ? a + x->rank : a] = true;
+    }
+    return 1;
+}
