@@ -44,6 +44,15 @@ Stmt *lower_wrap(Program *p, int rank, const int64_t *dims, const int *vars, Stm
 void lower_var_idx(Program *p, int rank, const int *vars, Expr **idx);
 
 /* Shared by the rules (rules_util.c). */
+/* MatMul operands as numpy sees them: a 1-D A is a row [1, K] and a 1-D B a column [K, 1],
+ * the added dim being dropped from the result; leading dims are broadcast batch dims. */
+typedef struct MatShape {
+    int nba, nbb, nb;                   /* batch ranks of A, B and the result */
+    int64_t m, kd, nn;
+    int64_t dims[MAX_RANK];             /* result shape */
+    int rank;
+} MatShape;
+bool rule_matmul_shape(const Value *a, const Value *b, MatShape *s);
 /* False when an input's shape is unknown: an earlier shape rule failed and reported it. */
 bool rule_inputs_known(const Node *n);
 /* Axis in [-rank, rank) made non-negative into *out; false after an error (g NULL: silent). */

@@ -626,31 +626,6 @@ void lower_dynamic_quantize(Lower *L, Node *n) {
 
 /* ---- MatMulInteger, QLinearMatMul ---- */
 
-/* Operands as numpy's matmul sees them (as rules_nn.c's MatShape): leading dims broadcast. */
-typedef struct IntMat {
-    int nba, nbb, nb;
-    int64_t m, kd, nn;
-    int64_t dims[MAX_RANK];
-    int rank;
-} IntMat;
-
-static bool intmat_shape(const Value *a, const Value *b, IntMat *s) {
-    int64_t bd[MAX_RANK];
-    if (a->rank < 1 || b->rank < 1) return false;
-    s->nba = MAX(a->rank - 2, 0);
-    s->nbb = MAX(b->rank - 2, 0);
-    s->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
-    s->kd = a->dims[a->rank - 1];
-    s->nn = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
-    if (b->dims[b->rank >= 2 ? b->rank - 2 : 0] != s->kd) return false;
-    if (!ir_broadcast(s->nba, a->dims, s->nbb, b->dims, &s->nb, bd)) return false;
-    memcpy(s->dims, bd, sizeof(int64_t) * (size_t)s->nb);
-    s->rank = s->nb;
-    if (a->rank >= 2) s->dims[s->rank++] = s->m;
-    if (b->rank >= 2) s->dims[s->rank++] = s->nn;
-    return s->rank <= MAX_RANK;
-}
-
 /* Input positions of MatMulInteger / QLinearMatMul: A, A's zero point, B, B's zero point. */
 typedef struct IntMatIn { int a, azp, b, bzp; } IntMatIn;
 
@@ -661,7 +636,7 @@ static IntMatIn intmat_in(const Node *n) {
 
 static Value *opt_in(const Node *n, int i) { return i < n->nin ? n->in[i] : NULL; }
 
-static bool intmat_check(Graph *g, Node *n, IntMat *s) {
+static bool intmat_check(Graph *g, Node *n, MatShape *s) {
     IntMatIn ix = intmat_in(n);
     Value *a = n->in[ix.a], *b = n->in[ix.b];
     Value *azp = opt_in(n, ix.azp), *bzp = opt_in(n, ix.bzp);
@@ -670,7 +645,7 @@ static bool intmat_check(Graph *g, Node *n, IntMat *s) {
         error(ir_where(g, n), "needs uint8/int8 operands with zero points of the same types");
         return false;
     }
-    if (!intmat_shape(a, b, s)) {
+    if (!rule_matmul_shape(a, b, s)) {
         error(ir_where(g, n), "shapes of A (rank %d) and B (rank %d) do not multiply", a->rank,
               b->rank);
         return false;
@@ -698,7 +673,7 @@ static bool intmat_check(Graph *g, Node *n, IntMat *s) {
 
 void infer_matmul_integer(Graph *g, Node *n) {
     if (!rule_inputs_known(n)) return;
-    IntMat s;
+    MatShape s;
     if (!intmat_check(g, n, &s)) return;
     DType t = n->op == OP_QLinearMatMul ? n->in[7]->dtype : DT_INT32;
     ir_set_shape(n->out[0], t, s.rank, s.dims);
@@ -721,8 +696,8 @@ void lower_matmul_integer(Lower *L, Node *n) {
     IntMatIn ix = intmat_in(n);
     Buf *a = lower_in(L, n, ix.a), *b = lower_in(L, n, ix.b), *y = lower_out(L, n, 0);
     Buf *azp = lower_in(L, n, ix.azp), *bzp = lower_in(L, n, ix.bzp);
-    IntMat s;
-    if (!intmat_shape(n->in[ix.a], n->in[ix.b], &s)) die("lower_matmul_integer %s: unchecked", n->name);
+    MatShape s;
+    if (!rule_matmul_shape(n->in[ix.a], n->in[ix.b], &s)) die("lower_matmul_integer %s: unchecked", n->name);
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
     kir_param(p, k, a, KP_IN);
     kir_param(p, k, b, KP_IN);

@@ -328,36 +328,10 @@ void lower_gemm(Lower *L, Node *n) {
     k->body = lower_wrap(p, 2, y->dims, ov, body);
 }
 
-/* MatMul operands as numpy sees them: a 1-D A is a row [1, K] and a 1-D B a column [K, 1],
- * the added dim being dropped from the result; leading dims are broadcast batch dims. */
-typedef struct MatShape {
-    int nba, nbb, nb;                   /* batch ranks of A, B and the result */
-    int64_t m, kd, nn;
-    int64_t dims[MAX_RANK];             /* result shape */
-    int rank;
-} MatShape;
-
-static bool matmul_shape(const Value *a, const Value *b, MatShape *s) {
-    int64_t bd[MAX_RANK];
-    if (a->rank < 1 || b->rank < 1) return false;
-    s->nba = MAX(a->rank - 2, 0);
-    s->nbb = MAX(b->rank - 2, 0);
-    s->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
-    s->kd = a->dims[a->rank - 1];
-    s->nn = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
-    if (b->dims[b->rank >= 2 ? b->rank - 2 : 0] != s->kd) return false;
-    if (!ir_broadcast(s->nba, a->dims, s->nbb, b->dims, &s->nb, bd)) return false;
-    memcpy(s->dims, bd, sizeof(int64_t) * (size_t)s->nb);
-    s->rank = s->nb;
-    if (a->rank >= 2) s->dims[s->rank++] = s->m;
-    if (b->rank >= 2) s->dims[s->rank++] = s->nn;
-    return s->rank <= MAX_RANK;
-}
-
 void infer_matmul(Graph *g, Node *n) {
     Value *a = n->in[0], *b = n->in[1];
     MatShape s;
-    if (!matmul_shape(a, b, &s)) {
+    if (!rule_matmul_shape(a, b, &s)) {
         error(ir_where(g, n), "shapes of A (rank %d) and B (rank %d) do not multiply", a->rank,
               b->rank);
         return;
@@ -376,7 +350,7 @@ void lower_matmul(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *y = lower_out(L, n, 0);
     MatShape s;
-    if (!matmul_shape(n->in[0], n->in[1], &s)) die("lower_matmul %s: unchecked shapes", n->name);
+    if (!rule_matmul_shape(n->in[0], n->in[1], &s)) die("lower_matmul %s: unchecked shapes", n->name);
 
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
     kir_param(p, k, a, KP_IN);

@@ -1,5 +1,7 @@
 /* rules_util.c - small checks and constructors shared by the per-op rules (rules_*.c):
  * operand availability, axis normalisation, constant integer operands. Declared in lower.h. */
+#include <string.h>
+
 #include "lower.h"
 
 bool rule_inputs_known(const Node *n) {
@@ -51,4 +53,21 @@ int rule_reduce_mask(Graph *g, Node *n, bool *mask) {
         mask[a < 0 ? a + x->rank : a] = true;
     }
     return 1;
+}
+
+bool rule_matmul_shape(const Value *a, const Value *b, MatShape *s) {
+    int64_t bd[MAX_RANK];
+    if (a->rank < 1 || b->rank < 1) return false;
+    s->nba = MAX(a->rank - 2, 0);
+    s->nbb = MAX(b->rank - 2, 0);
+    s->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+    s->kd = a->dims[a->rank - 1];
+    s->nn = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+    if (b->dims[b->rank >= 2 ? b->rank - 2 : 0] != s->kd) return false;
+    if (!ir_broadcast(s->nba, a->dims, s->nbb, b->dims, &s->nb, bd)) return false;
+    memcpy(s->dims, bd, sizeof(int64_t) * (size_t)s->nb);
+    s->rank = s->nb;
+    if (a->rank >= 2) s->dims[s->rank++] = s->m;
+    if (b->rank >= 2) s->dims[s->rank++] = s->nn;
+    return s->rank <= MAX_RANK;
 }
