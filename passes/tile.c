@@ -13,16 +13,24 @@
  *             c[i,jt+u] = r_u
  *         for j in N/U*U..N: <the original body>          (tail, when U does not divide N)
  *     which LLVM's SLP vectorizer turns into vector accumulators kept in registers, with each
- *     a[i,k] loaded once per U outputs. U = 4 vector lanes of the output type (at least 4,
- *     at most 64 and at most J's extent). The tail is jammed again by the largest power of
- *     two below U that fits, and so on (30 columns run as 16 + 8 + 4 + 2);
+ *     a[i,k] loaded once per U outputs. U = 8 vector lanes of the output type (at least 4,
+ *     at most 128 and at most J's extent); what is left is jammed again as one tile (126
+ *     columns at U = 128 run as one tile, 30 at U = 16 as 16 + 14). One wide tile rather than
+ *     power-of-two pieces matters: each accumulator is a chain of dependent adds, so a loop
+ *     with one or two vector accumulators is bound by the add latency, and a 126-wide conv
+ *     row cut into 64 + 32 + 16 + 8 + 4 + 2 took about six times as long as its 64-wide part
+ *     (16 -> 16 channels at 128x128 on AVX-512: 1.7 -> 1.05 ms);
  *   - register blocking: then the innermost loop L enclosing the tile whose copies can share
  *     the tile's loads (no load in a reduction reads both L's and a tile variable: the
- *     output channel of a convolution, the row i of a matmul) is jammed the same way by
- *     BLOCK_COPIES, so each loaded input feeds several accumulators. This is done only
- *     where the tile's loads are strided (a stride-2 convolution, whose loads LLVM gathers):
- *     with unit-stride loads LLVM 19's SLP vectorizer gives up on the blocked body, which
- *     then runs 2-4x slower. On AVX-512, 2 copies beat 4, 8 and 16 once a Relu is fused.
+ *     output channel of a convolution, the row i of a matmul, the output column of a
+ *     convolution run with the output channel innermost) is jammed the same way by
+ *     BLOCK_COPIES, so each loaded input feeds several accumulators. This is done only where
+ *     the tile's loads are strided (a stride-2 convolution, whose loads LLVM gathers) or the
+ *     tile is narrow (at most NARROW_TILE vectors: too few chains to hide the add latency).
+ *     With a wide tile of unit-stride loads LLVM 19's SLP vectorizer gives up on the blocked
+ *     body, which then runs 2-5x slower. On AVX-512, 2 copies beat 4, 8 and 16 once a Relu
+ *     is fused, and beat 4 and 8 for narrow tiles too (a 512x256 by 256x16 matmul: 60 -> 36
+ *     us; a 16 -> 32 channel stride-2 conv, channels innermost: 0.95 -> 0.51 ms).
  * Legality. Each accumulator still sums its terms in the original order, so results are
  * bitwise identical. Iterations of J are independent because the kernel never loads what it
  * stores (no KP_INOUT, no input sharing storage with an output; write-once makes distinct
@@ -33,7 +41,7 @@
  * body jammed. */
 #include "pipeline.h"
 
-enum { MAX_JAM = 64, MAX_JAM_NODES = 40000, BLOCK_COPIES = 2 };
+enum { MAX_JAM = 128, MAX_JAM_NODES = 40000, BLOCK_COPIES = 2, NARROW_TILE = 2 };
 
 /* ---- small queries ---- */
 static bool expr_reads_var(const Expr *e, int var) {
@@ -237,7 +245,7 @@ static int lanes(const Program *p, const Kernel *k) {
 }
 
 static int jam_factor(const Program *p, const Kernel *k, const Stmt *l) {
-    int64_t u = MIN(MAX(4 * lanes(p, k), 4), MAX_JAM);
+    int64_t u = MIN(MAX(8 * lanes(p, k), 4), MAX_JAM);
     u = MIN(u, l->hi->i - l->lo->i);
     while (u > 1 && (int64_t)stmt_size(l->body) * u > MAX_JAM_NODES) u /= 2;
     return (int)u;
@@ -277,7 +285,7 @@ static Stmt *unroll_jam(Program *p, Kernel *k, Stmt *l, int u) {
     Stmt *head = jam_loop(p, k, l, u), *last = head;
     while (last->next == l) {
         int64_t rest = l->hi->i - l->lo->i;
-        while (u > 1 && u > rest) u /= 2;
+        u = (int)MIN(u, rest);
         if (u < 2) break;
         last->next = jam_loop(p, k, l, u);
         last = last->next;
@@ -401,6 +409,16 @@ static bool stmt_ties(const Stmt *s, int v, const bool *tv, bool in_red) {
     return false;
 }
 
+/* The widest tile (copies of the jammed loop) in a list. */
+static int64_t tile_width(const Stmt *s) {
+    int64_t w = 0;
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & LH_TILE)) w = MAX(w, s->step);
+        w = MAX(w, MAX(tile_width(s->body), MAX(tile_width(s->then), tile_width(s->els))));
+    }
+    return w;
+}
+
 /* Copies of l: BLOCK_COPIES, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Stmt *l) {
     int64_t v = MIN(BLOCK_COPIES, l->hi->i - l->lo->i);
@@ -424,8 +442,9 @@ static int block_list(Program *p, Kernel *k, Stmt **list) {
             s->step == 1 && s->lo->kind == E_CONST && s->hi->kind == E_CONST) {
             bool *tv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
             tile_vars(s->body, tv);
+            bool narrow = tile_width(s->body) <= NARROW_TILE * lanes(p, k);
             if (!stmt_ties(s->body, s->var, tv, false) &&
-                !stmt_contiguous(s->body, tv, k->nvars, false)) {
+                (narrow || !stmt_contiguous(s->body, tv, k->nvars, false))) {
                 r = unroll_jam(p, k, s, block_factor(s));
                 if (r != s) in = 2;
             }

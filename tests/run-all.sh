@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/run-all.sh - `make test`: every test of onnxcc, in order
 #   unit tests (tests/unit/test_*.c: IR and passes), tests/passes.sh (single passes, text in,
-#   text out), tests/cli.sh (command line and error paths), tests/golden.sh (ONNX backend test
+#   text out), tests/convs.sh (convolutions with constant weights against numpy), tests/cli.sh
+#   (command line and error paths), tests/golden.sh (ONNX backend test
 #   data), tests/models.sh (the sample models, two models in one program) and
 #   tests/firmware/run.sh (Cortex-M4 under QEMU).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
@@ -79,8 +80,8 @@ for t in tests/unit/test_*.c; do
     runner $name timeout 300 $exe
 done
 
-# golden text tests of single passes (tests/passes/), when present
-[ -f tests/passes.sh ] && runner passes sh tests/passes.sh
+runner passes sh tests/passes.sh
+runner convs sh tests/convs.sh
 runner cli sh tests/cli.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 runner models sh tests/models.sh

@@ -1,0 +1,32 @@
+#!/bin/sh
+# tests/convs.sh - convolutions with constant weights (tests/convs/gen.py makes the models and
+# their numpy reference outputs into build/conv-tests/), checked with `onnxcc check` at -O0 and
+# -O2. atol 1e-4: the reference sums in float64, the compiled code in float32.
+# Last line: "convs: N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+OUT=build/conv-tests
+rm -rf $OUT && mkdir -p $OUT
+passed=0 failed=0
+if ! $PYTHON tests/convs/gen.py $OUT; then
+    echo "FAIL convs: tests/convs/gen.py"
+    echo "convs: 0 passed, 1 failed"
+    exit 1
+fi
+for m in $OUT/*/; do
+    name=${m%/}
+    name=${name##*/}
+    for o in -O0 -O2; do
+        if ./onnxcc check $o --atol 1e-4 $m/model.onnx >$OUT/$name$o.log 2>&1; then
+            echo "ok   $name $o"
+            passed=$((passed + 1))
+        else
+            echo "FAIL $name $o"
+            tail -n 5 $OUT/$name$o.log
+            failed=$((failed + 1))
+        fi
+    done
+done
+echo "convs: $passed passed, $failed failed"
+[ $failed = 0 ]

@@ -1,0 +1,42 @@
+# gen.py OUTDIR - convolution models with constant weights (the paths of rules_nn.c that the
+# ONNX test data does not reach: its conv weights are graph inputs), with a numpy reference.
+# Strided, dilated, asymmetric pads, 1-D/2-D/3-D, batch 2, 8..32 channels, with and without Relu.
+import onnx, numpy as np, os, sys
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+rng=np.random.default_rng(0)
+def ref(x,w,b,s,d,pb,pe):
+    nsp=x.ndim-2
+    xp=np.pad(x,[(0,0),(0,0)]+[(pb[i],pe[i]) for i in range(nsp)])
+    M=w.shape[0]; ks=w.shape[2:]
+    out=[(xp.shape[2+i]-((ks[i]-1)*d[i]+1))//s[i]+1 for i in range(nsp)]
+    y=np.zeros((x.shape[0],M)+tuple(out),np.float64)
+    for t in np.ndindex(*ks):
+        sl=tuple(slice(t[i]*d[i], t[i]*d[i]+(out[i]-1)*s[i]+1, s[i]) for i in range(nsp))
+        patch=xp[(slice(None),slice(None))+sl]
+        y+=np.einsum('nc...,mc->nm...',patch,w[(slice(None),slice(None))+t])
+    return y+b.reshape((1,M)+(1,)*nsp)
+cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
+       ('s2_2d_relu_asym',[2,5,9,11],[12,5,3,2],[2,3],[1,2],[0,1,2,1],1),
+       ('s3_1d',[1,4,30],[8,4,5],[3],[1],[2,1],0),
+       ('s2_3d',[1,2,6,7,9],[9,2,2,3,3],[1,2,2],[1,1,1],[1,0,1,0,1,1],1),
+       ('s1_hyb',[1,16,12,40],[16,16,3,3],[1,1],[1,1],[1,1,1,1],1),
+       ('s1_hyb_dil',[1,5,10,30],[8,5,3,3],[1,1],[2,2],[2,1,0,3],1),
+       ('s1_hyb_1d',[2,3,25],[12,3,4],[1],[1],[2,2],0),
+       ('s1_hyb_3d',[1,2,5,6,21],[8,2,2,3,3],[1,1,1],[1,1,1],[1,1,1,0,1,1],1),
+       ('s1_cm32',[1,16,9,33],[32,16,3,3],[1,1],[1,1],[1,1,1,1],1),
+       ('s2_wide',[1,16,20,70],[32,16,3,3],[2,2],[1,1],[1,1,1,1],1)]
+os.chdir(sys.argv[1])
+for name,xs,ws,s,d,pads,relu in cases:
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    x=rng.standard_normal(xs).astype(np.float32); w=rng.standard_normal(ws).astype(np.float32); b=rng.standard_normal(ws[0]).astype(np.float32)
+    nsp=len(xs)-2
+    y=ref(x.astype(np.float64),w.astype(np.float64),b,s,d,pads[:nsp],pads[nsp:])
+    if relu: y=np.maximum(y,0)
+    y=y.astype(np.float32)
+    nodes=[h.make_node('Conv',['x','W','B'],['c' if relu else 'y'],pads=pads,strides=s,dilations=d)]
+    if relu: nodes.append(h.make_node('Relu',['c'],['y']))
+    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],[nh.from_array(w,'W'),nh.from_array(b,'B')])
+    m=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); m.ir_version=8
+    onnx.save(m,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
+    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
