@@ -87,6 +87,21 @@ fresh; expect_error "unwritable output path" 1 1 -- models/mlp/model.onnx -o /no
 fresh; expect_error "check with another model's test data" 1 any -- \
     check models/mlp/model.onnx models/cnn/test_data_set_0
 
+# --bind: a shape input fixed at compile time (ONNX's reshape test: inputs 'data', 'shape').
+R=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_reshape_reordered_all_dims
+fresh; expect_error "--bind of an unknown input" 1 1 nosuch -- \
+    $R/model.onnx --bind nosuch=$R/test_data_set_0/input_1.pb -o $dir/x.o
+fresh; expect_error "--bind with a file of the wrong type" 1 1 shape -- \
+    $R/model.onnx --bind shape=$R/test_data_set_0/input_0.pb -o $dir/x.o
+fresh; expect_error "--bind without =FILE" 2 1 -- $R/model.onnx --bind shape -o $dir/x.o
+fresh
+run $R/model.onnx --bind shape=$R/test_data_set_0/input_1.pb -o $dir/rs.o
+if [ $rc = 0 ] && grep -q '#define rs_NUM_INPUTS 1' $dir/rs.h; then
+    ok "--bind makes the input a constant (one input left)"
+else
+    fail "--bind makes the input a constant" "exit status $rc"
+fi
+
 # A data set whose expected output is wrong (cnn's logits for mlp's input): a failed check,
 # reported in the summary line, not an error of the model.
 mkdir -p $B/wrong_data
@@ -111,7 +126,7 @@ fi
 run --help
 missing=""
 for opt in -o --name --emit -O0 -O1 -O2 -O3 --target --cpu --features --abi --shape \
-        --print-after --print-after-all --verify --no-verify -v --rtol --atol --help --version \
+        --bind --print-after --print-after-all --verify --no-verify -v --rtol --atol --help --version \
         check; do
     grep -q -- "$opt\\b" $B/stdout || missing="$missing $opt"
 done
