@@ -183,6 +183,12 @@ static bool is_iconst(const Expr *e, int64_t v) {
     return e->kind == E_CONST && e->type == DT_INDEX && e->i == v;
 }
 
+Expr *kx_and(Program *p, Expr *a, Expr *b) {
+    if (!a) return b;
+    if (!b) return a;
+    return kx_bin(p, K_AND, a, b);
+}
+
 Expr *kx_add(Program *p, Expr *a, Expr *b) {
     if (a->kind == E_CONST && b->kind == E_CONST) return kx_index(p, a->i + b->i);
     if (is_iconst(a, 0)) return b;
@@ -213,6 +219,12 @@ Stmt *ks_loop(Program *p, int var, int64_t lo, int64_t hi, int64_t step, Stmt *b
     s->hi = kx_index(p, hi);
     s->step = step;
     s->body = body;
+    return s;
+}
+
+Stmt *ks_red_loop(Program *p, int var, int64_t n, Stmt *body) {
+    Stmt *s = ks_loop(p, var, 0, n, 1, body);
+    s->hints |= LH_REDUCTION;
     return s;
 }
 

@@ -207,6 +207,10 @@ Stmt *ks_store(Program *p, Buf *b, Expr **idx, Expr *val); /* idx copied */
 Stmt *ks_set(Program *p, int reg, Expr *val);
 Stmt *ks_if(Program *p, Expr *cond, Stmt *then, Stmt *els);
 Stmt *ks_seq(Stmt *a, Stmt *b);                 /* append list b to list a; returns head */
+/* for (var = 0; var < n; var++) body, marked LH_REDUCTION (tiling keeps it inside). */
+Stmt *ks_red_loop(Program *p, int var, int64_t n, Stmt *body);
+/* a && b where either may be NULL (no condition): NULL when both are. */
+Expr *kx_and(Program *p, Expr *a, Expr *b);
 
 Expr *kx_clone(Program *p, const Expr *e);
 Stmt *ks_clone(Program *p, const Stmt *s);

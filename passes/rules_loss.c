@@ -17,16 +17,7 @@
 
 #include "lower.h"
 
-/* ---- small kernel-building helpers (as in rules_nn.c) ---- */
-
-/* A loop that reduces into a register (marked so that tiling keeps it inside). */
-static Stmt *red_loop(Program *p, int var, int64_t n, Stmt *body) {
-    Stmt *s = ks_loop(p, var, 0, n, 1, body);
-    s->hints |= LH_REDUCTION;
-    return s;
-}
-
-static Expr *reg(Program *p, Kernel *k, int r) { return kx_scalar(p, k, r); }
+/* ---- small helpers ---- */
 
 static bool is_int_dtype(DType t) {
     return t == DT_INT8 || t == DT_INT16 || t == DT_INT32 || t == DT_INT64 || t == DT_UINT8 ||
@@ -158,17 +149,17 @@ static void emit_loss(Lower *L, Node *n, const Loss *s, Buf *out) {
     DType dt = out->dtype;
     bool count_only = rd == RD_MEAN && !s->w && !s->has_ii; /* every weight is 1 */
     int acc = kir_scalar(p, k, dt), ws = rd == RD_MEAN ? kir_scalar(p, k, dt) : -1;
-    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), sample_loss(p, s, ti)));
+    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), sample_loss(p, s, ti)));
     Stmt *body = ks_set(p, acc, kx_const(p, dt, 0));
     if (ws >= 0) {
         ks_seq(body, ks_set(p, ws, kx_const(p, dt, count_only ? (double)kir_numel(s->t) : 0)));
         if (!count_only)
-            ks_seq(upd, ks_set(p, ws, kx_bin(p, K_ADD, reg(p, k, ws), sample_weight(p, s, ti))));
+            ks_seq(upd, ks_set(p, ws, kx_bin(p, K_ADD, kx_scalar(p, k, ws), sample_weight(p, s, ti))));
     }
-    for (int d = r - 1; d >= 0; d--) upd = red_loop(p, vars[d], s->t->dims[d], upd);
+    for (int d = r - 1; d >= 0; d--) upd = ks_red_loop(p, vars[d], s->t->dims[d], upd);
     ks_seq(body, upd);
-    Expr *v = reg(p, k, acc);
-    if (ws >= 0) v = kx_bin(p, K_DIV, v, reg(p, k, ws));
+    Expr *v = kx_scalar(p, k, acc);
+    if (ws >= 0) v = kx_bin(p, K_DIV, v, kx_scalar(p, k, ws));
     ks_seq(body, ks_store(p, out, ti, v));
     k->body = body;
 }
@@ -213,18 +204,18 @@ static void emit_log_softmax(Lower *L, Node *n, Buf *x, Buf *lp) {
     int cv = kir_var(k);
     idx[1] = kx_var(p, cv);
     Stmt *body = ks_set(p, mx, kx_const(p, t, -INFINITY));
-    ks_seq(body, red_loop(p, cv, c, ks_set(p, mx, kx_bin(p, K_MAX, reg(p, k, mx), kx_load(p, x, idx)))));
+    ks_seq(body, ks_red_loop(p, cv, c, ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), kx_load(p, x, idx)))));
 
     cv = kir_var(k);
     idx[1] = kx_var(p, cv);
-    Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mx)));
+    Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)));
     ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
-    ks_seq(body, red_loop(p, cv, c, ks_set(p, sm, kx_bin(p, K_ADD, reg(p, k, sm), e))));
-    ks_seq(body, ks_set(p, ls, kx_un(p, K_LOG, reg(p, k, sm))));
+    ks_seq(body, ks_red_loop(p, cv, c, ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), e))));
+    ks_seq(body, ks_set(p, ls, kx_un(p, K_LOG, kx_scalar(p, k, sm))));
 
     cv = kir_var(k);
     idx[1] = kx_var(p, cv);
-    Expr *v = kx_bin(p, K_SUB, kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mx)), reg(p, k, ls));
+    Expr *v = kx_bin(p, K_SUB, kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)), kx_scalar(p, k, ls));
     ks_seq(body, ks_loop(p, cv, 0, c, 1, ks_store(p, lp, idx, v)));
     k->body = lower_wrap(p, no, od, oo, body);
 }

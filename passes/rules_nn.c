@@ -15,21 +15,6 @@
 
 /* ---- small kernel-building helpers ---- */
 
-/* A loop that reduces into a register (marked so that tiling keeps it inside). */
-static Stmt *red_loop(Program *p, int var, int64_t n, Stmt *body) {
-    Stmt *s = ks_loop(p, var, 0, n, 1, body);
-    s->hints |= LH_REDUCTION;
-    return s;
-}
-
-static Expr *reg(Program *p, Kernel *k, int r) { return kx_scalar(p, k, r); }
-
-static Expr *both(Program *p, Expr *a, Expr *b) {
-    if (!a) return b;
-    if (!b) return a;
-    return kx_bin(p, K_AND, a, b);
-}
-
 /* The smallest / largest value of a dtype: the identity of max / min. Integers use their
  * range so that pools over int8/uint8 work; int64's largest is not exact in a double, so
  * min-reductions start from a loaded element instead (see emit_reduce). */
@@ -125,7 +110,7 @@ static Expr *tap_index(Program *p, const Window *w, int i, Expr *o, Expr *t, Exp
     int64_t hi = (w->out[i] - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] - w->pb[i];
     *cond = NULL;
     if (w->pb[i] > 0) *cond = kx_bin(p, K_GE, ix, kx_index(p, 0));
-    if (hi >= w->in[i]) *cond = both(p, *cond, kx_bin(p, K_LT, ix, kx_index(p, w->in[i])));
+    if (hi >= w->in[i]) *cond = kx_and(p, *cond, kx_bin(p, K_LT, ix, kx_index(p, w->in[i])));
     return ix;
 }
 
@@ -134,7 +119,7 @@ static Expr *tap_index(Program *p, const Window *w, int i, Expr *o, Expr *t, Exp
 static Stmt *wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, Stmt *body) {
     for (int i = w->nsp - 1; i >= 0; i--) {
         if (conds[i]) body = ks_if(p, conds[i], body, NULL);
-        body = red_loop(p, tv[i], w->k[i], body);
+        body = ks_red_loop(p, tv[i], w->k[i], body);
     }
     return body;
 }
@@ -217,11 +202,11 @@ static Stmt *conv_point(Program *p, Kernel *k, const ConvGeom *g, int last, bool
         wi[w->nsp + 1] = m;
     }
     Expr *prod = kx_bin(p, K_MUL, kx_load(p, g->x, xi), kx_load(p, cm ? g->wc : g->wt, wi));
-    Stmt *taps = wrap_taps(p, w, tv, conds, ks_set(p, g->acc, kx_bin(p, K_ADD, reg(p, k, g->acc), prod)));
+    Stmt *taps = wrap_taps(p, w, tv, conds, ks_set(p, g->acc, kx_bin(p, K_ADD, kx_scalar(p, k, g->acc), prod)));
     Expr *init = g->b ? kx_load(p, g->b, &m) : kx_const(p, g->y->dtype, 0);
     Stmt *body = ks_set(p, g->acc, init);
-    ks_seq(body, red_loop(p, cv, g->cg, taps));
-    return ks_seq(body, ks_store(p, g->y, oi, reg(p, k, g->acc)));
+    ks_seq(body, ks_red_loop(p, cv, g->cg, taps));
+    return ks_seq(body, ks_store(p, g->y, oi, kx_scalar(p, k, g->acc)));
 }
 
 /* Constant weights [M, C, k...] of a one-group conv relaid out as [C, k..., M], for running
@@ -370,8 +355,8 @@ void lower_gemm(Lower *L, Node *n) {
     bi[tb ? 0 : 1] = oi[1];
     Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, b, bi));
     Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
-    ks_seq(body, red_loop(p, kv, kd, ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), prod))));
-    Expr *v = reg(p, k, acc);
+    ks_seq(body, ks_red_loop(p, kv, kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
+    Expr *v = kx_scalar(p, k, acc);
     if (alpha != 1) v = kx_bin(p, K_MUL, kx_const(p, y->dtype, alpha), v);
     if (c) {
         Expr *ci[2];
@@ -431,8 +416,8 @@ void lower_matmul(Lower *L, Node *n) {
     }
     Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, b, bi));
     Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
-    ks_seq(body, red_loop(p, kv, s.kd, ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), prod))));
-    ks_seq(body, ks_store(p, y, oi, reg(p, k, acc)));
+    ks_seq(body, ks_red_loop(p, kv, s.kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
 
@@ -537,19 +522,19 @@ void lower_pool(Lower *L, Node *n) {
     for (int i = 0; i < w.nsp; i++)
         xi[2 + i] = tap_index(p, &w, i, oi[2 + i], kx_var(p, tv[i]), &conds[i]);
     Expr *flat = yi ? argmax_index(p, x, xi, ir_attr_int(n, "storage_order", 0) != 0) : NULL;
-    Expr *xv = kx_load(p, x, xi), *av = reg(p, k, acc);
+    Expr *xv = kx_load(p, x, xi), *av = kx_scalar(p, k, acc);
     Stmt *upd, *body = ks_set(p, acc, kx_const(p, y->dtype, is_max ? dtype_lowest(y->dtype) : 0));
     if (!is_max) upd = ks_set(p, acc, kx_bin(p, K_ADD, av, xv));
     else if (!yi) upd = ks_set(p, acc, kx_bin(p, K_MAX, av, xv));
     else upd = ks_if(p, kx_bin(p, K_GT, xv, av), ks_seq(ks_set(p, acc, xv), ks_set(p, arg, flat)), NULL);
     if (yi) ks_seq(body, ks_set(p, arg, kx_index(p, 0)));
     ks_seq(body, wrap_taps(p, &w, tv, conds, upd));
-    Expr *v = reg(p, k, acc);
+    Expr *v = kx_scalar(p, k, acc);
     if (!is_max)
         v = kx_bin(p, K_DIV, v,
                    avg_divisor(p, &w, oi, ir_attr_int(n, "count_include_pad", 0) != 0, y->dtype));
     ks_seq(body, ks_store(p, y, oi, v));
-    if (yi) ks_seq(body, ks_store(p, yi, oi, kx_cast(p, DT_INT64, reg(p, k, arg))));
+    if (yi) ks_seq(body, ks_store(p, yi, oi, kx_cast(p, DT_INT64, kx_scalar(p, k, arg))));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
 
@@ -582,7 +567,7 @@ static void emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, 
             ii[d] = first[d] = oi[o++];
         }
     }
-    Expr *xv = kx_load(p, in, ii), *av = reg(p, k, acc), *init;
+    Expr *xv = kx_load(p, in, ii), *av = kx_scalar(p, k, acc), *init;
     KOp op = kind == R_MAX ? K_MAX : kind == R_MIN ? K_MIN : K_ADD;
     if ((kind == R_MAX || kind == R_MIN) && count > 0) init = kx_load(p, in, first);
     else if (kind == R_MAX || kind == R_MIN)
@@ -590,9 +575,9 @@ static void emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, 
     else init = kx_const(p, out->dtype, 0);
     Stmt *red = ks_set(p, acc, kx_bin(p, op, av, xv));
     for (int d = in->rank - 1; d >= 0; d--)
-        if (mask[d]) red = red_loop(p, rv[d], in->dims[d], red);
+        if (mask[d]) red = ks_red_loop(p, rv[d], in->dims[d], red);
     Stmt *body = ks_seq(ks_set(p, acc, init), red);
-    Expr *v = reg(p, k, acc);
+    Expr *v = kx_scalar(p, k, acc);
     if (kind == R_MEAN && count > 0) v = kx_bin(p, K_DIV, v, kx_const(p, out->dtype, (double)count));
     ks_seq(body, ks_store(p, out, oi, v));
     k->body = lower_wrap(p, out->rank, out->dims, ov, body);
@@ -734,7 +719,7 @@ static void pass_vars(Program *p, Kernel *k, int lo, int hi, int *vars, Expr **i
 static Stmt *pass_wrap(Program *p, int lo, int hi, const int64_t *dims, const int *vars, Stmt *s,
                        bool reduction) {
     for (int d = hi - 1; d >= lo; d--)
-        s = reduction ? red_loop(p, vars[d], dims[d], s) : ks_loop(p, vars[d], 0, dims[d], 1, s);
+        s = reduction ? ks_red_loop(p, vars[d], dims[d], s) : ks_loop(p, vars[d], 0, dims[d], 1, s);
     return s;
 }
 
@@ -769,22 +754,22 @@ void lower_softmax(Lower *L, Node *n) {
     Stmt *body = ks_set(p, mx, kx_const(p, t, -INFINITY));
     Expr *xv = kx_load(p, x, idx);
     ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
-                           ks_set(p, mx, kx_bin(p, K_MAX, reg(p, k, mx), xv)), true));
+                           ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), xv)), true));
 
     pass_vars(p, k, lo, hi, rv, idx);
-    Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mx)));
+    Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)));
     ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
     ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
-                           ks_set(p, sm, kx_bin(p, K_ADD, reg(p, k, sm), e)), true));
+                           ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), e)), true));
 
     pass_vars(p, k, lo, hi, rv, idx);
-    Expr *xm = kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mx)), *v;
+    Expr *xm = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)), *v;
     if (n->op == OP_LogSoftmax) {
-        ks_seq(body, ks_set(p, fin, kx_un(p, K_LOG, reg(p, k, sm))));
-        v = kx_bin(p, K_SUB, xm, reg(p, k, fin));
+        ks_seq(body, ks_set(p, fin, kx_un(p, K_LOG, kx_scalar(p, k, sm))));
+        v = kx_bin(p, K_SUB, xm, kx_scalar(p, k, fin));
     } else {
-        ks_seq(body, ks_set(p, fin, kx_un(p, K_RECIP, reg(p, k, sm))));
-        v = kx_bin(p, K_MUL, kx_un(p, K_EXP, xm), reg(p, k, fin));
+        ks_seq(body, ks_set(p, fin, kx_un(p, K_RECIP, kx_scalar(p, k, sm))));
+        v = kx_bin(p, K_MUL, kx_un(p, K_EXP, xm), kx_scalar(p, k, fin));
     }
     ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv, ks_store(p, y, idx, v), false));
     k->body = lower_wrap(p, no, od, oo, body);

@@ -14,22 +14,7 @@
 
 #include "lower.h"
 
-/* ---- small kernel-building helpers (as in rules_nn.c) ---- */
-
-/* A loop that reduces into a register (marked so that tiling keeps it inside). */
-static Stmt *red_loop(Program *p, int var, int64_t n, Stmt *body) {
-    Stmt *s = ks_loop(p, var, 0, n, 1, body);
-    s->hints |= LH_REDUCTION;
-    return s;
-}
-
-static Expr *reg(Program *p, Kernel *k, int r) { return kx_scalar(p, k, r); }
-
-static Expr *both(Program *p, Expr *a, Expr *b) {
-    if (!a) return b;
-    if (!b) return a;
-    return kx_bin(p, K_AND, a, b);
-}
+/* ---- small helpers ---- */
 
 static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
 
@@ -52,7 +37,7 @@ static Buf *const_table(Lower *L, const char *name, DType t, int rank, const int
 static Stmt *wrap_dims(Program *p, int rank, const int64_t *dims, const bool *sel, const int *vars,
                        Stmt *body, bool reduction) {
     for (int d = rank - 1; d >= 0; d--)
-        if (sel[d]) body = reduction ? red_loop(p, vars[d], dims[d], body)
+        if (sel[d]) body = reduction ? ks_red_loop(p, vars[d], dims[d], body)
                                      : ks_loop(p, vars[d], 0, dims[d], 1, body);
     return body;
 }
@@ -92,12 +77,12 @@ static void emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *m
     Stmt *body = NULL;
     if (lse) {
         sel_vars(p, k, in->rank, mask, rv, ii);
-        Stmt *s = ks_set(p, mx, kx_bin(p, K_MAX, reg(p, k, mx), kx_load(p, in, ii)));
+        Stmt *s = ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), kx_load(p, in, ii)));
         body = ks_seq(ks_set(p, mx, fconst(p, t, -INFINITY)),
                       wrap_dims(p, in->rank, in->dims, mask, rv, s, true));
     }
     sel_vars(p, k, in->rank, mask, rv, ii);
-    Expr *xv = kx_load(p, in, ii), *av = reg(p, k, acc), *nv;
+    Expr *xv = kx_load(p, in, ii), *av = kx_scalar(p, k, acc), *nv;
     double init = 0;
     switch (n->op) {
     case OP_ReduceL1: nv = kx_bin(p, K_ADD, av, kx_un(p, K_ABS, xv)); break;
@@ -106,7 +91,7 @@ static void emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *m
         break;
     case OP_ReduceLogSum: nv = kx_bin(p, K_ADD, av, xv); break;
     case OP_ReduceLogSumExp:
-        nv = kx_bin(p, K_ADD, av, kx_un(p, K_EXP, kx_bin(p, K_SUB, xv, reg(p, k, mx))));
+        nv = kx_bin(p, K_ADD, av, kx_un(p, K_EXP, kx_bin(p, K_SUB, xv, kx_scalar(p, k, mx))));
         break;
     case OP_ReduceProd: nv = kx_bin(p, K_MUL, av, xv), init = 1; break;
     case OP_GlobalLpPool: {
@@ -120,10 +105,10 @@ static void emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *m
     }
     body = ks_seq(body, ks_set(p, acc, fconst(p, t, init)));
     ks_seq(body, wrap_dims(p, in->rank, in->dims, mask, rv, ks_set(p, acc, nv), true));
-    Expr *v = reg(p, k, acc);
+    Expr *v = kx_scalar(p, k, acc);
     if (n->op == OP_ReduceL2) v = kx_un(p, K_SQRT, v);
     else if (n->op == OP_ReduceLogSum) v = kx_un(p, K_LOG, v);
-    else if (lse) v = kx_bin(p, K_ADD, reg(p, k, mx), kx_un(p, K_LOG, v));
+    else if (lse) v = kx_bin(p, K_ADD, kx_scalar(p, k, mx), kx_un(p, K_LOG, v));
     else if (n->op == OP_GlobalLpPool) {
         double pw = (double)ir_attr_int(n, "p", 2);
         v = pw == 2 ? kx_un(p, K_SQRT, v) : pw == 1 ? v : kx_bin(p, K_POW, v, fconst(p, t, 1 / pw));
@@ -207,25 +192,25 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
 
     sel_vars(p, k, r, nm->mask, rv, idx);
     Stmt *body = ks_set(p, sm, fconst(p, t, 0));
-    Stmt *acc1 = ks_set(p, sm, kx_bin(p, K_ADD, reg(p, k, sm), kx_load(p, x, idx)));
+    Stmt *acc1 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_load(p, x, idx)));
     ks_seq(body, wrap_dims(p, r, x->dims, nm->mask, rv, acc1, true));
-    ks_seq(body, ks_set(p, mean, kx_bin(p, K_DIV, reg(p, k, sm), nc)));
+    ks_seq(body, ks_set(p, mean, kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc)));
 
     sel_vars(p, k, r, nm->mask, rv, idx);
-    Expr *dv = kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mean));
+    Expr *dv = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
     ks_seq(body, ks_set(p, sm, fconst(p, t, 0)));
-    Stmt *acc2 = ks_set(p, sm, kx_bin(p, K_ADD, reg(p, k, sm), kx_bin(p, K_MUL, dv, dv)));
+    Stmt *acc2 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_bin(p, K_MUL, dv, dv)));
     ks_seq(body, wrap_dims(p, r, x->dims, nm->mask, rv, acc2, true));
-    Expr *var = kx_bin(p, K_DIV, reg(p, k, sm), nc), *eps = fconst(p, t, nm->eps);
+    Expr *var = kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc), *eps = fconst(p, t, nm->eps);
     Expr *den = nm->eps_outside ? kx_bin(p, K_ADD, kx_un(p, K_SQRT, var), eps)
                                 : kx_un(p, K_SQRT, kx_bin(p, K_ADD, var, eps));
     ks_seq(body, ks_set(p, inv, kx_un(p, K_RECIP, den)));
-    if (nm->mean_out) ks_seq(body, ks_store(p, nm->mean_out, kidx, reg(p, k, mean)));
-    if (nm->inv_out) ks_seq(body, ks_store(p, nm->inv_out, kidx, reg(p, k, inv)));
+    if (nm->mean_out) ks_seq(body, ks_store(p, nm->mean_out, kidx, kx_scalar(p, k, mean)));
+    if (nm->inv_out) ks_seq(body, ks_store(p, nm->inv_out, kidx, kx_scalar(p, k, inv)));
 
     sel_vars(p, k, r, nm->mask, rv, idx);
-    Expr *v = kx_bin(p, K_SUB, kx_load(p, x, idx), reg(p, k, mean));
-    v = kx_bin(p, K_MUL, v, reg(p, k, inv));
+    Expr *v = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
+    v = kx_bin(p, K_MUL, v, kx_scalar(p, k, inv));
     if (nm->scale) v = kx_bin(p, K_MUL, v, affine_load(p, nm, nm->scale, r, idx));
     if (nm->bias) v = kx_bin(p, K_ADD, v, affine_load(p, nm, nm->bias, r, idx));
     ks_seq(body, wrap_dims(p, r, x->dims, nm->mask, rv, ks_store(p, y, idx, v), false));
@@ -369,13 +354,13 @@ void lower_lrn(Lower *L, Node *n) {
     memcpy(xi, oi, sizeof(Expr *) * (size_t)y->rank);
     xi[1] = kx_addc(p, kx_add(p, oi[1], kx_var(p, tv)), -lo);
     Expr *xv = kx_load(p, x, xi);
-    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), kx_bin(p, K_MUL, xv, xv)));
-    Expr *cond = both(p, kx_bin(p, K_GE, xi[1], kx_index(p, 0)),
+    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, xv, xv)));
+    Expr *cond = kx_and(p, kx_bin(p, K_GE, xi[1], kx_index(p, 0)),
                       kx_bin(p, K_LT, xi[1], kx_index(p, c)));
     Stmt *body = ks_seq(ks_set(p, acc, fconst(p, t, 0)),
-                        red_loop(p, tv, size, ks_if(p, cond, upd, NULL)));
+                        ks_red_loop(p, tv, size, ks_if(p, cond, upd, NULL)));
     Expr *base = kx_bin(p, K_ADD, fconst(p, t, bias),
-                        kx_bin(p, K_MUL, fconst(p, t, alpha / (double)size), reg(p, k, acc)));
+                        kx_bin(p, K_MUL, fconst(p, t, alpha / (double)size), kx_scalar(p, k, acc)));
     Expr *v = kx_bin(p, K_DIV, kx_load(p, x, oi), kx_bin(p, K_POW, base, fconst(p, t, beta)));
     ks_seq(body, ks_store(p, y, oi, v));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
@@ -505,20 +490,20 @@ void lower_convtranspose(Lower *L, Node *n) {
         Expr *num = kx_bin(p, K_SUB, kx_addc(p, oi[2 + i], w.pb[i]), kx_mul(p, t, w.d[i]));
         Expr *cond = kx_bin(p, K_GE, num, kx_index(p, 0));
         if (w.s[i] > 1)
-            cond = both(p, cond, kx_bin(p, K_EQ, kx_bin(p, K_REM, num, kx_index(p, w.s[i])),
+            cond = kx_and(p, cond, kx_bin(p, K_EQ, kx_bin(p, K_REM, num, kx_index(p, w.s[i])),
                                         kx_index(p, 0)));
         xi[2 + i] = w.s[i] > 1 ? kx_bin(p, K_DIV, num, kx_index(p, w.s[i])) : num;
-        conds[i] = both(p, cond, kx_bin(p, K_LT, xi[2 + i], kx_index(p, w.in[i])));
+        conds[i] = kx_and(p, cond, kx_bin(p, K_LT, xi[2 + i], kx_index(p, w.in[i])));
         wi[2 + i] = t;
     }
     Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, wt, wi));
-    Stmt *taps = ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), prod));
+    Stmt *taps = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod));
     for (int i = w.nsp - 1; i >= 0; i--)
-        taps = red_loop(p, tv[i], w.k[i], ks_if(p, conds[i], taps, NULL));
+        taps = ks_red_loop(p, tv[i], w.k[i], ks_if(p, conds[i], taps, NULL));
     Expr *init = b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0);
     Stmt *body = ks_set(p, acc, init);
-    ks_seq(body, red_loop(p, cv, cg, taps));
-    ks_seq(body, ks_store(p, y, oi, reg(p, k, acc)));
+    ks_seq(body, ks_red_loop(p, cv, cg, taps));
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
 
@@ -782,11 +767,11 @@ void lower_resize(Lower *L, Node *n) {
         return;
     }
     int acc = kir_scalar(p, k, y->dtype);
-    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, reg(p, k, acc), kx_bin(p, K_MUL, w, xv)));
+    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, w, xv)));
     for (int d = r - 1; d >= 0; d--)
-        if (rd[d].taps > 1) upd = red_loop(p, tv[d], rd[d].taps, upd);
+        if (rd[d].taps > 1) upd = ks_red_loop(p, tv[d], rd[d].taps, upd);
     body = ks_seq(ks_set(p, acc, fconst(p, y->dtype, 0)), upd);
-    Expr *v = reg(p, k, acc);
+    Expr *v = kx_scalar(p, k, acc);
     if (outside) v = kx_select(p, outside, fconst(p, y->dtype, rs.extrap), v);
     ks_seq(body, ks_store(p, y, oi, v));
     k->body = lower_wrap(p, r, y->dims, ov, body);
