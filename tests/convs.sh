@@ -1,7 +1,9 @@
 #!/bin/sh
-# tests/convs.sh - convolutions with constant weights (tests/convs/gen.py makes the models and
-# their numpy reference outputs into build/conv-tests/), checked with `onnxcc check` at -O0 and
-# -O2. atol 1e-4: the reference sums in float64, the compiled code in float32.
+# tests/convs.sh - convolutions, Gemms and MatMuls with constant weights (tests/convs/gen.py and
+# gen_dense.py make the models and their numpy reference outputs into build/conv-tests/),
+# checked with `onnxcc check` at -O0 and -O2. These reach the weight re-layouts of rules_nn.c,
+# which the ONNX test data (weights as graph inputs) does not. atol 1e-4: the reference sums in
+# float64, the compiled code in float32.
 # Last line: "convs: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -9,8 +11,8 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=build/conv-tests
 rm -rf $OUT && mkdir -p $OUT
 passed=0 failed=0
-if ! $PYTHON tests/convs/gen.py $OUT; then
-    echo "FAIL convs: tests/convs/gen.py"
+if ! $PYTHON tests/convs/gen.py $OUT || ! $PYTHON tests/convs/gen_dense.py $OUT; then
+    echo "FAIL convs: tests/convs/gen.py or gen_dense.py"
     echo "convs: 0 passed, 1 failed"
     exit 1
 fi
