@@ -53,6 +53,16 @@ typedef struct MatShape {
     int rank;
 } MatShape;
 bool rule_matmul_shape(const Value *a, const Value *b, MatShape *s);
+/* Window geometry of a conv or pool over the spatial dims of an N,C,spatial... input. */
+typedef struct Window {
+    int nsp;                            /* spatial dims: input rank - 2 */
+    int64_t in[MAX_RANK], out[MAX_RANK];
+    int64_t k[MAX_RANK], s[MAX_RANK], d[MAX_RANK];
+    int64_t pb[MAX_RANK], pe[MAX_RANK]; /* padding at the begin / end of each spatial dim */
+} Window;
+/* Fill w from x's shape, the kernel shape ks and the node's strides/dilations/pads/auto_pad
+ * (rules_nn.c). Reports a malformed node (when g is given) and returns false. */
+bool rule_window(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode, Window *w);
 /* False when an input's shape is unknown: an earlier shape rule failed and reported it. */
 bool rule_inputs_known(const Node *n);
 /* Axis in [-rank, rank) made non-negative into *out; false after an error (g NULL: silent). */

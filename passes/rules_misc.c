@@ -733,13 +733,6 @@ void lower_matmul_integer(Lower *L, Node *n) {
 
 /* ---- ConvInteger, QLinearConv ---- */
 
-/* Window geometry (a compact copy of rules_nn.c's): per spatial dim input and output size,
- * kernel, stride, dilation and leading pad. */
-typedef struct IntConv {
-    int nsp;
-    int64_t in[MAX_RANK], out[MAX_RANK], k[MAX_RANK], s[MAX_RANK], d[MAX_RANK], pb[MAX_RANK];
-} IntConv;
-
 /* Input positions: x, x's zero point, w, w's zero point (-1: none). */
 typedef struct IntConvIn { int x, xzp, w, wzp; } IntConvIn;
 
@@ -748,48 +741,16 @@ static IntConvIn intconv_in(const Node *n) {
     return (IntConvIn){0, 2, 1, 3};
 }
 
-static bool intconv_geom(Graph *g, Node *n, IntConv *c) {
+static bool intconv_geom(Graph *g, Node *n, Window *c) {
     IntConvIn ix = intconv_in(n);
     Value *x = n->in[ix.x], *w = n->in[ix.w];
-    const char *where = g ? ir_where(g, n) : n->name;
-    const int64_t *st, *dl, *pd;
     int64_t grp = ir_attr_int(n, "group", 1);
-    c->nsp = x->rank - 2;
     if (x->rank < 3 || w->rank != x->rank || grp < 1 || x->dims[1] != w->dims[1] * grp ||
         w->dims[0] % grp) {
-        error(where, "input, weights and group do not match");
+        error(g ? ir_where(g, n) : n->name, "input, weights and group do not match");
         return false;
     }
-    int nst = ir_attr_ints(n, "strides", &st), ndl = ir_attr_ints(n, "dilations", &dl);
-    int npd = ir_attr_ints(n, "pads", &pd);
-    const char *ap = ir_attr_str(n, "auto_pad", "NOTSET");
-    bool same = !strncmp(ap, "SAME_", 5), valid = !strcmp(ap, "VALID");
-    if ((nst && nst != c->nsp) || (ndl && ndl != c->nsp) || (npd && npd != 2 * c->nsp)) {
-        error(where, "strides/dilations/pads do not match %d spatial dims", c->nsp);
-        return false;
-    }
-    for (int i = 0; i < c->nsp; i++) {
-        c->in[i] = x->dims[2 + i];
-        c->k[i] = w->dims[2 + i];
-        c->s[i] = nst ? st[i] : 1;
-        c->d[i] = ndl ? dl[i] : 1;
-        int64_t ext = (c->k[i] - 1) * c->d[i] + 1, pe = 0;
-        c->pb[i] = 0;
-        if (npd && !same && !valid) c->pb[i] = pd[i], pe = pd[c->nsp + i];
-        if (same) {
-            c->out[i] = (c->in[i] + c->s[i] - 1) / c->s[i];
-            int64_t total = MAX(0, (c->out[i] - 1) * c->s[i] + ext - c->in[i]);
-            c->pb[i] = !strcmp(ap, "SAME_UPPER") ? total / 2 : total - total / 2;
-        } else {
-            int64_t span = c->in[i] + c->pb[i] + pe - ext;
-            c->out[i] = span < 0 ? 0 : span / c->s[i] + 1;
-        }
-        if (c->s[i] < 1 || c->d[i] < 1 || c->pb[i] < 0 || pe < 0 || c->out[i] < 1) {
-            error(where, "bad window on spatial dim %d", i);
-            return false;
-        }
-    }
-    return true;
+    return rule_window(g, n, x, w->dims + 2, false, c);
 }
 
 void infer_conv_integer(Graph *g, Node *n) {
@@ -797,7 +758,7 @@ void infer_conv_integer(Graph *g, Node *n) {
     IntConvIn ix = intconv_in(n);
     Value *x = n->in[ix.x], *w = n->in[ix.w];
     Value *xzp = opt_in(n, ix.xzp), *wzp = opt_in(n, ix.wzp);
-    IntConv c;
+    Window c;
     int64_t dims[MAX_RANK];
     if (!quant_type(x->dtype) || !quant_type(w->dtype) || (xzp && xzp->dtype != x->dtype) ||
         (wzp && wzp->dtype != w->dtype) || (xzp && ir_numel(xzp) != 1) ||
@@ -837,7 +798,7 @@ void lower_conv_integer(Lower *L, Node *n) {
     IntConvIn ix = intconv_in(n);
     Buf *x = lower_in(L, n, ix.x), *w = lower_in(L, n, ix.w), *y = lower_out(L, n, 0);
     Buf *xzp = lower_in(L, n, ix.xzp), *wzp = lower_in(L, n, ix.wzp);
-    IntConv c;
+    Window c;
     if (!intconv_geom(NULL, n, &c)) die("lower_conv_integer %s: unchecked", n->name);
     int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);

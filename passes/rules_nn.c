@@ -35,13 +35,6 @@ static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); 
 
 /* ---- window geometry shared by Conv and the pools ---- */
 
-typedef struct Window {
-    int nsp;                            /* spatial dims: input rank - 2 */
-    int64_t in[MAX_RANK], out[MAX_RANK];
-    int64_t k[MAX_RANK], s[MAX_RANK], d[MAX_RANK];
-    int64_t pb[MAX_RANK], pe[MAX_RANK]; /* padding at the begin / end of each spatial dim */
-} Window;
-
 /* Output size of one spatial dim with explicit pads. In ceil mode the last window must
  * start inside the input or the left padding (as onnx's reference and PyTorch do). */
 static int64_t window_out(Window *w, int i, bool ceil_mode) {
@@ -54,10 +47,8 @@ static int64_t window_out(Window *w, int i, bool ceil_mode) {
     return o;
 }
 
-/* Fill w from x's shape, the kernel shape and the node's strides/dilations/pads/auto_pad.
- * Reports a malformed node (when g is given) and returns false. */
-static bool window_init(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode,
-                        Window *w) {
+/* (lower.h) */
+bool rule_window(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode, Window *w) {
     const char *where = g ? ir_where(g, n) : n->name;
     const int64_t *st, *dl, *pd;
     int nsp = x->rank - 2;
@@ -159,7 +150,7 @@ void infer_conv(Graph *g, Node *n) {
         error(ir_where(g, n), "bias must have shape [%lld]", (long long)wt->dims[0]);
         return;
     }
-    if (!conv_kernel_shape(g, n, wt, ks) || !window_init(g, n, x, ks, false, &w)) return;
+    if (!conv_kernel_shape(g, n, wt, ks) || !rule_window(g, n, x, ks, false, &w)) return;
     dims[0] = x->dims[0];
     dims[1] = wt->dims[0];
     for (int i = 0; i < w.nsp; i++) dims[2 + i] = w.out[i];
@@ -245,7 +236,7 @@ void lower_conv(Lower *L, Node *n) {
     g.grp = ir_attr_int(n, "group", 1);
     g.cg = g.wt->dims[1];
     g.mg = g.wt->dims[0] / g.grp;
-    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !window_init(NULL, n, n->in[0], ks, false, &g.w))
+    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !rule_window(NULL, n, n->in[0], ks, false, &g.w))
         die("lower_conv %s: node not checked by infer_conv", n->name);
 
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
@@ -498,7 +489,7 @@ static bool pool_window(Graph *g, Node *n, Window *w) {
                 return false;
             }
     }
-    return window_init(g, n, x, ks, ir_attr_int(n, "ceil_mode", 0) != 0, w);
+    return rule_window(g, n, x, ks, ir_attr_int(n, "ceil_mode", 0) != 0, w);
 }
 
 void infer_pool(Graph *g, Node *n) {
