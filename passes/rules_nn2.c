@@ -368,16 +368,11 @@ void lower_lrn(Lower *L, Node *n) {
 
 /* ---- ConvTranspose ---- */
 
-typedef struct TWindow {
-    int nsp;
-    int64_t in[MAX_RANK], out[MAX_RANK], k[MAX_RANK], s[MAX_RANK], d[MAX_RANK], pb[MAX_RANK];
-} TWindow;
-
 /* Geometry of a ConvTranspose: output size and begin padding per spatial dim, from the
  * weights' kernel shape, strides, dilations, pads, output_padding, output_shape and auto_pad.
  * With output_shape (or SAME auto_pad) the total padding may be negative: the output then
  * extends past the last input contribution (those positions get the bias only). */
-static bool twindow_init(Graph *g, Node *n, TWindow *w) {
+static bool twindow_init(Graph *g, Node *n, Window *w) {
     const char *where = g ? ir_where(g, n) : n->name;
     const Value *x = n->in[0], *wt = n->in[1];
     const int64_t *st, *dl, *pd, *op, *os, *ks;
@@ -431,7 +426,7 @@ static bool twindow_init(Graph *g, Node *n, TWindow *w) {
 void infer_convtranspose(Graph *g, Node *n) {
     Value *x = n->in[0], *wt = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
     int64_t grp = ir_attr_int(n, "group", 1), dims[MAX_RANK];
-    TWindow w;
+    Window w;
     if (x->rank < 3 || wt->rank != x->rank) {
         error(ir_where(g, n), "input rank %d and weight rank %d: need equal ranks >= 3", x->rank,
               wt->rank);
@@ -463,7 +458,7 @@ void lower_convtranspose(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
     Buf *y = lower_out(L, n, 0);
     int64_t grp = ir_attr_int(n, "group", 1), cg = x->dims[1] / grp, mg = wt->dims[1];
-    TWindow w;
+    Window w;
     if (!twindow_init(NULL, n, &w)) die("lower_convtranspose %s: node not checked", n->name);
 
     Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
