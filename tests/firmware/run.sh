@@ -3,8 +3,10 @@
 # each into a bare-metal program (startup.c, mps2.ld, main.c, the inputs and expected outputs as
 # C arrays from pb2c.py) with arm-none-eabi-gcc and newlib's semihosting, and run it on QEMU's
 # mps2-an386 board. A case passes when QEMU exits 0 and the program printed PASS. Prints the
-# model object's .text/.rodata sizes, its arena and the stack its run took. Work files and logs:
-# build/fw/. Last line: "firmware: N passed, N failed".
+# model object's .text/.rodata sizes, its arena, the stack its run took, the instructions it
+# executed (QEMU's -icount with SysTick, icount.c) and those per multiply-accumulate of the
+# model's Conv/Gemm/MatMul nodes (tests/macs.py). Work files and logs: build/fw/.
+# Last line: "firmware: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 ONNXCC=${ONNXCC:-./onnxcc}
@@ -14,9 +16,11 @@ HERE=tests/firmware
 DATA=/usr/share/libonnx-testdata/data/node
 PATTERN=${1:-}
 
-# name model data-set: the demo's classifier and node tests covering conv, pooling, gemm, softmax
+# name model data-set: the sample models and node tests covering conv, pooling, gemm, softmax
 # and batch normalisation
 CASES="example models/example/model.onnx models/example/test_data_set_0
+cnn models/cnn/model.onnx models/cnn/test_data_set_0
+mlp models/mlp/model.onnx models/mlp/test_data_set_0
 conv_with_strides_padding $DATA/test_conv_with_strides_padding/model.onnx $DATA/test_conv_with_strides_padding/test_data_set_0
 softmax_axis_1 $DATA/test_softmax_axis_1/model.onnx $DATA/test_softmax_axis_1/test_data_set_0
 gemm_all_attributes $DATA/test_gemm_all_attributes/model.onnx $DATA/test_gemm_all_attributes/test_data_set_0
@@ -30,6 +34,8 @@ LDFLAGS="-u _printf_float -nostartfiles -T $HERE/mps2.ld -Wl,--gc-sections -Wl,-
 # Semihosting console on QEMU's stdout; no display, serial or monitor.
 QEMU_IO="-display none -serial none -monitor none -chardev stdio,id=sh0
          -semihosting-config enable=on,target=native,chardev=sh0"
+# Virtual time advances 2^6 ns per executed instruction: SysTick counts instructions (icount.c).
+QEMU_ICOUNT="-icount shift=6"
 
 passed=0 failed=0
 mkdir -p $FW
@@ -57,11 +63,11 @@ run_case() { # name model data-set
         fail $name $log "pb2c.py failed"; return
     fi
     if ! arm-none-eabi-gcc $CFLAGS -I$FW/$name -I$FW -I$HERE $LDFLAGS \
-            $HERE/startup.c $HERE/main.c $FW/$name.o -o $FW/$name.elf >>$log 2>&1; then
+            $HERE/startup.c $HERE/main.c $HERE/icount.c $FW/$name.o -o $FW/$name.elf >>$log 2>&1; then
         fail $name $log "link failed"; return
     fi
     rc=0
-    timeout 30 qemu-system-arm -M mps2-an386 -cpu cortex-m4 $QEMU_IO -kernel $FW/$name.elf \
+    timeout 30 qemu-system-arm -M mps2-an386 -cpu cortex-m4 $QEMU_ICOUNT $QEMU_IO -kernel $FW/$name.elf \
         </dev/null >$FW/$name.out 2>>$log || rc=$?
     cat $FW/$name.out >>$log
     if [ $rc != 0 ] || ! grep -qx PASS $FW/$name.out; then
@@ -70,9 +76,12 @@ run_case() { # name model data-set
     err=$(grep -o 'max abs error [^,]*' $FW/$name.out | awk '{ if ($4 > m) m = $4 } END { print m + 0 }')
     stack=$(sed -n 's/.*stack \([0-9]*\) bytes.*/\1/p' $FW/$name.out)
     arena=$(sed -n 's/.*arena \([0-9]*\) bytes.*/\1/p' $FW/$name.out)
-    printf 'ok   %-26s .text %6d B  .rodata %6d B  arena %6d B  stack %5d B  max err %s\n' \
+    insns=$(sed -n 's/.* \([0-9]*\) instructions.*/\1/p' $FW/$name.out)
+    macs=$($PYTHON tests/macs.py "$2" 2>>$log)
+    per=$(awk -v i="${insns:-0}" -v m="${macs:-0}" 'BEGIN { if (m > 0) printf "%.2f", i / m; else print "-" }')
+    printf 'ok   %-26s .text %6d B  .rodata %6d B  arena %6d B  stack %5d B  insns %8d  MACs %7d (%s/MAC)  max err %s\n' \
         $name "$(section_size $FW/$name.o .text)" "$(section_size $FW/$name.o .rodata)" \
-        "${arena:-0}" "${stack:-0}" "$err"
+        "${arena:-0}" "${stack:-0}" "${insns:-0}" "${macs:-0}" "$per" "$err"
     passed=$((passed + 1))
 }
 

@@ -10,6 +10,7 @@ extern uint32_t __data_load, __data_start, __data_end, __bss_start__, __bss_end_
 extern uint32_t __stack_top, __stack_limit;
 extern void initialise_monitor_handles(void);
 extern int main(void);
+extern void SysTick_Handler(void);   /* icount.c */
 
 /* Stack depth of a call: fill the unused stack with a pattern first, then look for the lowest
  * word that changed. Tells how much stack a model's run function needs on the target. */
@@ -80,5 +81,5 @@ __attribute__((section(".isr_vector"), used)) static const vector vector_table[1
     fault_handler,                  /* DebugMonitor */
     0,
     fault_handler,                  /* PendSV */
-    fault_handler,                  /* SysTick */
+    SysTick_Handler,                /* SysTick: counts timer wraps (icount.c) */
 };
