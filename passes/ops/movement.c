@@ -1,262 +1,16 @@
-/* rules_data.c - shape and lowering rules of the ops that create, reshape or move data:
- * Constant, ConstantOfShape, Shape, Identity/Dropout, the views (Reshape, Flatten, Squeeze,
- * Unsqueeze), Expand, Transpose, Concat, Gather, Slice and Pad.
+/* movement.c - the data-movement family: Transpose, Concat, Split, Slice, Pad, Expand, Tile,
+ * DepthToSpace, SpaceToDepth, ReverseSequence, Trilu.
  *
- * Shapes are static, so every "shape-like" operand (Reshape's target, Slice's starts, Pad's
- * pads, ...) must be a compile-time constant by the time its consumer's rule runs: shape
- * inference and constant folding have turned shape subgraphs into constants (Shape even sets
- * its result's data here). A non-constant one is reported as unsupported.
- *
- * The views lower to lower_identity (passes/lower.c). The data movers lower to KC_COPY kernels
- * that iterate over the output and load from a computed input position, so each output element
- * is stored exactly once; index arithmetic is arranged so that no load can leave its buffer
- * (Pad splits its loops into padding and interior ranges, Gather clamps run-time indices).
- * Expand and ConstantOfShape are exactly lower_map's broadcast form, so they are elementwise
- * kernels that fusion can merge into their consumers. */
+ * These lower to KC_COPY kernels that iterate over the output and load from a computed input
+ * position, so each output element is stored exactly once; index arithmetic is arranged so
+ * that no load can leave its buffer (Pad splits its loops into padding and interior ranges).
+ * Expand is exactly lower_map's broadcast form, an elementwise kernel that fusion can merge.
+ * Operands that decide a shape (Slice's starts, Pad's pads, Tile's repeats, Split's sizes)
+ * must be compile-time constants; operands that do not (Trilu's k) are loaded by the kernel. */
+#include <math.h>
 #include <string.h>
 
-#include "lower.h"
-
-static const char *dims_str(Graph *g, int rank, const int64_t *dims) {
-    const char *s = "[";
-    for (int d = 0; d < rank; d++)
-        s = arena_printf(g->arena, "%s%s%lld", s, d ? "," : "", (long long)dims[d]);
-    return arena_printf(g->arena, "%s]", s);
-}
-
-/* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
-static Expr *scalar_const(Program *p, const Value *v, DType t) {
-    if (dtype_is_float(t)) return kx_const(p, t, ir_const_float(v, 0));
-    Expr *e = kx_const(p, t, 0);
-    e->i = ir_const_int(v, 0);
-    return e;
-}
-
-/* ---- constants and shapes ---- */
-
-/* Normally canonicalisation has already turned Constant nodes into constant values; this
- * covers graphs that skip it. */
-void infer_constant(Graph *g, Node *n) {
-    Value *o = n->out[0];
-    Attr *a = n->nattrs ? &n->attrs[0] : NULL;
-    int64_t count;
-    if (!a || n->nattrs != 1) {
-        error(ir_where(g, n), "needs exactly one value attribute");
-        return;
-    }
-    if (a->type == A_TENSOR && !strcmp(a->name, "value")) {
-        ir_set_shape(o, a->t->dtype, a->t->rank, a->t->dims);
-        o->data = a->t->data;
-    } else if (a->type == A_FLOAT && !strcmp(a->name, "value_float")) {
-        ir_set_shape(o, DT_FLOAT, 0, NULL);
-        o->data = ARENA_NEW(g->arena, float);
-        *(float *)o->data = a->f;
-    } else if (a->type == A_INT && !strcmp(a->name, "value_int")) {
-        ir_set_shape(o, DT_INT64, 0, NULL);
-        o->data = ARENA_NEW(g->arena, int64_t);
-        *(int64_t *)o->data = a->i;
-    } else if (a->type == A_FLOATS && !strcmp(a->name, "value_floats")) {
-        count = a->n;
-        ir_set_shape(o, DT_FLOAT, 1, &count);
-        o->data = ARENA_ARRAY(g->arena, float, count + 1);
-        memcpy(o->data, a->floats, sizeof(float) * (size_t)count);
-    } else if (a->type == A_INTS && !strcmp(a->name, "value_ints")) {
-        count = a->n;
-        ir_set_shape(o, DT_INT64, 1, &count);
-        o->data = ARENA_ARRAY(g->arena, int64_t, count + 1);
-        memcpy(o->data, a->ints, sizeof(int64_t) * (size_t)count);
-    } else {
-        error(ir_where(g, n), "value attribute '%s' is not supported", a->name);
-    }
-}
-
-void lower_constant(Lower *L, Node *n) {
-    die("%s: %s should have been folded", n->name, n->op_type);
-}
-
-/* Shape (with opset 15's start/end): a constant, so its consumers see known data. */
-void infer_shape_op(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0], *o = n->out[0];
-    int64_t r = x->rank;
-    int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    start = MAX(0, MIN(start, r));
-    end = MAX(start, MIN(end, r));
-    int64_t len = end - start;
-    ir_set_shape(o, DT_INT64, 1, &len);
-    int64_t *data = ARENA_ARRAY(g->arena, int64_t, len + 1);
-    for (int64_t i = 0; i < len; i++) data[i] = x->dims[start + i];
-    o->data = data;
-}
-
-/* The fill value of ConstantOfShape: a one-element tensor attribute, float 0 by default. */
-static Value *fill_value(Node *n) {
-    Attr *a = ir_attr(n, "value");
-    return a && a->type == A_TENSOR ? a->t : NULL;
-}
-
-void infer_constant_of_shape(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *s = rule_const_ints(g, n, 0, "shape", MAX_RANK);
-    if (!s) return;
-    Value *fill = fill_value(n);
-    DType t = fill ? fill->dtype : DT_FLOAT;
-    if (fill && ir_numel(fill) != 1) {
-        error(ir_where(g, n), "value attribute must have one element");
-        return;
-    }
-    if (!dtype_supported(t)) {
-        error(ir_where(g, n), "unsupported value type %s", dtype_name(t));
-        return;
-    }
-    int64_t dims[MAX_RANK];
-    int rank = (int)ir_numel(s);
-    for (int d = 0; d < rank; d++) {
-        dims[d] = ir_const_int(s, d);
-        if (dims[d] < 0) {
-            error(ir_where(g, n), "negative dimension in shape %s", dims_str(g, d + 1, dims));
-            return;
-        }
-    }
-    ir_set_shape(n->out[0], t, rank, dims);
-}
-
-static Expr *map_fill(Lower *L, Node *n, Expr **vals, void *ctx) {
-    Value *fill = fill_value(n);
-    if (!fill) return kx_const(L->p, DT_FLOAT, 0);
-    return scalar_const(L->p, fill, fill->dtype);
-}
-
-void lower_constant_of_shape(Lower *L, Node *n) {
-    lower_map(L, n, lower_out(L, n, 0), 0, NULL, map_fill, NULL);
-}
-
-/* ---- views ---- */
-
-void infer_identity(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0];
-    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
-}
-
-/* Inference-mode Dropout: the data passes through; the optional mask is all true. */
-void infer_dropout(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0];
-    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
-    if (n->nout > 1 && n->out[1]) ir_set_shape(n->out[1], DT_BOOL, x->rank, x->dims);
-}
-
-void infer_flatten(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0];
-    int64_t axis = ir_attr_int(n, "axis", 1);
-    if (axis < -x->rank || axis > x->rank) {   /* axis == rank is allowed here */
-        error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)axis, x->rank);
-        return;
-    }
-    if (axis < 0) axis += x->rank;
-    int64_t dims[2] = {1, 1};
-    for (int d = 0; d < x->rank; d++) dims[d >= axis] *= x->dims[d];
-    ir_set_shape(n->out[0], x->dtype, 2, dims);
-}
-
-void infer_reshape(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0];
-    Value *s = rule_const_ints(g, n, 1, "shape", MAX_RANK);
-    if (!s) return;
-    bool allowzero = ir_attr_int(n, "allowzero", 0) != 0;
-    int rank = (int)ir_numel(s), infer_at = -1;
-    int64_t dims[MAX_RANK], known = 1;
-    for (int d = 0; d < rank; d++) {
-        dims[d] = ir_const_int(s, d);
-        if (dims[d] == 0 && !allowzero) {
-            if (d >= x->rank) {
-                error(ir_where(g, n), "shape copies dim %d of a rank-%d input", d, x->rank);
-                return;
-            }
-            dims[d] = x->dims[d];
-        }
-        if (dims[d] == -1 && infer_at < 0) {
-            infer_at = d;
-            continue;
-        }
-        if (dims[d] < 0) {
-            error(ir_where(g, n), "bad target shape %s", dims_str(g, rank, dims));
-            return;
-        }
-        known *= dims[d];
-    }
-    if (infer_at >= 0) dims[infer_at] = known ? ir_numel(x) / known : 0;
-    int64_t numel = 1;
-    for (int d = 0; d < rank; d++) numel *= dims[d];
-    if (numel != ir_numel(x)) {
-        error(ir_where(g, n), "cannot reshape %s into %s", dims_str(g, x->rank, x->dims),
-              dims_str(g, rank, dims));
-        return;
-    }
-    ir_set_shape(n->out[0], x->dtype, rank, dims);
-}
-
-/* Marks the axes listed in constant input 1 (normalised against `rank`) in mask[]. */
-static bool axes_mask(Graph *g, Node *n, int rank, bool *mask) {
-    Value *a = rule_const_ints(g, n, 1, "axes", MAX_RANK);
-    if (!a) return false;
-    memset(mask, 0, sizeof(bool) * MAX_RANK);
-    for (int64_t i = 0; i < ir_numel(a); i++) {
-        int ax;
-        if (!rule_axis(g, n, ir_const_int(a, i), rank, &ax)) return false;
-        if (mask[ax]) {
-            error(ir_where(g, n), "axis %d repeated", ax);
-            return false;
-        }
-        mask[ax] = true;
-    }
-    return true;
-}
-
-void infer_squeeze(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0];
-    bool mask[MAX_RANK];
-    if (n->nin > 1 && n->in[1]) {
-        if (!axes_mask(g, n, x->rank, mask)) return;
-    } else {
-        for (int d = 0; d < x->rank; d++) mask[d] = x->dims[d] == 1;
-    }
-    int rank = 0;
-    int64_t dims[MAX_RANK];
-    for (int d = 0; d < x->rank; d++) {
-        if (!mask[d]) dims[rank++] = x->dims[d];
-        else if (x->dims[d] != 1) {
-            error(ir_where(g, n), "cannot squeeze axis %d of size %lld", d, (long long)x->dims[d]);
-            return;
-        }
-    }
-    ir_set_shape(n->out[0], x->dtype, rank, dims);
-}
-
-void infer_unsqueeze(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0];
-    if (n->nin < 2 || !n->in[1]) {
-        error(ir_where(g, n), "axes input missing");
-        return;
-    }
-    int rank = x->rank + (int)ir_numel(n->in[1]);
-    bool mask[MAX_RANK];
-    if (rank > MAX_RANK) {
-        error(ir_where(g, n), "result rank %d exceeds %d", rank, MAX_RANK);
-        return;
-    }
-    if (!axes_mask(g, n, rank, mask)) return;
-    int64_t dims[MAX_RANK];
-    for (int d = 0, j = 0; d < rank; d++) dims[d] = mask[d] ? 1 : x->dims[j++];
-    ir_set_shape(n->out[0], x->dtype, rank, dims);
-}
+#include "../lower.h"
 
 /* ---- Expand ---- */
 
@@ -269,8 +23,8 @@ void infer_expand(Graph *g, Node *n) {
     int rank = (int)ir_numel(s);
     for (int d = 0; d < rank; d++) want[d] = ir_const_int(s, d);
     if (!ir_broadcast(x->rank, x->dims, rank, want, &rank, dims)) {
-        error(ir_where(g, n), "cannot expand %s to %s", dims_str(g, x->rank, x->dims),
-              dims_str(g, (int)ir_numel(s), want));
+        error(ir_where(g, n), "cannot expand %s to %s", rule_dims_str(g, x->rank, x->dims),
+              rule_dims_str(g, (int)ir_numel(s), want));
         return;
     }
     ir_set_shape(n->out[0], x->dtype, rank, dims);
@@ -355,8 +109,8 @@ void infer_concat(Graph *g, Node *n) {
         for (int d = 0; ok && d < x->rank; d++) ok = d == axis || v->dims[d] == x->dims[d];
         if (!ok) {
             error(ir_where(g, n), "input '%s' (%s %s) does not match '%s' (%s %s) on axis %d",
-                  v->name, dtype_name(v->dtype), dims_str(g, v->rank, v->dims), x->name,
-                  dtype_name(x->dtype), dims_str(g, x->rank, x->dims), axis);
+                  v->name, dtype_name(v->dtype), rule_dims_str(g, v->rank, v->dims), x->name,
+                  dtype_name(x->dtype), rule_dims_str(g, x->rank, x->dims), axis);
             return;
         }
         dims[axis] += v->dims[axis];
@@ -388,80 +142,6 @@ void lower_concat(Lower *L, Node *n) {
         k->body = ks_seq(k->body, lower_wrap(p, in->rank, in->dims, vars, s));
         off += in->dims[axis];
     }
-}
-
-/* ---- Gather ---- */
-
-void infer_gather(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
-    Value *x = n->in[0], *ind = n->in[1];
-    int axis;
-    if (x->rank == 0) {
-        error(ir_where(g, n), "data '%s' is a scalar", x->name);
-        return;
-    }
-    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    if (ind->dtype != DT_INT64 && ind->dtype != DT_INT32) {
-        error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
-              dtype_name(ind->dtype));
-        return;
-    }
-    int rank = x->rank - 1 + ind->rank;
-    if (rank > MAX_RANK) {
-        error(ir_where(g, n), "result rank %d exceeds %d", rank, MAX_RANK);
-        return;
-    }
-    int64_t dim = x->dims[axis];
-    for (int64_t i = 0; ind->data && i < ir_numel(ind); i++) {
-        int64_t v = ir_const_int(ind, i);
-        if (v < -dim || v >= dim) {
-            error(ir_where(g, n), "index %lld out of range for axis %d of size %lld",
-                  (long long)v, axis, (long long)dim);
-            return;
-        }
-    }
-    int64_t dims[MAX_RANK];
-    int r = 0;
-    for (int d = 0; d < axis; d++) dims[r++] = x->dims[d];
-    for (int d = 0; d < ind->rank; d++) dims[r++] = ind->dims[d];
-    for (int d = axis + 1; d < x->rank; d++) dims[r++] = x->dims[d];
-    ir_set_shape(n->out[0], x->dtype, rank, dims);
-}
-
-/* The position along the gathered axis. A constant scalar index is folded; a run-time index
- * is wrapped when negative and clamped into the axis, since the data must never be read out
- * of bounds even for a bad index (ONNX leaves that case undefined). */
-static Expr *gather_index(Lower *L, Node *n, Buf *ind, Expr **idx, int64_t dim) {
-    Program *p = L->p;
-    Value *v = n->in[1];
-    if (v->data && ir_numel(v) == 1) {
-        int64_t i = ir_const_int(v, 0);
-        return kx_index(p, i < 0 ? i + dim : i);
-    }
-    Expr *i = kx_cast(p, DT_INDEX, kx_load(p, ind, idx));
-    Expr *neg = kx_bin(p, K_LT, i, kx_index(p, 0));
-    i = kx_select(p, neg, kx_addc(p, kx_clone(p, i), dim), kx_clone(p, i));
-    if (v->data) return i;          /* checked in range by infer_gather */
-    i = kx_bin(p, K_MAX, i, kx_index(p, 0));
-    return kx_bin(p, K_MIN, i, kx_index(p, dim - 1));
-}
-
-void lower_gather(Lower *L, Node *n) {
-    Program *p = L->p;
-    Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
-    int axis, q = ind->rank, vars[MAX_RANK];
-    if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    if (!n->in[1]->data || ir_numel(n->in[1]) != 1) kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_OUT);
-    Expr *oidx[MAX_RANK], *xidx[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oidx);
-    for (int d = 0; d < axis; d++) xidx[d] = oidx[d];
-    xidx[axis] = gather_index(L, n, ind, oidx + axis, x->dims[axis]);
-    for (int d = axis + 1; d < x->rank; d++) xidx[d] = oidx[d - 1 + q];
-    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, x, xidx)));
 }
 
 /* ---- Slice ---- */
@@ -654,7 +334,7 @@ static Expr *pad_value(Lower *L, Node *n, Kernel *k, DType t) {
     Program *p = L->p;
     Value *c = n->nin > 2 ? n->in[2] : NULL;
     if (!c) return kx_const(p, t, 0);
-    if (c->data) return scalar_const(p, c, t);
+    if (c->data) return rule_scalar_const(p, c, t);
     Buf *b = lower_in(L, n, 2);
     Expr *zero[MAX_RANK];
     for (int d = 0; d < b->rank; d++) zero[d] = kx_index(p, 0);
@@ -683,4 +363,270 @@ void lower_pad(Lower *L, Node *n) {
     for (int d = 0; d < in->rank; d++)
         iidx[d] = pad_src(p, mode, kx_var(p, vars[d]), pb[d], pe[d], in->dims[d]);
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
+}
+
+/* ---- Trilu and EyeLike: values chosen by the position ---- */
+
+void infer_trilu(Graph *g, Node *n) {
+    if (!rule_inputs_known(n)) return;
+    Value *x = n->in[0];
+    if (x->rank < 2) {
+        error(ir_where(g, n), "input '%s' has rank %d; Trilu needs at least 2", x->name, x->rank);
+        return;
+    }
+    if (n->nin > 1 && n->in[1] && !rule_int_scalar(g, n, 1, "k")) return;
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* out = x where column - row >= k (upper) or <= k (lower), else 0. The loop variables of the
+ * last two dims take part in the expression, which fusion substitutes like any other. */
+void lower_trilu(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int vars[MAX_RANK], r = out->rank;
+    Expr *idx[MAX_RANK];
+    Kernel *k = rule_out_kernel(L, n, out, KC_ELEMENTWISE, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    Expr *kk = n->nin > 1 && n->in[1] ? rule_index_operand(L, n, k, 1) : kx_index(p, 0);
+    kir_param(p, k, out, KP_OUT);
+    Expr *diag = kx_bin(p, K_SUB, idx[r - 1], idx[r - 2]);
+    Expr *keep = kx_bin(p, ir_attr_int(n, "upper", 1) ? K_GE : K_LE, diag, kk);
+    Expr *v = kx_select(p, keep, kx_load(p, x, idx), kx_const(p, out->dtype, 0));
+    k->body = lower_wrap(p, r, out->dims, vars, ks_store(p, out, idx, v));
+}
+
+/* ---- Tile ---- */
+
+void infer_tile(Graph *g, Node *n) {
+    if (!rule_inputs_known(n)) return;
+    Value *x = n->in[0];
+    Value *rep = rule_const_ints(g, n, 1, "repeats", MAX_RANK);
+    if (!rep) return;
+    if (ir_numel(rep) != x->rank) {
+        error(ir_where(g, n), "%lld repeats for rank %d", (long long)ir_numel(rep), x->rank);
+        return;
+    }
+    int64_t dims[MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        int64_t r = ir_const_int(rep, d);
+        if (r < 0) {
+            error(ir_where(g, n), "negative repeat %lld", (long long)r);
+            return;
+        }
+        dims[d] = x->dims[d] * r;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* out[o...] = x[o % dims...] (no remainder where the dim is not repeated). */
+void lower_tile(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK], *xi[MAX_RANK];
+    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    for (int d = 0; d < x->rank; d++)
+        xi[d] = out->dims[d] == x->dims[d] ? idx[d] : kx_bin(p, K_REM, idx[d], kx_index(p, x->dims[d]));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
+}
+
+/* ---- Split ---- */
+
+/* The sizes of the parts along the axis: the `split` attribute (opset < 13) or constant input,
+ * else num_outputs (opset 18: the last part may be smaller) or the output count (even parts). */
+static bool split_sizes(Graph *g, Node *n, int *axis, int64_t *sizes) {
+    Value *x = n->in[0];
+    const int64_t *attr;
+    int na = ir_attr_ints(n, "split", &attr);
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, axis)) return false;
+    int64_t dim = x->dims[*axis], sum = 0;
+    if (attr || (n->nin > 1 && n->in[1])) {
+        Value *s = attr ? NULL : rule_const_ints(g, n, 1, "split", n->nout);
+        if (!attr && !s) return false;
+        int count = attr ? na : (int)ir_numel(s);
+        if (count != n->nout) {
+            if (g) error(ir_where(g, n), "%d split sizes for %d outputs", count, n->nout);
+            return false;
+        }
+        for (int i = 0; i < count; i++) sum += sizes[i] = attr ? attr[i] : ir_const_int(s, i);
+    } else {
+        int64_t parts = ir_attr_int(n, "num_outputs", n->nout);
+        int64_t chunk = parts > 0 ? (dim + parts - 1) / parts : 0;
+        if (parts != n->nout || (!ir_attr(n, "num_outputs") && dim % parts)) {
+            if (g) error(ir_where(g, n), "cannot split size %lld into %d equal parts",
+                         (long long)dim, n->nout);
+            return false;
+        }
+        for (int i = 0; i < n->nout; i++) sum += sizes[i] = MAX(0, MIN(chunk, dim - chunk * i));
+    }
+    for (int i = 0; i < n->nout; i++)
+        if (sizes[i] < 0) sum = -1;
+    if (sum != dim) {
+        if (g) error(ir_where(g, n), "split sizes do not add up to the axis size %lld", (long long)dim);
+        return false;
+    }
+    return true;
+}
+
+void infer_split(Graph *g, Node *n) {
+    if (!rule_inputs_known(n)) return;
+    Value *x = n->in[0];
+    int axis;
+    int64_t *sizes = ARENA_ARRAY(g->arena, int64_t, n->nout + 1);
+    if (!split_sizes(g, n, &axis, sizes)) return;
+    for (int i = 0; i < n->nout; i++) {
+        if (!n->out[i]) continue;
+        int64_t dims[MAX_RANK];
+        memcpy(dims, x->dims, sizeof dims);
+        dims[axis] = sizes[i];
+        ir_set_shape(n->out[i], x->dtype, x->rank, dims);
+    }
+}
+
+/* One copy kernel per part: out_i[o...] = x[o... shifted by the offset along the axis]. */
+void lower_split(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0);
+    int axis;
+    int64_t *sizes = ARENA_ARRAY(p->arena, int64_t, n->nout + 1), off = 0;
+    if (!split_sizes(NULL, n, &axis, sizes)) die("lower_split %s: not checked by infer_split", n->name);
+    for (int i = 0; i < n->nout; off += sizes[i++]) {
+        if (!n->out[i] || n->out[i]->data) continue;
+        Buf *out = lower_out(L, n, i);
+        int vars[MAX_RANK];
+        Expr *idx[MAX_RANK], *xi[MAX_RANK];
+        Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+        kir_param(p, k, x, KP_IN);
+        kir_param(p, k, out, KP_OUT);
+        for (int d = 0; d < x->rank; d++) xi[d] = d == axis ? kx_addc(p, idx[d], off) : idx[d];
+        k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
+    }
+}
+
+/* ---- DepthToSpace and SpaceToDepth ---- */
+
+static bool block_shape(Graph *g, Node *n, int64_t *b) {
+    Value *x = n->in[0];
+    *b = ir_attr_int(n, "blocksize", 0);
+    if (x->rank != 4 || *b <= 0) {
+        error(ir_where(g, n), "needs a rank-4 input and a positive blocksize");
+        return false;
+    }
+    const char *mode = ir_attr_str(n, "mode", "DCR");
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
+        error(ir_where(g, n), "mode '%s' is not DCR or CRD", mode);
+        return false;
+    }
+    return true;
+}
+
+void infer_depth_to_space(Graph *g, Node *n) {
+    if (!rule_inputs_known(n)) return;
+    Value *x = n->in[0];
+    int64_t b;
+    if (!block_shape(g, n, &b)) return;
+    if (x->dims[1] % (b * b)) {
+        error(ir_where(g, n), "channels %lld not divisible by blocksize^2", (long long)x->dims[1]);
+        return;
+    }
+    int64_t dims[4] = {x->dims[0], x->dims[1] / (b * b), x->dims[2] * b, x->dims[3] * b};
+    ir_set_shape(n->out[0], x->dtype, 4, dims);
+}
+
+/* out[n, c, y, x] = in[n, ch, y / b, x / b] with the block offset (y % b, x % b) in the channel:
+ * ch = (y%b * b + x%b) * C' + c (DCR) or c * b*b + y%b * b + x%b (CRD). */
+void lower_depth_to_space(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int64_t b = ir_attr_int(n, "blocksize", 1), c = out->dims[1];
+    int vars[4];
+    Expr *idx[4], *bk = kx_index(p, b);
+    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *yi = kx_bin(p, K_REM, idx[2], bk), *xi = kx_bin(p, K_REM, idx[3], bk);
+    Expr *blk = kx_add(p, kx_mul(p, yi, b), xi), *ch;
+    if (!strcmp(ir_attr_str(n, "mode", "DCR"), "DCR")) ch = kx_add(p, kx_mul(p, blk, c), idx[1]);
+    else ch = kx_add(p, kx_mul(p, idx[1], b * b), blk);
+    Expr *ii[4] = {idx[0], ch, kx_bin(p, K_DIV, idx[2], bk), kx_bin(p, K_DIV, idx[3], bk)};
+    k->body = lower_wrap(p, 4, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, ii)));
+}
+
+void infer_space_to_depth(Graph *g, Node *n) {
+    if (!rule_inputs_known(n)) return;
+    Value *x = n->in[0];
+    int64_t b;
+    if (!block_shape(g, n, &b)) return;
+    if (x->dims[2] % b || x->dims[3] % b) {
+        error(ir_where(g, n), "spatial dims not divisible by blocksize %lld", (long long)b);
+        return;
+    }
+    int64_t dims[4] = {x->dims[0], x->dims[1] * b * b, x->dims[2] / b, x->dims[3] / b};
+    ir_set_shape(n->out[0], x->dtype, 4, dims);
+}
+
+/* out[n, (bh*b + bw)*C + c, h, w] = in[n, c, h*b + bh, w*b + bw] */
+void lower_space_to_depth(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int64_t b = ir_attr_int(n, "blocksize", 1), c = x->dims[1];
+    int vars[4];
+    Expr *idx[4], *bk = kx_index(p, b);
+    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *blk = kx_bin(p, K_DIV, idx[1], kx_index(p, c));
+    Expr *bh = kx_bin(p, K_DIV, blk, bk), *bw = kx_bin(p, K_REM, blk, bk);
+    Expr *ii[4] = {idx[0], kx_bin(p, K_REM, idx[1], kx_index(p, c)), kx_add(p, kx_mul(p, idx[2], b), bh),
+                   kx_add(p, kx_mul(p, idx[3], b), bw)};
+    k->body = lower_wrap(p, 4, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, ii)));
+}
+
+/* ---- ReverseSequence ---- */
+
+static bool revseq_axes(Graph *g, Node *n, int *batch, int *time) {
+    Value *x = n->in[0], *len = n->in[1];
+    int64_t b = ir_attr_int(n, "batch_axis", 1), t = ir_attr_int(n, "time_axis", 0);
+    if (x->rank < 2 || !((b == 0 && t == 1) || (b == 1 && t == 0))) {
+        error(ir_where(g, n), "needs rank >= 2 and batch_axis/time_axis 0 and 1");
+        return false;
+    }
+    if (len->rank != 1 || len->dims[0] != x->dims[b] || dtype_is_float(len->dtype)) {
+        error(ir_where(g, n), "sequence_lens '%s' must be 1-D integers, one per batch", len->name);
+        return false;
+    }
+    *batch = (int)b, *time = (int)t;
+    return true;
+}
+
+void infer_reverse_sequence(Graph *g, Node *n) {
+    if (!rule_inputs_known(n)) return;
+    int b, t;
+    if (!revseq_axes(g, n, &b, &t)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, n->in[0]->dims);
+}
+
+/* y[.. b, t ..] = x[.. b, len[b] - 1 - t ..] for t < len[b], else x itself; the source time is
+ * clamped into the axis so that a bad length cannot read outside x. */
+void lower_reverse_sequence(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *len = lower_in(L, n, 1), *out = lower_out(L, n, 0);
+    int b, t, vars[MAX_RANK];
+    if (!revseq_axes(L->g, n, &b, &t)) return;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, len, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *idx[MAX_RANK], *xi[MAX_RANK];
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, idx);
+    Expr *bi[1] = {idx[b]};
+    Expr *l = kx_cast(p, DT_INDEX, kx_load(p, len, bi));
+    Expr *rev = kx_addc(p, kx_bin(p, K_SUB, l, idx[t]), -1);
+    Expr *src = kx_select(p, kx_bin(p, K_LT, idx[t], kx_clone(p, l)), rev, idx[t]);
+    src = kx_bin(p, K_MIN, kx_bin(p, K_MAX, src, kx_index(p, 0)), kx_index(p, x->dims[t] - 1));
+    for (int d = 0; d < out->rank; d++) xi[d] = d == t ? src : idx[d];
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
 }
