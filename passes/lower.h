@@ -64,8 +64,6 @@ typedef struct Window {
 /* Fill w from x's shape, the kernel shape ks and the node's strides/dilations/pads/auto_pad
  * (helpers.c). Reports a malformed node (when g is given) and returns false. */
 bool rule_window(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode, Window *w);
-/* False when an input's shape is unknown: an earlier shape rule failed and reported it. */
-bool rule_inputs_known(const Node *n);
 /* Axis in [-rank, rank) made non-negative into *out; false after an error (g NULL: silent). */
 bool rule_axis(Graph *g, Node *n, int64_t axis, int rank, int *out);
 /* Input i as a constant 1-D integer tensor of at most `max` elements; NULL after an error. */

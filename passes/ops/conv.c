@@ -350,7 +350,6 @@ static bool intconv_geom(Graph *g, Node *n, Window *c) {
 }
 
 void infer_conv_integer(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     IntConvIn ix = intconv_in(n);
     Value *x = n->in[ix.x], *w = n->in[ix.w];
     Value *xzp = rule_opt_in(n, ix.xzp), *wzp = rule_opt_in(n, ix.wzp);

@@ -20,14 +20,6 @@
 
 #include "../lower.h"
 
-/* An earlier node whose shape rule failed has left its outputs unknown; it was reported, so
- * stay quiet about its consumers. */
-static bool inputs_known(const Node *n) {
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && (n->in[i]->rank < 0 || n->in[i]->dtype == DT_UNDEF)) return false;
-    return true;
-}
-
 static const char *shape_str(Graph *g, const Value *v) {
     const char *s = "[";
     for (int d = 0; d < v->rank; d++)
@@ -82,7 +74,6 @@ static bool float_only(Op op) {
 /* Same dtype and shape as input 0 (also Clip, whose bounds are rank-0 inputs); bool for
  * IsNaN and IsInf. */
 void infer_unary(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     Value *x = n->in[0];
     if (n->op == OP_Not && x->dtype != DT_BOOL) {
         error(ir_where(g, n), "input '%s' is %s, Not needs bool", x->name, dtype_name(x->dtype));
@@ -106,7 +97,6 @@ void infer_unary(Graph *g, Node *n) {
 }
 
 void infer_cast(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     Value *x = n->in[0];
     DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
     if (!dtype_supported(to)) {
@@ -119,7 +109,6 @@ void infer_cast(Graph *g, Node *n) {
 /* Add, Sub, Mul, Div, Pow, PRelu: result has input 0's dtype. Pow's exponent may be of another
  * numeric type (opset 12+); PRelu's slope broadcasts to X only one way. */
 void infer_binary(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (n->op != OP_Pow && !same_dtypes(g, n, 0, 2)) return;
     int rank;
     int64_t dims[MAX_RANK];
@@ -139,7 +128,6 @@ void infer_binary(Graph *g, Node *n) {
 
 /* Comparisons and logical ops: bool result; And/Or take bool inputs. */
 void infer_compare(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (!same_dtypes(g, n, 0, 2)) return;
     if ((n->op == OP_And || n->op == OP_Or) && n->in[0]->dtype != DT_BOOL) {
         error(ir_where(g, n), "inputs are %s, %s needs bool", dtype_name(n->in[0]->dtype),
@@ -154,7 +142,6 @@ void infer_compare(Graph *g, Node *n) {
 
 /* Max, Min, Sum, Mean: any number of inputs, all broadcast together. */
 void infer_variadic(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (!same_dtypes(g, n, 0, n->nin)) return;
     int rank;
     int64_t dims[MAX_RANK];
@@ -163,7 +150,6 @@ void infer_variadic(Graph *g, Node *n) {
 }
 
 void infer_where(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (n->in[0]->dtype != DT_BOOL) {
         error(ir_where(g, n), "condition '%s' is %s, not bool", n->in[0]->name,
               dtype_name(n->in[0]->dtype));
@@ -402,7 +388,6 @@ void lower_clip(Lower *L, Node *n) {
 /* ---- elementwise: CastLike, ThresholdedRelu, Shrink, Mod ---- */
 
 void infer_castlike(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (!dtype_supported(n->in[1]->dtype)) {
         error(ir_where(g, n), "cast to unsupported type %s", dtype_name(n->in[1]->dtype));
@@ -438,7 +423,6 @@ void lower_more_unary(Lower *L, Node *n) {
 }
 
 void infer_mod(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *a = n->in[0], *b = n->in[1];
     int rank;
     int64_t dims[MAX_RANK];
@@ -491,7 +475,6 @@ void lower_xor(Lower *L, Node *n) {
 }
 
 void infer_bitshift(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *y = n->in[1];
     const char *dir = ir_attr_str(n, "direction", "");
     int rank;

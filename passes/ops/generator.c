@@ -58,7 +58,6 @@ static Value *fill_value(Node *n) {
 }
 
 void infer_constant_of_shape(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *s = rule_const_ints(g, n, 0, "shape", MAX_RANK);
     if (!s) return;
     Value *fill = fill_value(n);
@@ -95,7 +94,6 @@ void lower_constant_of_shape(Lower *L, Node *n) {
 
 /* The element count of Range is its shape, so start, limit and delta must be constants. */
 void infer_range(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     DType t = n->in[0]->dtype;
     for (int i = 0; i < 3; i++) {
         Value *v = n->in[i];
@@ -139,7 +137,6 @@ void lower_range(Lower *L, Node *n) {
 }
 
 void infer_eyelike(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     DType t = (DType)ir_attr_int(n, "dtype", x->dtype);
     if (x->rank != 2) {

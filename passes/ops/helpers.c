@@ -8,12 +8,6 @@
 
 #include "../lower.h"
 
-bool rule_inputs_known(const Node *n) {
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && (n->in[i]->rank < 0 || n->in[i]->dtype == DT_UNDEF)) return false;
-    return true;
-}
-
 bool rule_axis(Graph *g, Node *n, int64_t axis, int rank, int *out) {
     if (axis < -rank || axis >= rank) {
         if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)axis, rank);

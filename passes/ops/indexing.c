@@ -14,7 +14,6 @@
 /* ---- Gather ---- */
 
 void infer_gather(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1];
     int axis;
     if (x->rank == 0) {
@@ -88,7 +87,6 @@ void lower_gather(Lower *L, Node *n) {
 /* ---- GatherElements ---- */
 
 void infer_gather_elements(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1];
     int axis;
     if (x->rank == 0 || ind->rank != x->rank) {
@@ -198,7 +196,6 @@ static bool gathernd_check(Graph *g, Node *n, int *m, int *b) {
 }
 
 void infer_gathernd(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1];
     int m, b, r = 0;
     int64_t dims[MAX_RANK];
@@ -260,7 +257,6 @@ static Stmt *scatter_store(Program *p, Buf *out, Expr **oi, Expr *upd, KOp op) {
 }
 
 void infer_scatternd(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
     KOp op;
     if (!scatter_reduction(g, n, &op)) return;
@@ -310,7 +306,6 @@ void lower_scatternd(Lower *L, Node *n) {
 }
 
 void infer_scatter_elements(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
     int axis;
     KOp op;
@@ -371,7 +366,6 @@ static bool onehot_params(Graph *g, Node *n, int64_t *depth, int *axis) {
 }
 
 void infer_onehot(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *ind = n->in[0], *vals = n->in[2];
     int64_t depth, dims[MAX_RANK];
     int axis;

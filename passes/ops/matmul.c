@@ -319,7 +319,6 @@ static bool ein_plan(Graph *g, Node *n, Einsum *e) {
 }
 
 void infer_einsum(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Einsum e;
     int64_t dims[MAX_RANK];
     for (int i = 1; i < n->nin; i++)
@@ -413,7 +412,6 @@ static bool intmat_check(Graph *g, Node *n, MatShape *s) {
 }
 
 void infer_matmul_integer(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     MatShape s;
     if (!intmat_check(g, n, &s)) return;
     DType t = n->op == OP_QLinearMatMul ? n->in[7]->dtype : DT_INT32;

@@ -15,7 +15,6 @@
 /* ---- Expand ---- */
 
 void infer_expand(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     Value *s = rule_const_ints(g, n, 1, "shape", MAX_RANK);
     if (!s) return;
@@ -64,7 +63,6 @@ static bool get_perm(Graph *g, Node *n, int rank, int *perm) {
 }
 
 void infer_transpose(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int perm[MAX_RANK];
     int64_t dims[MAX_RANK];
@@ -93,7 +91,6 @@ void lower_transpose(Lower *L, Node *n) {
 /* ---- Concat ---- */
 
 void infer_concat(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
     if (!ir_attr(n, "axis")) {
@@ -198,7 +195,6 @@ static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
 }
 
 void infer_slice(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     SliceDims s;
     if (!slice_dims(g, n, &s)) return;
     ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, s.count);
@@ -263,7 +259,6 @@ static bool pad_params(Graph *g, Node *n, PadMode *mode, int64_t *pb, int64_t *p
 }
 
 void infer_pad(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     PadMode mode;
     int64_t pb[MAX_RANK], pe[MAX_RANK], dims[MAX_RANK];
@@ -368,7 +363,6 @@ void lower_pad(Lower *L, Node *n) {
 /* ---- Trilu and EyeLike: values chosen by the position ---- */
 
 void infer_trilu(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (x->rank < 2) {
         error(ir_where(g, n), "input '%s' has rank %d; Trilu needs at least 2", x->name, x->rank);
@@ -398,7 +392,6 @@ void lower_trilu(Lower *L, Node *n) {
 /* ---- Tile ---- */
 
 void infer_tile(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     Value *rep = rule_const_ints(g, n, 1, "repeats", MAX_RANK);
     if (!rep) return;
@@ -471,7 +464,6 @@ static bool split_sizes(Graph *g, Node *n, int *axis, int64_t *sizes) {
 }
 
 void infer_split(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
     int64_t *sizes = ARENA_ARRAY(g->arena, int64_t, n->nout + 1);
@@ -523,7 +515,6 @@ static bool block_shape(Graph *g, Node *n, int64_t *b) {
 }
 
 void infer_depth_to_space(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t b;
     if (!block_shape(g, n, &b)) return;
@@ -555,7 +546,6 @@ void lower_depth_to_space(Lower *L, Node *n) {
 }
 
 void infer_space_to_depth(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t b;
     if (!block_shape(g, n, &b)) return;
@@ -602,7 +592,6 @@ static bool revseq_axes(Graph *g, Node *n, int *batch, int *time) {
 }
 
 void infer_reverse_sequence(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     int b, t;
     if (!revseq_axes(g, n, &b, &t)) return;
     ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, n->in[0]->dims);

@@ -167,7 +167,6 @@ static void unpool_dims(const Node *n, const Value *x, int64_t *dims) {
 }
 
 void infer_max_unpool(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *ind = n->in[1];
     const int64_t *ks, *st = NULL, *pads = NULL;
     int sp = x->rank - 2, nk = ir_attr_ints(n, "kernel_shape", &ks);

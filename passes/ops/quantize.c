@@ -43,7 +43,6 @@ static Buf *axis_view(Lower *L, Buf *b, int xrank, int axis) {
 }
 
 void infer_quantize(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     int axis;
     DType t = zp ? zp->dtype : DT_UINT8;
@@ -72,7 +71,6 @@ void lower_quantize(Lower *L, Node *n) {
 }
 
 void infer_dequantize(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     int axis;
     if ((!rule_quant_type(x->dtype) && x->dtype != DT_INT32) || s->dtype != DT_FLOAT ||
@@ -104,7 +102,6 @@ void lower_dequantize(Lower *L, Node *n) {
 /* ---- DynamicQuantizeLinear ---- */
 
 void infer_dynamic_quantize(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (x->dtype != DT_FLOAT) {
         error(ir_where(g, n), "input '%s' is %s, not float32", x->name, dtype_name(x->dtype));

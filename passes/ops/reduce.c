@@ -56,7 +56,6 @@ void lower_reduce_more(Lower *L, Node *n) {
 /* ---- ArgMax, ArgMin, Hardmax: position of the extreme value ---- */
 
 void infer_arg(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
     if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
@@ -121,7 +120,6 @@ static bool hardmax_block(Graph *g, Node *n, int rank, int *lo, int *hi) {
 }
 
 void infer_hardmax(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int lo, hi;
     if (!hardmax_block(g, n, x->rank, &lo, &hi)) return;
@@ -184,7 +182,6 @@ void lower_hardmax(Lower *L, Node *n) {
 /* ---- CumSum ---- */
 
 void infer_cumsum(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int axis;
     if (x->rank == 0 || x->dtype == DT_BOOL) {
@@ -259,7 +256,6 @@ static bool topk_params(Graph *g, Node *n, int64_t *kk, int *axis) {
 }
 
 void infer_topk(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t kk, dims[MAX_RANK];
     int axis;

@@ -327,7 +327,6 @@ static bool gs_params(Graph *g, Node *n, GsMode *mode, GsPad *pad) {
 }
 
 void infer_grid_sample(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *grid = n->in[1];
     GsMode mode;
     GsPad pad;

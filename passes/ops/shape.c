@@ -11,7 +11,6 @@
 
 /* Shape (with opset 15's start/end): a constant, so its consumers see known data. */
 void infer_shape_op(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0], *o = n->out[0];
     int64_t r = x->rank;
     int64_t start = ir_attr_int(n, "start", 0), end = ir_attr_int(n, "end", r);
@@ -29,21 +28,18 @@ void infer_shape_op(Graph *g, Node *n) {
 /* ---- views ---- */
 
 void infer_identity(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
 }
 
 /* Inference-mode Dropout: the data passes through; the optional mask is all true. */
 void infer_dropout(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
     if (n->nout > 1 && n->out[1]) ir_set_shape(n->out[1], DT_BOOL, x->rank, x->dims);
 }
 
 void infer_flatten(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     int64_t axis = ir_attr_int(n, "axis", 1);
     if (axis < -x->rank || axis > x->rank) {   /* axis == rank is allowed here */
@@ -57,7 +53,6 @@ void infer_flatten(Graph *g, Node *n) {
 }
 
 void infer_reshape(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     Value *s = rule_const_ints(g, n, 1, "shape", MAX_RANK);
     if (!s) return;
@@ -112,7 +107,6 @@ static bool axes_mask(Graph *g, Node *n, int rank, bool *mask) {
 }
 
 void infer_squeeze(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     bool mask[MAX_RANK];
     if (n->nin > 1 && n->in[1]) {
@@ -133,7 +127,6 @@ void infer_squeeze(Graph *g, Node *n) {
 }
 
 void infer_unsqueeze(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     if (n->nin < 2 || !n->in[1]) {
         error(ir_where(g, n), "axes input missing");
@@ -155,7 +148,6 @@ void infer_unsqueeze(Graph *g, Node *n) {
 
 /* Size depends on the shape only: its result is a constant, like Shape's. */
 void infer_size(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     int64_t *data = ARENA_NEW(g->arena, int64_t);
     *data = ir_numel(n->in[0]);
     ir_set_shape(n->out[0], DT_INT64, 0, NULL);

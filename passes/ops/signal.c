@@ -13,7 +13,6 @@
 /* ---- HannWindow, HammingWindow, BlackmanWindow: constants of a constant size ---- */
 
 void infer_window(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *sz = n->in[0], *o = n->out[0];
     DType t = (DType)ir_attr_int(n, "output_datatype", DT_FLOAT);
     if (!sz->data || dtype_is_float(sz->dtype) || ir_numel(sz) != 1) {
@@ -76,7 +75,6 @@ static bool dft_params(Graph *g, Node *n, Dft *d) {
 }
 
 void infer_dft(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     Value *x = n->in[0];
     Dft d;
     if (!rule_float_input(g, n, 0) || !dft_params(g, n, &d)) return;

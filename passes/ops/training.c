@@ -21,7 +21,6 @@ static Expr *load_scalar(Program *p, Kernel *k, Buf *b, DType t) {
 static int optimizer_groups(Op op) { return op == OP_Adam ? 4 : 3; }
 
 void infer_optimizer(Graph *g, Node *n) {
-    if (!rule_inputs_known(n)) return;
     int groups = optimizer_groups(n->op), cnt = (n->nin - 2) / groups;
     if (cnt < 1 || n->nin != 2 + groups * cnt || n->nout != (groups - 1) * cnt) {
         error(ir_where(g, n), "%d inputs and %d outputs do not make %d groups of tensors",
