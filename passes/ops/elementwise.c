@@ -192,7 +192,7 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Ceil: return kx_un(p, K_CEIL, x);
     case OP_Reciprocal: return kx_un(p, K_RECIP, x);
     case OP_Sign: return kx_un(p, K_SIGN, x);
-    case OP_Cast: return kx_cast(p, n->out[0]->dtype, x);
+    case OP_Cast: case OP_CastLike: return kx_cast(p, n->out[0]->dtype, x);
     case OP_Relu: return kx_bin(p, K_MAX, x, cst(L, t, 0));
     case OP_LeakyRelu: {
         Expr *neg = kx_bin(p, K_MUL, x, cst(L, t, ir_attr_float(n, "alpha", 0.01f)));
@@ -259,6 +259,17 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
         Expr *e = kx_un(p, K_EXP, kx_bin(p, K_DIV, x, cst(L, t, alpha)));
         e = kx_bin(p, K_MUL, cst(L, t, alpha), kx_bin(p, K_SUB, e, cst(L, t, 1)));
         return kx_bin(p, K_ADD, kx_bin(p, K_MAX, x, cst(L, t, 0)), kx_bin(p, K_MIN, e, cst(L, t, 0)));
+    }
+    case OP_ThresholdedRelu: {
+        Expr *alpha = cst(L, t, ir_attr_float(n, "alpha", 1.0f));
+        return kx_select(p, kx_bin(p, K_GT, x, alpha), x, cst(L, t, 0));
+    }
+    case OP_Shrink: {
+        double lambd = ir_attr_float(n, "lambd", 0.5f), bias = ir_attr_float(n, "bias", 0);
+        Expr *below = kx_bin(p, K_ADD, x, cst(L, t, bias));
+        Expr *above = kx_bin(p, K_SUB, x, cst(L, t, bias));
+        Expr *e = kx_select(p, kx_bin(p, K_GT, x, cst(L, t, lambd)), above, cst(L, t, 0));
+        return kx_select(p, kx_bin(p, K_LT, x, cst(L, t, -lambd)), below, e);
     }
     default: die("lower_unary: %s", n->op_type);
     }
@@ -385,7 +396,7 @@ void lower_clip(Lower *L, Node *n) {
     lower_map(L, n, lower_out(L, n, 0), nin, ins, map_clip, &c);
 }
 
-/* ---- elementwise: CastLike, ThresholdedRelu, Shrink, Mod ---- */
+/* ---- CastLike, Mod ---- */
 
 void infer_castlike(Graph *g, Node *n) {
     Value *x = n->in[0];
@@ -394,32 +405,6 @@ void infer_castlike(Graph *g, Node *n) {
         return;
     }
     ir_set_shape(n->out[0], n->in[1]->dtype, x->rank, x->dims);
-}
-
-static Expr *map_more_unary(Lower *L, Node *n, Expr **v, void *ctx) {
-    Program *p = L->p;
-    Expr *x = v[0];
-    DType t = x->type;
-    switch (n->op) {
-    case OP_CastLike: return kx_cast(p, n->out[0]->dtype, x);
-    case OP_ThresholdedRelu: {
-        Expr *alpha = kx_const(p, t, ir_attr_float(n, "alpha", 1.0f));
-        return kx_select(p, kx_bin(p, K_GT, x, alpha), x, kx_const(p, t, 0));
-    }
-    case OP_Shrink: {
-        double lambd = ir_attr_float(n, "lambd", 0.5f), bias = ir_attr_float(n, "bias", 0);
-        Expr *below = kx_bin(p, K_ADD, x, kx_const(p, t, bias));
-        Expr *above = kx_bin(p, K_SUB, x, kx_const(p, t, bias));
-        Expr *e = kx_select(p, kx_bin(p, K_GT, x, kx_const(p, t, lambd)), above, kx_const(p, t, 0));
-        return kx_select(p, kx_bin(p, K_LT, x, kx_const(p, t, -lambd)), below, e);
-    }
-    default: die("lower_more_unary: %s", n->op_type);
-    }
-}
-
-void lower_more_unary(Lower *L, Node *n) {
-    Buf *in = lower_in(L, n, 0);
-    lower_map(L, n, lower_out(L, n, 0), 1, &in, map_more_unary, NULL);
 }
 
 void infer_mod(Graph *g, Node *n) {
