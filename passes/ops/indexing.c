@@ -256,6 +256,22 @@ static Stmt *scatter_store(Program *p, Buf *out, Expr **oi, Expr *upd, KOp op) {
     return ks_store(p, out, oi, upd);
 }
 
+/* The scatters' kernel: data, indices and updates in, out = data copied first (so out is
+ * KP_INOUT), then vars/ui: the loop index of the update nest, `rank` dims. */
+static Kernel *scatter_kernel(Lower *L, Node *n, Buf *out, int rank, int *vars, Expr **ui) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0);
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, lower_in(L, n, 1), KP_IN);
+    kir_param(p, k, lower_in(L, n, 2), KP_IN);
+    kir_param(p, k, out, KP_INOUT);
+    copy_nest(p, k, out, x);
+    lower_vars(k, rank, vars);
+    lower_var_idx(p, rank, vars, ui);
+    return k;
+}
+
 void infer_scatternd(Graph *g, Node *n) {
     Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
     KOp op;
@@ -286,15 +302,8 @@ void lower_scatternd(Lower *L, Node *n) {
     int q = ind->rank, m = (int)ind->dims[q - 1], vars[MAX_RANK];
     KOp op;
     if (!scatter_reduction(NULL, n, &op)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, upd, KP_IN);
-    kir_param(p, k, out, KP_INOUT);
-    copy_nest(p, k, out, x);
     Expr *ui[MAX_RANK], *oi[MAX_RANK], *ii[MAX_RANK];
-    lower_vars(k, upd->rank, vars);
-    lower_var_idx(p, upd->rank, vars, ui);
+    Kernel *k = scatter_kernel(L, n, out, upd->rank, vars, ui);
     for (int j = 0; j < m; j++) {
         clone_idx(p, q - 1, ui, ii);
         ii[q - 1] = kx_index(p, j);
@@ -336,15 +345,8 @@ void lower_scatter_elements(Lower *L, Node *n) {
     KOp op;
     if (!scatter_reduction(NULL, n, &op) || !rule_axis(NULL, n, ir_attr_int(n, "axis", 0), x->rank, &axis))
         return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, upd, KP_IN);
-    kir_param(p, k, out, KP_INOUT);
-    copy_nest(p, k, out, x);
     Expr *ui[MAX_RANK], *oi[MAX_RANK];
-    lower_vars(k, ind->rank, vars);
-    lower_var_idx(p, ind->rank, vars, ui);
+    Kernel *k = scatter_kernel(L, n, out, ind->rank, vars, ui);
     for (int d = 0; d < x->rank; d++)
         oi[d] = d == axis ? wrap_clamp(p, kx_load(p, ind, ui), x->dims[axis]) : ui[d];
     Stmt *s = scatter_store(p, out, oi, kx_load(p, upd, ui), op);
