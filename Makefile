@@ -19,7 +19,7 @@ CFLAGS += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g $(OPT) $(WARN)
 LDLIBS += $(LLVM_LIBS) -lprotobuf-c -lz -lm
 LDFLAGS += $(SAN)
 
-SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c backend/*.c)
+SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend/*.c)
 OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o $(B)/gen/header_template.o
 DEPS_STAMP := $(B)/.deps
 

@@ -306,15 +306,10 @@ static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
 
 /* ---- binding shape-like inputs at compile time ---- */
 
-/* Operands that shape rules need as constants: every operand of ConstantOfShape, Range and the
- * window generators, and every operand but the first of a non-elementwise op (Reshape's shape,
- * Slice's starts, Pad's pads, Tile's repeats, ...). Gather's indices count too, harmlessly: this is asked only of
- * models that do not compile as they are. */
+/* Operands that shape rules need as constants (Reshape's shape, Slice's starts, Pad's pads,
+ * Tile's repeats, ...): the shape_in column of ir/ops.def. */
 static bool shape_operand(const Node *n, int j) {
-    if (n->op == OP_ConstantOfShape || n->op == OP_Range || n->op == OP_HannWindow ||
-        n->op == OP_HammingWindow || n->op == OP_BlackmanWindow)
-        return true;
-    return j > 0 && n->op < OP_COUNT && !(op_info[n->op].flags & OPF_EW);
+    return n->op < OP_COUNT && j < 32 && (op_info[n->op].shape_in & OPIN(j));
 }
 
 static bool user_bound(const Options *o, const char *name) {

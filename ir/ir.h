@@ -48,11 +48,10 @@ typedef enum Op {
 } Op;
 
 enum {                              /* OpInfo.flags */
-    OPF_EW = 1 << 0,                /* elementwise (with numpy broadcasting for >1 input) */
-    OPF_COMMUT = 1 << 1,            /* binary and commutative */
-    OPF_VIEW = 1 << 2,              /* output is a re-shaped view of input 0 (no data moves) */
-    OPF_SHAPE_ONLY = 1 << 3,        /* output depends on input shapes only (Shape, Size) */
+    OPF_VIEW = 1 << 0,              /* output is a re-shaped view of input 0 (no data moves);
+                                       simplify drops it when the shape does not change */
 };
+#define OPIN(i) (1u << (i))         /* OpInfo.shape_in: input i decides output shapes */
 
 typedef struct Graph Graph;
 typedef struct Node Node;
@@ -64,6 +63,7 @@ typedef struct OpInfo {
     int since;                      /* oldest opset of the default domain accepted */
     int min_in, max_in, min_out, max_out;
     unsigned flags;
+    unsigned shape_in;              /* OPIN(i) set: input i must be constant (decides shapes) */
     void (*infer)(Graph *g, Node *n);       /* sets dtype/shape of n->out[] (shape rules) */
     void (*lower)(struct Lower *L, Node *n); /* emits kernels for n (lowering rules) */
 } OpInfo;

@@ -5,8 +5,8 @@
 #include "ir.h"
 
 const OpInfo op_info[OP_COUNT] = {
-#define OP(name, since, mi, ma, mo, mx, flags, infer, lower) \
-    [OP_##name] = {#name, since, mi, ma, mo, mx, flags, infer, lower},
+#define OP(name, since, mi, ma, mo, mx, flags, shape_in, infer, lower) \
+    [OP_##name] = {#name, since, mi, ma, mo, mx, flags, shape_in, infer, lower},
 #include "ops.def"
 #undef OP
 };

@@ -2,8 +2,11 @@
  *
  * There is no second implementation of the ops here: a node is folded by lowering a copy of it
  * (through the same rules that generate code) into a one-node Program and running that program
- * with the kernel IR interpreter (ir/kinterp.c). Folding can therefore never disagree with the
- * generated code, and a new op gets folding for free.
+ * with the kernel IR interpreter (ir/kinterp.c). Folding and the generated code thus share the
+ * algorithm (the same kernel), and a new op gets folding for free. They may still differ in
+ * the last bits: the interpreter evaluates exp, log, tanh, ... with the host's libm, while the
+ * generated code uses its own approximations (backend/math.c), so a folded transcendental can
+ * differ from what the compiled model would have computed by a few ulp.
  *
  * fold_node() is also called by infer_shapes right after each node, so that shape subgraphs
  * (Shape -> Gather -> Concat -> Reshape) are constant by the time Reshape's rule runs. The pass

@@ -1,4 +1,5 @@
-/* lower.h - what lowering rules (passes/rules_*.c) use to turn one graph node into kernels.
+/* lower.h - what the lowering rules (passes/ops/, one file per op family) use to turn one
+ * graph node into kernels.
  *
  * The lowering pass (passes/lower.c) creates a Buf for every graph input, output and constant,
  * walks the nodes in order and calls op_info[n->op].lower(L, n). A rule gets its operands with
@@ -43,7 +44,7 @@ Stmt *lower_wrap(Program *p, int rank, const int64_t *dims, const int *vars, Stm
 /* Index list of plain variables: idx[d] = kx_var(vars[d]). */
 void lower_var_idx(Program *p, int rank, const int *vars, Expr **idx);
 
-/* Shared by the rules (rules_util.c). */
+/* Shared by the rules (passes/ops/helpers.c). */
 /* MatMul operands as numpy sees them: a 1-D A is a row [1, K] and a 1-D B a column [K, 1],
  * the added dim being dropped from the result; leading dims are broadcast batch dims. */
 typedef struct MatShape {
@@ -61,10 +62,8 @@ typedef struct Window {
     int64_t pb[MAX_RANK], pe[MAX_RANK]; /* padding at the begin / end of each spatial dim */
 } Window;
 /* Fill w from x's shape, the kernel shape ks and the node's strides/dilations/pads/auto_pad
- * (rules_nn.c). Reports a malformed node (when g is given) and returns false. */
+ * (helpers.c). Reports a malformed node (when g is given) and returns false. */
 bool rule_window(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode, Window *w);
-/* False when an input's shape is unknown: an earlier shape rule failed and reported it. */
-bool rule_inputs_known(const Node *n);
 /* Axis in [-rank, rank) made non-negative into *out; false after an error (g NULL: silent). */
 bool rule_axis(Graph *g, Node *n, int64_t axis, int rank, int *out);
 /* Input i as a constant 1-D integer tensor of at most `max` elements; NULL after an error. */
@@ -72,5 +71,75 @@ Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max);
 /* Which dims a Reduce* node reduces (canonical form: constant axes input 1 or none) into mask;
  * 0 for no reduction (empty axes with noop_with_empty_axes), -1 after a reported error. */
 int rule_reduce_mask(Graph *g, Node *n, bool *mask);
+
+/* Shared by several families (passes/ops/helpers.c). */
+/* The reduction a rule_emit_reduce kernel computes. */
+typedef enum RedKind { R_SUM, R_MEAN, R_MAX, R_MIN } RedKind;
+
+const char *rule_dims_str(Graph *g, int rank, const int64_t *dims);
+
+/* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
+Expr *rule_scalar_const(Program *p, const Value *v, DType t);
+
+/* The smallest / largest value of a dtype: the identity of max / min. Integers use their
+ * range so that pools over int8/uint8 work; int64's largest is not exact in a double, so
+ * min-reductions start from a loaded element instead (see rule_emit_reduce). */
+double rule_dtype_lowest(DType t);
+
+int64_t rule_ceil_div(int64_t a, int64_t b);
+
+/* Input coordinate of tap t at output position o along spatial dim i, and the condition
+ * that it lies inside the input (*cond = NULL when no position can leave it). */
+Expr *rule_tap_index(Program *p, const Window *w, int i, Expr *o, Expr *t, Expr **cond);
+
+/* Wrap the per-tap statement in the tap loops (spatial dim 0 outermost), each dim's bounds
+ * check just inside its own loop so that a row out of bounds is skipped whole. */
+Stmt *rule_wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, Stmt *body);
+
+/* out[o...] = reduction over the dims of `in` marked in `mask`; out has in's rank with the
+ * reduced dims 1 (keepdims) or dropped. Max/Min start from the window's first element, which
+ * keeps them exact for every dtype (no identity value needed). */
+void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
+                        RedKind kind);
+
+/* Loops over the dims marked `red` (reduction or not), innermost last, around body. */
+Stmt *rule_wrap_dims(Program *p, int rank, const int64_t *dims, const bool *sel, const int *vars,
+                       Stmt *body, bool reduction);
+
+/* Fresh variables for the dims marked in sel, written into idx. */
+void rule_sel_vars(Program *p, Kernel *k, int rank, const bool *sel, int *vars, Expr **idx);
+
+/* out[o...] = fin(acc) where acc = init, acc = step(acc, x) over the reduced dims:
+ *   L1 |x| summed; L2 sqrt of sum x^2; SumSquare sum x^2; LogSum log of sum; Prod product;
+ *   GlobalLpPool (sum |x|^p)^(1/p);
+ *   LogSumExp m + log sum exp(x - m) with m the max (a first pass), so exp never overflows. */
+void rule_emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask,
+                             bool keepdims);
+
+/* A one-element integer operand (CumSum's axis, Trilu's k), constant or not. */
+bool rule_int_scalar(Graph *g, Node *n, int i, const char *what);
+
+/* The DT_INDEX value of a one-element integer operand: folded when constant, else loaded
+ * (and the buffer made a parameter of k). */
+Expr *rule_index_operand(Lower *L, Node *n, Kernel *k, int i);
+
+/* An output-sized kernel: vars[] and idx[] are the plain loop index over out. */
+Kernel *rule_out_kernel(Lower *L, Node *n, Buf *out, KernelClass c, int *vars, Expr **idx);
+
+/* Element 0 of a one-element buffer (zero points, scales), registered as an input of k. */
+Expr *rule_load_first(Program *p, Kernel *k, Buf *b);
+
+bool rule_quant_type(DType t);
+
+/* saturate(round(v) + zp) into t's range, v and zp float32 */
+Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t);
+
+Value *rule_opt_in(const Node *n, int i);
+
+/* An operand element as int32 minus its zero point (zi: the zero point's index when it is
+ * per row/column). */
+Expr *rule_centered(Program *p, Kernel *k, Buf *b, Expr **bi, Buf *zp, Expr *zi);
+
+bool rule_float_input(Graph *g, Node *n, int i);
 
 #endif

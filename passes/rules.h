@@ -5,7 +5,7 @@
 #define ONNXCC_RULES_H
 #include "../ir/ir.h"
 struct Lower;
-#define OP(name, since, mi, ma, mo, mx, flags, infer, lower) \
+#define OP(name, since, mi, ma, mo, mx, flags, shape_in, infer, lower) \
     void infer(Graph *g, Node *n);                             \
     void lower(struct Lower *L, Node *n);
 #include "../ir/ops.def"

@@ -1,21 +1,19 @@
 /* simplify.c - drop nodes that compute nothing, then dead nodes.
  *
- * Identity and (inference) Dropout forward their input; Reshape, Flatten, Squeeze and
- * Unsqueeze whose output shape equals their input shape are no-ops once shapes are static.
+ * Identity and (inference) Dropout forward their input; a view (OPF_VIEW: Reshape, Flatten,
+ * Squeeze, Unsqueeze) whose output shape equals its input shape is a no-op once shapes are
+ * static.
  * Their consumers read the input directly. A node whose output is a graph output is kept: the
  * output's name is part of the compiled API, and lowering turns such a node into a copy. */
 #include "pipeline.h"
 
 static bool is_noop(const Node *n) {
     switch (n->op) {
-    case OP_Identity:
-        return true;
     case OP_Dropout:                /* the mask output, if used, still needs the node */
         return n->nout < 2 || !n->out[1] || !n->out[1]->nuses;
-    case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
-        return ir_same_shape(n->in[0], n->out[0]) && n->in[0]->dtype == n->out[0]->dtype;
-    default:
-        return false;
+    default:                        /* the views (OPF_VIEW in ir/ops.def) */
+        return (op_info[n->op].flags & OPF_VIEW) && ir_same_shape(n->in[0], n->out[0]) &&
+               n->in[0]->dtype == n->out[0]->dtype;
     }
 }
 

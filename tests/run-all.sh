@@ -59,7 +59,7 @@ fi
 # only what it uses and may define stand-ins (an empty op table, say) for the rest.
 lib=$LOGS/libonnxcc.a
 rm -f $lib
-ar rcs $lib $(ls build/ir/*.o build/passes/*.o build/frontend/*.o build/backend/*.o \
+ar rcs $lib $(ls build/ir/*.o build/passes/*.o build/passes/ops/*.o build/frontend/*.o build/backend/*.o \
     build/cli/*.o build/gen/*.o 2>/dev/null | grep -v -x build/cli/main.o)
 LLVM_FLAGS="-isystem $($LLVM_CONFIG --includedir)"
 LLVM_LIBS="$($LLVM_CONFIG --ldflags) $($LLVM_CONFIG --libs)"

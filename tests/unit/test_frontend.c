@@ -20,8 +20,8 @@
 
 /* ---- a stand-in op table, used only when ir/ops.o is not linked ---- */
 __attribute__((weak)) const OpInfo op_info[OP_COUNT] = {
-#define OP(name, since, mi, ma, mo, mx, flags, infer, lower) \
-    [OP_##name] = {#name, since, mi, ma, mo, mx, flags, NULL, NULL},
+#define OP(name, since, mi, ma, mo, mx, flags, shape_in, infer, lower) \
+    [OP_##name] = {#name, since, mi, ma, mo, mx, flags, shape_in, NULL, NULL},
 #include "../../ir/ops.def"
 #undef OP
 };

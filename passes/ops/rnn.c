@@ -1,4 +1,4 @@
-/* rules_rnn.c - shape and lowering rules of the recurrent ops RNN, GRU and LSTM (opset 7..14:
+/* rnn.c - the the recurrent ops RNN, GRU and LSTM (opset 7..14:
  * forward, reverse and bidirectional, optional bias, constant sequence_lens, initial states,
  * LSTM peepholes and input_forget, GRU linear_before_reset, the activations list with its
  * alpha/beta values, clip, and both layouts).
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lower.h"
+#include "../lower.h"
 
 /* ---- the node's attributes, checked once ---- */
 

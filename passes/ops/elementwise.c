@@ -1,4 +1,11 @@
-/* rules_ew.c - shape and lowering rules of the elementwise ops (ir/ops.def rows flagged OPF_EW).
+/* elementwise.c - the elementwise family (ir/ops.def rows flagged OPF_EW, and CastLike):
+ *   unary maps   Abs Acos Acosh Asin Asinh Atan Atanh Cast CastLike Ceil Celu Cos Cosh Elu Erf
+ *                Exp Floor HardSigmoid HardSwish IsInf IsNaN LeakyRelu Log Mish Neg Not
+ *                Reciprocal Relu Round Selu Shrink Sigmoid Sign Sin Sinh Softplus Softsign Sqrt
+ *                Tan Tanh ThresholdedRelu, and Clip
+ *   binary       Add Sub Mul Div Pow PRelu Mod BitShift, the comparisons Equal Greater
+ *                GreaterOrEqual Less LessOrEqual, the logical And Or Xor
+ *   variadic     Max Min Mean Sum;  selection  Where
  *
  * Shape inference here is numpy broadcasting plus a dtype rule (same as the inputs, bool for
  * comparisons, the `to` attribute for Cast). Lowering is one lower_map() kernel per node: the
@@ -11,15 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lower.h"
-
-/* An earlier node whose shape rule failed has left its outputs unknown; it was reported, so
- * stay quiet about its consumers. */
-static bool inputs_known(const Node *n) {
-    for (int i = 0; i < n->nin; i++)
-        if (n->in[i] && (n->in[i]->rank < 0 || n->in[i]->dtype == DT_UNDEF)) return false;
-    return true;
-}
+#include "../lower.h"
 
 static const char *shape_str(Graph *g, const Value *v) {
     const char *s = "[";
@@ -75,7 +74,6 @@ static bool float_only(Op op) {
 /* Same dtype and shape as input 0 (also Clip, whose bounds are rank-0 inputs); bool for
  * IsNaN and IsInf. */
 void infer_unary(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     Value *x = n->in[0];
     if (n->op == OP_Not && x->dtype != DT_BOOL) {
         error(ir_where(g, n), "input '%s' is %s, Not needs bool", x->name, dtype_name(x->dtype));
@@ -99,7 +97,6 @@ void infer_unary(Graph *g, Node *n) {
 }
 
 void infer_cast(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     Value *x = n->in[0];
     DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
     if (!dtype_supported(to)) {
@@ -112,7 +109,6 @@ void infer_cast(Graph *g, Node *n) {
 /* Add, Sub, Mul, Div, Pow, PRelu: result has input 0's dtype. Pow's exponent may be of another
  * numeric type (opset 12+); PRelu's slope broadcasts to X only one way. */
 void infer_binary(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (n->op != OP_Pow && !same_dtypes(g, n, 0, 2)) return;
     int rank;
     int64_t dims[MAX_RANK];
@@ -132,7 +128,6 @@ void infer_binary(Graph *g, Node *n) {
 
 /* Comparisons and logical ops: bool result; And/Or take bool inputs. */
 void infer_compare(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (!same_dtypes(g, n, 0, 2)) return;
     if ((n->op == OP_And || n->op == OP_Or) && n->in[0]->dtype != DT_BOOL) {
         error(ir_where(g, n), "inputs are %s, %s needs bool", dtype_name(n->in[0]->dtype),
@@ -147,7 +142,6 @@ void infer_compare(Graph *g, Node *n) {
 
 /* Max, Min, Sum, Mean: any number of inputs, all broadcast together. */
 void infer_variadic(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (!same_dtypes(g, n, 0, n->nin)) return;
     int rank;
     int64_t dims[MAX_RANK];
@@ -156,7 +150,6 @@ void infer_variadic(Graph *g, Node *n) {
 }
 
 void infer_where(Graph *g, Node *n) {
-    if (!inputs_known(n)) return;
     if (n->in[0]->dtype != DT_BOOL) {
         error(ir_where(g, n), "condition '%s' is %s, not bool", n->in[0]->name,
               dtype_name(n->in[0]->dtype));
@@ -199,7 +192,7 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Ceil: return kx_un(p, K_CEIL, x);
     case OP_Reciprocal: return kx_un(p, K_RECIP, x);
     case OP_Sign: return kx_un(p, K_SIGN, x);
-    case OP_Cast: return kx_cast(p, n->out[0]->dtype, x);
+    case OP_Cast: case OP_CastLike: return kx_cast(p, n->out[0]->dtype, x);
     case OP_Relu: return kx_bin(p, K_MAX, x, cst(L, t, 0));
     case OP_LeakyRelu: {
         Expr *neg = kx_bin(p, K_MUL, x, cst(L, t, ir_attr_float(n, "alpha", 0.01f)));
@@ -266,6 +259,17 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
         Expr *e = kx_un(p, K_EXP, kx_bin(p, K_DIV, x, cst(L, t, alpha)));
         e = kx_bin(p, K_MUL, cst(L, t, alpha), kx_bin(p, K_SUB, e, cst(L, t, 1)));
         return kx_bin(p, K_ADD, kx_bin(p, K_MAX, x, cst(L, t, 0)), kx_bin(p, K_MIN, e, cst(L, t, 0)));
+    }
+    case OP_ThresholdedRelu: {
+        Expr *alpha = cst(L, t, ir_attr_float(n, "alpha", 1.0f));
+        return kx_select(p, kx_bin(p, K_GT, x, alpha), x, cst(L, t, 0));
+    }
+    case OP_Shrink: {
+        double lambd = ir_attr_float(n, "lambd", 0.5f), bias = ir_attr_float(n, "bias", 0);
+        Expr *below = kx_bin(p, K_ADD, x, cst(L, t, bias));
+        Expr *above = kx_bin(p, K_SUB, x, cst(L, t, bias));
+        Expr *e = kx_select(p, kx_bin(p, K_GT, x, cst(L, t, lambd)), above, cst(L, t, 0));
+        return kx_select(p, kx_bin(p, K_LT, x, cst(L, t, -lambd)), below, e);
     }
     default: die("lower_unary: %s", n->op_type);
     }
@@ -390,4 +394,114 @@ void lower_clip(Lower *L, Node *n) {
         }
     }
     lower_map(L, n, lower_out(L, n, 0), nin, ins, map_clip, &c);
+}
+
+/* ---- CastLike, Mod ---- */
+
+void infer_castlike(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (!dtype_supported(n->in[1]->dtype)) {
+        error(ir_where(g, n), "cast to unsupported type %s", dtype_name(n->in[1]->dtype));
+        return;
+    }
+    ir_set_shape(n->out[0], n->in[1]->dtype, x->rank, x->dims);
+}
+
+void infer_mod(Graph *g, Node *n) {
+    Value *a = n->in[0], *b = n->in[1];
+    int rank;
+    int64_t dims[MAX_RANK];
+    if (a->dtype != b->dtype) {
+        error(ir_where(g, n), "inputs are %s and %s", dtype_name(a->dtype), dtype_name(b->dtype));
+        return;
+    }
+    if (dtype_is_float(a->dtype) && !ir_attr_int(n, "fmod", 0)) {
+        error(ir_where(g, n), "fmod=0 on %s inputs (the spec requires fmod=1)", dtype_name(a->dtype));
+        return;
+    }
+    if (a->dtype == DT_BOOL || !ir_broadcast(a->rank, a->dims, b->rank, b->dims, &rank, dims)) {
+        error(ir_where(g, n), "inputs '%s' and '%s' do not broadcast", a->name, b->name);
+        return;
+    }
+    ir_set_shape(n->out[0], a->dtype, rank, dims);
+}
+
+/* fmod=1: C's remainder (dividend's sign); fmod=0: Python's, which takes the divisor's sign.
+ * A zero integer divisor is replaced by 1 (ONNX leaves the result undefined; the generated
+ * code must not trap). */
+static Expr *map_mod(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    Expr *a = v[0], *b = v[1];
+    DType t = a->type;
+    if (dtype_is_float(t)) return kx_bin(p, K_REM, a, b);
+    Expr *zero = kx_const(p, t, 0);
+    b = kx_select(p, kx_bin(p, K_EQ, b, zero), kx_const(p, t, 1), b);
+    Expr *r = kx_bin(p, K_REM, a, b);
+    if (ir_attr_int(n, "fmod", 0) || dtype_is_unsigned(t)) return r;
+    Expr *signs_differ = kx_bin(p, K_XOR, kx_bin(p, K_LT, r, zero), kx_bin(p, K_LT, b, zero));
+    Expr *fix = kx_bin(p, K_AND, kx_bin(p, K_NE, r, zero), signs_differ);
+    return kx_select(p, fix, kx_bin(p, K_ADD, r, b), r);
+}
+
+void lower_mod(Lower *L, Node *n) {
+    Buf *ins[2] = {lower_in(L, n, 0), lower_in(L, n, 1)};
+    lower_map(L, n, lower_out(L, n, 0), 2, ins, map_mod, NULL);
+}
+
+/* ---- Xor and BitShift ---- */
+
+static Expr *map_xor(Lower *L, Node *n, Expr **v, void *ctx) {
+    return kx_bin(L->p, K_XOR, v[0], v[1]);
+}
+
+void lower_xor(Lower *L, Node *n) {
+    Buf *ins[2] = {lower_in(L, n, 0), lower_in(L, n, 1)};
+    lower_map(L, n, lower_out(L, n, 0), 2, ins, map_xor, NULL);
+}
+
+void infer_bitshift(Graph *g, Node *n) {
+    Value *x = n->in[0], *y = n->in[1];
+    const char *dir = ir_attr_str(n, "direction", "");
+    int rank;
+    int64_t dims[MAX_RANK];
+    if (x->dtype != y->dtype || !dtype_is_unsigned(x->dtype)) {
+        error(ir_where(g, n), "inputs are %s and %s, need the same unsigned type",
+              dtype_name(x->dtype), dtype_name(y->dtype));
+        return;
+    }
+    if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT")) {
+        error(ir_where(g, n), "direction '%s' must be LEFT or RIGHT", dir);
+        return;
+    }
+    if (!ir_broadcast(x->rank, x->dims, y->rank, y->dims, &rank, dims)) {
+        error(ir_where(g, n), "shapes of '%s' and '%s' do not broadcast", x->name, y->name);
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, rank, dims);
+}
+
+/* There is no shift operator in the kernel IR: x << y is x * 2^y and x >> y is x / 2^y, with
+ * 2^y built from the bits of y (a product of selects). Shifts by the width or more give 0. */
+static Expr *map_bitshift(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    DType t = v[0]->type;
+    int bits = (int)dtype_size(t) * 8;
+    Expr *y = kx_bin(p, K_MIN, v[1], kx_const(p, t, bits - 1));
+    Expr *pow2 = kx_const(p, t, 1);
+    for (int b = 0; (1 << b) < bits; b++) {
+        Expr *bit = kx_bin(p, K_REM, kx_bin(p, K_DIV, kx_clone(p, y), kx_const(p, t, 1 << b)),
+                           kx_const(p, t, 2));
+        Expr *f = kx_select(p, kx_bin(p, K_NE, bit, kx_const(p, t, 0)),
+                            kx_const(p, t, ldexp(1, 1 << b)), kx_const(p, t, 1));
+        pow2 = kx_bin(p, K_MUL, pow2, f);
+    }
+    bool left = !strcmp(ir_attr_str(n, "direction", ""), "LEFT");
+    Expr *r = kx_bin(p, left ? K_MUL : K_DIV, v[0], pow2);
+    Expr *big = kx_bin(p, K_GE, kx_clone(p, v[1]), kx_const(p, t, bits));
+    return kx_select(p, big, kx_const(p, t, 0), r);
+}
+
+void lower_bitshift(Lower *L, Node *n) {
+    Buf *ins[2] = {lower_in(L, n, 0), lower_in(L, n, 1)};
+    lower_map(L, n, lower_out(L, n, 0), 2, ins, map_bitshift, NULL);
 }

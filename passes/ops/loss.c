@@ -1,4 +1,4 @@
-/* rules_loss.c - shape and lowering rules of the loss ops: NegativeLogLikelihoodLoss and
+/* loss.c - the the loss ops: NegativeLogLikelihoodLoss and
  * SoftmaxCrossEntropyLoss (opsets 12 and 13, which differ only in the types they accept).
  *
  * Both read log-probabilities lp[N, C, d1..dk] and class labels t[N, d1..dk] (an integer graph
@@ -8,14 +8,14 @@
  * per-sample losses, `sum` adds them, `mean` divides the sum by the sum of w (by the sample
  * count when there is neither a weight nor an ignore_index: then every w is 1).
  * SoftmaxCrossEntropyLoss first computes lp = LogSoftmax(scores) along dim 1 into its optional
- * second output (or a temporary), in the three-pass form of rules_nn.c's lower_softmax.
+ * second output (or a temporary), in the three-pass form of normalize.c's lower_softmax.
  *
  * Labels are data: a label out of [0, C) that is not ignore_index is undefined in ONNX, and we
  * clamp it into range so that no load ever leaves lp or weight. */
 #include <math.h>
 #include <string.h>
 
-#include "lower.h"
+#include "../lower.h"
 
 /* ---- small helpers ---- */
 

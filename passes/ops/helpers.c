@@ -1,0 +1,383 @@
+/* helpers.c - what the per-family rules in passes/ops/ share, declared in passes/lower.h:
+ * operand checks (axes, constant integer operands, one-element scalars), the window geometry
+ * of Conv, ConvTranspose, ConvInteger, QLinearConv and the pools, the reduction emitters, the
+ * MatMul shape rule, the kernel prologue for output-sized kernels and the quantisation
+ * arithmetic. A helper lives here once a second family needs it. */
+#include <math.h>
+#include <string.h>
+
+#include "../lower.h"
+
+bool rule_axis(Graph *g, Node *n, int64_t axis, int rank, int *out) {
+    if (axis < -rank || axis >= rank) {
+        if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)axis, rank);
+        return false;
+    }
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max) {
+    Value *v = n->in[i];
+    if (!v->data) {
+        error(ir_where(g, n), "%s '%s' is not a compile-time constant (unsupported)", what, v->name);
+        return NULL;
+    }
+    if (dtype_is_float(v->dtype) || v->rank > 1 || ir_numel(v) > max) {
+        error(ir_where(g, n), "%s '%s' must be a 1-D integer tensor of at most %lld elements",
+              what, v->name, (long long)max);
+        return NULL;
+    }
+    return v;
+}
+
+/* Which dims a Reduce* node reduces; returns false for "no reduction" (empty axes with
+ * noop_with_empty_axes) and -1 after reporting a bad axis. */
+int rule_reduce_mask(Graph *g, Node *n, bool *mask) {
+    Value *x = n->in[0], *ax = n->nin > 1 ? n->in[1] : NULL;
+    int64_t na = ax ? ir_numel(ax) : 0;
+    if (ax && !ax->data) {
+        if (g) error(ir_where(g, n), "axes must be a constant");
+        return -1;
+    }
+    for (int d = 0; d < x->rank; d++) mask[d] = na == 0;
+    if (na == 0) return !ir_attr_int(n, "noop_with_empty_axes", 0);
+    for (int64_t i = 0; i < na; i++) {
+        int64_t a = ir_const_int(ax, i);
+        if (a < -x->rank || a >= x->rank) {
+            if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)a, x->rank);
+            return -1;
+        }
+        mask[a < 0 ? a + x->rank : a] = true;
+    }
+    return 1;
+}
+
+bool rule_matmul_shape(const Value *a, const Value *b, MatShape *s) {
+    int64_t bd[MAX_RANK];
+    if (a->rank < 1 || b->rank < 1) return false;
+    s->nba = MAX(a->rank - 2, 0);
+    s->nbb = MAX(b->rank - 2, 0);
+    s->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+    s->kd = a->dims[a->rank - 1];
+    s->nn = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+    if (b->dims[b->rank >= 2 ? b->rank - 2 : 0] != s->kd) return false;
+    if (!ir_broadcast(s->nba, a->dims, s->nbb, b->dims, &s->nb, bd)) return false;
+    memcpy(s->dims, bd, sizeof(int64_t) * (size_t)s->nb);
+    s->rank = s->nb;
+    if (a->rank >= 2) s->dims[s->rank++] = s->m;
+    if (b->rank >= 2) s->dims[s->rank++] = s->nn;
+    return s->rank <= MAX_RANK;
+}
+
+const char *rule_dims_str(Graph *g, int rank, const int64_t *dims) {
+    const char *s = "[";
+    for (int d = 0; d < rank; d++)
+        s = arena_printf(g->arena, "%s%s%lld", s, d ? "," : "", (long long)dims[d]);
+    return arena_printf(g->arena, "%s]", s);
+}
+
+/* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
+Expr *rule_scalar_const(Program *p, const Value *v, DType t) {
+    if (dtype_is_float(t)) return kx_const(p, t, ir_const_float(v, 0));
+    Expr *e = kx_const(p, t, 0);
+    e->i = ir_const_int(v, 0);
+    return e;
+}
+
+/* ---- small kernel-building helpers ---- */
+
+/* The smallest / largest value of a dtype: the identity of max / min. Integers use their
+ * range so that pools over int8/uint8 work; int64's largest is not exact in a double, so
+ * min-reductions start from a loaded element instead (see rule_emit_reduce). */
+double rule_dtype_lowest(DType t) {
+    switch (t) {
+    case DT_UINT8: case DT_UINT16: case DT_UINT32: case DT_UINT64: case DT_BOOL: return 0;
+    case DT_INT8: return INT8_MIN;
+    case DT_INT16: return INT16_MIN;
+    case DT_INT32: return INT32_MIN;
+    case DT_INT64: return (double)INT64_MIN;
+    default: return -INFINITY;
+    }
+}
+
+int64_t rule_ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -(-a / b); }
+
+/* ---- window geometry shared by Conv and the pools ---- */
+
+/* Output size of one spatial dim with explicit pads. In ceil mode the last window must
+ * start inside the input or the left padding (as onnx's reference and PyTorch do). */
+static int64_t window_out(Window *w, int i, bool ceil_mode) {
+    int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+    int64_t span = w->in[i] + w->pb[i] + w->pe[i] - ext;
+    if (span < 0) return -1;
+    if (!ceil_mode) return span / w->s[i] + 1;
+    int64_t o = rule_ceil_div(span, w->s[i]) + 1;
+    if ((o - 1) * w->s[i] >= w->in[i] + w->pb[i]) o--;
+    return o;
+}
+
+/* (lower.h) */
+bool rule_window(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode, Window *w) {
+    const char *where = g ? ir_where(g, n) : n->name;
+    const int64_t *st, *dl, *pd;
+    int nsp = x->rank - 2;
+    int nst = ir_attr_ints(n, "strides", &st), ndl = ir_attr_ints(n, "dilations", &dl);
+    int npd = ir_attr_ints(n, "pads", &pd);
+    const char *ap = ir_attr_str(n, "auto_pad", "NOTSET");
+    if ((nst && nst != nsp) || (ndl && ndl != nsp) || (npd && npd != 2 * nsp)) {
+        error(where, "strides/dilations/pads do not match %d spatial dims", nsp);
+        return false;
+    }
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    bool valid = !strcmp(ap, "VALID");
+    if (!same && !valid && *ap && strcmp(ap, "NOTSET")) {
+        error(where, "unknown auto_pad '%s'", ap);
+        return false;
+    }
+    w->nsp = nsp;
+    for (int i = 0; i < nsp; i++) {
+        w->in[i] = x->dims[2 + i];
+        w->k[i] = ks[i];
+        w->s[i] = nst ? st[i] : 1;
+        w->d[i] = ndl ? dl[i] : 1;
+        w->pb[i] = npd && !same && !valid ? pd[i] : 0;
+        w->pe[i] = npd && !same && !valid ? pd[nsp + i] : 0;
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0) {
+            error(where, "kernel, strides and dilations must be positive and pads non-negative");
+            return false;
+        }
+        if (same) {
+            int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+            w->out[i] = rule_ceil_div(w->in[i], w->s[i]);
+            int64_t total = MAX(0, (w->out[i] - 1) * w->s[i] + ext - w->in[i]);
+            w->pb[i] = ap[5] == 'U' ? total / 2 : total - total / 2;
+            w->pe[i] = total - w->pb[i];
+        } else {
+            w->out[i] = window_out(w, i, ceil_mode && !valid);
+        }
+        if (w->out[i] < 1) {
+            error(where, "window of spatial dim %d larger than the padded input", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Input coordinate of tap t at output position o along spatial dim i, and the condition
+ * that it lies inside the input (*cond = NULL when no position can leave it). */
+Expr *rule_tap_index(Program *p, const Window *w, int i, Expr *o, Expr *t, Expr **cond) {
+    Expr *ix = kx_addc(p, kx_add(p, kx_mul(p, o, w->s[i]), kx_mul(p, t, w->d[i])), -w->pb[i]);
+    int64_t hi = (w->out[i] - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] - w->pb[i];
+    *cond = NULL;
+    if (w->pb[i] > 0) *cond = kx_bin(p, K_GE, ix, kx_index(p, 0));
+    if (hi >= w->in[i]) *cond = kx_and(p, *cond, kx_bin(p, K_LT, ix, kx_index(p, w->in[i])));
+    return ix;
+}
+
+/* Wrap the per-tap statement in the tap loops (spatial dim 0 outermost), each dim's bounds
+ * check just inside its own loop so that a row out of bounds is skipped whole. */
+Stmt *rule_wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, Stmt *body) {
+    for (int i = w->nsp - 1; i >= 0; i--) {
+        if (conds[i]) body = ks_if(p, conds[i], body, NULL);
+        body = ks_red_loop(p, tv[i], w->k[i], body);
+    }
+    return body;
+}
+
+/* out[o...] = reduction over the dims of `in` marked in `mask`; out has in's rank with the
+ * reduced dims 1 (keepdims) or dropped. Max/Min start from the window's first element, which
+ * keeps them exact for every dtype (no identity value needed). */
+void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
+                        RedKind kind) {
+    Program *p = L->p;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int ov[MAX_RANK], rv[MAX_RANK], acc = kir_scalar(p, k, out->dtype);
+    Expr *oi[MAX_RANK], *ii[MAX_RANK], *first[MAX_RANK];
+    int64_t count = 1;
+    lower_vars(k, out->rank, ov);
+    lower_var_idx(p, out->rank, ov, oi);
+    for (int d = 0, o = 0; d < in->rank; d++) {
+        if (mask[d]) {
+            rv[d] = kir_var(k);
+            ii[d] = kx_var(p, rv[d]);
+            first[d] = kx_index(p, 0);
+            count *= in->dims[d];
+            if (keepdims) o++;
+        } else {
+            ii[d] = first[d] = oi[o++];
+        }
+    }
+    Expr *xv = kx_load(p, in, ii), *av = kx_scalar(p, k, acc), *init;
+    KOp op = kind == R_MAX ? K_MAX : kind == R_MIN ? K_MIN : K_ADD;
+    if ((kind == R_MAX || kind == R_MIN) && count > 0) init = kx_load(p, in, first);
+    else if (kind == R_MAX || kind == R_MIN)
+        init = kx_const(p, out->dtype, kind == R_MAX ? rule_dtype_lowest(out->dtype) : INFINITY);
+    else init = kx_const(p, out->dtype, 0);
+    Stmt *red = ks_set(p, acc, kx_bin(p, op, av, xv));
+    for (int d = in->rank - 1; d >= 0; d--)
+        if (mask[d]) red = ks_red_loop(p, rv[d], in->dims[d], red);
+    Stmt *body = ks_seq(ks_set(p, acc, init), red);
+    Expr *v = kx_scalar(p, k, acc);
+    if (kind == R_MEAN && count > 0) v = kx_bin(p, K_DIV, v, kx_const(p, out->dtype, (double)count));
+    ks_seq(body, ks_store(p, out, oi, v));
+    k->body = lower_wrap(p, out->rank, out->dims, ov, body);
+}
+
+/* Loops over the dims marked `red` (reduction or not), innermost last, around body. */
+Stmt *rule_wrap_dims(Program *p, int rank, const int64_t *dims, const bool *sel, const int *vars,
+                       Stmt *body, bool reduction) {
+    for (int d = rank - 1; d >= 0; d--)
+        if (sel[d]) body = reduction ? ks_red_loop(p, vars[d], dims[d], body)
+                                     : ks_loop(p, vars[d], 0, dims[d], 1, body);
+    return body;
+}
+
+/* Fresh variables for the dims marked in sel, written into idx. */
+void rule_sel_vars(Program *p, Kernel *k, int rank, const bool *sel, int *vars, Expr **idx) {
+    for (int d = 0; d < rank; d++)
+        if (sel[d]) {
+            vars[d] = kir_var(k);
+            idx[d] = kx_var(p, vars[d]);
+        }
+}
+
+/* ---- the Reduce* family and GlobalLpPool ---- */
+
+/* out[o...] = fin(acc) where acc = init, acc = step(acc, x) over the reduced dims:
+ *   L1 |x| summed; L2 sqrt of sum x^2; SumSquare sum x^2; LogSum log of sum; Prod product;
+ *   GlobalLpPool (sum |x|^p)^(1/p);
+ *   LogSumExp m + log sum exp(x - m) with m the max (a first pass), so exp never overflows. */
+void rule_emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask,
+                             bool keepdims) {
+    Program *p = L->p;
+    DType t = out->dtype;
+    bool lse = n->op == OP_ReduceLogSumExp;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, lse ? KC_GENERIC : KC_CONTRACTION);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int ov[MAX_RANK], rv[MAX_RANK] = {0}, acc = kir_scalar(p, k, t);
+    int mx = lse ? kir_scalar(p, k, t) : -1;
+    Expr *oi[MAX_RANK], *ii[MAX_RANK];
+    lower_vars(k, out->rank, ov);
+    lower_var_idx(p, out->rank, ov, oi);
+    for (int d = 0, o = 0; d < in->rank; d++) {
+        if (!mask[d]) ii[d] = oi[o++];
+        else if (keepdims) o++;
+    }
+    Stmt *body = NULL;
+    if (lse) {
+        rule_sel_vars(p, k, in->rank, mask, rv, ii);
+        Stmt *s = ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), kx_load(p, in, ii)));
+        body = ks_seq(ks_set(p, mx, kx_const(p, t, -INFINITY)),
+                      rule_wrap_dims(p, in->rank, in->dims, mask, rv, s, true));
+    }
+    rule_sel_vars(p, k, in->rank, mask, rv, ii);
+    Expr *xv = kx_load(p, in, ii), *av = kx_scalar(p, k, acc), *nv;
+    double init = 0;
+    switch (n->op) {
+    case OP_ReduceL1: nv = kx_bin(p, K_ADD, av, kx_un(p, K_ABS, xv)); break;
+    case OP_ReduceL2: case OP_ReduceSumSquare:
+        nv = kx_bin(p, K_ADD, av, kx_bin(p, K_MUL, xv, xv));
+        break;
+    case OP_ReduceLogSum: nv = kx_bin(p, K_ADD, av, xv); break;
+    case OP_ReduceLogSumExp:
+        nv = kx_bin(p, K_ADD, av, kx_un(p, K_EXP, kx_bin(p, K_SUB, xv, kx_scalar(p, k, mx))));
+        break;
+    case OP_ReduceProd: nv = kx_bin(p, K_MUL, av, xv), init = 1; break;
+    case OP_GlobalLpPool: {
+        double pw = (double)ir_attr_int(n, "p", 2);
+        Expr *ax = kx_un(p, K_ABS, xv);
+        Expr *term = pw == 2 ? kx_bin(p, K_MUL, ax, ax) : kx_bin(p, K_POW, ax, kx_const(p, t, pw));
+        nv = kx_bin(p, K_ADD, av, term);
+        break;
+    }
+    default: die("rule_emit_reduce_more: op %s", n->op_type);
+    }
+    body = ks_seq(body, ks_set(p, acc, kx_const(p, t, init)));
+    ks_seq(body, rule_wrap_dims(p, in->rank, in->dims, mask, rv, ks_set(p, acc, nv), true));
+    Expr *v = kx_scalar(p, k, acc);
+    if (n->op == OP_ReduceL2) v = kx_un(p, K_SQRT, v);
+    else if (n->op == OP_ReduceLogSum) v = kx_un(p, K_LOG, v);
+    else if (lse) v = kx_bin(p, K_ADD, kx_scalar(p, k, mx), kx_un(p, K_LOG, v));
+    else if (n->op == OP_GlobalLpPool) {
+        double pw = (double)ir_attr_int(n, "p", 2);
+        v = pw == 2 ? kx_un(p, K_SQRT, v) : pw == 1 ? v : kx_bin(p, K_POW, v, kx_const(p, t, 1 / pw));
+    }
+    ks_seq(body, ks_store(p, out, oi, v));
+    k->body = lower_wrap(p, out->rank, out->dims, ov, body);
+}
+
+/* A one-element integer operand (CumSum's axis, Trilu's k), constant or not. */
+bool rule_int_scalar(Graph *g, Node *n, int i, const char *what) {
+    Value *v = n->in[i];
+    if (dtype_is_float(v->dtype) || v->dtype == DT_BOOL || v->rank > 1 || ir_numel(v) != 1) {
+        error(ir_where(g, n), "%s '%s' must be a single integer", what, v->name);
+        return false;
+    }
+    return true;
+}
+
+/* The DT_INDEX value of a one-element integer operand: folded when constant, else loaded
+ * (and the buffer made a parameter of k). */
+Expr *rule_index_operand(Lower *L, Node *n, Kernel *k, int i) {
+    Program *p = L->p;
+    Value *v = n->in[i];
+    if (v->data) return kx_index(p, ir_const_int(v, 0));
+    Buf *b = lower_in(L, n, i);
+    Expr *zero[MAX_RANK];
+    for (int d = 0; d < b->rank; d++) zero[d] = kx_index(p, 0);
+    kir_param(p, k, b, KP_IN);
+    return kx_cast(p, DT_INDEX, kx_load(p, b, zero));
+}
+
+/* An output-sized kernel: vars[] and idx[] are the plain loop index over out. */
+Kernel *rule_out_kernel(Lower *L, Node *n, Buf *out, KernelClass c, int *vars, Expr **idx) {
+    Kernel *k = kir_kernel_new(L->p, lower_kname(L, n), n->op_type, c);
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(L->p, out->rank, vars, idx);
+    return k;
+}
+
+/* Element 0 of a one-element buffer (zero points, scales), registered as an input of k. */
+Expr *rule_load_first(Program *p, Kernel *k, Buf *b) {
+    Expr *zero[MAX_RANK];
+    for (int d = 0; d < b->rank; d++) zero[d] = kx_index(p, 0);
+    kir_param(p, k, b, KP_IN);
+    return kx_load(p, b, zero);
+}
+
+bool rule_quant_type(DType t) { return t == DT_UINT8 || t == DT_INT8; }
+
+/* saturate(round(v) + zp) into t's range, v and zp float32 */
+Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t) {
+    v = kx_un(p, K_ROUND, v);
+    if (zp) v = kx_bin(p, K_ADD, v, kx_cast(p, DT_FLOAT, zp));
+    double lo = t == DT_INT8 ? -128 : 0, hi = t == DT_INT8 ? 127 : 255;
+    v = kx_bin(p, K_MIN, kx_bin(p, K_MAX, v, kx_const(p, DT_FLOAT, lo)), kx_const(p, DT_FLOAT, hi));
+    return kx_cast(p, t, v);
+}
+
+Value *rule_opt_in(const Node *n, int i) { return i < n->nin ? n->in[i] : NULL; }
+
+/* An operand element as int32 minus its zero point (zi: the zero point's index when it is
+ * per row/column). */
+Expr *rule_centered(Program *p, Kernel *k, Buf *b, Expr **bi, Buf *zp, Expr *zi) {
+    Expr *v = kx_cast(p, DT_INT32, kx_load(p, b, bi));
+    if (!zp) return v;
+    Expr *z = kir_numel(zp) == 1 || !zi ? rule_load_first(p, k, zp) : kx_load(p, zp, &zi);
+    kir_param(p, k, zp, KP_IN);
+    return kx_bin(p, K_SUB, v, kx_cast(p, DT_INT32, z));
+}
+
+bool rule_float_input(Graph *g, Node *n, int i) {
+    Value *v = n->in[i];
+    if (v->dtype != DT_FLOAT && v->dtype != DT_DOUBLE) {
+        error(ir_where(g, n), "input '%s' is %s; only float32/float64 are supported", v->name,
+              dtype_name(v->dtype));
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,461 @@
+/* matmul.c - the matrix-product family: Gemm, MatMul, MatMulInteger, QLinearMatMul, Einsum.
+ *
+ * Kernels keep the shape fusion and tiling rely on: parallel loops over the output dims
+ * outermost (in natural order), the reduction loop inside accumulating into a scalar
+ * register, and one final store `out[o...] = value` per element so that fusion can substitute
+ * an elementwise consumer into it. Constant weights of Gemm and MatMul are re-laid out at
+ * compile time into column panels of the tile width, so the inner loop streams. The integer
+ * products compute in int32 after subtracting the zero points, like the ONNX reference.
+ * Einsum is one sum-of-products loop nest, for any equation numpy accepts. */
+#include <math.h>
+#include <string.h>
+
+#include "../lower.h"
+
+/* ---- Gemm and MatMul ---- */
+
+void infer_gemm(Graph *g, Node *n) {
+    Value *a = n->in[0], *b = n->in[1], *c = n->nin > 2 ? n->in[2] : NULL;
+    bool ta = ir_attr_int(n, "transA", 0), tb = ir_attr_int(n, "transB", 0);
+    if (a->rank != 2 || b->rank != 2) {
+        error(ir_where(g, n), "A and B must be matrices (ranks %d, %d)", a->rank, b->rank);
+        return;
+    }
+    int64_t dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]}, bd[2];
+    int r;
+    if (a->dims[ta ? 0 : 1] != b->dims[tb ? 1 : 0]) {
+        error(ir_where(g, n), "inner dimensions differ: %lld and %lld",
+              (long long)a->dims[ta ? 0 : 1], (long long)b->dims[tb ? 1 : 0]);
+        return;
+    }
+    if (c && (c->rank > 2 || !ir_broadcast(c->rank, c->dims, 2, dims, &r, bd) || bd[0] != dims[0] ||
+              bd[1] != dims[1])) {
+        error(ir_where(g, n), "C does not broadcast to [%lld, %lld]", (long long)dims[0],
+              (long long)dims[1]);
+        return;
+    }
+    ir_set_shape(n->out[0], a->dtype, 2, dims);
+}
+
+/* Constant B' (B, or B transposed with tb) [K, N] relaid out as panels [N/pw, K, pw]: with
+ * the column loop split into panel and column in the panel, the reduction over k reads one
+ * panel front to back, where B' itself would be read pw columns a row, a row apart (4 KiB at
+ * N = 1024: a new page every load, which the prefetchers do not follow). */
+static Buf *gemm_panels(Program *p, Buf *b, bool tb, int64_t pw) {
+    int64_t kd = b->dims[tb ? 1 : 0], nd = b->dims[tb ? 0 : 1];
+    int64_t dims[3] = {nd / pw, kd, pw};
+    size_t es = dtype_size(b->dtype);
+    char name[256];
+    snprintf(name, sizeof name, "%s_panels", b->name);
+    Buf *r = kir_buf_new(p, name, b->dtype, 3, dims, B_CONST);
+    char *d = arena_alloc(p->arena, kir_nbytes(b));
+    const char *src = b->data;
+    for (int64_t k = 0; k < kd; k++)
+        for (int64_t j = 0; j < nd; j++)
+            memcpy(d + (size_t)(((j / pw) * kd + k) * pw + j % pw) * es,
+                   src + (size_t)(tb ? j * kd + k : k * nd + j) * es, es);
+    r->data = d;
+    return r;
+}
+
+/* The panel width for a constant B' with nd columns: the columns tile.c jams (8 target
+ * vectors, at most 128), if there are at least two panels of them; else 0 (B' as it is). */
+static int64_t gemm_panel_width(const Program *p, const Buf *b, int64_t nd) {
+    int64_t pw = MIN(8 * p->vector_bytes / (int64_t)dtype_size(b->dtype), 128);
+    bool ok = p->vector_bytes >= 16 && b->kind == B_CONST && b->data && !b->alias && b->rank == 2;
+    return ok && pw >= 4 && nd > pw && nd % pw == 0 ? pw : 0;
+}
+
+/* y[i, j] = alpha * sum_k A'[i, k] * B'[k, j] + beta * C[i, j] (C broadcast, ' = transposed
+ * when asked). */
+void lower_gemm(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *c = lower_in(L, n, 2);
+    Buf *y = lower_out(L, n, 0);
+    bool ta = ir_attr_int(n, "transA", 0), tb = ir_attr_int(n, "transB", 0);
+    double alpha = ir_attr_float(n, "alpha", 1), beta = ir_attr_float(n, "beta", 1);
+    int64_t kd = a->dims[ta ? 0 : 1];
+    if (beta == 0) c = NULL;
+
+    /* Constant B with columns a multiple of the tile width: packed as panels. */
+    int64_t pw = gemm_panel_width(p, b, y->dims[1]);
+    Buf *bp = pw ? gemm_panels(p, b, tb, pw) : NULL;
+
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, a, KP_IN);
+    kir_param(p, k, bp ? bp : b, KP_IN);
+    if (c) kir_param(p, k, c, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int ov[3], kv, acc;
+    lower_vars(k, bp ? 3 : 2, ov);
+    kv = kir_var(k);
+    acc = kir_scalar(p, k, y->dtype);
+    Expr *oi[2], *ai[2], *bi[3], *kx = kx_var(p, kv);
+    lower_var_idx(p, 2, ov, oi);
+    ai[ta ? 1 : 0] = oi[0];
+    ai[ta ? 0 : 1] = kx;
+    bi[tb ? 1 : 0] = kx;
+    bi[tb ? 0 : 1] = oi[1];
+    if (bp) {                           /* j = jb * pw + jj (ov[1] = jb, ov[2] = jj) */
+        bi[0] = kx_var(p, ov[1]);
+        bi[1] = kx;
+        bi[2] = kx_var(p, ov[2]);
+        oi[1] = kx_add(p, kx_mul(p, kx_var(p, ov[1]), pw), kx_var(p, ov[2]));
+    }
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, bp ? bp : b, bi));
+    Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
+    ks_seq(body, ks_red_loop(p, kv, kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
+    Expr *v = kx_scalar(p, k, acc);
+    if (alpha != 1) v = kx_bin(p, K_MUL, kx_const(p, y->dtype, alpha), v);
+    if (c) {
+        Expr *ci[2];
+        lower_bcast_idx(p, c, 2, oi, ci);
+        Expr *cv = kx_load(p, c, ci);
+        if (cv->type != y->dtype) cv = kx_cast(p, y->dtype, cv);
+        if (beta != 1) cv = kx_bin(p, K_MUL, kx_const(p, y->dtype, beta), cv);
+        v = kx_bin(p, K_ADD, v, cv);
+    }
+    ks_seq(body, ks_store(p, y, oi, v));
+    int64_t ld[3] = {y->dims[0], bp ? y->dims[1] / pw : y->dims[1], pw};
+    k->body = lower_wrap(p, bp ? 3 : 2, ld, ov, body);
+}
+
+void infer_matmul(Graph *g, Node *n) {
+    Value *a = n->in[0], *b = n->in[1];
+    MatShape s;
+    if (!rule_matmul_shape(a, b, &s)) {
+        error(ir_where(g, n), "shapes of A (rank %d) and B (rank %d) do not multiply", a->rank,
+              b->rank);
+        return;
+    }
+    ir_set_shape(n->out[0], a->dtype, s.rank, s.dims);
+}
+
+/* Batch part of an operand's index: right-aligned on the result's batch loops, size-1 dims
+ * read index 0. */
+static void batch_idx(Program *p, const Buf *in, int nbin, int nb, Expr **oi, Expr **res) {
+    for (int d = 0; d < nbin; d++)
+        res[d] = in->dims[d] == 1 ? kx_index(p, 0) : oi[nb - nbin + d];
+}
+
+void lower_matmul(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *y = lower_out(L, n, 0);
+    MatShape s;
+    if (!rule_matmul_shape(n->in[0], n->in[1], &s)) die("lower_matmul %s: unchecked shapes", n->name);
+
+    /* A constant matrix B with columns a multiple of the tile width: packed as panels. */
+    int r = y->rank;
+    int64_t pw = gemm_panel_width(p, b, b->rank == 2 ? b->dims[1] : 0);
+    Buf *bp = pw ? gemm_panels(p, b, false, pw) : NULL;
+
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, a, KP_IN);
+    kir_param(p, k, bp ? bp : b, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int ov[MAX_RANK + 1], kv, acc;
+    lower_vars(k, bp ? r + 1 : r, ov);
+    kv = kir_var(k);
+    acc = kir_scalar(p, k, y->dtype);
+    Expr *oi[MAX_RANK], *ai[MAX_RANK], *bi[MAX_RANK], *kx = kx_var(p, kv);
+    lower_var_idx(p, r, ov, oi);
+    batch_idx(p, a, s.nba, s.nb, oi, ai);
+    batch_idx(p, b, s.nbb, s.nb, oi, bi);
+    if (a->rank >= 2) ai[a->rank - 2] = oi[s.nb];
+    ai[a->rank - 1] = kx;
+    if (b->rank >= 2) {
+        bi[b->rank - 2] = kx;
+        bi[b->rank - 1] = oi[r - 1];
+    } else {
+        bi[0] = kx;
+    }
+    if (bp) {                           /* j = jb * pw + jj (ov[r - 1] = jb, ov[r] = jj) */
+        bi[0] = kx_var(p, ov[r - 1]);
+        bi[1] = kx;
+        bi[2] = kx_var(p, ov[r]);
+        oi[r - 1] = kx_add(p, kx_mul(p, kx_var(p, ov[r - 1]), pw), kx_var(p, ov[r]));
+    }
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, bp ? bp : b, bi));
+    Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
+    ks_seq(body, ks_red_loop(p, kv, s.kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
+    int64_t ld[MAX_RANK + 1];
+    memcpy(ld, y->dims, sizeof(int64_t) * (size_t)r);
+    if (bp) {
+        ld[r - 1] = y->dims[r - 1] / pw;
+        ld[r] = pw;
+    }
+    k->body = lower_wrap(p, bp ? r + 1 : r, ld, ov, body);
+}
+
+/* ---- Einsum ---- */
+
+/* Every label of the equation is a dimension id: 'a'..'z' are 0..25, 'A'..'Z' 26..51, and
+ * the dims an ellipsis stands for are EIN_ELL.. (right-aligned across the inputs, as numpy
+ * broadcasts them). */
+enum { EIN_MAXIN = 16, EIN_ELL = 52, EIN_IDS = EIN_ELL + MAX_RANK };
+
+typedef struct EinTerm {
+    int tok[MAX_RANK + 1];          /* label ids; -1 for the ellipsis */
+    int ntok;
+    bool ell;
+} EinTerm;
+
+typedef struct Einsum {
+    int ids[EIN_MAXIN][MAX_RANK];   /* per input dim: its id */
+    int oids[MAX_RANK], orank;      /* per output dim: its id */
+    int red[EIN_IDS], nred;         /* ids summed over */
+    int64_t size[EIN_IDS];          /* -1: unused */
+} Einsum;
+
+static int ein_label(char c) {
+    if (c >= 'a' && c <= 'z') return c - 'a';
+    if (c >= 'A' && c <= 'Z') return 26 + c - 'A';
+    return -1;
+}
+
+/* One comma-separated term; stops at the first character that is not part of it. */
+static bool ein_term(const char **s, EinTerm *t) {
+    t->ntok = 0;
+    t->ell = false;
+    for (;;) {
+        char c = **s;
+        if (c == ' ') {
+            (*s)++;
+            continue;
+        }
+        if (c != '.' && ein_label(c) < 0) return true;
+        if (t->ntok == MAX_RANK + 1) return false;
+        if (c == '.') {
+            if (strncmp(*s, "...", 3) || t->ell) return false;
+            t->ell = true;
+            t->tok[t->ntok++] = -1;
+            *s += 3;
+        } else {
+            t->tok[t->ntok++] = ein_label(c);
+            (*s)++;
+        }
+    }
+}
+
+/* The output's ids when the equation has no "->": the ellipsis dims, then the labels used
+ * once, in ASCII order (capitals first, as numpy does). */
+static void ein_implicit(Einsum *e, const int *count, int ell) {
+    e->orank = 0;
+    for (int k = 0; k < ell; k++) e->oids[e->orank++] = EIN_ELL + k;
+    for (int c = 0; c < EIN_ELL; c++) {
+        int id = c < 26 ? 26 + c : c - 26;
+        if (count[id] == 1 && e->orank < MAX_RANK) e->oids[e->orank++] = id;
+    }
+}
+
+/* Parse n's equation against its inputs' shapes; false after an error (g NULL: quiet). */
+static bool ein_plan(Graph *g, Node *n, Einsum *e) {
+    const char *s = ir_attr_str(n, "equation", "");
+    EinTerm in[EIN_MAXIN], out;
+    int ellrank[EIN_MAXIN], ell = 0, count[EIN_IDS] = {0};
+    bool ok = n->nin <= EIN_MAXIN, has_out = false;
+    for (int i = 0; ok && i < n->nin; i++) {
+        ok = ein_term(&s, &in[i]) && (i + 1 == n->nin || *s++ == ',');
+        int labels = in[i].ntok - in[i].ell;
+        ellrank[i] = n->in[i]->rank - labels;
+        ok = ok && ellrank[i] >= 0 && (in[i].ell || !ellrank[i]);
+        ell = MAX(ell, ellrank[i]);
+    }
+    if (ok && s[0] == '-' && s[1] == '>') {
+        s += 2;
+        has_out = ein_term(&s, &out);
+        ok = has_out;
+    }
+    if (!ok || *s) {
+        if (g) error(ir_where(g, n), "equation '%s' does not fit the inputs (or is malformed)",
+                     ir_attr_str(n, "equation", ""));
+        return false;
+    }
+    for (int id = 0; id < EIN_IDS; id++) e->size[id] = -1;
+    for (int i = 0; i < n->nin; i++) {
+        Value *x = n->in[i];
+        for (int t = 0, d = 0; t < in[i].ntok; t++) {
+            int first = d, last = in[i].tok[t] < 0 ? d + ellrank[i] : d + 1;
+            for (; d < last; d++) {
+                int id = in[i].tok[t] < 0 ? EIN_ELL + ell - ellrank[i] + (d - first) : in[i].tok[t];
+                int64_t dim = x->dims[d];
+                e->ids[i][d] = id;
+                count[id]++;
+                if (e->size[id] < 0 || e->size[id] == 1) e->size[id] = dim;
+                else if (dim != 1 && dim != e->size[id]) {
+                    if (g) error(ir_where(g, n), "dimension of size %lld does not match %lld",
+                                 (long long)dim, (long long)e->size[id]);
+                    return false;
+                }
+            }
+        }
+    }
+    if (!has_out) {
+        ein_implicit(e, count, ell);
+    } else {
+        e->orank = 0;
+        bool seen[EIN_IDS] = {false};
+        for (int t = 0; t < out.ntok; t++) {
+            int nid = out.tok[t] < 0 ? ell : 1;
+            for (int k = 0; k < nid; k++) {
+                int id = out.tok[t] < 0 ? EIN_ELL + k : out.tok[t];
+                if (e->orank == MAX_RANK || seen[id] || e->size[id] < 0) {
+                    if (g) error(ir_where(g, n), "bad output subscripts in '%s'",
+                                 ir_attr_str(n, "equation", ""));
+                    return false;
+                }
+                seen[id] = true;
+                e->oids[e->orank++] = id;
+            }
+        }
+    }
+    bool in_out[EIN_IDS] = {false};
+    for (int d = 0; d < e->orank; d++) in_out[e->oids[d]] = true;
+    e->nred = 0;
+    for (int id = 0; id < EIN_IDS; id++)
+        if (e->size[id] >= 0 && !in_out[id]) e->red[e->nred++] = id;
+    return true;
+}
+
+void infer_einsum(Graph *g, Node *n) {
+    Einsum e;
+    int64_t dims[MAX_RANK];
+    for (int i = 1; i < n->nin; i++)
+        if (n->in[i]->dtype != n->in[0]->dtype) {
+            error(ir_where(g, n), "inputs of different types");
+            return;
+        }
+    if (n->in[0]->dtype == DT_BOOL) {
+        error(ir_where(g, n), "bool inputs are not supported");
+        return;
+    }
+    if (!ein_plan(g, n, &e)) return;
+    for (int d = 0; d < e.orank; d++) dims[d] = e.size[e.oids[d]];
+    ir_set_shape(n->out[0], n->in[0]->dtype, e.orank, dims);
+}
+
+/* out[output ids] = sum over the other ids of the product of the inputs, each read at its
+ * own ids (a repeated id reads a diagonal; a size-1 dim broadcasts). */
+void lower_einsum(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *out = lower_out(L, n, 0);
+    Einsum e;
+    if (!ein_plan(NULL, n, &e)) die("lower_einsum %s: not checked by infer_einsum", n->name);
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    int var[EIN_IDS], ov[MAX_RANK], acc = kir_scalar(p, k, out->dtype);
+    for (int d = 0; d < e.orank; d++) var[e.oids[d]] = ov[d] = kir_var(k);
+    for (int r = 0; r < e.nred; r++) var[e.red[r]] = kir_var(k);
+    Expr *prod = NULL;
+    for (int i = 0; i < n->nin; i++) {
+        Buf *x = lower_in(L, n, i);
+        Expr *idx[MAX_RANK];
+        kir_param(p, k, x, KP_IN);
+        for (int d = 0; d < x->rank; d++)
+            idx[d] = x->dims[d] == 1 ? kx_index(p, 0) : kx_var(p, var[e.ids[i][d]]);
+        Expr *v = kx_load(p, x, idx);
+        prod = prod ? kx_bin(p, K_MUL, prod, v) : v;
+    }
+    kir_param(p, k, out, KP_OUT);
+    Stmt *s = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod));
+    for (int r = e.nred - 1; r >= 0; r--) s = ks_loop(p, var[e.red[r]], 0, e.size[e.red[r]], 1, s);
+    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, out->dtype, 0)), s);
+    Expr *oi[MAX_RANK];
+    lower_var_idx(p, e.orank, ov, oi);
+    ks_seq(body, ks_store(p, out, oi, kx_scalar(p, k, acc)));
+    k->body = lower_wrap(p, e.orank, out->dims, ov, body);
+}
+
+/* ---- MatMulInteger, QLinearMatMul ---- */
+
+/* Input positions of MatMulInteger / QLinearMatMul: A, A's zero point, B, B's zero point. */
+typedef struct IntMatIn { int a, azp, b, bzp; } IntMatIn;
+
+static IntMatIn intmat_in(const Node *n) {
+    if (n->op == OP_QLinearMatMul) return (IntMatIn){0, 2, 3, 5};
+    return (IntMatIn){0, 2, 1, 3};
+}
+
+static bool intmat_check(Graph *g, Node *n, MatShape *s) {
+    IntMatIn ix = intmat_in(n);
+    Value *a = n->in[ix.a], *b = n->in[ix.b];
+    Value *azp = rule_opt_in(n, ix.azp), *bzp = rule_opt_in(n, ix.bzp);
+    if (!rule_quant_type(a->dtype) || !rule_quant_type(b->dtype) || (azp && azp->dtype != a->dtype) ||
+        (bzp && bzp->dtype != b->dtype)) {
+        error(ir_where(g, n), "needs uint8/int8 operands with zero points of the same types");
+        return false;
+    }
+    if (!rule_matmul_shape(a, b, s)) {
+        error(ir_where(g, n), "shapes of A (rank %d) and B (rank %d) do not multiply", a->rank,
+              b->rank);
+        return false;
+    }
+    if ((azp && ir_numel(azp) != 1 && (azp->rank != 1 || azp->dims[0] != s->m)) ||
+        (bzp && ir_numel(bzp) != 1 && (bzp->rank != 1 || bzp->dims[0] != s->nn))) {
+        error(ir_where(g, n), "zero points must be scalars, per row of A or per column of B");
+        return false;
+    }
+    if (n->op == OP_QLinearMatMul) {
+        static const int scales[] = {1, 4, 6};
+        for (int i = 0; i < 3; i++)
+            if (n->in[scales[i]]->dtype != DT_FLOAT || ir_numel(n->in[scales[i]]) != 1) {
+                error(ir_where(g, n), "scale '%s' must be a single float", n->in[scales[i]]->name);
+                return false;
+            }
+        Value *yzp = n->in[7];
+        if (!rule_quant_type(yzp->dtype) || ir_numel(yzp) != 1) {
+            error(ir_where(g, n), "y_zero_point '%s' must be a single uint8/int8", yzp->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+void infer_matmul_integer(Graph *g, Node *n) {
+    MatShape s;
+    if (!intmat_check(g, n, &s)) return;
+    DType t = n->op == OP_QLinearMatMul ? n->in[7]->dtype : DT_INT32;
+    ir_set_shape(n->out[0], t, s.rank, s.dims);
+}
+
+/* acc = sum_k (A - azp) * (B - bzp) in int32; MatMulInteger stores it, QLinearMatMul
+ * requantises: saturate(round(acc * (a_scale * b_scale / y_scale)) + y_zero_point). */
+void lower_matmul_integer(Lower *L, Node *n) {
+    Program *p = L->p;
+    IntMatIn ix = intmat_in(n);
+    Buf *a = lower_in(L, n, ix.a), *b = lower_in(L, n, ix.b), *y = lower_out(L, n, 0);
+    Buf *azp = lower_in(L, n, ix.azp), *bzp = lower_in(L, n, ix.bzp);
+    MatShape s;
+    if (!rule_matmul_shape(n->in[ix.a], n->in[ix.b], &s)) die("lower_matmul_integer %s: unchecked", n->name);
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, a, KP_IN);
+    kir_param(p, k, b, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int ov[MAX_RANK], kv, acc;
+    lower_vars(k, y->rank, ov);
+    kv = kir_var(k);
+    acc = kir_scalar(p, k, DT_INT32);
+    Expr *oi[MAX_RANK], *ai[MAX_RANK], *bi[MAX_RANK];
+    lower_var_idx(p, y->rank, ov, oi);
+    for (int d = 0; d < s.nba; d++) ai[d] = a->dims[d] == 1 ? kx_index(p, 0) : oi[s.nb - s.nba + d];
+    for (int d = 0; d < s.nbb; d++) bi[d] = b->dims[d] == 1 ? kx_index(p, 0) : oi[s.nb - s.nbb + d];
+    Expr *row = a->rank >= 2 ? oi[s.nb] : NULL, *col = b->rank >= 2 ? oi[y->rank - 1] : NULL;
+    if (row) ai[a->rank - 2] = row;
+    ai[a->rank - 1] = kx_var(p, kv);
+    if (b->rank >= 2) bi[b->rank - 2] = kx_var(p, kv);
+    bi[b->rank - 1] = col ? col : kx_var(p, kv);
+    Expr *prod = kx_bin(p, K_MUL, rule_centered(p, k, a, ai, azp, row ? kx_clone(p, row) : NULL),
+                        rule_centered(p, k, b, bi, bzp, col ? kx_clone(p, col) : NULL));
+    Stmt *loop = ks_loop(p, kv, 0, s.kd, 1, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod)));
+    loop->hints |= LH_REDUCTION;
+    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, DT_INT32, 0)), loop);
+    Expr *v = kx_scalar(p, k, acc);
+    if (n->op == OP_QLinearMatMul) {
+        Expr *mul = kx_bin(p, K_MUL, rule_load_first(p, k, lower_in(L, n, 1)), rule_load_first(p, k, lower_in(L, n, 4)));
+        mul = kx_bin(p, K_DIV, mul, rule_load_first(p, k, lower_in(L, n, 6)));
+        v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), mul),
+                     rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
+    }
+    ks_seq(body, ks_store(p, y, oi, v));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}

@@ -1,0 +1,621 @@
+/* movement.c - the data-movement family: Transpose, Concat, Split, Slice, Pad, Expand, Tile,
+ * DepthToSpace, SpaceToDepth, ReverseSequence, Trilu.
+ *
+ * These lower to KC_COPY kernels that iterate over the output and load from a computed input
+ * position, so each output element is stored exactly once; index arithmetic is arranged so
+ * that no load can leave its buffer (Pad splits its loops into padding and interior ranges).
+ * Expand is exactly lower_map's broadcast form, an elementwise kernel that fusion can merge.
+ * Operands that decide a shape (Slice's starts, Pad's pads, Tile's repeats, Split's sizes)
+ * must be compile-time constants; operands that do not (Trilu's k) are loaded by the kernel. */
+#include <math.h>
+#include <string.h>
+
+#include "../lower.h"
+
+/* ---- Expand ---- */
+
+void infer_expand(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    Value *s = rule_const_ints(g, n, 1, "shape", MAX_RANK);
+    if (!s) return;
+    int64_t want[MAX_RANK], dims[MAX_RANK];
+    int rank = (int)ir_numel(s);
+    for (int d = 0; d < rank; d++) want[d] = ir_const_int(s, d);
+    if (!ir_broadcast(x->rank, x->dims, rank, want, &rank, dims)) {
+        error(ir_where(g, n), "cannot expand %s to %s", rule_dims_str(g, x->rank, x->dims),
+              rule_dims_str(g, (int)ir_numel(s), want));
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, rank, dims);
+}
+
+static Expr *map_same(Lower *L, Node *n, Expr **vals, void *ctx) { return vals[0]; }
+
+void lower_expand(Lower *L, Node *n) {
+    Buf *in = lower_in(L, n, 0);
+    lower_map(L, n, lower_out(L, n, 0), 1, &in, map_same, NULL);
+}
+
+/* ---- Transpose ---- */
+
+/* perm attribute (default: reversed dims), checked to be a permutation. */
+static bool get_perm(Graph *g, Node *n, int rank, int *perm) {
+    const int64_t *p;
+    int np = ir_attr_ints(n, "perm", &p);
+    bool seen[MAX_RANK] = {false};
+    if (!p) {
+        for (int d = 0; d < rank; d++) perm[d] = rank - 1 - d;
+        return true;
+    }
+    if (np != rank) {
+        error(ir_where(g, n), "perm has %d entries for rank %d", np, rank);
+        return false;
+    }
+    for (int d = 0; d < rank; d++) {
+        if (!rule_axis(g, n, p[d], rank, &perm[d])) return false;
+        if (seen[perm[d]]) {
+            error(ir_where(g, n), "perm is not a permutation");
+            return false;
+        }
+        seen[perm[d]] = true;
+    }
+    return true;
+}
+
+void infer_transpose(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int perm[MAX_RANK];
+    int64_t dims[MAX_RANK];
+    if (!get_perm(g, n, x->rank, perm)) return;
+    for (int d = 0; d < x->rank; d++) dims[d] = x->dims[perm[d]];
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* out[o0..on-1] = in[i] with i[perm[d]] = o[d]: loops in output order, so stores are
+ * contiguous and loads strided. */
+void lower_transpose(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *in = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int perm[MAX_RANK], vars[MAX_RANK];
+    Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
+    if (!get_perm(L->g, n, in->rank, perm)) return;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, oidx);
+    for (int d = 0; d < out->rank; d++) iidx[perm[d]] = oidx[d];
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
+}
+
+/* ---- Concat ---- */
+
+void infer_concat(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int axis;
+    if (!ir_attr(n, "axis")) {
+        error(ir_where(g, n), "axis attribute missing");
+        return;
+    }
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
+    int64_t dims[MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    for (int i = 1; i < n->nin; i++) {
+        Value *v = n->in[i];
+        bool ok = v->rank == x->rank && v->dtype == x->dtype;
+        for (int d = 0; ok && d < x->rank; d++) ok = d == axis || v->dims[d] == x->dims[d];
+        if (!ok) {
+            error(ir_where(g, n), "input '%s' (%s %s) does not match '%s' (%s %s) on axis %d",
+                  v->name, dtype_name(v->dtype), rule_dims_str(g, v->rank, v->dims), x->name,
+                  dtype_name(x->dtype), rule_dims_str(g, x->rank, x->dims), axis);
+            return;
+        }
+        dims[axis] += v->dims[axis];
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* One kernel for the whole output: a loop nest per input stores into its own slice, so every
+ * output element is written once. */
+void lower_concat(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *out = lower_out(L, n, 0);
+    int axis;
+    if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), out->rank, &axis)) return;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
+    kir_param(p, k, out, KP_OUT);
+    int64_t off = 0;
+    for (int i = 0; i < n->nin; i++) {
+        Buf *in = lower_in(L, n, i);
+        if (kir_numel(in) == 0) continue;
+        int vars[MAX_RANK];
+        Expr *iidx[MAX_RANK], *oidx[MAX_RANK];
+        kir_param(p, k, in, KP_IN);
+        lower_vars(k, in->rank, vars);
+        lower_var_idx(p, in->rank, vars, iidx);
+        lower_var_idx(p, in->rank, vars, oidx);
+        oidx[axis] = kx_addc(p, oidx[axis], off);
+        Stmt *s = ks_store(p, out, oidx, kx_load(p, in, iidx));
+        k->body = ks_seq(k->body, lower_wrap(p, in->rank, in->dims, vars, s));
+        off += in->dims[axis];
+    }
+}
+
+/* ---- Slice ---- */
+
+/* Per input dim: first element, step and element count of the slice (ONNX clamping rules). */
+typedef struct SliceDims {
+    int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK];
+} SliceDims;
+
+static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
+    Value *x = n->in[0];
+    Value *starts = rule_const_ints(g, n, 1, "starts", MAX_RANK);
+    Value *ends = rule_const_ints(g, n, 2, "ends", MAX_RANK);
+    Value *axes = n->nin > 3 && n->in[3] ? rule_const_ints(g, n, 3, "axes", MAX_RANK) : NULL;
+    Value *steps = n->nin > 4 && n->in[4] ? rule_const_ints(g, n, 4, "steps", MAX_RANK) : NULL;
+    if (!starts || !ends || (n->nin > 3 && n->in[3] && !axes) || (n->nin > 4 && n->in[4] && !steps))
+        return false;
+    int64_t k = ir_numel(starts);
+    if (ir_numel(ends) != k || (axes && ir_numel(axes) != k) || (steps && ir_numel(steps) != k)) {
+        error(ir_where(g, n), "starts, ends, axes and steps differ in length");
+        return false;
+    }
+    bool seen[MAX_RANK] = {false};
+    for (int d = 0; d < x->rank; d++) s->start[d] = 0, s->step[d] = 1, s->count[d] = x->dims[d];
+    for (int64_t i = 0; i < k; i++) {
+        int ax;
+        if (!rule_axis(g, n, axes ? ir_const_int(axes, i) : i, x->rank, &ax)) return false;
+        if (seen[ax]) {
+            error(ir_where(g, n), "axis %d repeated", ax);
+            return false;
+        }
+        seen[ax] = true;
+        int64_t dim = x->dims[ax], st = steps ? ir_const_int(steps, i) : 1;
+        int64_t b = ir_const_int(starts, i), e = ir_const_int(ends, i);
+        if (st == 0) {
+            error(ir_where(g, n), "step 0 on axis %d", ax);
+            return false;
+        }
+        if (b < 0) b += dim;
+        if (e < 0) e += dim;
+        if (st > 0) {
+            b = MAX(0, MIN(b, dim));
+            e = MAX(0, MIN(e, dim));
+            s->count[ax] = e > b ? (e - b + st - 1) / st : 0;
+        } else {
+            b = MAX(-1, MIN(b, dim - 1));
+            e = MAX(-1, MIN(e, dim - 1));
+            s->count[ax] = b > e ? (b - e - st - 1) / -st : 0;
+        }
+        s->start[ax] = b;
+        s->step[ax] = st;
+    }
+    return true;
+}
+
+void infer_slice(Graph *g, Node *n) {
+    SliceDims s;
+    if (!slice_dims(g, n, &s)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, s.count);
+}
+
+void lower_slice(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *in = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    SliceDims s;
+    if (!slice_dims(L->g, n, &s)) return;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int vars[MAX_RANK];
+    Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, oidx);
+    for (int d = 0; d < in->rank; d++)
+        iidx[d] = kx_addc(p, kx_mul(p, oidx[d], s.step[d]), s.start[d]);
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
+}
+
+/* ---- Pad ---- */
+
+typedef enum PadMode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } PadMode;
+
+/* Mode and per-dim pads (begin, end; negative crops); false after an error. */
+static bool pad_params(Graph *g, Node *n, PadMode *mode, int64_t *pb, int64_t *pe) {
+    Value *x = n->in[0];
+    const char *m = ir_attr_str(n, "mode", "constant");
+    if (!strcmp(m, "constant")) *mode = PAD_CONSTANT;
+    else if (!strcmp(m, "reflect")) *mode = PAD_REFLECT;
+    else if (!strcmp(m, "edge")) *mode = PAD_EDGE;
+    else {
+        error(ir_where(g, n), "pad mode '%s' is not supported", m);
+        return false;
+    }
+    if (n->nin < 2 || !n->in[1]) {
+        error(ir_where(g, n), "pads input missing");
+        return false;
+    }
+    Value *pads = rule_const_ints(g, n, 1, "pads", 2 * MAX_RANK);
+    if (!pads) return false;
+    if (ir_numel(pads) != 2 * x->rank) {
+        error(ir_where(g, n), "%lld pads for rank %d", (long long)ir_numel(pads), x->rank);
+        return false;
+    }
+    for (int d = 0; d < x->rank; d++) {
+        pb[d] = ir_const_int(pads, d);
+        pe[d] = ir_const_int(pads, x->rank + d);
+        int64_t dim = x->dims[d];
+        bool bad = dim + pb[d] + pe[d] < 0;
+        if (*mode == PAD_REFLECT) bad |= pb[d] > dim - 1 || pe[d] > dim - 1;
+        if (*mode == PAD_EDGE) bad |= (pb[d] > 0 || pe[d] > 0) && dim == 0;
+        if (bad) {
+            error(ir_where(g, n), "pads %lld,%lld do not fit axis %d of size %lld in mode %s",
+                  (long long)pb[d], (long long)pe[d], d, (long long)dim, m);
+            return false;
+        }
+    }
+    return true;
+}
+
+void infer_pad(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    PadMode mode;
+    int64_t pb[MAX_RANK], pe[MAX_RANK], dims[MAX_RANK];
+    if (!pad_params(g, n, &mode, pb, pe)) return;
+    Value *c = n->nin > 2 ? n->in[2] : NULL;
+    if (c && (ir_numel(c) != 1 || c->dtype != x->dtype)) {
+        error(ir_where(g, n), "constant_value '%s' must be a single %s", c->name,
+              dtype_name(x->dtype));
+        return;
+    }
+    for (int d = 0; d < x->rank; d++) dims[d] = x->dims[d] + pb[d] + pe[d];
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* Constant mode without conditionals: along each dim the output splits into a leading pad
+ * range, the interior (which recurses into the next dim) and a trailing pad range; pad ranges
+ * fill their whole sub-block with the value, so no load is ever out of range. */
+typedef struct PadNest {
+    Program *p;
+    Kernel *k;
+    Buf *in, *out;
+    const int64_t *pb, *pe;
+    Expr *fill;
+} PadNest;
+
+static Stmt *pad_fill(PadNest *c, int d, Expr **oidx, int64_t lo, int64_t hi) {
+    int vars[MAX_RANK];
+    int rank = c->out->rank;
+    lower_vars(c->k, rank - d, vars);
+    for (int j = d; j < rank; j++) oidx[j] = kx_var(c->p, vars[j - d]);
+    Stmt *s = ks_store(c->p, c->out, oidx, kx_clone(c->p, c->fill));
+    for (int j = rank - 1; j > d; j--) s = ks_loop(c->p, vars[j - d], 0, c->out->dims[j], 1, s);
+    return ks_loop(c->p, vars[0], lo, hi, 1, s);
+}
+
+static Stmt *pad_nest(PadNest *c, int d, Expr **oidx, Expr **iidx) {
+    Program *p = c->p;
+    if (d == c->out->rank) return ks_store(p, c->out, oidx, kx_load(p, c->in, iidx));
+    int64_t n = c->out->dims[d], lo = MAX(c->pb[d], 0), hi = n - MAX(c->pe[d], 0);
+    Stmt *s = NULL;
+    if (lo > 0) s = ks_seq(s, pad_fill(c, d, oidx, 0, MIN(lo, n)));
+    if (hi > lo) {
+        int v = kir_var(c->k);
+        oidx[d] = kx_var(p, v);
+        iidx[d] = kx_addc(p, kx_var(p, v), -c->pb[d]);
+        s = ks_seq(s, ks_loop(p, v, lo, hi, 1, pad_nest(c, d + 1, oidx, iidx)));
+    }
+    if (n > MAX(hi, lo)) s = ks_seq(s, pad_fill(c, d, oidx, MAX(hi, lo), n));
+    return s;
+}
+
+/* Reflect/edge: one nest; the source position is folded back into the axis arithmetically
+ * (reflect: |t| then (dim-1) - |(dim-1) - t|; edge: clamp), valid because pads < dim. */
+static Expr *pad_src(Program *p, PadMode mode, Expr *o, int64_t pb, int64_t pe, int64_t dim) {
+    Expr *t = kx_addc(p, o, -pb);
+    Expr *last = kx_index(p, dim - 1);
+    if (mode == PAD_EDGE) {
+        if (pb > 0) t = kx_bin(p, K_MAX, t, kx_index(p, 0));
+        if (pe > 0) t = kx_bin(p, K_MIN, t, last);
+        return t;
+    }
+    if (pb > 0) t = kx_un(p, K_ABS, t);
+    if (pe > 0) t = kx_bin(p, K_SUB, last, kx_un(p, K_ABS, kx_bin(p, K_SUB, kx_index(p, dim - 1), t)));
+    return t;
+}
+
+static Expr *pad_value(Lower *L, Node *n, Kernel *k, DType t) {
+    Program *p = L->p;
+    Value *c = n->nin > 2 ? n->in[2] : NULL;
+    if (!c) return kx_const(p, t, 0);
+    if (c->data) return rule_scalar_const(p, c, t);
+    Buf *b = lower_in(L, n, 2);
+    Expr *zero[MAX_RANK];
+    for (int d = 0; d < b->rank; d++) zero[d] = kx_index(p, 0);
+    kir_param(p, k, b, KP_IN);
+    return kx_load(p, b, zero);
+}
+
+void lower_pad(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *in = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    PadMode mode;
+    int64_t pb[MAX_RANK], pe[MAX_RANK];
+    if (!pad_params(L->g, n, &mode, pb, pe)) return;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
+    if (mode == PAD_CONSTANT) {
+        PadNest c = {p, k, in, out, pb, pe, pad_value(L, n, k, out->dtype)};
+        k->body = pad_nest(&c, 0, oidx, iidx);
+        return;
+    }
+    int vars[MAX_RANK];
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, oidx);
+    for (int d = 0; d < in->rank; d++)
+        iidx[d] = pad_src(p, mode, kx_var(p, vars[d]), pb[d], pe[d], in->dims[d]);
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
+}
+
+/* ---- Trilu and EyeLike: values chosen by the position ---- */
+
+void infer_trilu(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (x->rank < 2) {
+        error(ir_where(g, n), "input '%s' has rank %d; Trilu needs at least 2", x->name, x->rank);
+        return;
+    }
+    if (n->nin > 1 && n->in[1] && !rule_int_scalar(g, n, 1, "k")) return;
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* out = x where column - row >= k (upper) or <= k (lower), else 0. The loop variables of the
+ * last two dims take part in the expression, which fusion substitutes like any other. */
+void lower_trilu(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int vars[MAX_RANK], r = out->rank;
+    Expr *idx[MAX_RANK];
+    Kernel *k = rule_out_kernel(L, n, out, KC_ELEMENTWISE, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    Expr *kk = n->nin > 1 && n->in[1] ? rule_index_operand(L, n, k, 1) : kx_index(p, 0);
+    kir_param(p, k, out, KP_OUT);
+    Expr *diag = kx_bin(p, K_SUB, idx[r - 1], idx[r - 2]);
+    Expr *keep = kx_bin(p, ir_attr_int(n, "upper", 1) ? K_GE : K_LE, diag, kk);
+    Expr *v = kx_select(p, keep, kx_load(p, x, idx), kx_const(p, out->dtype, 0));
+    k->body = lower_wrap(p, r, out->dims, vars, ks_store(p, out, idx, v));
+}
+
+/* ---- Tile ---- */
+
+void infer_tile(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    Value *rep = rule_const_ints(g, n, 1, "repeats", MAX_RANK);
+    if (!rep) return;
+    if (ir_numel(rep) != x->rank) {
+        error(ir_where(g, n), "%lld repeats for rank %d", (long long)ir_numel(rep), x->rank);
+        return;
+    }
+    int64_t dims[MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        int64_t r = ir_const_int(rep, d);
+        if (r < 0) {
+            error(ir_where(g, n), "negative repeat %lld", (long long)r);
+            return;
+        }
+        dims[d] = x->dims[d] * r;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* out[o...] = x[o % dims...] (no remainder where the dim is not repeated). */
+void lower_tile(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK], *xi[MAX_RANK];
+    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    for (int d = 0; d < x->rank; d++)
+        xi[d] = out->dims[d] == x->dims[d] ? idx[d] : kx_bin(p, K_REM, idx[d], kx_index(p, x->dims[d]));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
+}
+
+/* ---- Split ---- */
+
+/* The sizes of the parts along the axis: the `split` attribute (opset < 13) or constant input,
+ * else num_outputs (opset 18: the last part may be smaller) or the output count (even parts). */
+static bool split_sizes(Graph *g, Node *n, int *axis, int64_t *sizes) {
+    Value *x = n->in[0];
+    const int64_t *attr;
+    int na = ir_attr_ints(n, "split", &attr);
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, axis)) return false;
+    int64_t dim = x->dims[*axis], sum = 0;
+    if (attr || (n->nin > 1 && n->in[1])) {
+        Value *s = attr ? NULL : rule_const_ints(g, n, 1, "split", n->nout);
+        if (!attr && !s) return false;
+        int count = attr ? na : (int)ir_numel(s);
+        if (count != n->nout) {
+            if (g) error(ir_where(g, n), "%d split sizes for %d outputs", count, n->nout);
+            return false;
+        }
+        for (int i = 0; i < count; i++) sum += sizes[i] = attr ? attr[i] : ir_const_int(s, i);
+    } else {
+        int64_t parts = ir_attr_int(n, "num_outputs", n->nout);
+        int64_t chunk = parts > 0 ? (dim + parts - 1) / parts : 0;
+        if (parts != n->nout || (!ir_attr(n, "num_outputs") && dim % parts)) {
+            if (g) error(ir_where(g, n), "cannot split size %lld into %d equal parts",
+                         (long long)dim, n->nout);
+            return false;
+        }
+        for (int i = 0; i < n->nout; i++) sum += sizes[i] = MAX(0, MIN(chunk, dim - chunk * i));
+    }
+    for (int i = 0; i < n->nout; i++)
+        if (sizes[i] < 0) sum = -1;
+    if (sum != dim) {
+        if (g) error(ir_where(g, n), "split sizes do not add up to the axis size %lld", (long long)dim);
+        return false;
+    }
+    return true;
+}
+
+void infer_split(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int axis;
+    int64_t *sizes = ARENA_ARRAY(g->arena, int64_t, n->nout + 1);
+    if (!split_sizes(g, n, &axis, sizes)) return;
+    for (int i = 0; i < n->nout; i++) {
+        if (!n->out[i]) continue;
+        int64_t dims[MAX_RANK];
+        memcpy(dims, x->dims, sizeof dims);
+        dims[axis] = sizes[i];
+        ir_set_shape(n->out[i], x->dtype, x->rank, dims);
+    }
+}
+
+/* One copy kernel per part: out_i[o...] = x[o... shifted by the offset along the axis]. */
+void lower_split(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0);
+    int axis;
+    int64_t *sizes = ARENA_ARRAY(p->arena, int64_t, n->nout + 1), off = 0;
+    if (!split_sizes(NULL, n, &axis, sizes)) die("lower_split %s: not checked by infer_split", n->name);
+    for (int i = 0; i < n->nout; off += sizes[i++]) {
+        if (!n->out[i] || n->out[i]->data) continue;
+        Buf *out = lower_out(L, n, i);
+        int vars[MAX_RANK];
+        Expr *idx[MAX_RANK], *xi[MAX_RANK];
+        Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+        kir_param(p, k, x, KP_IN);
+        kir_param(p, k, out, KP_OUT);
+        for (int d = 0; d < x->rank; d++) xi[d] = d == axis ? kx_addc(p, idx[d], off) : idx[d];
+        k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
+    }
+}
+
+/* ---- DepthToSpace and SpaceToDepth ---- */
+
+static bool block_shape(Graph *g, Node *n, int64_t *b) {
+    Value *x = n->in[0];
+    *b = ir_attr_int(n, "blocksize", 0);
+    if (x->rank != 4 || *b <= 0) {
+        error(ir_where(g, n), "needs a rank-4 input and a positive blocksize");
+        return false;
+    }
+    const char *mode = ir_attr_str(n, "mode", "DCR");
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
+        error(ir_where(g, n), "mode '%s' is not DCR or CRD", mode);
+        return false;
+    }
+    return true;
+}
+
+void infer_depth_to_space(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int64_t b;
+    if (!block_shape(g, n, &b)) return;
+    if (x->dims[1] % (b * b)) {
+        error(ir_where(g, n), "channels %lld not divisible by blocksize^2", (long long)x->dims[1]);
+        return;
+    }
+    int64_t dims[4] = {x->dims[0], x->dims[1] / (b * b), x->dims[2] * b, x->dims[3] * b};
+    ir_set_shape(n->out[0], x->dtype, 4, dims);
+}
+
+/* out[n, c, y, x] = in[n, ch, y / b, x / b] with the block offset (y % b, x % b) in the channel:
+ * ch = (y%b * b + x%b) * C' + c (DCR) or c * b*b + y%b * b + x%b (CRD). */
+void lower_depth_to_space(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int64_t b = ir_attr_int(n, "blocksize", 1), c = out->dims[1];
+    int vars[4];
+    Expr *idx[4], *bk = kx_index(p, b);
+    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *yi = kx_bin(p, K_REM, idx[2], bk), *xi = kx_bin(p, K_REM, idx[3], bk);
+    Expr *blk = kx_add(p, kx_mul(p, yi, b), xi), *ch;
+    if (!strcmp(ir_attr_str(n, "mode", "DCR"), "DCR")) ch = kx_add(p, kx_mul(p, blk, c), idx[1]);
+    else ch = kx_add(p, kx_mul(p, idx[1], b * b), blk);
+    Expr *ii[4] = {idx[0], ch, kx_bin(p, K_DIV, idx[2], bk), kx_bin(p, K_DIV, idx[3], bk)};
+    k->body = lower_wrap(p, 4, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, ii)));
+}
+
+void infer_space_to_depth(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int64_t b;
+    if (!block_shape(g, n, &b)) return;
+    if (x->dims[2] % b || x->dims[3] % b) {
+        error(ir_where(g, n), "spatial dims not divisible by blocksize %lld", (long long)b);
+        return;
+    }
+    int64_t dims[4] = {x->dims[0], x->dims[1] * b * b, x->dims[2] / b, x->dims[3] / b};
+    ir_set_shape(n->out[0], x->dtype, 4, dims);
+}
+
+/* out[n, (bh*b + bw)*C + c, h, w] = in[n, c, h*b + bh, w*b + bw] */
+void lower_space_to_depth(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    int64_t b = ir_attr_int(n, "blocksize", 1), c = x->dims[1];
+    int vars[4];
+    Expr *idx[4], *bk = kx_index(p, b);
+    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *blk = kx_bin(p, K_DIV, idx[1], kx_index(p, c));
+    Expr *bh = kx_bin(p, K_DIV, blk, bk), *bw = kx_bin(p, K_REM, blk, bk);
+    Expr *ii[4] = {idx[0], kx_bin(p, K_REM, idx[1], kx_index(p, c)), kx_add(p, kx_mul(p, idx[2], b), bh),
+                   kx_add(p, kx_mul(p, idx[3], b), bw)};
+    k->body = lower_wrap(p, 4, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, ii)));
+}
+
+/* ---- ReverseSequence ---- */
+
+static bool revseq_axes(Graph *g, Node *n, int *batch, int *time) {
+    Value *x = n->in[0], *len = n->in[1];
+    int64_t b = ir_attr_int(n, "batch_axis", 1), t = ir_attr_int(n, "time_axis", 0);
+    if (x->rank < 2 || !((b == 0 && t == 1) || (b == 1 && t == 0))) {
+        error(ir_where(g, n), "needs rank >= 2 and batch_axis/time_axis 0 and 1");
+        return false;
+    }
+    if (len->rank != 1 || len->dims[0] != x->dims[b] || dtype_is_float(len->dtype)) {
+        error(ir_where(g, n), "sequence_lens '%s' must be 1-D integers, one per batch", len->name);
+        return false;
+    }
+    *batch = (int)b, *time = (int)t;
+    return true;
+}
+
+void infer_reverse_sequence(Graph *g, Node *n) {
+    int b, t;
+    if (!revseq_axes(g, n, &b, &t)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, n->in[0]->dims);
+}
+
+/* y[.. b, t ..] = x[.. b, len[b] - 1 - t ..] for t < len[b], else x itself; the source time is
+ * clamped into the axis so that a bad length cannot read outside x. */
+void lower_reverse_sequence(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *len = lower_in(L, n, 1), *out = lower_out(L, n, 0);
+    int b, t, vars[MAX_RANK];
+    if (!revseq_axes(L->g, n, &b, &t)) return;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, len, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    Expr *idx[MAX_RANK], *xi[MAX_RANK];
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, idx);
+    Expr *bi[1] = {idx[b]};
+    Expr *l = kx_cast(p, DT_INDEX, kx_load(p, len, bi));
+    Expr *rev = kx_addc(p, kx_bin(p, K_SUB, l, idx[t]), -1);
+    Expr *src = kx_select(p, kx_bin(p, K_LT, idx[t], kx_clone(p, l)), rev, idx[t]);
+    src = kx_bin(p, K_MIN, kx_bin(p, K_MAX, src, kx_index(p, 0)), kx_index(p, x->dims[t] - 1));
+    for (int d = 0; d < out->rank; d++) xi[d] = d == t ? src : idx[d];
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
+}

@@ -1,0 +1,391 @@
+/* normalize.c - the normalisation family: BatchNormalization, InstanceNormalization,
+ * LayerNormalization, MeanVarianceNormalization, LRN, Softmax and LogSoftmax.
+ *
+ * BatchNormalization in inference form is a per-channel affine map (an elementwise kernel).
+ * The others need several passes over the normalised dims (max or mean, then sum, then the
+ * store), so their kernels are KC_GENERIC: the passes are reduction loops into scalar
+ * registers inside the parallel loops over the remaining dims. */
+#include <math.h>
+#include <string.h>
+
+#include "../lower.h"
+
+static int norm_axis(int64_t a, int rank) { return (int)(a < 0 ? a + rank : a); }
+
+/* ---- BatchNormalization (inference) ---- */
+
+void infer_batchnorm(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (x->rank < 2) {
+        error(ir_where(g, n), "input must have rank >= 2 (N, C, ...), not %d", x->rank);
+        return;
+    }
+    for (int i = 1; i < 5; i++)
+        if (ir_numel(n->in[i]) != x->dims[1] || n->in[i]->rank != 1) {
+            error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
+            return;
+        }
+    for (int i = 1; i < n->nout; i++)
+        if (n->out[i]) {
+            error(ir_where(g, n), "training-mode outputs are not supported");
+            return;
+        }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* Per-channel operands are read through [C, 1, ..., 1] views so that lower_map's numpy
+ * broadcasting lines them up with dim 1 of x. */
+static Buf *channel_view(Lower *L, Buf *b, int xrank) {
+    int64_t dims[MAX_RANK];
+    if (xrank == 2) return b;
+    dims[0] = kir_numel(b);
+    for (int d = 1; d < xrank - 1; d++) dims[d] = 1;
+    return kir_view_new(L->p, b, b->name, xrank - 1, dims);
+}
+
+static Buf *channel_const(Lower *L, const char *name, const float *v, int64_t c, int xrank) {
+    int64_t one = c;
+    Buf *b = kir_buf_new(L->p, name, DT_FLOAT, 1, &one, B_CONST);
+    b->data = v;
+    return channel_view(L, b, xrank);
+}
+
+static Expr *bn_affine(Lower *L, Node *n, Expr **v, void *ctx) {
+    return kx_bin(L->p, K_ADD, kx_bin(L->p, K_MUL, v[0], v[1]), v[2]);
+}
+
+/* (x - mean) / sqrt(var + eps) * scale + bias, from the five operands. */
+static Expr *bn_full(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    Expr *eps = kx_const(p, v[0]->type, ir_attr_float(n, "epsilon", 1e-5f));
+    Expr *den = kx_un(p, K_SQRT, kx_bin(p, K_ADD, v[4], eps));
+    Expr *xn = kx_bin(p, K_DIV, kx_bin(p, K_SUB, v[0], v[3]), den);
+    return kx_bin(p, K_ADD, kx_bin(p, K_MUL, xn, v[1]), v[2]);
+}
+
+/* With constant statistics (the usual inference case) the whole op is y = x * s[c] + t[c]
+ * with s, t computed here once; otherwise the formula is evaluated per element. */
+void lower_batchnorm(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    bool konst = x->dtype == DT_FLOAT;
+    for (int i = 1; i < 5; i++) konst = konst && n->in[i]->data;
+    if (konst) {
+        int64_t c = x->dims[1];
+        float *s = ARENA_ARRAY(L->p->arena, float, c), *t = ARENA_ARRAY(L->p->arena, float, c);
+        double eps = ir_attr_float(n, "epsilon", 1e-5f);
+        for (int64_t i = 0; i < c; i++) {
+            double sc = ir_const_float(n->in[1], i) / sqrt(ir_const_float(n->in[4], i) + eps);
+            s[i] = (float)sc;
+            t[i] = (float)(ir_const_float(n->in[2], i) - ir_const_float(n->in[3], i) * sc);
+        }
+        const char *nm = n->out[0]->name;
+        Buf *ins[3] = {x, channel_const(L, arena_printf(L->p->arena, "%s_scale", nm), s, c, x->rank),
+                       channel_const(L, arena_printf(L->p->arena, "%s_shift", nm), t, c, x->rank)};
+        lower_map(L, n, y, 3, ins, bn_affine, NULL);
+        return;
+    }
+    Buf *ins[5] = {x};
+    for (int i = 1; i < 5; i++) ins[i] = channel_view(L, lower_in(L, n, i), x->rank);
+    lower_map(L, n, y, 5, ins, bn_full, NULL);
+}
+
+/* ---- Softmax and LogSoftmax ---- */
+
+/* Fresh variables for the reduced dims [lo, hi) of one pass, written into idx. */
+static void pass_vars(Program *p, Kernel *k, int lo, int hi, int *vars, Expr **idx) {
+    for (int d = lo; d < hi; d++) {
+        vars[d] = kir_var(k);
+        idx[d] = kx_var(p, vars[d]);
+    }
+}
+
+static Stmt *pass_wrap(Program *p, int lo, int hi, const int64_t *dims, const int *vars, Stmt *s,
+                       bool reduction) {
+    for (int d = hi - 1; d >= lo; d--)
+        s = reduction ? ks_red_loop(p, vars[d], dims[d], s) : ks_loop(p, vars[d], 0, dims[d], 1, s);
+    return s;
+}
+
+/* Over the reduced dims [lo, hi) (the single dim `axis`, or with `legacy` the block
+ * axis..rank-1), for every position of the other dims, in three passes:
+ *   m = max x;  s = sum exp(x - m);  y = exp(x - m) / s   (Softmax)
+ *                                    y = (x - m) - log s  (LogSoftmax)
+ * Subtracting the max keeps exp from overflowing. */
+void lower_softmax(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int r = x->rank, axis = norm_axis(ir_attr_int(n, "axis", r - 1), r);
+    int lo = axis, hi = ir_attr_int(n, "legacy", 0) ? r : axis + 1;
+    DType t = y->dtype;
+
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int rv[MAX_RANK] = {0}, mx = kir_scalar(p, k, t), sm = kir_scalar(p, k, t);
+    int fin = kir_scalar(p, k, t);
+    Expr *idx[MAX_RANK];
+    int oo[MAX_RANK], no = 0;
+    int64_t od[MAX_RANK];
+    for (int d = 0; d < r; d++)
+        if (d < lo || d >= hi) {
+            oo[no] = kir_var(k);
+            idx[d] = kx_var(p, oo[no]);
+            od[no++] = x->dims[d];
+        }
+
+    pass_vars(p, k, lo, hi, rv, idx);
+    Stmt *body = ks_set(p, mx, kx_const(p, t, -INFINITY));
+    Expr *xv = kx_load(p, x, idx);
+    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
+                           ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), xv)), true));
+
+    pass_vars(p, k, lo, hi, rv, idx);
+    Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)));
+    ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
+    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
+                           ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), e)), true));
+
+    pass_vars(p, k, lo, hi, rv, idx);
+    Expr *xm = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)), *v;
+    if (n->op == OP_LogSoftmax) {
+        ks_seq(body, ks_set(p, fin, kx_un(p, K_LOG, kx_scalar(p, k, sm))));
+        v = kx_bin(p, K_SUB, xm, kx_scalar(p, k, fin));
+    } else {
+        ks_seq(body, ks_set(p, fin, kx_un(p, K_RECIP, kx_scalar(p, k, sm))));
+        v = kx_bin(p, K_MUL, kx_un(p, K_EXP, xm), kx_scalar(p, k, fin));
+    }
+    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv, ks_store(p, y, idx, v), false));
+    k->body = lower_wrap(p, no, od, oo, body);
+}
+
+/* ---- small helpers ---- */
+
+/* ---- normalisations: LayerNormalization, InstanceNormalization, MVN ---- */
+
+/* How a normalisation reads its scale and bias at element index idx of x. */
+typedef enum AffineKind { AF_NONE, AF_CHANNEL, AF_TRAILING } AffineKind;
+
+typedef struct Norm {
+    bool mask[MAX_RANK];        /* the dims the statistics are taken over */
+    double eps;
+    bool eps_outside;           /* MVN: (x - mean) / (sqrt(var) + eps) */
+    AffineKind af;
+    int axis;                   /* AF_TRAILING: scale/bias broadcast to x.shape[axis:] */
+    Buf *scale, *bias;          /* NULL: 1 / 0 */
+    Buf *mean_out, *inv_out;    /* LayerNormalization's optional outputs (keepdims shape) */
+} Norm;
+
+static Expr *affine_load(Program *p, const Norm *nm, Buf *b, int rank, Expr **idx) {
+    Expr *bi[MAX_RANK];
+    if (nm->af == AF_CHANNEL) return kx_load(p, b, &idx[1]);
+    lower_bcast_idx(p, b, rank - nm->axis, idx + nm->axis, bi);
+    return kx_load(p, b, bi);
+}
+
+/* For every position of the kept dims, three passes over the reduced ones:
+ *   mean = sum x / N;  var = sum (x - mean)^2 / N;  inv = 1 / sqrt(var + eps)
+ *   y = (x - mean) * inv * scale + bias
+ * Two passes for the statistics (not E[x^2] - E[x]^2) keep the variance from cancelling. */
+static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
+    Program *p = L->p;
+    DType t = y->dtype;
+    int r = x->rank, ov[MAX_RANK], rv[MAX_RANK] = {0}, no = 0;
+    bool keep[MAX_RANK];
+    int64_t cnt = 1, od[MAX_RANK];
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    if (nm->scale) kir_param(p, k, nm->scale, KP_IN);
+    if (nm->bias) kir_param(p, k, nm->bias, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    if (nm->mean_out) kir_param(p, k, nm->mean_out, KP_OUT);
+    if (nm->inv_out) kir_param(p, k, nm->inv_out, KP_OUT);
+    int sm = kir_scalar(p, k, t), mean = kir_scalar(p, k, t), inv = kir_scalar(p, k, t);
+    Expr *idx[MAX_RANK], *kidx[MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        keep[d] = !nm->mask[d];
+        if (keep[d]) {
+            ov[no] = kir_var(k);
+            kidx[d] = idx[d] = kx_var(p, ov[no]);
+            od[no++] = x->dims[d];
+        } else {
+            kidx[d] = kx_index(p, 0);
+            cnt *= x->dims[d];
+        }
+    }
+    Expr *nc = kx_const(p, t, (double)(cnt ? cnt : 1));
+
+    rule_sel_vars(p, k, r, nm->mask, rv, idx);
+    Stmt *body = ks_set(p, sm, kx_const(p, t, 0));
+    Stmt *acc1 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_load(p, x, idx)));
+    ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, acc1, true));
+    ks_seq(body, ks_set(p, mean, kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc)));
+
+    rule_sel_vars(p, k, r, nm->mask, rv, idx);
+    Expr *dv = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
+    ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
+    Stmt *acc2 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_bin(p, K_MUL, dv, dv)));
+    ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, acc2, true));
+    Expr *var = kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc), *eps = kx_const(p, t, nm->eps);
+    Expr *den = nm->eps_outside ? kx_bin(p, K_ADD, kx_un(p, K_SQRT, var), eps)
+                                : kx_un(p, K_SQRT, kx_bin(p, K_ADD, var, eps));
+    ks_seq(body, ks_set(p, inv, kx_un(p, K_RECIP, den)));
+    if (nm->mean_out) ks_seq(body, ks_store(p, nm->mean_out, kidx, kx_scalar(p, k, mean)));
+    if (nm->inv_out) ks_seq(body, ks_store(p, nm->inv_out, kidx, kx_scalar(p, k, inv)));
+
+    rule_sel_vars(p, k, r, nm->mask, rv, idx);
+    Expr *v = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
+    v = kx_bin(p, K_MUL, v, kx_scalar(p, k, inv));
+    if (nm->scale) v = kx_bin(p, K_MUL, v, affine_load(p, nm, nm->scale, r, idx));
+    if (nm->bias) v = kx_bin(p, K_ADD, v, affine_load(p, nm, nm->bias, r, idx));
+    ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, ks_store(p, y, idx, v), false));
+    k->body = lower_wrap(p, no, od, ov, body);
+}
+
+static bool layernorm_axis(Graph *g, Node *n, int *axis) {
+    int r = n->in[0]->rank;
+    int64_t a = ir_attr_int(n, "axis", -1);
+    if (a < -r || a >= r) {
+        if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)a, r);
+        return false;
+    }
+    *axis = norm_axis(a, r);
+    return true;
+}
+
+void infer_layernorm(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int axis, r, rank = x->rank;
+    int64_t dims[MAX_RANK], sd[MAX_RANK];
+    if (!layernorm_axis(g, n, &axis)) return;
+    for (int i = 1; i < 3 && i < n->nin; i++) {
+        Value *s = n->in[i];
+        if (s && (s->rank > rank - axis || !ir_broadcast(s->rank, s->dims, rank - axis,
+                                                          x->dims + axis, &r, sd) ||
+                  memcmp(sd, x->dims + axis, sizeof(int64_t) * (size_t)(rank - axis)))) {
+            error(ir_where(g, n), "%s does not broadcast to the normalized shape",
+                  i == 1 ? "Scale" : "B");
+            return;
+        }
+    }
+    if (!dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input must be a float tensor, not %s", dtype_name(x->dtype));
+        return;
+    }
+    if (x->dtype != DT_FLOAT && ((n->nout > 1 && n->out[1]) || (n->nout > 2 && n->out[2]))) {
+        error(ir_where(g, n), "Mean and InvStdDev outputs need a float32 input");
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, rank, x->dims);
+    for (int d = 0; d < rank; d++) dims[d] = d < axis ? x->dims[d] : 1;
+    for (int i = 1; i < n->nout; i++)
+        if (n->out[i]) ir_set_shape(n->out[i], DT_FLOAT, rank, dims);
+}
+
+void lower_layernorm(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    Norm nm = {.eps = ir_attr_float(n, "epsilon", 1e-5f), .af = AF_TRAILING};
+    if (!layernorm_axis(NULL, n, &nm.axis)) die("lower_layernorm %s: unchecked axis", n->name);
+    for (int d = 0; d < x->rank; d++) nm.mask[d] = d >= nm.axis;
+    nm.scale = lower_in(L, n, 1);
+    nm.bias = lower_in(L, n, 2);
+    if (n->nout > 1 && n->out[1]) nm.mean_out = lower_out(L, n, 1);
+    if (n->nout > 2 && n->out[2]) nm.inv_out = lower_out(L, n, 2);
+    emit_norm(L, n, x, y, &nm);
+}
+
+void infer_instnorm(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (x->rank < 3) {
+        error(ir_where(g, n), "input must have rank >= 3 (N, C, spatial...), not %d", x->rank);
+        return;
+    }
+    for (int i = 1; i < 3; i++)
+        if (n->in[i]->rank != 1 || n->in[i]->dims[0] != x->dims[1]) {
+            error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
+            return;
+        }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+void lower_instnorm(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0);
+    Norm nm = {.eps = ir_attr_float(n, "epsilon", 1e-5f), .af = AF_CHANNEL};
+    for (int d = 0; d < x->rank; d++) nm.mask[d] = d >= 2;
+    nm.scale = lower_in(L, n, 1);
+    nm.bias = lower_in(L, n, 2);
+    emit_norm(L, n, x, lower_out(L, n, 0), &nm);
+}
+
+/* MVN's axes attribute (default [0, 2, 3]); false after reporting a bad axis. */
+static bool mvn_mask(Graph *g, Node *n, bool *mask) {
+    static const int64_t dflt[3] = {0, 2, 3};
+    const int64_t *ax;
+    int na = ir_attr_ints(n, "axes", &ax), r = n->in[0]->rank;
+    if (!ax) ax = dflt, na = 3;
+    for (int d = 0; d < r; d++) mask[d] = false;
+    for (int i = 0; i < na; i++) {
+        if (ax[i] < -r || ax[i] >= r) {
+            if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)ax[i], r);
+            return false;
+        }
+        mask[norm_axis(ax[i], r)] = true;
+    }
+    return true;
+}
+
+void infer_mvn(Graph *g, Node *n) {
+    bool mask[MAX_RANK];
+    if (!mvn_mask(g, n, mask)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, n->in[0]->dims);
+}
+
+/* The ONNX function body divides by sqrt(var) + 1e-9 (not sqrt(var + eps)). */
+void lower_mvn(Lower *L, Node *n) {
+    Norm nm = {.eps = 1e-9, .eps_outside = true, .af = AF_NONE};
+    if (!mvn_mask(NULL, n, nm.mask)) die("lower_mvn %s: unchecked axes", n->name);
+    emit_norm(L, n, lower_in(L, n, 0), lower_out(L, n, 0), &nm);
+}
+
+/* ---- LRN ---- */
+
+void infer_lrn(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (x->rank < 2 || ir_attr_int(n, "size", 0) < 1) {
+        error(ir_where(g, n), "need an input of rank >= 2 and a positive size attribute");
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* y[n, c, ...] = x[n, c, ...] / (bias + alpha / size * sum x[n, c', ...]^2)^beta over the
+ * channels c' in [c - floor((size-1)/2), c + ceil((size-1)/2)] inside [0, C). */
+void lower_lrn(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int64_t size = ir_attr_int(n, "size", 1), lo = (size - 1) / 2, c = x->dims[1];
+    double alpha = ir_attr_float(n, "alpha", 1e-4f), beta = ir_attr_float(n, "beta", 0.75f);
+    double bias = ir_attr_float(n, "bias", 1);
+    DType t = y->dtype;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    int ov[MAX_RANK], tv, acc;
+    lower_vars(k, y->rank, ov);
+    tv = kir_var(k);
+    acc = kir_scalar(p, k, t);
+    Expr *oi[MAX_RANK], *xi[MAX_RANK];
+    lower_var_idx(p, y->rank, ov, oi);
+    memcpy(xi, oi, sizeof(Expr *) * (size_t)y->rank);
+    xi[1] = kx_addc(p, kx_add(p, oi[1], kx_var(p, tv)), -lo);
+    Expr *xv = kx_load(p, x, xi);
+    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, xv, xv)));
+    Expr *cond = kx_and(p, kx_bin(p, K_GE, xi[1], kx_index(p, 0)),
+                      kx_bin(p, K_LT, xi[1], kx_index(p, c)));
+    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, t, 0)),
+                        ks_red_loop(p, tv, size, ks_if(p, cond, upd, NULL)));
+    Expr *base = kx_bin(p, K_ADD, kx_const(p, t, bias),
+                        kx_bin(p, K_MUL, kx_const(p, t, alpha / (double)size), kx_scalar(p, k, acc)));
+    Expr *v = kx_bin(p, K_DIV, kx_load(p, x, oi), kx_bin(p, K_POW, base, kx_const(p, t, beta)));
+    ks_seq(body, ks_store(p, y, oi, v));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}

@@ -1,0 +1,225 @@
+/* pool.c - the pooling family: AveragePool, MaxPool (with its Indices output),
+ * GlobalAveragePool, GlobalMaxPool, GlobalLpPool and MaxUnpool.
+ *
+ * The windowed pools share Conv's window geometry (rule_window); the global pools are
+ * reductions over the spatial dims and use the reduction emitters of helpers.c. Padded taps
+ * are guarded so that no load leaves the input. */
+#include <math.h>
+#include <string.h>
+
+#include "../lower.h"
+
+/* ---- MaxPool and AveragePool ---- */
+
+static bool pool_window(Graph *g, Node *n, Window *w) {
+    const int64_t *ks;
+    const char *where = g ? ir_where(g, n) : n->name;
+    const Value *x = n->in[0];
+    int nk = ir_attr_ints(n, "kernel_shape", &ks);
+    if (x->rank < 3 || nk != x->rank - 2) {
+        error(where, "need kernel_shape with one entry per spatial dim of a rank >= 3 input");
+        return false;
+    }
+    if (n->op == OP_AveragePool) {
+        const int64_t *dl;
+        int ndl = ir_attr_ints(n, "dilations", &dl);
+        for (int i = 0; i < ndl; i++)
+            if (dl[i] != 1) {
+                error(where, "AveragePool with dilations is not supported");
+                return false;
+            }
+    }
+    return rule_window(g, n, x, ks, ir_attr_int(n, "ceil_mode", 0) != 0, w);
+}
+
+void infer_pool(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int64_t dims[MAX_RANK];
+    Window w;
+    if (!pool_window(g, n, &w)) return;
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1];
+    for (int i = 0; i < w.nsp; i++) dims[2 + i] = w.out[i];
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+    if (n->nout > 1 && n->out[1]) ir_set_shape(n->out[1], DT_INT64, x->rank, dims);
+}
+
+/* AveragePool's divisor at output position oi: the number of taps inside [lo, hi) along each
+ * spatial dim, multiplied. lo/hi are the input (count_include_pad=0) or the padded input
+ * (count_include_pad=1). A dim whose windows always fit contributes its kernel size. */
+static Expr *avg_divisor(Program *p, const Window *w, Expr **oi, bool include_pad, DType t) {
+    int64_t konst = 1;
+    Expr *cnt = NULL;
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t lo = include_pad ? -w->pb[i] : 0, hi = include_pad ? w->in[i] + w->pe[i] : w->in[i];
+        int64_t last = (w->out[i] - 1) * w->s[i] - w->pb[i] + w->k[i];
+        if (-w->pb[i] >= lo && last <= hi) {
+            konst *= w->k[i];
+            continue;
+        }
+        Expr *start = kx_addc(p, kx_mul(p, oi[2 + i], w->s[i]), -w->pb[i]);
+        Expr *end = kx_bin(p, K_MIN, kx_addc(p, start, w->k[i]), kx_index(p, hi));
+        start = kx_bin(p, K_MAX, start, kx_index(p, lo));
+        Expr *ci = kx_bin(p, K_SUB, end, start);
+        cnt = cnt ? kx_bin(p, K_MUL, cnt, ci) : ci;
+    }
+    if (!cnt) return kx_const(p, t, (double)konst);
+    return kx_cast(p, t, kx_mul(p, cnt, konst));
+}
+
+/* MaxPool's Indices value for input position xi: the flat index into x, with the spatial
+ * dims in row-major order (storage_order 0) or column-major order (1: the first spatial dim
+ * varies fastest), after the batch and channel offset. */
+static Expr *argmax_index(Program *p, const Buf *x, Expr **xi, bool colmajor) {
+    int nsp = x->rank - 2;
+    Expr *sp = kx_index(p, 0);
+    int64_t size = 1;
+    for (int j = 0; j < nsp; j++) {
+        int i = colmajor ? nsp - 1 - j : j;
+        sp = kx_add(p, kx_mul(p, sp, x->dims[2 + i]), xi[2 + i]);
+        size *= x->dims[2 + i];
+    }
+    Expr *nc = kx_add(p, kx_mul(p, xi[0], x->dims[1]), xi[1]);
+    return kx_add(p, kx_mul(p, nc, size), sp);
+}
+
+/* y[n, c, o...] = max / mean over the taps t inside the input of x[n, c, o*s + t*d - pb];
+ * MaxPool's optional Indices output gets the flat NCHW index of the first maximum. */
+void lower_pool(Lower *L, Node *n) {
+    Program *p = L->p;
+    bool is_max = n->op == OP_MaxPool;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    Buf *yi = is_max && n->nout > 1 && n->out[1] ? lower_out(L, n, 1) : NULL;
+    Window w;
+    if (!pool_window(NULL, n, &w)) die("lower_pool %s: node not checked by infer_pool", n->name);
+
+    /* Two outputs do not fit the contraction form fusion expects (one final store). */
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, yi ? KC_GENERIC : KC_CONTRACTION);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    if (yi) kir_param(p, k, yi, KP_OUT);
+    int ov[MAX_RANK], tv[MAX_RANK];
+    lower_vars(k, y->rank, ov);
+    lower_vars(k, w.nsp, tv);
+    int acc = kir_scalar(p, k, y->dtype), arg = yi ? kir_scalar(p, k, DT_INDEX) : -1;
+
+    Expr *oi[MAX_RANK], *xi[MAX_RANK], *conds[MAX_RANK];
+    lower_var_idx(p, y->rank, ov, oi);
+    xi[0] = oi[0];
+    xi[1] = oi[1];
+    for (int i = 0; i < w.nsp; i++)
+        xi[2 + i] = rule_tap_index(p, &w, i, oi[2 + i], kx_var(p, tv[i]), &conds[i]);
+    Expr *flat = yi ? argmax_index(p, x, xi, ir_attr_int(n, "storage_order", 0) != 0) : NULL;
+    Expr *xv = kx_load(p, x, xi), *av = kx_scalar(p, k, acc);
+    Stmt *upd, *body = ks_set(p, acc, kx_const(p, y->dtype, is_max ? rule_dtype_lowest(y->dtype) : 0));
+    if (!is_max) upd = ks_set(p, acc, kx_bin(p, K_ADD, av, xv));
+    else if (!yi) upd = ks_set(p, acc, kx_bin(p, K_MAX, av, xv));
+    else upd = ks_if(p, kx_bin(p, K_GT, xv, av), ks_seq(ks_set(p, acc, xv), ks_set(p, arg, flat)), NULL);
+    if (yi) ks_seq(body, ks_set(p, arg, kx_index(p, 0)));
+    ks_seq(body, rule_wrap_taps(p, &w, tv, conds, upd));
+    Expr *v = kx_scalar(p, k, acc);
+    if (!is_max)
+        v = kx_bin(p, K_DIV, v,
+                   avg_divisor(p, &w, oi, ir_attr_int(n, "count_include_pad", 0) != 0, y->dtype));
+    ks_seq(body, ks_store(p, y, oi, v));
+    if (yi) ks_seq(body, ks_store(p, yi, oi, kx_cast(p, DT_INT64, kx_scalar(p, k, arg))));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
+void infer_global_pool(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int64_t dims[MAX_RANK];
+    if (x->rank < 3) {
+        error(ir_where(g, n), "input must have rank >= 3 (N, C, spatial...), not %d", x->rank);
+        return;
+    }
+    for (int d = 0; d < x->rank; d++) dims[d] = d < 2 ? x->dims[d] : 1;
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+void lower_global_pool(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0);
+    bool mask[MAX_RANK];
+    for (int d = 0; d < x->rank; d++) mask[d] = d >= 2;
+    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, true,
+                n->op == OP_GlobalMaxPool ? R_MAX : R_MEAN);
+}
+
+void lower_global_lppool(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0);
+    bool mask[MAX_RANK];
+    for (int d = 0; d < x->rank; d++) mask[d] = d >= 2;
+    rule_emit_reduce_more(L, n, x, lower_out(L, n, 0), mask, true);
+}
+
+/* ---- MaxUnpool ---- */
+
+/* The output dims that kernel_shape, strides and pads imply (MaxPool's input dims). */
+static void unpool_dims(const Node *n, const Value *x, int64_t *dims) {
+    const int64_t *ks, *st = NULL, *pads = NULL;
+    int sp = x->rank - 2;
+    ir_attr_ints(n, "kernel_shape", &ks);
+    int ns = ir_attr_ints(n, "strides", &st), np = ir_attr_ints(n, "pads", &pads);
+    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    for (int d = 0; d < sp; d++)
+        dims[2 + d] = (x->dims[2 + d] - 1) * (ns ? st[d] : 1) + ks[d] -
+                      (np ? pads[d] + pads[sp + d] : 0);
+}
+
+void infer_max_unpool(Graph *g, Node *n) {
+    Value *x = n->in[0], *ind = n->in[1];
+    const int64_t *ks, *st = NULL, *pads = NULL;
+    int sp = x->rank - 2, nk = ir_attr_ints(n, "kernel_shape", &ks);
+    int ns = ir_attr_ints(n, "strides", &st), np = ir_attr_ints(n, "pads", &pads);
+    if (x->rank < 3 || nk != sp || (ns && ns != sp) || (np && np != 2 * sp) ||
+        !ir_same_shape(x, ind) || dtype_is_float(ind->dtype)) {
+        error(ir_where(g, n), "needs X [N,C,D...], integer indices of X's shape and kernel_shape, "
+              "strides, pads matching its spatial rank");
+        return;
+    }
+    int64_t dims[MAX_RANK];
+    unpool_dims(n, x, dims);
+    if (n->nin > 2 && n->in[2]) {
+        Value *os = rule_const_ints(g, n, 2, "output_shape", MAX_RANK);
+        if (!os) return;
+        if (ir_numel(os) != x->rank) {
+            error(ir_where(g, n), "output_shape '%s' must have %d elements", os->name, x->rank);
+            return;
+        }
+        for (int d = 0; d < x->rank; d++) dims[d] = ir_const_int(os, d);
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* y = 0, then y[unflatten(indices[i])] = x[i] for every element i of x: MaxPool's indices count
+ * in the whole (row-major) tensor of the implied dims (unpool_dims). An output_shape larger than
+ * those pads at the end of each dim, as the ONNX reference does; coordinates are clamped into
+ * the output. */
+void lower_max_unpool(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, ind, KP_IN);
+    kir_param(p, k, out, KP_INOUT);
+    int r = out->rank, ov[MAX_RANK], xv[MAX_RANK];
+    Expr *oi[MAX_RANK], *xi[MAX_RANK];
+    lower_vars(k, r, ov);
+    lower_var_idx(p, r, ov, oi);
+    k->body = lower_wrap(p, r, out->dims, ov, ks_store(p, out, oi, kx_const(p, out->dtype, 0)));
+    lower_vars(k, r, xv);
+    lower_var_idx(p, r, xv, xi);
+    int64_t dims[MAX_RANK], stride = 1, total = 1;
+    unpool_dims(n, n->in[0], dims);
+    for (int d = 0; d < r; d++) total *= dims[d];
+    Expr *f = kx_cast(p, DT_INDEX, kx_load(p, ind, xi));
+    f = kx_bin(p, K_MIN, kx_bin(p, K_MAX, f, kx_index(p, 0)), kx_index(p, total - 1));
+    for (int d = r - 1; d >= 0; d--) {
+        Expr *q = stride > 1 ? kx_bin(p, K_DIV, kx_clone(p, f), kx_index(p, stride)) : kx_clone(p, f);
+        q = d > 0 ? kx_bin(p, K_REM, q, kx_index(p, dims[d])) : q;
+        oi[d] = kx_bin(p, K_MIN, q, kx_index(p, out->dims[d] - 1));
+        stride *= dims[d];
+    }
+    Stmt *s = ks_store(p, out, oi, kx_load(p, x, xi));
+    ks_seq(k->body, lower_wrap(p, r, x->dims, xv, s));
+}

@@ -1,0 +1,482 @@
+/* resample.c - the resampling family: Resize, Upsample and
+ * GridSample (bilinear, nearest and bicubic sampling with zeros/border/reflection padding).
+ *
+ * Resize computes its sampling positions at compile time (every size is static) into small
+ * constant tables, so that the kernel is a gather or a short weighted sum whatever the
+ * interpolation and coordinate mode. GridSample's coordinates are data: it keeps them in
+ * scalar registers and guards every tap so that no load leaves its buffer (clamped index,
+ * value selected away when out of range). */
+#include <math.h>
+#include <string.h>
+
+#include "../lower.h"
+
+/* A constant buffer of `count` elements of type t made from v (copied into the arena). */
+static Buf *const_table(Lower *L, const char *name, DType t, int rank, const int64_t *dims,
+                        const void *v) {
+    Buf *b = kir_buf_new(L->p, name, t, rank, dims, B_CONST);
+    size_t sz = dtype_size(t) * (size_t)kir_numel(b);
+    void *d = arena_alloc(L->p->arena, sz + 1);
+    memcpy(d, v, sz);
+    b->data = d;
+    return b;
+}
+
+/* ---- Resize and Upsample ---- */
+
+typedef enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC } ResizeMode;
+
+typedef struct ResizeSpec {
+    ResizeMode mode;
+    const char *coord, *nearest;
+    double scale[MAX_RANK], roi_lo[MAX_RANK], roi_hi[MAX_RANK], cubic_a, extrap;
+    int64_t out[MAX_RANK];
+    bool exclude_outside;
+} ResizeSpec;
+
+/* Reads the node's attributes and its constant scales/sizes/roi. Resize-11+ inputs are
+ * (X, roi, scales, sizes); Upsample's are (X, scales) or a `scales` attribute, and it always
+ * samples asymmetrically (nearest rounds down). */
+static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
+    const char *where = g ? ir_where(g, n) : n->name;
+    Value *x = n->in[0], *roi = NULL, *sc = NULL, *sz = NULL;
+    int r = x->rank;
+    const char *mode = ir_attr_str(n, "mode", "nearest");
+    rs->mode = !strcmp(mode, "nearest") ? RZ_NEAREST : !strcmp(mode, "cubic") ? RZ_CUBIC
+             : RZ_LINEAR;
+    if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "bilinear") &&
+        strcmp(mode, "cubic")) {
+        error(where, "unknown mode '%s'", mode);
+        return false;
+    }
+    rs->cubic_a = ir_attr_float(n, "cubic_coeff_a", -0.75f);
+    rs->extrap = ir_attr_float(n, "extrapolation_value", 0);
+    rs->exclude_outside = ir_attr_int(n, "exclude_outside", 0) != 0;
+    if (n->op == OP_Upsample) {
+        const float *fa = NULL;
+        Attr *a = ir_attr(n, "scales");
+        rs->coord = "asymmetric";
+        rs->nearest = "floor";
+        sc = n->nin > 1 ? n->in[1] : NULL;
+        if (a && a->type == A_FLOATS) fa = a->floats;
+        if ((!sc && (!fa || a->n != r)) || (sc && (!sc->data || ir_numel(sc) != r))) {
+            error(where, "need %d constant scales", r);
+            return false;
+        }
+        for (int d = 0; d < r; d++) rs->scale[d] = sc ? ir_const_float(sc, d) : fa[d];
+        sc = NULL;
+    } else {
+        rs->coord = ir_attr_str(n, "coordinate_transformation_mode", "half_pixel");
+        rs->nearest = ir_attr_str(n, "nearest_mode", "round_prefer_floor");
+        roi = n->nin > 1 ? n->in[1] : NULL;
+        sc = n->nin > 2 && n->in[2] && ir_numel(n->in[2]) ? n->in[2] : NULL;
+        sz = n->nin > 3 && n->in[3] && ir_numel(n->in[3]) ? n->in[3] : NULL;
+        if (!!sc == !!sz || (sc && (!sc->data || ir_numel(sc) != r)) ||
+            (sz && (!sz->data || ir_numel(sz) != r))) {
+            error(where, "need exactly one of scales and sizes, constant, with %d entries", r);
+            return false;
+        }
+        bool crop = !strcmp(rs->coord, "tf_crop_and_resize");
+        if (crop && (!roi || !roi->data || ir_numel(roi) != 2 * r)) {
+            error(where, "tf_crop_and_resize needs a constant roi with %d entries", 2 * r);
+            return false;
+        }
+        if (crop)
+            for (int d = 0; d < r; d++) {
+                rs->roi_lo[d] = ir_const_float(roi, d);
+                rs->roi_hi[d] = ir_const_float(roi, r + d);
+            }
+        for (int d = 0; d < r; d++) {
+            if (sc) rs->scale[d] = (double)(float)ir_const_float(sc, d);
+            else rs->scale[d] = (double)ir_const_int(sz, d) / (double)x->dims[d];
+        }
+    }
+    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                         "asymmetric", "tf_half_pixel_for_nn",
+                                         "tf_crop_and_resize"};
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                           "ceil"};
+    bool okc = false, okn = false;
+    for (int i = 0; i < COUNTOF(coords); i++) okc = okc || !strcmp(rs->coord, coords[i]);
+    for (int i = 0; i < COUNTOF(nearests); i++) okn = okn || !strcmp(rs->nearest, nearests[i]);
+    if (!okc || !okn) {
+        error(where, "unsupported coordinate_transformation_mode '%s' or nearest_mode '%s'",
+              rs->coord, rs->nearest);
+        return false;
+    }
+    for (int d = 0; d < r; d++) {
+        rs->out[d] = sz ? ir_const_int(sz, d) : (int64_t)floor(rs->scale[d] * (double)x->dims[d]);
+        if (rs->scale[d] <= 0 || rs->out[d] < 1) {
+            error(where, "scale of dim %d gives an empty output", d);
+            return false;
+        }
+    }
+    if (rs->mode != RZ_NEAREST && !dtype_is_float(x->dtype)) {
+        error(where, "%s interpolation needs a float input", mode);
+        return false;
+    }
+    return true;
+}
+
+void infer_resize(Graph *g, Node *n) {
+    ResizeSpec rs;
+    if (!resize_spec(g, n, &rs)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, rs.out);
+}
+
+/* Input coordinate of output position o along one dim (the onnx reference's formulas; the
+ * "output width" in them is scale * input width, not the rounded output size). Sets *outside
+ * for tf_crop_and_resize positions outside the input. */
+static double resize_coord(const ResizeSpec *rs, int d, int64_t o, int64_t in, bool *outside) {
+    double s = rs->scale[d], ow = s * (double)in, x = (double)o, xo;
+    const char *c = rs->coord;
+    *outside = false;
+    if (!strcmp(c, "align_corners")) xo = ow == 1 ? 0 : x * (double)(in - 1) / (ow - 1);
+    else if (!strcmp(c, "asymmetric")) xo = x / s;
+    else if (!strcmp(c, "pytorch_half_pixel")) xo = ow == 1 ? -0.5 : (x + 0.5) / s - 0.5;
+    else if (!strcmp(c, "tf_half_pixel_for_nn")) xo = (x + 0.5) / s;
+    else if (!strcmp(c, "tf_crop_and_resize")) {
+        double lo = rs->roi_lo[d], hi = rs->roi_hi[d];
+        double n1 = (double)(in - 1);   /* the reference's order of operations, exactly */
+        xo = (ow == 1 ? (hi - lo) * n1 / 2 : x * (hi - lo) * n1 / (ow - 1)) + lo * n1;
+        *outside = xo < 0 || xo > (double)(in - 1);
+    } else xo = (x + 0.5) / s - 0.5;
+    return xo;
+}
+
+/* Interpolation weights of the taps around a coordinate with fractional part ratio in (0, 1]
+ * (the left neighbour is ceil(x) - 1, so an integral x has ratio 1). */
+static int resize_coeffs(const ResizeSpec *rs, double xo, double ratio, double *cf) {
+    double a = rs->cubic_a;
+    switch (rs->mode) {
+    case RZ_NEAREST: {
+        const char *m = rs->nearest;
+        bool hi = xo == floor(xo) ? true : !strcmp(m, "round_prefer_floor") ? ratio > 0.5
+                : !strcmp(m, "round_prefer_ceil") ? ratio >= 0.5 : !strcmp(m, "ceil");
+        cf[0] = !hi, cf[1] = hi;
+        return 2;
+    }
+    case RZ_LINEAR: cf[0] = 1 - ratio, cf[1] = ratio; return 2;
+    case RZ_CUBIC: {
+        double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+        cf[0] = ((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a;
+        cf[1] = ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1;
+        cf[2] = ((a + 2) * q - (a + 3)) * q * q + 1;
+        cf[3] = ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a;
+        return 4;
+    }
+    }
+    return 0;
+}
+
+/* One dim's sampling table: for every output position, `taps` input indices (clamped into
+ * the input, as the reference's edge padding does) and their weights. A dim where each
+ * position takes a single input with weight 1 (nearest; unscaled dims) gets taps = 1. */
+typedef struct ResizeDim {
+    int taps;
+    int64_t *idx;               /* [out][taps] */
+    float *wt;                  /* [out][taps] */
+    uint8_t *outside;           /* [out], NULL when no position is outside */
+    bool identity;              /* taps == 1 and idx[o] == o */
+} ResizeDim;
+
+static void resize_table(Arena *a, const ResizeSpec *rs, int d, int64_t in, ResizeDim *rd) {
+    int64_t out = rs->out[d];
+    double cf[4];
+    int nt = rs->mode == RZ_CUBIC ? 4 : 2;
+    rd->idx = ARENA_ARRAY(a, int64_t, out * nt);
+    rd->wt = ARENA_ARRAY(a, float, out * nt);
+    rd->outside = NULL;
+    bool single = true;
+    for (int64_t o = 0; o < out; o++) {
+        bool outside;
+        double xo = resize_coord(rs, d, o, in, &outside), base = ceil(xo) - 1, sum = 0;
+        if (outside) {
+            if (!rd->outside) rd->outside = ARENA_ARRAY(a, uint8_t, out);
+            rd->outside[o] = 1;
+        }
+        resize_coeffs(rs, xo, xo - base, cf);
+        int nz = 0;
+        for (int j = 0; j < nt; j++) {
+            int64_t ix = (int64_t)base + j - (nt / 2 - 1);
+            if (rs->exclude_outside && (ix < 0 || ix >= in)) cf[j] = 0;
+            sum += cf[j];
+            rd->idx[o * nt + j] = MIN(MAX(ix, 0), in - 1);
+            nz += cf[j] != 0;
+        }
+        for (int j = 0; j < nt; j++) {
+            if (rs->exclude_outside && sum != 0) cf[j] /= sum;
+            rd->wt[o * nt + j] = (float)cf[j];
+            if (nz == 1 && cf[j] != 0 && cf[j] != 1) single = false;
+        }
+        if (nz != 1) single = false;
+    }
+    rd->taps = nt;
+    rd->identity = false;
+    if (!single) return;
+    rd->taps = 1;
+    rd->identity = out == in;
+    for (int64_t o = 0; o < out; o++) {
+        int j = 0;
+        while (rd->wt[o * nt + j] == 0) j++;
+        rd->idx[o] = rd->idx[o * nt + j];
+        rd->identity = rd->identity && rd->idx[o] == o;
+    }
+}
+
+/* y[o...] = sum over the taps of the dims that interpolate of prod_d wt_d[o_d, t_d] *
+ *           x[idx_0[o_0, t_0], ...]
+ * With no interpolating dim it is a gather (KC_COPY); tf_crop_and_resize positions outside
+ * the input get extrapolation_value. */
+void lower_resize(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    ResizeSpec rs;
+    ResizeDim rd[MAX_RANK];
+    int r = x->rank, ov[MAX_RANK], tv[MAX_RANK];
+    bool interp = false;
+    if (!resize_spec(NULL, n, &rs)) die("lower_resize %s: node not checked", n->name);
+    for (int d = 0; d < r; d++) {
+        resize_table(p->arena, &rs, d, x->dims[d], &rd[d]);
+        interp = interp || rd[d].taps > 1;
+    }
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, interp ? KC_CONTRACTION : KC_COPY);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    lower_vars(k, r, ov);
+    Expr *oi[MAX_RANK], *xi[MAX_RANK], *w = NULL, *outside = NULL;
+    lower_var_idx(p, r, ov, oi);
+    for (int d = 0; d < r; d++) {
+        ResizeDim *t = &rd[d];
+        int64_t td[2] = {y->dims[d], t->taps};
+        const char *nm = arena_printf(p->arena, "%s_idx%d", y->name, d);
+        if (t->taps > 1) tv[d] = kir_var(k);
+        if (t->outside) {
+            Buf *ob = const_table(L, arena_printf(p->arena, "%s_out%d", y->name, d), DT_BOOL, 1,
+                                  td, t->outside);
+            kir_param(p, k, ob, KP_IN);
+            Expr *ol = kx_load(p, ob, &oi[d]);
+            outside = outside ? kx_bin(p, K_OR, outside, ol) : ol;
+        }
+        if (t->identity) {
+            xi[d] = oi[d];
+            continue;
+        }
+        Buf *ib = const_table(L, nm, DT_INT64, 2, td, t->idx);
+        Expr *ti[2] = {oi[d], t->taps > 1 ? kx_var(p, tv[d]) : kx_index(p, 0)};
+        kir_param(p, k, ib, KP_IN);
+        xi[d] = kx_cast(p, DT_INDEX, kx_load(p, ib, ti));
+        if (t->taps == 1) continue;
+        Buf *wb = const_table(L, arena_printf(p->arena, "%s_wt%d", y->name, d), DT_FLOAT, 2, td,
+                              t->wt);
+        kir_param(p, k, wb, KP_IN);
+        Expr *wv = kx_load(p, wb, ti);
+        if (y->dtype != DT_FLOAT) wv = kx_cast(p, y->dtype, wv);
+        w = w ? kx_bin(p, K_MUL, w, wv) : wv;
+    }
+    Expr *xv = kx_load(p, x, xi);
+    Stmt *body;
+    if (!interp) {
+        if (outside) xv = kx_select(p, outside, kx_const(p, y->dtype, rs.extrap), xv);
+        k->body = lower_wrap(p, r, y->dims, ov, ks_store(p, y, oi, xv));
+        return;
+    }
+    int acc = kir_scalar(p, k, y->dtype);
+    Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, w, xv)));
+    for (int d = r - 1; d >= 0; d--)
+        if (rd[d].taps > 1) upd = ks_red_loop(p, tv[d], rd[d].taps, upd);
+    body = ks_seq(ks_set(p, acc, kx_const(p, y->dtype, 0)), upd);
+    Expr *v = kx_scalar(p, k, acc);
+    if (outside) v = kx_select(p, outside, kx_const(p, y->dtype, rs.extrap), v);
+    ks_seq(body, ks_store(p, y, oi, v));
+    k->body = lower_wrap(p, r, y->dims, ov, body);
+}
+
+/* ---- GridSample ---- */
+
+typedef enum { GS_BILINEAR, GS_NEAREST, GS_BICUBIC } GsMode;
+typedef enum { GP_ZEROS, GP_BORDER, GP_REFLECTION } GsPad;
+
+typedef struct GridSample {
+    Program *p;
+    Kernel *k;
+    Buf *x;
+    DType t;
+    GsPad pad;
+    bool align;
+    Expr *n, *c;                    /* batch and channel index of the output element */
+} GridSample;
+
+static bool gs_params(Graph *g, Node *n, GsMode *mode, GsPad *pad) {
+    const char *m = ir_attr_str(n, "mode", "bilinear"), *pm = ir_attr_str(n, "padding_mode", "zeros");
+    if (!strcmp(m, "bilinear")) *mode = GS_BILINEAR;
+    else if (!strcmp(m, "nearest")) *mode = GS_NEAREST;
+    else if (!strcmp(m, "bicubic")) *mode = GS_BICUBIC;
+    else {
+        error(ir_where(g, n), "unsupported mode '%s'", m);
+        return false;
+    }
+    if (!strcmp(pm, "zeros")) *pad = GP_ZEROS;
+    else if (!strcmp(pm, "border")) *pad = GP_BORDER;
+    else if (!strcmp(pm, "reflection")) *pad = GP_REFLECTION;
+    else {
+        error(ir_where(g, n), "unsupported padding_mode '%s'", pm);
+        return false;
+    }
+    return true;
+}
+
+void infer_grid_sample(Graph *g, Node *n) {
+    Value *x = n->in[0], *grid = n->in[1];
+    GsMode mode;
+    GsPad pad;
+    if (!gs_params(g, n, &mode, &pad) || !rule_float_input(g, n, 0) || !rule_float_input(g, n, 1)) return;
+    if (x->rank != 4 || grid->rank != 4 || grid->dims[3] != 2 || grid->dims[0] != x->dims[0]) {
+        error(ir_where(g, n), "X '%s' must be [N,C,H,W] and Grid '%s' [N,Ho,Wo,2] (2-D only)",
+              x->name, grid->name);
+        return;
+    }
+    int64_t dims[4] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]};
+    ir_set_shape(n->out[0], x->dtype, 4, dims);
+}
+
+/* The source coordinate of a normalised one in [-1, 1] along a dim of `size` pixels. */
+static Expr *gs_unnormalize(GridSample *s, Expr *u, int64_t size) {
+    Program *p = s->p;
+    Expr *one = kx_const(p, s->t, 1);
+    if (s->align) return kx_bin(p, K_MUL, kx_bin(p, K_ADD, u, one), kx_const(p, s->t, (double)(size - 1) / 2));
+    return kx_bin(p, K_MUL, kx_bin(p, K_SUB, kx_bin(p, K_MUL, kx_bin(p, K_ADD, u, one), kx_const(p, s->t, (double)size)), kx_clone(p, one)),
+               kx_const(p, s->t, 0.5));
+}
+
+/* Reflect x into [lo, hi] like a mirror at both ends (PyTorch's reflect_coordinates). */
+static Expr *gs_reflect(GridSample *s, Expr *x, double lo, double hi) {
+    Program *p = s->p;
+    DType t = s->t;
+    if (hi <= lo) return kx_const(p, t, 0);
+    Expr *span = kx_const(p, t, hi - lo);
+    Expr *d = kx_un(p, K_ABS, kx_bin(p, K_SUB, x, kx_const(p, t, lo)));
+    Expr *flips = kx_un(p, K_FLOOR, kx_bin(p, K_DIV, d, span));
+    Expr *extra = kx_bin(p, K_SUB, kx_clone(p, d), kx_bin(p, K_MUL, kx_clone(p, flips), kx_clone(p, span)));
+    Expr *half = kx_un(p, K_FLOOR, kx_bin(p, K_MUL, kx_clone(p, flips), kx_const(p, t, 0.5)));
+    Expr *even = kx_bin(p, K_EQ, kx_clone(p, flips), kx_bin(p, K_MUL, half, kx_const(p, t, 2)));
+    return kx_select(p, even, kx_bin(p, K_ADD, kx_const(p, t, lo), extra), kx_bin(p, K_SUB, kx_const(p, t, hi), kx_clone(p, extra)));
+}
+
+/* The padding mode applied to a coordinate: clipped (border) or reflected then clipped. */
+static Expr *gs_pad(GridSample *s, Expr *x, int64_t size) {
+    Program *p = s->p;
+    if (s->pad == GP_ZEROS) return x;
+    if (s->pad == GP_REFLECTION)
+        x = s->align ? gs_reflect(s, x, 0, (double)(size - 1))
+                     : gs_reflect(s, x, -0.5, (double)size - 0.5);
+    Expr *lo = kx_bin(p, K_MAX, x, kx_const(p, s->t, 0));
+    return kx_bin(p, K_MIN, lo, kx_const(p, s->t, (double)(size - 1)));
+}
+
+/* x[n, c, y, x] for integral float coordinates, 0 outside the image. */
+static Expr *gs_tap(GridSample *s, Expr *y, Expr *x) {
+    Program *p = s->p;
+    Expr *co[2] = {y, x}, *ok = NULL, *idx[4] = {s->n, s->c, NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        Expr *hi = kx_const(p, s->t, (double)(s->x->dims[2 + d] - 1));
+        Expr *in = kx_bin(p, K_AND, kx_bin(p, K_GE, co[d], kx_const(p, s->t, 0)),
+                          kx_bin(p, K_LE, kx_clone(p, co[d]), hi));
+        ok = ok ? kx_bin(p, K_AND, ok, in) : in;
+        Expr *cl = kx_bin(p, K_MIN, kx_bin(p, K_MAX, kx_clone(p, co[d]), kx_const(p, s->t, 0)), kx_clone(p, hi));
+        idx[2 + d] = kx_cast(p, DT_INDEX, cl);
+    }
+    Expr *v = kx_cast(p, s->t, kx_load(p, s->x, idx));
+    return kx_select(p, ok, v, kx_const(p, s->t, 0));
+}
+
+/* The cubic convolution weights (A = -0.75) of the taps at floor-1 .. floor+2 for fraction t. */
+static void gs_cubic(GridSample *s, Expr *t, Expr **w) {
+    Program *p = s->p;
+    DType ty = s->t;
+    const double A = -0.75;
+    Expr *t1 = kx_bin(p, K_ADD, t, kx_const(p, ty, 1));   /* distance of tap 0 */
+    Expr *u = kx_bin(p, K_SUB, kx_const(p, ty, 1), kx_clone(p, t));   /* distance of tap 2 */
+    Expr *u1 = kx_bin(p, K_ADD, kx_clone(p, u), kx_const(p, ty, 1));  /* distance of tap 3 */
+    Expr *far[2] = {t1, u1}, *near[2] = {kx_clone(p, t), u};
+    for (int j = 0; j < 2; j++) {   /* |d| in [1, 2): ((A d - 5A) d + 8A) d - 4A */
+        Expr *d = far[j];
+        Expr *e = kx_bin(p, K_SUB, kx_bin(p, K_MUL, kx_const(p, ty, A), d), kx_const(p, ty, 5 * A));
+        e = kx_bin(p, K_ADD, kx_bin(p, K_MUL, e, kx_clone(p, d)), kx_const(p, ty, 8 * A));
+        w[j == 0 ? 0 : 3] = kx_bin(p, K_SUB, kx_bin(p, K_MUL, e, kx_clone(p, d)), kx_const(p, ty, 4 * A));
+    }
+    for (int j = 0; j < 2; j++) {   /* |d| < 1: ((A + 2) d - (A + 3)) d d + 1 */
+        Expr *d = near[j];
+        Expr *e = kx_bin(p, K_SUB, kx_bin(p, K_MUL, kx_const(p, ty, A + 2), d), kx_const(p, ty, A + 3));
+        e = kx_bin(p, K_MUL, kx_bin(p, K_MUL, e, kx_clone(p, d)), kx_clone(p, d));
+        w[j == 0 ? 1 : 2] = kx_bin(p, K_ADD, e, kx_const(p, ty, 1));
+    }
+}
+
+/* The sampled value at source coordinates (registers ry, rx). */
+static Expr *gs_sample(GridSample *s, GsMode mode, int ry, int rx) {
+    Program *p = s->p;
+    Kernel *k = s->k;
+    DType t = s->t;
+    Expr *y = kx_scalar(p, k, ry), *x = kx_scalar(p, k, rx);
+    if (mode == GS_NEAREST) return gs_tap(s, kx_un(p, K_ROUND, y), kx_un(p, K_ROUND, x));
+    Expr *y0 = kx_un(p, K_FLOOR, y), *x0 = kx_un(p, K_FLOOR, x);
+    Expr *fy = kx_bin(p, K_SUB, kx_clone(p, y), y0), *fx = kx_bin(p, K_SUB, kx_clone(p, x), x0);
+    Expr *sum = NULL;
+    if (mode == GS_BILINEAR) {
+        Expr *wy[2] = {kx_bin(p, K_SUB, kx_const(p, t, 1), fy), kx_clone(p, fy)};
+        Expr *wx[2] = {kx_bin(p, K_SUB, kx_const(p, t, 1), fx), kx_clone(p, fx)};
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                Expr *ty = kx_bin(p, K_ADD, kx_clone(p, y0), kx_const(p, t, i)), *tx = kx_bin(p, K_ADD, kx_clone(p, x0), kx_const(p, t, j));
+                Expr *v = kx_bin(p, K_MUL, kx_bin(p, K_MUL, kx_clone(p, wy[i]), kx_clone(p, wx[j])), gs_tap(s, ty, tx));
+                sum = sum ? kx_bin(p, K_ADD, sum, v) : v;
+            }
+        return sum;
+    }
+    /* bicubic: the padding mode applies to each tap, not to the coordinate */
+    Expr *wy[4], *wx[4];
+    gs_cubic(s, fy, wy);
+    gs_cubic(s, fx, wx);
+    for (int i = 0; i < 4; i++) {
+        Expr *ty = gs_pad(s, kx_bin(p, K_ADD, kx_clone(p, y0), kx_const(p, t, i - 1)), s->x->dims[2]);
+        Expr *row = NULL;
+        for (int j = 0; j < 4; j++) {
+            Expr *tx = gs_pad(s, kx_bin(p, K_ADD, kx_clone(p, x0), kx_const(p, t, j - 1)), s->x->dims[3]);
+            Expr *v = kx_bin(p, K_MUL, kx_clone(p, wx[j]), gs_tap(s, kx_clone(p, ty), tx));
+            row = row ? kx_bin(p, K_ADD, row, v) : v;
+        }
+        Expr *v = kx_bin(p, K_MUL, kx_clone(p, wy[i]), row);
+        sum = sum ? kx_bin(p, K_ADD, sum, v) : v;
+    }
+    return sum;
+}
+
+/* Y[n, c, h, w] = sample of X[n, c] at Grid[n, h, w] = (x, y), normalised to [-1, 1]. */
+void lower_grid_sample(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *grid = lower_in(L, n, 1), *out = lower_out(L, n, 0);
+    GsMode mode;
+    GsPad pad;
+    if (!gs_params(L->g, n, &mode, &pad)) return;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, grid, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int vars[4];
+    Expr *idx[4];
+    lower_vars(k, 4, vars);
+    lower_var_idx(p, 4, vars, idx);
+    GridSample s = {p, k, x, out->dtype, pad, ir_attr_int(n, "align_corners", 0) != 0, idx[0], idx[1]};
+    int reg[2];     /* y, x */
+    Stmt *body = NULL;
+    for (int d = 0; d < 2; d++) {
+        Expr *gi[4] = {idx[0], idx[2], idx[3], kx_index(p, 1 - d)};
+        Expr *c = gs_unnormalize(&s, kx_cast(p, s.t, kx_load(p, grid, gi)), x->dims[2 + d]);
+        if (mode != GS_BICUBIC) c = gs_pad(&s, c, x->dims[2 + d]);
+        reg[d] = kir_scalar(p, k, s.t);
+        body = body ? ks_seq(body, ks_set(p, reg[d], c)) : ks_set(p, reg[d], c);
+    }
+    ks_seq(body, ks_store(p, out, idx, gs_sample(&s, mode, reg[0], reg[1])));
+    k->body = lower_wrap(p, 4, out->dims, vars, body);
+}

@@ -1,0 +1,137 @@
+/* signal.c - the signal-processing family: DFT and the windows HannWindow, HammingWindow,
+ * BlackmanWindow.
+ *
+ * A window's values depend on its size only, which decides the output shape and so must be a
+ * compile-time constant: the shape rule computes the values outright (as Size's does) and
+ * constant folding removes the node. DFT is one kernel over its output computing in the
+ * output's float type. */
+#include <math.h>
+#include <string.h>
+
+#include "../lower.h"
+
+/* ---- HannWindow, HammingWindow, BlackmanWindow: constants of a constant size ---- */
+
+void infer_window(Graph *g, Node *n) {
+    Value *sz = n->in[0], *o = n->out[0];
+    DType t = (DType)ir_attr_int(n, "output_datatype", DT_FLOAT);
+    if (!sz->data || dtype_is_float(sz->dtype) || ir_numel(sz) != 1) {
+        error(ir_where(g, n), "size '%s' must be a compile-time constant integer scalar "
+              "(it decides the output shape)", sz->name);
+        return;
+    }
+    if (t != DT_FLOAT && t != DT_DOUBLE) {
+        error(ir_where(g, n), "unsupported output_datatype %s", dtype_name(t));
+        return;
+    }
+    int64_t size = ir_const_int(sz, 0);
+    if (size < 0) {
+        error(ir_where(g, n), "negative size %lld", (long long)size);
+        return;
+    }
+    /* periodic: as if one longer, the last sample dropped */
+    double N = (double)(ir_attr_int(n, "periodic", 1) ? size : size - 1);
+    double *w = ARENA_ARRAY(g->arena, double, size + 1);
+    for (int64_t i = 0; i < size; i++) {
+        double a = N > 0 ? 2 * M_PI * (double)i / N : 0;
+        if (n->op == OP_HannWindow) w[i] = 0.5 - 0.5 * cos(a);
+        else if (n->op == OP_HammingWindow) w[i] = 25.0 / 46 - (21.0 / 46) * cos(a);
+        else w[i] = 0.42 - 0.5 * cos(a) + 0.08 * cos(2 * a);
+    }
+    ir_set_shape(o, t, 1, &size);
+    if (t == DT_DOUBLE) {
+        o->data = w;
+        return;
+    }
+    float *f = ARENA_ARRAY(g->arena, float, size + 1);
+    for (int64_t i = 0; i < size; i++) f[i] = (float)w[i];
+    o->data = f;
+}
+
+/* ---- DFT ---- */
+
+typedef struct Dft {
+    int axis;
+    int64_t len;                    /* the transform's length (dft_length or the axis dim) */
+} Dft;
+
+static bool dft_params(Graph *g, Node *n, Dft *d) {
+    Value *x = n->in[0];
+    if (x->rank < 2 || (x->dims[x->rank - 1] != 1 && x->dims[x->rank - 1] != 2)) {
+        error(ir_where(g, n), "input '%s' must end in a dim of 1 (real) or 2 (complex)", x->name);
+        return false;
+    }
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 1), x->rank - 1, &d->axis)) return false;
+    d->len = x->dims[d->axis];
+    if (n->nin > 1 && n->in[1]) {
+        Value *l = n->in[1];
+        if (!l->data || dtype_is_float(l->dtype) || ir_numel(l) != 1 || ir_const_int(l, 0) < 1) {
+            error(ir_where(g, n), "dft_length '%s' must be a positive compile-time constant", l->name);
+            return false;
+        }
+        d->len = ir_const_int(l, 0);
+    }
+    return true;
+}
+
+void infer_dft(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    Dft d;
+    if (!rule_float_input(g, n, 0) || !dft_params(g, n, &d)) return;
+    int64_t dims[MAX_RANK];
+    memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    dims[d.axis] = ir_attr_int(n, "onesided", 0) ? d.len / 2 + 1 : d.len;
+    dims[x->rank - 1] = 2;
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
+}
+
+/* y[.., k, .., :] = sum over j < len of x[.., j, ..] * e^(-+2 pi i jk / len) (1/len and + for
+ * the inverse); samples past the input's end are zeros and skipped. The angle is reduced with
+ * jk mod len in integers so that cos/sin see arguments below 2 pi. */
+void lower_dft(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
+    Dft d;
+    if (!dft_params(L->g, n, &d)) return;
+    DType t = DT_DOUBLE;            /* exact zeros need more than float32 sums give */
+    int r = out->rank, vars[MAX_RANK], j;
+    bool inverse = ir_attr_int(n, "inverse", 0) != 0, complex = x->dims[r - 1] == 2;
+    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    lower_vars(k, r - 1, vars);
+    j = kir_var(k);
+    int re = kir_scalar(p, k, t), im = kir_scalar(p, k, t);
+    Expr *oi[MAX_RANK], *xi[MAX_RANK];
+    lower_var_idx(p, r - 1, vars, oi);
+    for (int i = 0; i < r - 1; i++) xi[i] = i == d.axis ? kx_var(p, j) : oi[i];
+    Expr *jk = kx_bin(p, K_REM, kx_bin(p, K_MUL, kx_var(p, j), oi[d.axis]), kx_index(p, d.len));
+    Expr *ang = kx_bin(p, K_MUL, kx_cast(p, t, jk), kx_const(p, t, 2 * M_PI / (double)d.len));
+    Expr *c = kx_un(p, K_COS, ang), *s = kx_un(p, K_SIN, kx_clone(p, ang));
+    if (!inverse) s = kx_un(p, K_NEG, s);
+    xi[r - 1] = kx_index(p, 0);
+    Expr *xr = kx_cast(p, t, kx_load(p, x, xi)), *xim = kx_const(p, t, 0);
+    if (complex) {
+        xi[r - 1] = kx_index(p, 1);
+        xim = kx_cast(p, t, kx_load(p, x, xi));
+    }
+    /* (xr + i xim)(c + i s) */
+    Expr *dre = kx_bin(p, K_SUB, kx_bin(p, K_MUL, xr, c), kx_bin(p, K_MUL, xim, s));
+    Expr *dim = kx_bin(p, K_ADD, kx_bin(p, K_MUL, kx_clone(p, xr), kx_clone(p, s)), kx_bin(p, K_MUL, kx_clone(p, xim), kx_clone(p, c)));
+    Stmt *acc = ks_set(p, re, kx_bin(p, K_ADD, kx_scalar(p, k, re), dre));
+    ks_seq(acc, ks_set(p, im, kx_bin(p, K_ADD, kx_scalar(p, k, im), dim)));
+    int64_t m = d.len < x->dims[d.axis] ? d.len : x->dims[d.axis];
+    Stmt *loop = ks_loop(p, j, 0, m, 1, acc);
+    loop->hints |= LH_REDUCTION;
+    Stmt *body = ks_set(p, re, kx_const(p, t, 0));
+    ks_seq(body, ks_set(p, im, kx_const(p, t, 0)));
+    ks_seq(body, loop);
+    double scale = inverse ? 1.0 / (double)d.len : 1.0;
+    int regs[2] = {re, im};
+    for (int q = 0; q < 2; q++) {
+        oi[r - 1] = kx_index(p, q);
+        Expr *v = kx_bin(p, K_MUL, kx_scalar(p, k, regs[q]), kx_const(p, t, scale));
+        ks_seq(body, ks_store(p, out, oi, kx_cast(p, out->dtype, v)));
+    }
+    k->body = lower_wrap(p, r - 1, out->dims, vars, body);
+}
