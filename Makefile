@@ -1,12 +1,17 @@
 # onnxcc - plain Makefile. `make` builds ./onnxcc; `make run` compiles and runs the example;
 # `make test` runs every test. Missing Debian packages are installed first (tools/install-deps.sh).
 # Variables: LLVM_CONFIG, CC, SANITIZE=1 (ASan+UBSan build), DEBUG=1 (no optimisation).
+# `make SANITIZE=1 test` builds onnxcc and the unit tests with ASan+UBSan into build-san/ (the
+# binary: build-san/onnxcc, so that objects of the two variants never mix) and runs every test;
+# any sanitizer report fails the run (tests/run-all.sh sets ASAN_OPTIONS and UBSAN_OPTIONS).
 
 LLVM_CONFIG ?= llvm-config-19
 PROTOC_C ?= protoc-c
 ONNX_PROTO ?= /usr/include/onnx/onnx.proto
 CC ?= cc
-B := build
+# A sanitized build lives apart: its objects must never be linked with plain ones.
+B := $(if $(SANITIZE),build-san,build)
+BIN := $(if $(SANITIZE),$(B)/onnxcc,onnxcc)
 comma := ,
 
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wno-unused-parameter
@@ -24,7 +29,7 @@ OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o $(B)/gen/header_template.o
 DEPS_STAMP := $(B)/.deps
 
 .PHONY: all run test bench clean deps
-all: onnxcc
+all: $(BIN)
 
 deps: $(DEPS_STAMP)
 $(DEPS_STAMP): tools/install-deps.sh
@@ -57,21 +62,26 @@ $(B)/%.o: %.c $(B)/gen/onnx.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-onnxcc: $(OBJS)
+$(BIN): $(OBJS)
 	$(CC) $(LDFLAGS) $(OBJS) -o $@ $(LDLIBS)
 
+ifneq ($(BIN),onnxcc)
+.PHONY: onnxcc
+onnxcc: $(BIN)
+endif
+
 # ---- the example: compile models/example, link the demo, run it ----
-run: onnxcc
-	@sh models/run-example.sh
+run: $(BIN)
+	@ONNXCC=./$(BIN) sh models/run-example.sh
 
 # ---- tests ----
-test: onnxcc
-	@sh tests/run-all.sh
+test: $(BIN)
+	@B=$(B) BIN=./$(BIN) SANITIZE=$(SANITIZE) sh tests/run-all.sh
 
-bench: onnxcc
-	@sh tests/bench.sh
+bench: $(BIN)
+	@ONNXCC=./$(BIN) sh tests/bench.sh
 
 clean:
-	rm -rf $(B) onnxcc
+	rm -rf $(B) $(BIN)
 
 -include $(OBJS:.o=.d)

@@ -18,6 +18,8 @@ typedef struct Target {
 
 /* triple NULL: the host (LLVMGetHostCPUName/Features). Unknown triple/cpu: fatal(). */
 void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi);
+/* Frees the strings be_target() made. */
+void be_target_free(Target *t);
 /* Emit the program to `path` (object, assembly or LLVM IR text). opt_level 0..3. */
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path);
 /* Write the self-contained C header describing the program's API (runtime/model.h.in). */

@@ -1,8 +1,9 @@
 /* load.c - run a compiled model inside onnxcc itself (`onnxcc check`): the host object file is
  * linked in-process by LLVM's ORC JIT linker, exactly as the system linker would link it
  * into a program, and NAME_run is looked up. A generator that searches the process's own
- * symbols resolves the few libc imports (memcpy/memset). The JIT lives until the process
- * exits: the returned function stays valid for the rest of the compilation. */
+ * symbols resolves the few libc imports (memcpy/memset). The JITs live until the process
+ * exits, so that the returned functions stay valid; an atexit handler disposes of them (before
+ * LLVM's own static destructors, which were registered earlier). */
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -17,13 +18,36 @@ static _Noreturn void jit_fail(const char *where, LLVMErrorRef err) {
     fatal(where, "cannot load: %s", msg);
 }
 
+static LLVMOrcLLJITRef *jits;
+static int njits;
+
+static void dispose_jits(void) {
+    for (int i = 0; i < njits; i++) {
+        LLVMErrorRef err = LLVMOrcDisposeLLJIT(jits[i]);
+        if (err) LLVMConsumeError(err);             /* at exit: nothing left to report it to */
+    }
+    free(jits);
+    jits = NULL;
+    njits = 0;
+}
+
+static void keep_jit(LLVMOrcLLJITRef jit) {
+    if (!jits) atexit(dispose_jits);
+    LLVMOrcLLJITRef *j = realloc(jits, sizeof *j * (size_t)(njits + 1));
+    if (!j) die("out of memory");
+    jits = j;
+    jits[njits++] = jit;
+}
+
 RunFn be_load_object(const char *obj_path, const char *name) {
     Target host;
     be_target(&host, NULL, NULL, NULL, NULL);       /* initialises LLVM's targets */
+    be_target_free(&host);
 
     LLVMOrcLLJITRef jit;
     LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, NULL);
     if (err) jit_fail(obj_path, err);
+    keep_jit(jit);
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
     LLVMOrcDefinitionGeneratorRef gen;
     err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);

@@ -96,6 +96,14 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
     t->arena_align = t->ptr_bits == 64 ? 64 : 8;
 }
 
+void be_target_free(Target *t) {
+    free(t->triple);
+    free(t->cpu);
+    free(t->features);
+    free(t->abi);
+    memset(t, 0, sizeof *t);
+}
+
 LLVMTargetMachineRef be_machine(const Target *t, int opt_level) {
     init_llvm();
     LLVMTargetRef target;

@@ -300,6 +300,7 @@ static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
         snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
     }
     be_emit(*pp, &t, c->o.opt_level, EMIT_OBJ, tmp_obj);
+    be_target_free(&t);
     exit_if_errors();
     return be_load_object(tmp_obj, g->name);
 }

@@ -244,6 +244,7 @@ static int compile_main(Arena *a, Cli *c) {
     out_register(header);
     be_emit(p, &t, c->o.opt_level, c->emit, c->out);
     be_write_header(p, header);
+    be_target_free(&t);
     exit_if_errors();
     out_commit();
     progress("wrote %s and %s", c->out, header);

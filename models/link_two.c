@@ -132,7 +132,13 @@ int main(void)
             }
         }
     }
-    for (int m = 0; m < 2; m++)
-        compare_outputs(&cases[m]);
+    for (int m = 0; m < 2; m++) {
+        Case *c = &cases[m];
+        compare_outputs(c);
+        for (int i = 0; i < c->nout; i++)
+            free(c->first[i]);
+        free(c->arena[0]);
+        free(c->arena[1]);
+    }
     return failures != 0;
 }

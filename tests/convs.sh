@@ -8,6 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
+ONNXCC=${ONNXCC:-./onnxcc}
 OUT=build/conv-tests
 rm -rf $OUT && mkdir -p $OUT
 passed=0 failed=0
@@ -20,7 +21,7 @@ for m in $OUT/*/; do
     name=${m%/}
     name=${name##*/}
     for o in -O0 -O2; do
-        if ./onnxcc check $o --atol 1e-4 $m/model.onnx >$OUT/$name$o.log 2>&1; then
+        if $ONNXCC check $o --atol 1e-4 $m/model.onnx >$OUT/$name$o.log 2>&1; then
             echo "ok   $name $o"
             passed=$((passed + 1))
         else

@@ -6,15 +6,34 @@
 #   data), tests/models.sh (the sample models, two models in one program) and
 #   tests/firmware/run.sh (Cortex-M4 under QEMU).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
-# runner's failures and that line, and sums them up. Full logs: build/test/NAME.log.
+# runner's failures and that line, and sums them up. Full logs: $B/test/NAME.log.
 # Last line: "test: N passed, N failed"; exit 1 if anything failed.
+# B (build dir, default build) and BIN (the compiler, default ./onnxcc) come from the Makefile;
+# with SANITIZE=1 (build-san, build-san/onnxcc) the unit tests get the same -fsanitize flags,
+# and every sanitizer report goes to $B/test/san/ and counts as a failure, whatever the exit
+# status of the process that made it (some tests expect onnxcc to fail).
 set -u
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
 LLVM_CONFIG=${LLVM_CONFIG:-llvm-config-19}
-LOGS=build/test
+SANITIZE=${SANITIZE:-}
+B=${B:-build${SANITIZE:+-san}}
+BIN=${BIN:-./${SANITIZE:+build-san/}onnxcc}
+LOGS=$B/test
 total_passed=0 total_failed=0
 mkdir -p $LOGS
+SAN=
+if [ -n "$SANITIZE" ]; then
+    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer"
+    rm -rf $LOGS/san
+    mkdir -p $LOGS/san
+    # Reports go to files (NAME.PID), so that none hides in a log that a runner does not show.
+    # Stop at the first report, with a stack trace. No leak is suppressed: LLVM frees what it
+    # allocates once its objects are disposed of (the JITs of `onnxcc check` at exit).
+    ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:log_path=$PWD/$LOGS/san/asan"
+    UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:log_path=$PWD/$LOGS/san/ubsan"
+    export ASAN_OPTIONS UBSAN_OPTIONS
+fi
 
 # Adds a runner's last line to the totals; a crash or a missing summary counts as one failure.
 tally() { # name status log
@@ -42,7 +61,7 @@ runner() { # name command...
     tally $name $rc $LOGS/$name.log
 }
 
-if ! make -s onnxcc >$LOGS/make.log 2>&1; then
+if ! make -s "${BIN#./}" >$LOGS/make.log 2>&1; then
     echo "FAIL make onnxcc"
     tail -n 20 $LOGS/make.log
     echo "test: 0 passed, 1 failed"
@@ -50,7 +69,7 @@ if ! make -s onnxcc >$LOGS/make.log 2>&1; then
 fi
 # Every runner tests the same snapshot of the compiler, even if ./onnxcc is relinked meanwhile.
 if [ -z "${ONNXCC:-}" ]; then
-    cp onnxcc $LOGS/onnxcc
+    cp "$BIN" $LOGS/onnxcc
     ONNXCC=$LOGS/onnxcc
     export ONNXCC
 fi
@@ -59,8 +78,8 @@ fi
 # only what it uses and may define stand-ins (an empty op table, say) for the rest.
 lib=$LOGS/libonnxcc.a
 rm -f $lib
-ar rcs $lib $(ls build/ir/*.o build/passes/*.o build/passes/ops/*.o build/frontend/*.o build/backend/*.o \
-    build/cli/*.o build/gen/*.o 2>/dev/null | grep -v -x build/cli/main.o)
+ar rcs $lib $(ls $B/ir/*.o $B/passes/*.o $B/passes/ops/*.o $B/frontend/*.o $B/backend/*.o \
+    $B/cli/*.o $B/gen/*.o 2>/dev/null | grep -v -x $B/cli/main.o)
 LLVM_FLAGS="-isystem $($LLVM_CONFIG --includedir)"
 LLVM_LIBS="$($LLVM_CONFIG --ldflags) $($LLVM_CONFIG --libs)"
 for t in tests/unit/test_*.c; do
@@ -68,8 +87,8 @@ for t in tests/unit/test_*.c; do
     name=${t##*/}
     name=${name%.c}
     exe=$LOGS/$name
-    if ! $CC -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra \
-            -I. -Iir -Ipasses -Ibuild/gen $LLVM_FLAGS $t $lib $LLVM_LIBS -lprotobuf-c -lz -lm \
+    if ! $CC -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g -O1 -Wall -Wextra $SAN \
+            -I. -Iir -Ipasses -I$B/gen $LLVM_FLAGS $t $lib $LLVM_LIBS -lprotobuf-c -lz -lm \
             -o $exe >$LOGS/$name.log 2>&1; then
         echo "== $name"
         echo "FAIL $name: does not build"
@@ -79,6 +98,9 @@ for t in tests/unit/test_*.c; do
     fi
     runner $name timeout 300 $exe
 done
+# Programs that the runners build around generated objects (models.sh's link_two) are sanitized
+# too; the generated code itself is not instrumented.
+if [ -n "$SANITIZE" ]; then CC="$CC $SAN"; export CC; fi
 
 runner passes sh tests/passes.sh
 runner convs sh tests/convs.sh
@@ -86,6 +108,16 @@ runner cli sh tests/cli.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 runner models sh tests/models.sh
 runner firmware sh tests/firmware/run.sh
+
+# Sanitizer reports, wherever they came from (a test may have expected its process to fail).
+if [ -n "$SANITIZE" ]; then
+    for r in $LOGS/san/*; do
+        [ -f "$r" ] || continue
+        echo "FAIL sanitizer report $r:"
+        grep -m 1 -E 'ERROR|runtime error' "$r"
+        total_failed=$((total_failed + 1))
+    done
+fi
 
 echo "test: $total_passed passed, $total_failed failed"
 [ $total_failed = 0 ]

@@ -246,10 +246,25 @@ typedef struct MathData {           /* one float type's inputs, outputs and buff
     Buf *bx, *bpx, *bpy, *by[NMATH], *bpow, *bneg;
 } MathData;
 
+/* Test data lives until the end of main, which frees it all (xfree_all): separate heap
+ * blocks rather than the arena, so that ASan sees an overrun of any one of them. */
+static void **allocs;
+static size_t nallocs;
+
 static void *xalloc(size_t n) {
     void *p = calloc(n ? n : 1, 1);
-    if (!p) die("out of memory");
+    void **a = realloc(allocs, sizeof *a * (nallocs + 1));
+    if (!p || !a) die("out of memory");
+    allocs = a;
+    allocs[nallocs++] = p;
     return p;
+}
+
+static void xfree_all(void) {
+    for (size_t i = 0; i < nallocs; i++) free(allocs[i]);
+    free(allocs);
+    allocs = NULL;
+    nallocs = 0;
 }
 
 static void math_data(MathData *d, const Fmt *f) {
@@ -555,8 +570,6 @@ static void int_ops(IntProg *ip, Arena *a, DType t) {
             else ((int64_t *)c->want)[i] = w;
         }
     }
-    free(av);
-    free(bv);
 }
 
 static float fminmax(float x, float y, bool max) {
@@ -664,6 +677,7 @@ static void test_firmware(Arena *a, MathData *d, const char *dir) {
         }
         n++;
     }
+    be_target_free(&t);
     int st = pclose(f);
     check(st == 0, "arm-none-eabi-nm -u runs");
     printf("%s Cortex-M4 object of the f32 math program: %d undefined symbols, %d not mem*\n",
@@ -703,6 +717,8 @@ int main(void) {
     test_int(a, &host, dir);
     test_firmware(a, &md[0], dir);
     rmdir(dir);
+    be_target_free(&host);
+    xfree_all();
     arena_free(a);
     if (skipped) printf("backend: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
     else printf("backend: %d passed, %d failed\n", passed, failed);
