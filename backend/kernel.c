@@ -8,6 +8,13 @@
  * index arithmetic is nsw because the IR guarantees in-range indices, which lets SCEV see
  * through it when vectorising.
  *
+ * A vector loop (LH_VECTOR, kir.h) is emitted as its body once, on <W x T> values (vloop):
+ * expressions that do not depend on the lane stay scalars and are splatted where they meet
+ * vectors; a load or store whose linear index has lane coefficient 1 is one contiguous vector
+ * access, coefficient 0 a scalar one, anything else a masked gather/scatter. Loops and ifs
+ * inside it have uniform headers and stay ordinary control flow carrying vector registers.
+ * At -O2 and above float add/sub/mul carry the `contract` flag (FMA) unless --fp-strict.
+ *
  * float16 and bfloat16 live in memory as i16 bit patterns and in registers as float (kir.h);
  * loads, stores and casts convert with integer arithmetic on the bits (half_to_float,
  * float_to_half below), never with LLVM's `half`/`bfloat` types, whose fpext/fptrunc become
