@@ -24,6 +24,15 @@ typedef struct Emitter {
     Kernel *k;
     LLVMValueRef fn;
     LLVMValueRef *vars, *scalars;   /* allocas of loop variables and scalar registers */
+    bool contract;                  /* float mul/add may fuse into FMAs (-O2, not --fp-strict) */
+    /* inside a vector loop (kernel.c, vloop): its lanes (0 outside), variable and first value;
+     * vreg[r] the vector alloca of lane-private register r (NULL: uniform); vcache keeps one
+     * alloca per register for the last width used */
+    unsigned vw;
+    int lanevar;
+    int64_t lanelo;
+    LLVMValueRef *vreg, *vcache;
+    unsigned *vcache_w;
 } Emitter;
 
 /* A TargetMachine for t (PIC on the host, static elsewhere). */

@@ -8,10 +8,18 @@
  * index arithmetic is nsw because the IR guarantees in-range indices, which lets SCEV see
  * through it when vectorising.
  *
+ * A vector loop (LH_VECTOR, kir.h) is emitted as its body once, on <W x T> values (vloop):
+ * expressions that do not depend on the lane stay scalars and are splatted where they meet
+ * vectors; a load or store whose linear index has lane coefficient 1 is one contiguous vector
+ * access, coefficient 0 a scalar one, anything else a masked gather/scatter. Loops and ifs
+ * inside it have uniform headers and stay ordinary control flow carrying vector registers.
+ * At -O2 and above float add/sub/mul carry the `contract` flag (FMA) unless --fp-strict.
+ *
  * float16 and bfloat16 live in memory as i16 bit patterns and in registers as float (kir.h);
  * loads, stores and casts convert with integer arithmetic on the bits (half_to_float,
  * float_to_half below), never with LLVM's `half`/`bfloat` types, whose fpext/fptrunc become
  * compiler-rt calls (__extendhfsf2, __truncsfhf2) on x86 without F16C and on Cortex-M4. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -47,34 +55,66 @@ static unsigned elem_align(Emitter *e, DType t) {
  * Branch-free (selects only) so that loops over half data still vectorise. ir/kinterp.c does
  * the same arithmetic in C; tests compare both with numpy. */
 
-static LLVMValueRef k32(Emitter *e, unsigned long long v) { return LLVMConstInt(e->i32, v, 0); }
+/* ---- vector types: w lanes, or a scalar when w is 0 ---- */
+
+static LLVMTypeRef wide(LLVMTypeRef t, unsigned w) { return w ? LLVMVectorType(t, w) : t; }
+static unsigned width_of(LLVMValueRef v) {
+    LLVMTypeRef t = LLVMTypeOf(v);
+    return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? LLVMGetVectorSize(t) : 0;
+}
+/* The scalar type t with as many lanes as v has. */
+static LLVMTypeRef like(LLVMValueRef v, LLVMTypeRef t) { return wide(t, width_of(v)); }
+
+static LLVMValueRef splat_const(LLVMValueRef c, unsigned w) {
+    LLVMValueRef lanes[MAX_LANES];
+    for (unsigned i = 0; i < w; i++) lanes[i] = c;
+    return w ? LLVMConstVector(lanes, w) : c;
+}
+
+/* An integer constant of type ty (a scalar or a vector of integers). */
+static LLVMValueRef kint(LLVMTypeRef ty, unsigned long long v) {
+    if (LLVMGetTypeKind(ty) != LLVMVectorTypeKind) return LLVMConstInt(ty, v, 0);
+    return splat_const(LLVMConstInt(LLVMGetElementType(ty), v, 0), LLVMGetVectorSize(ty));
+}
+
+static LLVMValueRef splat(Emitter *e, LLVMValueRef s, unsigned w) {
+    if (!w) return s;
+    if (LLVMIsConstant(s)) return splat_const(s, w);
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(s), w);
+    LLVMValueRef v = LLVMBuildInsertElement(e->B, LLVMGetPoison(vt), s, LLVMConstInt(e->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(e->B, v, LLVMGetPoison(vt), LLVMConstNull(LLVMVectorType(e->i32, w)), "");
+}
+
+#define k32(v) kint(I, (v))
 
 /* i16 bit pattern -> float, exact. float16: normal numbers rebias the exponent (127 - 15 =
  * 112), inf/NaN keep their payload, subnormals are m * 2^-24 (an exact int-to-float and
  * multiply: both single instructions on every target). */
 static LLVMValueRef half_to_float(Emitter *e, DType t, LLVMValueRef h) {
     LLVMBuilderRef B = e->B;
-    LLVMValueRef x = LLVMBuildZExt(B, h, e->i32, "");
-    if (t == DT_BFLOAT16) return LLVMBuildBitCast(B, LLVMBuildShl(B, x, k32(e, 16), ""), e->f32, "");
-    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, x, k32(e, 0x8000), ""), k32(e, 16), "");
-    LLVMValueRef mag = LLVMBuildAnd(B, x, k32(e, 0x7fff), "");
-    LLVMValueRef ex = LLVMBuildLShr(B, mag, k32(e, 10), "");
-    LLVMValueRef m = LLVMBuildAnd(B, x, k32(e, 0x3ff), "");
-    LLVMValueRef norm = LLVMBuildAdd(B, LLVMBuildShl(B, mag, k32(e, 13), ""), k32(e, 112u << 23), "");
-    LLVMValueRef infnan = LLVMBuildOr(B, LLVMBuildShl(B, m, k32(e, 13), ""), k32(e, 0x7f800000), "");
-    LLVMValueRef sub = LLVMBuildFMul(B, LLVMBuildSIToFP(B, m, e->f32, ""),
-                                     LLVMConstReal(e->f32, 1.0 / 16777216.0), "");
-    sub = LLVMBuildBitCast(B, sub, e->i32, "");
-    LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, ex, k32(e, 31), ""), infnan, norm, "");
-    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, ex, k32(e, 0), ""), sub, r, "");
-    return LLVMBuildBitCast(B, LLVMBuildOr(B, r, sign, ""), e->f32, "");
+    LLVMTypeRef I = like(h, e->i32), F = like(h, e->f32);
+    LLVMValueRef x = LLVMBuildZExt(B, h, I, "");
+    if (t == DT_BFLOAT16) return LLVMBuildBitCast(B, LLVMBuildShl(B, x, k32(16), ""), F, "");
+    LLVMValueRef sign = LLVMBuildShl(B, LLVMBuildAnd(B, x, k32(0x8000), ""), k32(16), "");
+    LLVMValueRef mag = LLVMBuildAnd(B, x, k32(0x7fff), "");
+    LLVMValueRef ex = LLVMBuildLShr(B, mag, k32(10), "");
+    LLVMValueRef m = LLVMBuildAnd(B, x, k32(0x3ff), "");
+    LLVMValueRef norm = LLVMBuildAdd(B, LLVMBuildShl(B, mag, k32(13), ""), k32(112u << 23), "");
+    LLVMValueRef infnan = LLVMBuildOr(B, LLVMBuildShl(B, m, k32(13), ""), k32(0x7f800000), "");
+    LLVMValueRef sub = LLVMBuildFMul(B, LLVMBuildSIToFP(B, m, F, ""),
+                                     LLVMConstReal(F, 1.0 / 16777216.0), "");
+    sub = LLVMBuildBitCast(B, sub, I, "");
+    LLVMValueRef r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, ex, k32(31), ""), infnan, norm, "");
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, ex, k32(0), ""), sub, r, "");
+    return LLVMBuildBitCast(B, LLVMBuildOr(B, r, sign, ""), F, "");
 }
 
 /* (a + half - 1 + lsb) >> s: a >> s rounded to nearest, ties to even; half = 1 << (s-1). */
 static LLVMValueRef shr_even(Emitter *e, LLVMValueRef a, LLVMValueRef s, LLVMValueRef half) {
     LLVMBuilderRef B = e->B;
-    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, a, s, ""), k32(e, 1), "");
-    LLVMValueRef sum = LLVMBuildAdd(B, LLVMBuildAdd(B, a, LLVMBuildSub(B, half, k32(e, 1), ""), ""), lsb, "");
+    LLVMTypeRef I = LLVMTypeOf(a);
+    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, a, s, ""), k32(1), "");
+    LLVMValueRef sum = LLVMBuildAdd(B, LLVMBuildAdd(B, a, LLVMBuildSub(B, half, k32(1), ""), ""), lsb, "");
     return LLVMBuildLShr(B, sum, s, "");
 }
 
@@ -84,36 +124,55 @@ static LLVMValueRef shr_even(Emitter *e, LLVMValueRef a, LLVMValueRef s, LLVMVal
  * smaller rounds to zero then). */
 static LLVMValueRef float_to_half(Emitter *e, DType t, LLVMValueRef f) {
     LLVMBuilderRef B = e->B;
-    LLVMValueRef x = LLVMBuildBitCast(B, f, e->i32, "");
-    LLVMValueRef a = LLVMBuildAnd(B, x, k32(e, 0x7fffffff), "");
-    LLVMValueRef isnan = LLVMBuildICmp(B, LLVMIntUGT, a, k32(e, 0x7f800000), "");
+    LLVMTypeRef I = like(f, e->i32), I16 = like(f, e->i16);
+    LLVMValueRef x = LLVMBuildBitCast(B, f, I, "");
+    LLVMValueRef a = LLVMBuildAnd(B, x, k32(0x7fffffff), "");
+    LLVMValueRef isnan = LLVMBuildICmp(B, LLVMIntUGT, a, k32(0x7f800000), "");
     LLVMValueRef r;
     if (t == DT_BFLOAT16) {
-        LLVMValueRef nan = LLVMBuildOr(B, LLVMBuildLShr(B, x, k32(e, 16), ""), k32(e, 0x40), "");
-        r = LLVMBuildSelect(B, isnan, nan, shr_even(e, x, k32(e, 16), k32(e, 0x8000)), "");
-        return LLVMBuildTrunc(B, r, e->i16, "");
+        LLVMValueRef nan = LLVMBuildOr(B, LLVMBuildLShr(B, x, k32(16), ""), k32(0x40), "");
+        r = LLVMBuildSelect(B, isnan, nan, shr_even(e, x, k32(16), k32(0x8000)), "");
+        return LLVMBuildTrunc(B, r, I16, "");
     }
-    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, x, k32(e, 16), ""), k32(e, 0x8000), "");
-    LLVMValueRef nan = LLVMBuildOr(B, LLVMBuildAnd(B, LLVMBuildLShr(B, a, k32(e, 13), ""),
-                                                   k32(e, 0x3ff), ""), k32(e, 0x7e00), "");
-    LLVMValueRef norm = LLVMBuildSub(B, shr_even(e, a, k32(e, 13), k32(e, 0x1000)), k32(e, 112u << 10), "");
+    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, x, k32(16), ""), k32(0x8000), "");
+    LLVMValueRef nan = LLVMBuildOr(B, LLVMBuildAnd(B, LLVMBuildLShr(B, a, k32(13), ""),
+                                                   k32(0x3ff), ""), k32(0x7e00), "");
+    LLVMValueRef norm = LLVMBuildSub(B, shr_even(e, a, k32(13), k32(0x1000)), k32(112u << 10), "");
     /* shift 126 - exponent, clamped to 25; the clamp also keeps the shift in range (no poison)
      * where the normal path is taken */
-    LLVMValueRef ex = LLVMBuildLShr(B, a, k32(e, 23), "");
-    LLVMValueRef s = LLVMBuildSub(B, k32(e, 126), ex, "");
-    s = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, s, k32(e, 25), ""), k32(e, 25), s, "");
-    LLVMValueRef m = LLVMBuildOr(B, LLVMBuildAnd(B, a, k32(e, 0x7fffff), ""), k32(e, 0x800000), "");
-    LLVMValueRef half = LLVMBuildShl(B, k32(e, 1), LLVMBuildSub(B, s, k32(e, 1), ""), "");
+    LLVMValueRef ex = LLVMBuildLShr(B, a, k32(23), "");
+    LLVMValueRef s = LLVMBuildSub(B, k32(126), ex, "");
+    s = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, s, k32(25), ""), k32(25), s, "");
+    LLVMValueRef m = LLVMBuildOr(B, LLVMBuildAnd(B, a, k32(0x7fffff), ""), k32(0x800000), "");
+    LLVMValueRef half = LLVMBuildShl(B, k32(1), LLVMBuildSub(B, s, k32(1), ""), "");
     LLVMValueRef sub = shr_even(e, m, s, half);
-    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, a, k32(e, 0x38800000), ""), sub, norm, "");
-    LLVMValueRef big = LLVMBuildSelect(B, isnan, nan, k32(e, 0x7c00), "");
-    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, a, k32(e, 0x477ff000), ""), big, r, "");
-    return LLVMBuildTrunc(B, LLVMBuildOr(B, r, sign, ""), e->i16, "");
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, a, k32(0x38800000), ""), sub, norm, "");
+    LLVMValueRef big = LLVMBuildSelect(B, isnan, nan, k32(0x7c00), "");
+    r = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGE, a, k32(0x477ff000), ""), big, r, "");
+    return LLVMBuildTrunc(B, LLVMBuildOr(B, r, sign, ""), I16, "");
 }
 
-/* ---- expressions ---- */
+/* ---- expressions ----
+ * expr(e, x, w) emits x as a scalar (w = 0) or, inside a vector loop, as a vector of w lanes.
+ * An expression that does not depend on the lane (no lane variable, no lane-private
+ * register) is emitted as a scalar and splatted where a vector is needed. */
 
-static LLVMValueRef expr(Emitter *e, Expr *x);
+static LLVMValueRef expr(Emitter *e, Expr *x, unsigned w);
+
+static bool varying(const Emitter *e, const Expr *x) {
+    if (!e->vw) return false;
+    if (x->kind == E_VAR && x->var == e->lanevar) return true;
+    if (x->kind == E_SCALAR && e->vreg[x->var]) return true;
+    for (int i = 0; i < x->nargs; i++)
+        if (varying(e, x->args[i])) return true;
+    return false;
+}
+
+/* Fast-math flags of a float add/sub/mul: contraction into FMAs unless strict. */
+static LLVMValueRef fop(Emitter *e, LLVMValueRef v) {
+    if (e->contract && LLVMIsAInstruction(v)) LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
+    return v;
+}
 
 static LLVMValueRef param_ptr(Emitter *e, Buf *b) {
     for (int i = 0; i < e->k->nparams; i++)
@@ -121,16 +180,69 @@ static LLVMValueRef param_ptr(Emitter *e, Buf *b) {
     die("kernel %s: buffer %s is not a param", e->k->name, b->name);
 }
 
-/* &b[idx...] with b's row-major strides. */
-static LLVMValueRef elem_ptr(Emitter *e, Buf *b, Expr **idx) {
-    LLVMValueRef lin = LLVMConstInt(e->idx, 0, 0);
+/* &b[idx...] with b's row-major strides; w lanes give a vector of pointers. */
+static LLVMValueRef elem_ptr(Emitter *e, Buf *b, Expr **idx, unsigned w) {
+    LLVMTypeRef it = wide(e->idx, w);
+    LLVMValueRef lin = kint(it, 0);
     for (int d = 0; d < b->rank; d++) {
-        LLVMValueRef i = expr(e, idx[d]);
+        LLVMValueRef i = expr(e, idx[d], w);
         lin = d == 0 ? i : LLVMBuildNSWAdd(e->B, LLVMBuildNSWMul(e->B, lin,
-                               LLVMConstInt(e->idx, (unsigned long long)b->dims[d], 0), ""), i, "");
+                               kint(it, (unsigned long long)b->dims[d]), ""), i, "");
     }
     return LLVMBuildInBoundsGEP2(e->B, be_mem_type(e, b->dtype), param_ptr(e, b), &lin, 1, "");
 }
+
+enum { NOT_AFFINE = -1 - 0x7fffffff };
+
+/* The coefficient of the lane in index expression x, or NOT_AFFINE. */
+static int64_t coef(const Emitter *e, const Expr *x) {
+    if (!varying(e, x)) return 0;
+    if (x->kind == E_VAR) return 1;
+    if (x->kind != E_BIN) return NOT_AFFINE;
+    int64_t a = coef(e, x->args[0]), b = coef(e, x->args[1]);
+    if (a == NOT_AFFINE || b == NOT_AFFINE) return NOT_AFFINE;
+    switch (x->op) {
+    case K_ADD: return a + b;
+    case K_SUB: return a - b;
+    case K_MUL:
+        if (x->args[1]->kind == E_CONST && llabs(x->args[1]->i) < 0x10000) return a * x->args[1]->i;
+        if (x->args[0]->kind == E_CONST && llabs(x->args[0]->i) < 0x10000) return b * x->args[0]->i;
+        return NOT_AFFINE;
+    default: return NOT_AFFINE;
+    }
+}
+
+/* The lane's coefficient in the linear element index of b[idx...] (0: the same element for
+ * every lane, 1: consecutive elements), or NOT_AFFINE. */
+static int64_t lane_coef(const Emitter *e, const Buf *b, Expr *const *idx) {
+    int64_t c = 0;
+    for (int d = 0; d < b->rank; d++) {
+        int64_t cd = coef(e, idx[d]);
+        if (cd == NOT_AFFINE || llabs(c) > 0x10000000 / (b->dims[d] ? b->dims[d] : 1)) return NOT_AFFINE;
+        c = c * b->dims[d] + cd;
+    }
+    return c;
+}
+
+/* Pointers to the w lanes' elements: lane 0's address plus c elements per lane, or the
+ * index computed lane by lane when it is not affine. */
+static LLVMValueRef lane_ptrs(Emitter *e, Buf *b, Expr **idx, int64_t c, unsigned w) {
+    if (c == NOT_AFFINE) return elem_ptr(e, b, idx, w);
+    LLVMValueRef off[MAX_LANES];
+    for (unsigned i = 0; i < w; i++) off[i] = LLVMConstInt(e->idx, (unsigned long long)(c * (int64_t)i), 1);
+    LLVMValueRef offs = LLVMConstVector(off, w);
+    return LLVMBuildInBoundsGEP2(e->B, be_mem_type(e, b->dtype), elem_ptr(e, b, idx, 0), &offs, 1, "");
+}
+
+static LLVMValueRef call_intrinsic(Emitter *e, const char *name, LLVMTypeRef *tys, unsigned ntys,
+                                   LLVMValueRef *args, unsigned nargs) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) die("no intrinsic %s", name);
+    return LLVMBuildCall2(e->B, LLVMIntrinsicGetType(e->C, id, tys, ntys),
+                          LLVMGetIntrinsicDeclaration(e->M, id, tys, ntys), args, nargs, "");
+}
+
+static LLVMValueRef all_lanes(Emitter *e, unsigned w) { return splat_const(LLVMConstInt(e->i1, 1, 0), w); }
 
 static LLVMValueRef konst(Emitter *e, Expr *x) {
     if (is_float(x->type)) return LLVMConstReal(be_reg_type(e, x->type), x->f);
@@ -138,18 +250,32 @@ static LLVMValueRef konst(Emitter *e, Expr *x) {
     return LLVMConstInt(be_reg_type(e, x->type), (unsigned long long)x->i, 1);
 }
 
-static LLVMValueRef load(Emitter *e, Expr *x) {
-    LLVMTypeRef mt = be_mem_type(e, x->buf->dtype);
-    LLVMValueRef v = LLVMBuildLoad2(e->B, mt, elem_ptr(e, x->buf, x->args), "");
-    LLVMSetAlignment(v, elem_align(e, x->buf->dtype));
-    if (is_half(x->buf->dtype)) return half_to_float(e, x->buf->dtype, v);
-    if (x->buf->dtype == DT_BOOL) v = LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstInt(e->i8, 0, 0), "");
-    return v;
+static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
+    Buf *b = x->buf;
+    LLVMTypeRef mt = be_mem_type(e, b->dtype);
+    unsigned align = elem_align(e, b->dtype);
+    int64_t c = w ? lane_coef(e, b, x->args) : 0;
+    LLVMValueRef v;
+    if (c == 0) {
+        v = LLVMBuildLoad2(e->B, mt, elem_ptr(e, b, x->args, 0), "");
+        LLVMSetAlignment(v, align);
+    } else if (c == 1) {
+        v = LLVMBuildLoad2(e->B, LLVMVectorType(mt, w), elem_ptr(e, b, x->args, 0), "");
+        LLVMSetAlignment(v, align);
+    } else {
+        LLVMValueRef ptrs = lane_ptrs(e, b, x->args, c, w);
+        LLVMTypeRef tys[2] = {LLVMVectorType(mt, w), LLVMTypeOf(ptrs)};
+        LLVMValueRef args[4] = {ptrs, LLVMConstInt(e->i32, align, 0), all_lanes(e, w), LLVMGetPoison(tys[0])};
+        v = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
+    }
+    if (is_half(b->dtype)) v = half_to_float(e, b->dtype, v);
+    if (b->dtype == DT_BOOL) v = LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+    return c == 0 ? splat(e, v, w) : v;
 }
 
 static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
     LLVMBuilderRef B = e->B;
-    LLVMTypeRef ty = be_reg_type(e, to);
+    LLVMTypeRef ty = like(v, be_reg_type(e, to));
     if (from == to) return v;
     if (is_half(to)) {      /* round the float to the half's precision; the register stays float */
         v = cast(e, v, from, DT_FLOAT);
@@ -168,8 +294,8 @@ static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
         return is_unsigned(from) ? LLVMBuildUIToFP(B, v, ty, "") : LLVMBuildSIToFP(B, v, ty, "");
     if (is_float(from)) {
         /* Narrow targets through i32 so that negative values wrap instead of being poison. */
-        unsigned w = LLVMGetIntTypeWidth(ty);
-        if (w < 32) return LLVMBuildTrunc(B, LLVMBuildFPToSI(B, v, e->i32, ""), ty, "");
+        unsigned bits = LLVMGetIntTypeWidth(be_reg_type(e, to));
+        if (bits < 32) return LLVMBuildTrunc(B, LLVMBuildFPToSI(B, v, like(v, e->i32), ""), ty, "");
         return is_unsigned(to) ? LLVMBuildFPToUI(B, v, ty, "") : LLVMBuildFPToSI(B, v, ty, "");
     }
     return LLVMBuildIntCast2(B, v, ty, !is_unsigned(from), "");
@@ -188,10 +314,10 @@ static LLVMValueRef minmax(Emitter *e, bool max, DType t, LLVMValueRef a, LLVMVa
     return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
 }
 
-static LLVMValueRef unary(Emitter *e, Expr *x) {
+static LLVMValueRef unary(Emitter *e, Expr *x, unsigned w) {
     LLVMBuilderRef B = e->B;
     DType t = x->args[0]->type;
-    LLVMValueRef a = expr(e, x->args[0]);
+    LLVMValueRef a = expr(e, x->args[0], w);
     LLVMTypeRef ty = LLVMTypeOf(a);
     bool f = is_float(t);
     LLVMValueRef zero = LLVMConstNull(ty);
@@ -199,27 +325,20 @@ static LLVMValueRef unary(Emitter *e, Expr *x) {
     switch (x->op) {
     case K_NEG: return f ? LLVMBuildFNeg(B, a, "") : LLVMBuildNeg(B, a, "");
     case K_ABS:
-        if (f) {
-            unsigned id = LLVMLookupIntrinsicID("llvm.fabs", 9);
-            return LLVMBuildCall2(B, LLVMIntrinsicGetType(e->C, id, &ty, 1),
-                                  LLVMGetIntrinsicDeclaration(e->M, id, &ty, 1), &a, 1, "");
-        }
+        if (f) return call_intrinsic(e, "llvm.fabs", &ty, 1, &a, 1);
         if (is_unsigned(t)) return a;
         return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, zero, ""), LLVMBuildNeg(B, a, ""), a, "");
     case K_NOT: return LLVMBuildNot(B, a, "");
     case K_CAST: return cast(e, a, t, x->type);
-    case K_SQRT: {
+    case K_SQRT:
         if (!f) die("sqrt of dtype %d", t);
-        unsigned id = LLVMLookupIntrinsicID("llvm.sqrt", 9);
-        return LLVMBuildCall2(B, LLVMIntrinsicGetType(e->C, id, &ty, 1),
-                              LLVMGetIntrinsicDeclaration(e->M, id, &ty, 1), &a, 1, "");
-    }
+        return call_intrinsic(e, "llvm.sqrt", &ty, 1, &a, 1);
     case K_FLOOR: case K_CEIL: case K_ROUND: return a;          /* integers */
     case K_RECIP:
-        return f ? LLVMBuildFDiv(B, LLVMConstReal(ty, 1), a, "") : LLVMBuildSDiv(B, LLVMConstInt(ty, 1, 0), a, "");
+        return f ? LLVMBuildFDiv(B, LLVMConstReal(ty, 1), a, "") : LLVMBuildSDiv(B, kint(ty, 1), a, "");
     case K_SIGN: {
-        LLVMValueRef one = f ? LLVMConstReal(ty, 1) : LLVMConstInt(ty, 1, 0);
-        LLVMValueRef mone = f ? LLVMConstReal(ty, -1) : LLVMConstInt(ty, (unsigned long long)-1, 1);
+        LLVMValueRef one = f ? LLVMConstReal(ty, 1) : kint(ty, 1);
+        LLVMValueRef mone = f ? LLVMConstReal(ty, -1) : LLVMConstAllOnes(ty);
         LLVMValueRef pos = f ? LLVMBuildFCmp(B, LLVMRealOGT, a, zero, "")
                              : LLVMBuildICmp(B, is_unsigned(t) ? LLVMIntUGT : LLVMIntSGT, a, zero, "");
         LLVMValueRef neg = f ? LLVMBuildFCmp(B, LLVMRealOLT, a, zero, "")
@@ -241,16 +360,16 @@ static LLVMValueRef compare(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMVal
     return LLVMBuildICmp(e->B, is_unsigned(t) ? up[i] : sp[i], a, b, "");
 }
 
-static LLVMValueRef binary(Emitter *e, Expr *x) {
+static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     LLVMBuilderRef B = e->B;
     DType t = x->args[0]->type;
-    LLVMValueRef a = expr(e, x->args[0]), b = expr(e, x->args[1]);
+    LLVMValueRef a = expr(e, x->args[0], w), b = expr(e, x->args[1], w);
     bool f = is_float(t), u = is_unsigned(t), ix = t == DT_INDEX;
     if (f && be_math_op(x->op)) return be_math(e, x->op, t, a, b);
     switch (x->op) {
-    case K_ADD: return f ? LLVMBuildFAdd(B, a, b, "") : ix ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
-    case K_SUB: return f ? LLVMBuildFSub(B, a, b, "") : ix ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
-    case K_MUL: return f ? LLVMBuildFMul(B, a, b, "") : ix ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+    case K_ADD: return f ? fop(e, LLVMBuildFAdd(B, a, b, "")) : ix ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+    case K_SUB: return f ? fop(e, LLVMBuildFSub(B, a, b, "")) : ix ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+    case K_MUL: return f ? fop(e, LLVMBuildFMul(B, a, b, "")) : ix ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
     case K_DIV: return f ? LLVMBuildFDiv(B, a, b, "") : u ? LLVMBuildUDiv(B, a, b, "") : LLVMBuildSDiv(B, a, b, "");
     case K_REM: return u ? LLVMBuildURem(B, a, b, "") : LLVMBuildSRem(B, a, b, "");
     case K_POW: return be_math(e, K_POW, t, a, b);              /* integers */
@@ -264,16 +383,31 @@ static LLVMValueRef binary(Emitter *e, Expr *x) {
     }
 }
 
-static LLVMValueRef expr(Emitter *e, Expr *x) {
+static LLVMValueRef expr(Emitter *e, Expr *x, unsigned w) {
+    if (w && !varying(e, x)) return splat(e, expr(e, x, 0), w);
     switch (x->kind) {
     case E_CONST: return konst(e, x);
-    case E_VAR: return LLVMBuildLoad2(e->B, e->idx, e->vars[x->var], "");
-    case E_SCALAR: return LLVMBuildLoad2(e->B, be_reg_type(e, e->k->scalars[x->var]), e->scalars[x->var], "");
-    case E_LOAD: return load(e, x);
-    case E_UN: return unary(e, x);
-    case E_BIN: return binary(e, x);
+    case E_VAR:
+        if (e->vw && x->var == e->lanevar) {    /* lane i is lo + i; lane 0 in scalar context */
+            LLVMValueRef lane[MAX_LANES];
+            for (unsigned i = 0; i < (w ? w : 1); i++)
+                lane[i] = LLVMConstInt(e->idx, (unsigned long long)(e->lanelo + (int64_t)i), 1);
+            return w ? LLVMConstVector(lane, w) : lane[0];
+        }
+        return LLVMBuildLoad2(e->B, e->idx, e->vars[x->var], "");
+    case E_SCALAR: {
+        LLVMTypeRef rt = be_reg_type(e, e->k->scalars[x->var]);
+        if (e->vw && e->vreg[x->var]) {
+            if (!w) die("kernel %s: lane-private r%d in a scalar context", e->k->name, x->var);
+            return LLVMBuildLoad2(e->B, LLVMVectorType(rt, w), e->vreg[x->var], "");
+        }
+        return LLVMBuildLoad2(e->B, rt, e->scalars[x->var], "");
+    }
+    case E_LOAD: return load(e, x, w);
+    case E_UN: return unary(e, x, w);
+    case E_BIN: return binary(e, x, w);
     case E_SELECT: {
-        LLVMValueRef c = expr(e, x->args[0]), a = expr(e, x->args[1]), b = expr(e, x->args[2]);
+        LLVMValueRef c = expr(e, x->args[0], w), a = expr(e, x->args[1], w), b = expr(e, x->args[2], w);
         return LLVMBuildSelect(e->B, c, a, b, "");
     }
     }
@@ -288,11 +422,58 @@ static LLVMBasicBlockRef block(Emitter *e, const char *name) {
     return LLVMAppendBasicBlockInContext(e->C, e->fn, name);
 }
 
+/* An alloca in the entry block (where mem2reg looks for them). */
+static LLVMValueRef entry_alloca(Emitter *e, LLVMTypeRef ty) {
+    LLVMBuilderRef ab = LLVMCreateBuilderInContext(e->C);
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(e->fn);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) LLVMPositionBuilderBefore(ab, first);
+    else LLVMPositionBuilderAtEnd(ab, entry);
+    LLVMValueRef a = LLVMBuildAlloca(ab, ty, "");
+    LLVMDisposeBuilder(ab);
+    return a;
+}
+
+static void mark_sets(Emitter *e, const Stmt *s, unsigned w) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SET && !e->vreg[s->var]) {
+            int r = s->var;
+            if (e->vcache_w[r] != w) {
+                e->vcache[r] = entry_alloca(e, LLVMVectorType(be_reg_type(e, e->k->scalars[r]), w));
+                e->vcache_w[r] = w;
+            }
+            e->vreg[r] = e->vcache[r];
+        }
+        mark_sets(e, s->body, w);
+        mark_sets(e, s->then, w);
+        mark_sets(e, s->els, w);
+    }
+}
+
+/* A vector loop (LH_VECTOR): its body once, as straight-line code on w lanes; registers set
+ * in it live in vector allocas (kir.h: they are lane-private). */
+static void vloop(Emitter *e, Stmt *s) {
+    unsigned w = (unsigned)(s->hi->i - s->lo->i);
+    if (s->lo->kind != E_CONST || s->hi->kind != E_CONST || w < 2 || w > MAX_LANES || e->vw)
+        die("kernel %s: malformed vector loop over i%d", e->k->name, s->var);
+    e->vw = w;
+    e->lanevar = s->var;
+    e->lanelo = s->lo->i;
+    mark_sets(e, s->body, w);
+    stmts(e, s->body);
+    e->vw = 0;
+    for (int r = 0; r < e->k->nscalars; r++) e->vreg[r] = NULL;
+}
+
 static void loop(Emitter *e, Stmt *s) {
     LLVMBuilderRef B = e->B;
+    if (s->hints & LH_VECTOR) {
+        vloop(e, s);
+        return;
+    }
     if (s->step <= 0) die("kernel %s: loop step %lld", e->k->name, (long long)s->step);
     LLVMValueRef var = e->vars[s->var];
-    LLVMValueRef lo = expr(e, s->lo), hi = expr(e, s->hi);      /* evaluated once, before */
+    LLVMValueRef lo = expr(e, s->lo, 0), hi = expr(e, s->hi, 0);      /* evaluated once, before */
     LLVMBuildStore(B, lo, var);
     LLVMBasicBlockRef head = block(e, "loop"), body = block(e, "body"), latch = block(e, "latch"),
                       done = block(e, "done");
@@ -310,17 +491,36 @@ static void loop(Emitter *e, Stmt *s) {
     LLVMPositionBuilderAtEnd(B, done);
 }
 
+/* In a vector loop: a contiguous store, a scatter, or - when every lane stores to the same
+ * element - the last lane's value, which is what running the lanes in order leaves. */
 static void store(Emitter *e, Stmt *s) {
-    LLVMValueRef v = expr(e, s->val);
-    if (s->buf->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, e->i8, "");
-    if (is_half(s->buf->dtype)) v = float_to_half(e, s->buf->dtype, v);
-    LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, s->buf, s->idx));
-    LLVMSetAlignment(st, elem_align(e, s->buf->dtype));
+    Buf *b = s->buf;
+    unsigned w = e->vw, align = elem_align(e, b->dtype);
+    int64_t c = w ? lane_coef(e, b, s->idx) : 0;
+    LLVMValueRef v = expr(e, s->val, c ? w : 0);
+    if (c == 0 && varying(e, s->val))
+        v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");
+    if (b->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, like(v, e->i8), "");
+    if (is_half(b->dtype)) v = float_to_half(e, b->dtype, v);
+    if (c == 0 || c == 1) {
+        LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, b, s->idx, 0));
+        LLVMSetAlignment(st, align);
+        return;
+    }
+    LLVMValueRef ptrs = lane_ptrs(e, b, s->idx, c, w);
+    LLVMTypeRef tys[2] = {LLVMTypeOf(v), LLVMTypeOf(ptrs)};
+    LLVMValueRef args[4] = {v, ptrs, LLVMConstInt(e->i32, align, 0), all_lanes(e, w)};
+    call_intrinsic(e, "llvm.masked.scatter", tys, 2, args, 4);
+}
+
+static void set(Emitter *e, Stmt *s) {
+    if (e->vw && e->vreg[s->var]) LLVMBuildStore(e->B, expr(e, s->val, e->vw), e->vreg[s->var]);
+    else LLVMBuildStore(e->B, expr(e, s->val, 0), e->scalars[s->var]);
 }
 
 static void cond(Emitter *e, Stmt *s) {
     LLVMBuilderRef B = e->B;
-    LLVMValueRef c = expr(e, s->cond);
+    LLVMValueRef c = expr(e, s->cond, 0);
     LLVMBasicBlockRef then = block(e, "then"), els = block(e, "else"), join = block(e, "endif");
     LLVMBuildCondBr(B, c, then, els);
     LLVMPositionBuilderAtEnd(B, then);
@@ -337,7 +537,7 @@ static void stmts(Emitter *e, Stmt *s) {
         switch (s->kind) {
         case S_LOOP: loop(e, s); break;
         case S_STORE: store(e, s); break;
-        case S_SET: LLVMBuildStore(e->B, expr(e, s->val), e->scalars[s->var]); break;
+        case S_SET: set(e, s); break;
         case S_IF: cond(e, s); break;
         }
     }
@@ -392,6 +592,11 @@ LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     for (int i = 0; i < k->nvars; i++) e->vars[i] = LLVMBuildAlloca(e->B, e->idx, "");
     for (int i = 0; i < k->nscalars; i++)
         e->scalars[i] = LLVMBuildAlloca(e->B, be_reg_type(e, k->scalars[i]), "");
+    e->vreg = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nscalars + 1);
+    e->vcache = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nscalars + 1);
+    e->vcache_w = ARENA_ARRAY(e->p->arena, unsigned, k->nscalars + 1);
+    e->vw = 0;
+    e->contract = e->p->opt_level >= 2 && !e->p->fp_strict;
     stmts(e, k->body);
     LLVMBuildRetVoid(e->B);
     e->k = NULL;

@@ -28,7 +28,13 @@ typedef struct M {
 typedef LLVMValueRef V;
 
 static V fk(M *m, double v) { return LLVMConstReal(m->F, v); }
-static V ik(M *m, long long v) { return LLVMConstInt(m->I, (unsigned long long)v, 1); }
+static V ik(M *m, long long v) {
+    if (LLVMGetTypeKind(m->I) != LLVMVectorTypeKind) return LLVMConstInt(m->I, (unsigned long long)v, 1);
+    V lanes[MAX_LANES], c = LLVMConstInt(LLVMGetElementType(m->I), (unsigned long long)v, 1);
+    unsigned w = LLVMGetVectorSize(m->I);
+    for (unsigned i = 0; i < w; i++) lanes[i] = c;
+    return LLVMConstVector(lanes, w);
+}
 static V add(M *m, V a, V b) { return LLVMBuildFAdd(m->b, a, b, ""); }
 static V sub(M *m, V a, V b) { return LLVMBuildFSub(m->b, a, b, ""); }
 static V mul(M *m, V a, V b) { return LLVMBuildFMul(m->b, a, b, ""); }
@@ -717,16 +723,18 @@ static V build_body(M *m, KOp op, V a, V b) {
     }
 }
 
-static LLVMValueRef make_helper(Emitter *e, KOp op, bool dbl) {
+static LLVMValueRef make_helper(Emitter *e, KOp op, bool dbl, unsigned w, const char *name) {
     M m = {.e = e, .dbl = dbl};
     m.F = dbl ? e->f64 : e->f32;
     m.I = dbl ? e->i64 : e->i32;
+    if (w) {
+        m.F = LLVMVectorType(m.F, w);
+        m.I = LLVMVectorType(m.I, w);
+    }
     m.mant = dbl ? 52 : 23;
     m.bias = dbl ? 1023 : 127;
     int nargs = op == K_POW || op == K_REM ? 2 : 1;
     LLVMTypeRef params[2] = {m.F, m.F};
-    char name[64];
-    snprintf(name, sizeof name, "onnxcc.%s.%s", kop_name[op], dbl ? "f64" : "f32");
     LLVMValueRef fn = LLVMAddFunction(e->M, name, LLVMFunctionType(m.F, params, (unsigned)nargs, 0));
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     be_fn_attrs(e, fn);
@@ -792,13 +800,33 @@ static LLVMValueRef int_pow(Emitter *e, DType t, LLVMValueRef a, LLVMValueRef b)
     return LLVMBuildCall2(e->B, LLVMGlobalGetValueType(fn), fn, args, 2, "");
 }
 
+/* Integer pow on vectors: the scalar helper lane by lane (its loop depends on the exponent). */
+static LLVMValueRef int_pow_lanes(Emitter *e, DType t, LLVMValueRef a, LLVMValueRef b) {
+    unsigned w = LLVMGetVectorSize(LLVMTypeOf(a));
+    LLVMValueRef r = LLVMGetPoison(LLVMTypeOf(a));
+    for (unsigned i = 0; i < w; i++) {
+        LLVMValueRef ix = LLVMConstInt(e->i32, i, 0);
+        LLVMValueRef x = int_pow(e, t, LLVMBuildExtractElement(e->B, a, ix, ""),
+                                 LLVMBuildExtractElement(e->B, b, ix, ""));
+        r = LLVMBuildInsertElement(e->B, r, x, ix, "");
+    }
+    return r;
+}
+
 LLVMValueRef be_math(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMValueRef b) {
     if (t == DT_FLOAT16 || t == DT_BFLOAT16) t = DT_FLOAT;     /* held as float (kir.h) */
-    if (op == K_POW && t != DT_FLOAT && t != DT_DOUBLE && t != DT_BOOL) return int_pow(e, t, a, b);
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    unsigned w = LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetVectorSize(ty) : 0;
+    if (op == K_POW && t != DT_FLOAT && t != DT_DOUBLE && t != DT_BOOL)
+        return w ? int_pow_lanes(e, t, a, b) : int_pow(e, t, a, b);
     if (t != DT_FLOAT && t != DT_DOUBLE) die("float math %s on dtype %d", kop_name[op], t);
     bool dbl = t == DT_DOUBLE;
-    LLVMValueRef fn = e->mathfn[op][dbl];
-    if (!fn) fn = e->mathfn[op][dbl] = make_helper(e, op, dbl);
+    /* one helper per op, float type and width: onnxcc.EXP.f32, onnxcc.EXP.v16f32, ... */
+    char name[64];
+    snprintf(name, sizeof name, w ? "onnxcc.%s.v%u%s" : "onnxcc.%s.%.0u%s", kop_name[op], w, dbl ? "f64" : "f32");
+    LLVMValueRef fn = w ? LLVMGetNamedFunction(e->M, name) : e->mathfn[op][dbl];
+    if (!fn) fn = make_helper(e, op, dbl, w, name);
+    if (!w) e->mathfn[op][dbl] = fn;
     LLVMValueRef args[2] = {a, b};
     return LLVMBuildCall2(e->B, LLVMGlobalGetValueType(fn), fn, args, b ? 2 : 1, "");
 }

@@ -28,6 +28,7 @@ static const char usage_text[] =
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
     "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
     "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
+    "  --fp-strict           no FMA contraction at -O2/-O3 (results as the interpreter's)\n"
     "  --target TRIPLE       e.g. thumbv7em-none-eabihf (default: the host)\n"
     "  --cpu CPU  --features FEATS  --abi ABI\n"
     "                        target details passed to LLVM\n"
@@ -182,6 +183,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--print-after-all") == 0) c->o.print_after_all = true;
     else if (strcmp(arg, "--verify") == 0) c->o.verify = true;
     else if (strcmp(arg, "--no-verify") == 0) c->o.verify = false;
+    else if (strcmp(arg, "--fp-strict") == 0) c->o.fp_strict = true;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
     else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
@@ -219,7 +221,9 @@ static void parse_args(Arena *a, Cli *c, int argc, char **argv, bool check) {
 Program *cli_compile(Graph *g, Cli *c, const Target *t) {
     c->o.vector_bytes = t->vector_bytes;
     c->o.arena_align = t->arena_align;
-    return run_pipeline(g, &c->o);
+    Program *p = run_pipeline(g, &c->o);
+    p->fp_strict = c->o.fp_strict;
+    return p;
 }
 
 /* Fail before the (possibly long) compilation if the output cannot be written at all. */

@@ -131,7 +131,13 @@ typedef struct Stmt {
     struct Stmt *then, *els;
 } Stmt;
 
-enum { LH_VECTORIZE = 1, LH_UNROLL = 2, LH_TILE = 4, LH_REDUCTION = 8 };
+/* LH_VECTOR: the loop is one vector of hi - lo lanes (constant bounds, step 1, 2..64 lanes),
+ * which the backend emits as straight-line vector code. Its meaning is the scalar loop's:
+ * iterations are independent, registers set in the body are lane-private (set before read on
+ * every path of the body, never read outside vector loops), registers only read are uniform.
+ * Loop bounds and if conditions inside it must not depend on the lane (kverify.c). */
+enum { LH_VECTORIZE = 1, LH_UNROLL = 2, LH_TILE = 4, LH_REDUCTION = 8, LH_VECTOR = 16 };
+enum { MAX_LANES = 64 };
 
 typedef enum ParamMode { KP_IN = 1, KP_OUT = 2, KP_INOUT = 3 } ParamMode;
 
@@ -172,6 +178,7 @@ typedef struct Program {
     int arena_align;                /* bytes; set from the target before bufferize */
     int vector_bytes;               /* target's preferred vector width (tiling) */
     int opt_level;                  /* -O0..-O3 */
+    bool fp_strict;                 /* no FMA contraction even at -O2 (the backend) */
 } Program;
 
 /* ---- building (ir/kir.c) ---- */

@@ -153,7 +153,7 @@ static void print_expr(FILE *f, const Expr *e) {
 }
 
 static void print_hints(FILE *f, unsigned h) {
-    static const char *const names[] = {"vectorize", "unroll", "tile", "reduction"};
+    static const char *const names[] = {"vectorize", "unroll", "tile", "reduction", "vector"};
     if (!h) return;
     fputs(" [", f);
     for (int i = 0, first = 1; i < COUNTOF(names); i++)

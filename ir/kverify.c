@@ -14,6 +14,8 @@ typedef struct Check {
     Kernel *k;
     const char *after;
     bool *in_scope;                 /* loop variables whose loop encloses the current point */
+    const Stmt *vloop;              /* the enclosing vector loop, or NULL */
+    bool *vreg;                     /* registers set in some vector loop of the kernel */
 } Check;
 
 
@@ -106,6 +108,112 @@ static void check_expr(Check *c, const Expr *e) {
     }
 }
 
+/* ---- vector loops (LH_VECTOR in kir.h) ---- */
+
+static bool reg_ok(const Check *c, int r) { return r >= 0 && r < c->k->nscalars; }
+
+/* Does e depend on the lane: read the vector loop's variable or a lane-private register? */
+static bool lane_dependent(const Check *c, const Expr *e) {
+    if (e->kind == E_VAR && e->var == c->vloop->var) return true;
+    if (e->kind == E_SCALAR && reg_ok(c, e->var) && c->vreg[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (lane_dependent(c, e->args[i])) return true;
+    return false;
+}
+
+static void vector_sets(const Kernel *k, const Stmt *s, bool *set) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SET && s->var >= 0 && s->var < k->nscalars) set[s->var] = true;
+        vector_sets(k, s->body, set);
+        vector_sets(k, s->then, set);
+        vector_sets(k, s->els, set);
+    }
+}
+
+/* Marks the registers set in vector loops of the list (in vreg). */
+static void vector_regs(const Kernel *k, const Stmt *s, bool *vreg) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & LH_VECTOR)) vector_sets(k, s->body, vreg);
+        else {
+            vector_regs(k, s->body, vreg);
+            vector_regs(k, s->then, vreg);
+            vector_regs(k, s->els, vreg);
+        }
+    }
+}
+
+/* A lane-private register read where no set of the same lane reaches it. */
+static int undefined_read(const Check *c, const Expr *e, const bool *def) {
+    if (e->kind == E_SCALAR && reg_ok(c, e->var) && c->vreg[e->var] && !def[e->var]) return e->var;
+    for (int i = 0; i < e->nargs; i++) {
+        int r = undefined_read(c, e->args[i], def);
+        if (r >= 0) return r;
+    }
+    return -1;
+}
+
+/* Set-before-read of the lane-private registers in a vector loop's body: def[] holds the
+ * registers set on every path to the current point. A set inside a nested loop counts only
+ * in that loop's body; one inside an if counts after it when both branches make it. Returns
+ * the first register read before being set, or -1. */
+static int private_defs(const Check *c, const Stmt *s, bool *def) {
+    int n = c->k->nscalars, r = -1;
+    for (; s && r < 0; s = s->next) {
+        const Expr *es[3] = {s->val, s->cond, s->kind == S_LOOP ? s->hi : NULL};
+        for (int i = 0; i < 3 && r < 0; i++)
+            if (es[i]) r = undefined_read(c, es[i], def);
+        if (s->kind == S_LOOP && r < 0) r = undefined_read(c, s->lo, def);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank && r < 0; d++)
+            r = undefined_read(c, s->idx[d], def);
+        if (r >= 0) break;
+        bool *a = ARENA_ARRAY(c->p->arena, bool, n + 1), *b = ARENA_ARRAY(c->p->arena, bool, n + 1);
+        memcpy(a, def, sizeof(bool) * (size_t)n);
+        memcpy(b, def, sizeof(bool) * (size_t)n);
+        switch (s->kind) {
+        case S_SET: def[s->var] = true; break;
+        case S_LOOP: r = private_defs(c, s->body, a); break;
+        case S_IF:
+            r = private_defs(c, s->then, a);
+            if (r < 0) r = private_defs(c, s->els, b);
+            for (int i = 0; i < n; i++) def[i] |= a[i] && b[i];
+            break;
+        case S_STORE: break;
+        }
+    }
+    return r;
+}
+
+static void check_vector_loop(Check *c, const Stmt *s) {
+    if (c->vloop) fail(c, "vector loop over i%d nested in vector loop over i%d", s->var, c->vloop->var);
+    if (s->lo->kind != E_CONST || s->hi->kind != E_CONST || s->step != 1)
+        fail(c, "vector loop over i%d without constant bounds and step 1", s->var);
+    int64_t w = s->hi->i - s->lo->i;
+    if (w < 2 || w > MAX_LANES) fail(c, "vector loop over i%d with %lld lanes", s->var, (long long)w);
+    c->vloop = s;
+    bool *def = ARENA_ARRAY(c->p->arena, bool, c->k->nscalars + 1);
+    int r = private_defs(c, s->body, def);
+    if (r >= 0) fail(c, "vector loop over i%d reads r%d before setting it", s->var, r);
+}
+
+/* Lane-private registers are not read outside vector loops (their values do not outlive
+ * the lanes). */
+static void check_vreg_reads(Check *c, const Stmt *s) {
+    bool *none = ARENA_ARRAY(c->p->arena, bool, c->k->nscalars + 1);
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & LH_VECTOR)) continue;
+        const Expr *es[4] = {s->val, s->cond, s->kind == S_LOOP ? s->lo : NULL, s->kind == S_LOOP ? s->hi : NULL};
+        for (int i = 0; i < 4; i++)
+            if (es[i] && undefined_read(c, es[i], none) >= 0)
+                fail(c, "r%d, set in a vector loop, read outside vector loops", undefined_read(c, es[i], none));
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++)
+            if (undefined_read(c, s->idx[d], none) >= 0)
+                fail(c, "r%d, set in a vector loop, read outside vector loops", undefined_read(c, s->idx[d], none));
+        check_vreg_reads(c, s->body);
+        check_vreg_reads(c, s->then);
+        check_vreg_reads(c, s->els);
+    }
+}
+
 static void check_stmts(Check *c, const Stmt *s) {
     for (; s; s = s->next) switch (s->kind) {
     case S_LOOP:
@@ -115,9 +223,13 @@ static void check_stmts(Check *c, const Stmt *s) {
         check_expr(c, s->hi);
         if (s->lo->type != DT_INDEX || s->hi->type != DT_INDEX) fail(c, "loop bounds not index");
         if (s->step <= 0) fail(c, "loop over i%d with step %lld", s->var, (long long)s->step);
+        if (c->vloop && (lane_dependent(c, s->lo) || lane_dependent(c, s->hi)))
+            fail(c, "bounds of loop over i%d depend on the lane of vector loop over i%d", s->var, c->vloop->var);
+        if (s->hints & LH_VECTOR) check_vector_loop(c, s);
         c->in_scope[s->var] = true;
         check_stmts(c, s->body);
         c->in_scope[s->var] = false;
+        if (s->hints & LH_VECTOR) c->vloop = NULL;
         break;
     case S_STORE:
         if (!(param_mode(c->k, s->buf) & KP_OUT))
@@ -140,6 +252,8 @@ static void check_stmts(Check *c, const Stmt *s) {
     case S_IF:
         check_expr(c, s->cond);
         if (s->cond->type != DT_BOOL) fail(c, "if on %s", dtype_name(s->cond->type));
+        if (c->vloop && lane_dependent(c, s->cond))
+            fail(c, "if condition depends on the lane of vector loop over i%d", c->vloop->var);
         check_stmts(c, s->then);
         check_stmts(c, s->els);
         break;
@@ -185,7 +299,7 @@ static void check_arena(Check *c) {
 }
 
 void kir_verify(Program *p, const char *after) {
-    Check c = {p, NULL, after, NULL};
+    Check c = {p, NULL, after, NULL, NULL, NULL};
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         c.k = k;
@@ -193,7 +307,11 @@ void kir_verify(Program *p, const char *after) {
         if (k->dead) continue;
         check_params(&c);
         c.in_scope = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+        c.vreg = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+        c.vloop = NULL;
+        vector_regs(k, k->body, c.vreg);
         check_stmts(&c, k->body);
+        check_vreg_reads(&c, k->body);
     }
     c.k = NULL;
     for (int i = 0; i < p->ninputs; i++)

@@ -19,6 +19,7 @@ typedef struct Options {
     const char *print_after;        /* pass name, or NULL */
     bool print_after_all;
     bool verify;                    /* run the verifiers between passes */
+    bool fp_strict;                 /* --fp-strict: no FMA contraction (Program.fp_strict) */
     const char **shape_names;       /* --shape NAME=1x3x224x224 */
     int64_t (*shape_dims)[MAX_RANK];
     int *shape_ranks;

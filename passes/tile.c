@@ -1,47 +1,39 @@
-/* tile.c - loop restructuring for the target: loop hints everywhere, register blocking
- * (unroll-and-jam) of contractions.
+/* tile.c - loop restructuring for the target: explicit vector loops and register blocking.
  *
- * Policy. At -O0/-O1 nothing changes. At -O2 and above:
+ * Policy. At -O0/-O1 nothing changes. At -O2 and above, W is the number of lanes of the
+ * output type in one target vector (p->vector_bytes), and:
  *   - every loop that only accumulates into scalar registers (no store inside) is marked
- *     LH_REDUCTION; the innermost loop of an elementwise or copy kernel is marked LH_VECTORIZE;
- *   - in a KC_CONTRACTION kernel, the innermost parallel loop J around a reduction loop (j of
- *     a matmul [i, j, k], the output column of a convolution) is unrolled by U and jammed:
- *     U copies of J's body run side by side, each with its own accumulator registers, inside
- *     one reduction loop. A matmul becomes
- *         for jt in 0..N/U*U step U [tile]:  r0..rU-1 = 0
- *             for k [reduction]: r_u = r_u + a[i,k] * b[k,jt+u]   (u = 0..U-1)
- *             c[i,jt+u] = r_u
- *         for j in N/U*U..N: <the original body>          (tail, when U does not divide N)
- *     which LLVM's SLP vectorizer turns into vector accumulators kept in registers, with each
- *     a[i,k] loaded once per U outputs. U = 8 vector lanes of the output type (at least 4,
- *     at most 128 and at most J's extent); what is left is jammed again as one tile (126
- *     columns at U = 128 run as one tile, 30 at U = 16 as 16 + 14). One wide tile rather than
- *     power-of-two pieces matters: each accumulator is a chain of dependent adds, so a loop
- *     with one or two vector accumulators is bound by the add latency, and a 126-wide conv
- *     row cut into 64 + 32 + 16 + 8 + 4 + 2 took about six times as long as its 64-wide part
- *     (16 -> 16 channels at 128x128 on AVX-512: 1.7 -> 1.05 ms);
- *   - register blocking: then the innermost loop L enclosing the tile whose copies can share
- *     the tile's loads (no load in a reduction reads both L's and a tile variable: the
- *     output channel of a convolution, the row i of a matmul, the output column of a
- *     convolution run with the output channel innermost) is jammed the same way by
- *     BLOCK_COPIES, so each loaded input feeds several accumulators. This is done only where
- *     the tile's loads are strided (a stride-2 convolution, whose loads LLVM gathers) or the
- *     tile is narrow (at most NARROW_TILE vectors: too few chains to hide the add latency).
- *     With a wide tile of unit-stride loads LLVM 19's SLP vectorizer gives up on the blocked
- *     body, which then runs 2-5x slower. On AVX-512, 2 copies beat 4, 8 and 16 once a Relu
- *     is fused, and beat 4 and 8 for narrow tiles too (a 512x256 by 256x16 matmul: 60 -> 36
- *     us; a 16 -> 32 channel stride-2 conv, channels innermost: 0.95 -> 0.51 ms).
- * Legality. Each accumulator still sums its terms in the original order, so results are
- * bitwise identical. Iterations of J are independent because the kernel never loads what it
+ *     LH_REDUCTION;
+ *   - contractions (KC_CONTRACTION): the innermost parallel loop J around a reduction loop
+ *     (j of a matmul [i, j, k], the output channel of a conv with weights [C,k..,M], the output
+ *     column otherwise) becomes vector loops of W lanes (LH_VECTOR), U of them side by side
+ *     with their own accumulators, jammed around the reduction loop:
+ *         for jo in 0..N/(W*U)*(W*U) step W*U [tile]:
+ *             for ji in 0..W [vector]:  r_u = 0                       (u = 0..U-1)
+ *                 for k [reduction]: r_u = r_u + a[i,k] * b[k, jo + W*u + ji]
+ *                 c[i, jo + W*u + ji] = r_u
+ *     then narrower pieces for the rest: vectors of W lanes, one vector of the lanes left
+ *     (at least 2) and the last element as a scalar loop. Before that, the innermost
+ *     enclosing parallel loop L whose copies share the vectorised loop's loads (no load in a
+ *     reduction reads both: the row i of a matmul, an output pixel of a conv) is jammed by MR
+ *     rows, so that each broadcast a[i+m,k] and each vector of b feeds several FMAs; MR*U
+ *     accumulators fill most of the vector registers (6 x 4 vectors with AVX-512's 32, U = 2
+ *     with 16), and the rows left over get one narrower block. A J not blocked (a
+ *     matrix-vector product) gets up to twice as many vectors: more independent chains, and
+ *     each packed weight row streamed whole;
+ *   - in every kernel, the innermost loops that only store (elementwise, copies, the last loop
+ *     of a softmax) are strip-mined the same way with U = 1.
+ * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
+ * a register set inside and read after it) stays scalar.
+ * Legality. Iterations of J (and of L) are independent because the kernel never loads what it
  * stores (no KP_INOUT, no input sharing storage with an output; write-once makes distinct
- * iterations store distinct elements) and every register J's body touches is set in the
- * body before it is read (checked below); registers are renamed per copy. The same holds
- * for the blocked loop L. A statement that depends on j (an if on a padded coordinate, a
- * store) is copied U times in place; a loop or an if that does not is kept once with its
- * body jammed. */
+ * iterations store distinct elements), and every register the body sets is set before it is
+ * read and not read after the loop (checked below); registers are renamed per copy, while
+ * registers only read are shared. Each accumulator still sums its terms in the original
+ * order, so at --fp-strict results are bitwise those of the scalar loops. */
 #include "pipeline.h"
 
-enum { MAX_JAM = 128, MAX_JAM_NODES = 40000, BLOCK_COPIES = 2, NARROW_TILE = 2 };
+enum { MAX_JAM = 128, MAX_JAM_NODES = 40000, MAX_ROWS = 8 };
 
 /* ---- small queries ---- */
 static bool expr_reads_var(const Expr *e, int var) {
@@ -90,18 +82,6 @@ static bool mark_reductions(Stmt *s) {
     return stores;
 }
 
-/* Innermost loops of elementwise/copy nests are the ones to vectorize. */
-static void mark_vectorize(Stmt *s) {
-    for (; s; s = s->next) {
-        if (s->kind != S_LOOP) continue;
-        bool inner = true;
-        for (Stmt *b = s->body; b; b = b->next)
-            if (b->kind == S_LOOP || b->kind == S_IF) inner = false;
-        if (inner) s->hints |= LH_VECTORIZE;
-        else mark_vectorize(s->body);
-    }
-}
-
 /* ---- legality ---- */
 static bool kernel_independent(const Kernel *k) {
     for (int i = 0; i < k->nparams; i++) {
@@ -145,35 +125,95 @@ static bool private_regs(Arena *a, const Stmt *s, const bool *outer, int n) {
     return true;
 }
 
-static void expr_regs(const Expr *e, bool *used) {
-    if (e->kind == E_SCALAR) used[e->var] = true;
-    for (int i = 0; i < e->nargs; i++) expr_regs(e->args[i], used);
+/* Is register r read in e? */
+static bool expr_reads_reg(const Expr *e, const bool *regs) {
+    if (e->kind == E_SCALAR && regs[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads_reg(e->args[i], regs)) return true;
+    return false;
 }
 
-static void regs_used(const Stmt *s, bool *used) {
+static bool reads_undefined(const Expr *e, const bool *regs, const bool *def) {
+    if (e->kind == E_SCALAR && regs[e->var] && !def[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_undefined(e->args[i], regs, def)) return true;
+    return false;
+}
+
+/* Could a read of a register of regs outside statement `skip` see a value set inside it?
+ * Such reads must follow a set of the register on their own path (the rule of private_regs,
+ * with `skip` setting nothing). */
+static bool leaks(Arena *a, const Stmt *s, const Stmt *skip, const bool *regs, const bool *outer, int n) {
+    bool *def = ARENA_ARRAY(a, bool, n + 1);
+    for (int i = 0; i < n; i++) def[i] = outer[i];
     for (; s; s = s->next) {
-        if (s->kind == S_SET) used[s->var] = true;
-        if (s->val) expr_regs(s->val, used);
-        if (s->cond) expr_regs(s->cond, used);
-        if (s->lo) { expr_regs(s->lo, used); expr_regs(s->hi, used); }
-        if (s->kind == S_STORE)
-            for (int d = 0; d < s->buf->rank; d++) expr_regs(s->idx[d], used);
-        regs_used(s->body, used);
-        regs_used(s->then, used);
-        regs_used(s->els, used);
+        if (s == skip) continue;
+        if ((s->val && reads_undefined(s->val, regs, def)) || (s->cond && reads_undefined(s->cond, regs, def)))
+            return true;
+        if (s->kind == S_LOOP && (reads_undefined(s->lo, regs, def) || reads_undefined(s->hi, regs, def)))
+            return true;
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++)
+            if (reads_undefined(s->idx[d], regs, def)) return true;
+        if (s->kind == S_SET) def[s->var] = true;
+        if (leaks(a, s->body, skip, regs, def, n) || leaks(a, s->then, skip, regs, def, n) ||
+            leaks(a, s->els, skip, regs, def, n))
+            return true;
+    }
+    return false;
+}
+
+static void sets_in(const Stmt *s, bool *set) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SET) set[s->var] = true;
+        sets_in(s->body, set);
+        sets_in(s->then, set);
+        sets_in(s->els, set);
     }
 }
 
-/* ---- unroll-and-jam ---- */
+/* Can the iterations of loop l run as the lanes of a vector (kir.h, LH_VECTOR)? Its
+ * registers are private (set before read, not read after the loop) and no loop bound or if
+ * condition inside depends on l's variable or on a register set inside. */
+static bool headers_uniform(const Stmt *s, int var, const bool *set) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (expr_reads_var(s->lo, var) || expr_reads_var(s->hi, var) ||
+                                  expr_reads_reg(s->lo, set) || expr_reads_reg(s->hi, set)))
+            return false;
+        if (s->kind == S_IF && (expr_reads_var(s->cond, var) || expr_reads_reg(s->cond, set)))
+            return false;
+        if ((s->kind == S_LOOP && (s->hints & LH_VECTOR)) || !headers_uniform(s->body, var, set) ||
+            !headers_uniform(s->then, var, set) || !headers_uniform(s->els, var, set))
+            return false;
+    }
+    return true;
+}
+
+static bool lanes_ok(Program *p, const Kernel *k, const Stmt *l) {
+    bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    bool *set = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    bool *uniform = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    sets_in(l->body, set);
+    for (int r = 0; r < k->nscalars; r++) uniform[r] = !set[r];    /* read-only: live-ins */
+    return l->kind == S_LOOP && l->step == 1 && l->lo->kind == E_CONST && l->hi->kind == E_CONST &&
+           private_regs(p->arena, l->body, uniform, k->nscalars) &&
+           !leaks(p->arena, k->body, l, set, none, k->nscalars) &&
+           headers_uniform(l->body, l->var, set);
+}
+
+/* ---- unroll-and-jam ----
+ * Copies of a loop body side by side, each with its own registers and its own value of some
+ * loop variables (sub[c][v]: the expression variable v stands for in copy c); loops and ifs
+ * whose header reads none of them are kept once with their bodies jammed. */
 typedef struct Jam {
     Program *p;
     Kernel *k;
-    int j, jt, u;                   /* original variable, tile variable, copies */
+    int u;                          /* copies */
+    Expr **sub[MAX_JAM];            /* per copy: variable -> expression, NULL: unchanged */
     int *reg[MAX_JAM];              /* per copy: register renaming */
 } Jam;
 
 static Expr *copy_expr(const Jam *m, const Expr *e, int c) {
-    if (e->kind == E_VAR && e->var == m->j) return kx_addc(m->p, kx_var(m->p, m->jt), c);
+    if (e->kind == E_VAR && m->sub[c][e->var]) return kx_clone(m->p, m->sub[c][e->var]);
     Expr *x = ARENA_NEW(m->p->arena, Expr);
     *x = *e;
     if (e->kind == E_SCALAR) x->var = m->reg[c][e->var];
@@ -182,7 +222,7 @@ static Expr *copy_expr(const Jam *m, const Expr *e, int c) {
     return x;
 }
 
-/* Copy c of a statement list (j -> jt + c, registers renamed). */
+/* Copy c of a statement list (variables substituted, registers renamed). */
 static Stmt *copy_stmts(const Jam *m, const Stmt *s, int c) {
     Stmt *head = NULL;
     for (; s; s = s->next) {
@@ -206,12 +246,19 @@ static Stmt *copy_stmts(const Jam *m, const Stmt *s, int c) {
     return head;
 }
 
+static bool reads_subst(const Jam *m, const Expr *e) {
+    if (e->kind == E_VAR && m->sub[0][e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_subst(m, e->args[i])) return true;
+    return false;
+}
+
 /* A loop or if whose header does not depend on the copy is shared by all copies. */
 static bool shared_header(const Jam *m, const Stmt *s) {
     if (s->kind == S_LOOP)
-        return !expr_reads_var(s->lo, m->j) && !expr_reads_var(s->hi, m->j) &&
+        return !reads_subst(m, s->lo) && !reads_subst(m, s->hi) &&
                !expr_reads_scalar(s->lo) && !expr_reads_scalar(s->hi);
-    if (s->kind == S_IF) return !expr_reads_var(s->cond, m->j) && !expr_reads_scalar(s->cond);
+    if (s->kind == S_IF) return !reads_subst(m, s->cond) && !expr_reads_scalar(s->cond);
     return false;
 }
 
@@ -236,36 +283,30 @@ static Stmt *jam(const Jam *m, const Stmt *s) {
     return head;
 }
 
-/* Elements of the output type in one target vector. */
-static int lanes(const Program *p, const Kernel *k) {
-    int esz = 4;
-    for (int i = 0; i < k->nparams; i++)
-        if (k->modes[i] & KP_OUT) esz = (int)dtype_size(k->params[i]->dtype);
-    return p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
-}
-
-static int jam_factor(const Program *p, const Kernel *k, const Stmt *l) {
-    int64_t u = MIN(MAX(8 * lanes(p, k), 4), MAX_JAM);
-    u = MIN(u, l->hi->i - l->lo->i);
-    while (u > 1 && (int64_t)stmt_size(l->body) * u > MAX_JAM_NODES) u /= 2;
-    return (int)u;
+/* A jam of u copies of body's registers; `fresh`: copy 0 gets new registers too. */
+static Jam jam_new(Program *p, Kernel *k, const Stmt *body, int u, bool fresh) {
+    Jam m = {p, k, u, {0}, {0}};
+    int nregs = k->nscalars;
+    bool *used = ARENA_ARRAY(p->arena, bool, nregs + 1);
+    sets_in(body, used);            /* registers only read are the same in every copy */
+    for (int c = 0; c < u; c++) {
+        m.sub[c] = ARENA_ARRAY(p->arena, Expr *, k->nvars + 1);
+        m.reg[c] = ARENA_ARRAY(p->arena, int, nregs + 1);
+        for (int r = 0; r < nregs; r++)
+            m.reg[c][r] = (c || fresh) && used[r] ? kir_scalar(p, k, k->scalars[r]) : r;
+    }
+    return m;
 }
 
 /* Replace loop l by a loop jammed by u over the largest multiple of u and, if that leaves
  * some, the rest (l itself, shortened); returns the first of them. l's body must keep its
  * registers private (private_regs). */
 static Stmt *jam_loop(Program *p, Kernel *k, Stmt *l, int u) {
-    Jam m = {p, k, l->var, kir_var(k), u, {0}};
-    int nregs = k->nscalars;
-    bool *used = ARENA_ARRAY(p->arena, bool, nregs + 1);
-    regs_used(l->body, used);
-    for (int c = 0; c < u; c++) {
-        m.reg[c] = ARENA_ARRAY(p->arena, int, nregs + 1);
-        for (int r = 0; r < nregs; r++)
-            m.reg[c][r] = c && used[r] ? kir_scalar(p, k, k->scalars[r]) : r;
-    }
+    Jam m = jam_new(p, k, l->body, u, false);
+    int jt = kir_var(k);
+    for (int c = 0; c < u; c++) m.sub[c][l->var] = kx_addc(p, kx_var(p, jt), c);
     int64_t lo = l->lo->i, hi = l->hi->i, mid = lo + (hi - lo) / u * u;
-    Stmt *main = ks_loop(p, m.jt, lo, mid, u, jam(&m, l->body));
+    Stmt *main = ks_loop(p, jt, lo, mid, u, jam(&m, l->body));
     main->hints = LH_TILE;
     if (mid < hi) {
         l->lo = kx_index(p, mid);
@@ -276,22 +317,81 @@ static Stmt *jam_loop(Program *p, Kernel *k, Stmt *l, int u) {
     return main;
 }
 
-/* Unroll-and-jam l by u; the remainder is jammed again by the largest power of two that fits
- * (at most u/2), and so on, so that a remainder of 30 columns runs as 16 + 8 + 4 + 2 lanes
- * of vector work rather than 30 scalar iterations. */
-static Stmt *unroll_jam(Program *p, Kernel *k, Stmt *l, int u) {
-    bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
-    if (u < 2 || !private_regs(p->arena, l->body, none, k->nscalars)) return l;
-    Stmt *head = jam_loop(p, k, l, u), *last = head;
-    while (last->next == l) {
-        int64_t rest = l->hi->i - l->lo->i;
-        u = (int)MIN(u, rest);
-        if (u < 2) break;
-        last->next = jam_loop(p, k, l, u);
-        last = last->next;
+/* ---- vectors ---- */
+
+/* Elements of the output type in one target vector. */
+static int lanes(const Program *p, const Kernel *k) {
+    int esz = 4;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->modes[i] & KP_OUT) esz = (int)dtype_size(k->params[i]->dtype);
+    int w = p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
+    return MIN(w, MAX_LANES);
+}
+
+/* Vector registers of the target: 32 with AVX-512, 16 on the others we vectorise for. */
+static int vregs(const Program *p) { return p->vector_bytes >= 64 ? 32 : 16; }
+
+/* The vectors side by side (U) for loop l: with rows blocked around it, few enough that
+ * rows x U accumulators fit the registers; alone (a matrix-vector product), more, so that
+ * more independent chains hide the add latency and each weight row is read in one stream. */
+static int vector_copies(const Program *p, const Kernel *k, const Stmt *l, bool blocked) {
+    int64_t n = l->hi->i - l->lo->i, w = lanes(p, k);
+    int cap = vregs(p) >= 32 ? 4 : 2;
+    if (!blocked) cap *= 2;
+    return (int)MAX(1, MIN(n / w, cap));
+}
+
+/* for ji in 0..w [vector] { u copies of l's body with l's variable := base + w*c + ji }:
+ * `base` is a fresh loop variable (the caller wraps a loop over it) or, when base_var < 0,
+ * the constant `start`. */
+static Stmt *vector_piece(Program *p, Kernel *k, const Stmt *l, int w, int u, int base_var, int64_t start) {
+    Jam m = jam_new(p, k, l->body, u, true);
+    int ji = kir_var(k);
+    for (int c = 0; c < u; c++) {
+        Expr *base = base_var >= 0 ? kx_addc(p, kx_var(p, base_var), (int64_t)w * c)
+                                   : kx_index(p, start + (int64_t)w * c);
+        m.sub[c][l->var] = kx_add(p, base, kx_var(p, ji));
     }
+    Stmt *v = ks_loop(p, ji, 0, w, 1, jam(&m, l->body));
+    v->hints = LH_VECTOR;
+    return v;
+}
+
+/* Replace loop l (lanes_ok) by vector loops of w lanes, u vectors side by side; the rest
+ * by narrower pieces: vectors of w lanes, then one of the remaining lanes (when at least
+ * 2), then the last element as l itself. Returns the first statement; the last one's next
+ * is l->next. */
+static Stmt *vectorize_loop(Program *p, Kernel *k, Stmt *l, int w, int u) {
+    int64_t lo = l->lo->i, hi = l->hi->i, n = hi - lo, mid = lo + n / ((int64_t)w * u) * w * u;
+    Stmt *head = NULL;
+    if (mid > lo) {
+        int jo = kir_var(k);
+        Stmt *outer = ks_loop(p, jo, lo, mid, (int64_t)w * u, vector_piece(p, k, l, w, u, jo, 0));
+        outer->hints = LH_TILE;
+        head = ks_seq(head, outer);
+    }
+    while (hi - mid >= w) {
+        int uu = (int)MIN(u, (hi - mid) / w);
+        head = ks_seq(head, vector_piece(p, k, l, w, uu, -1, mid));
+        mid += (int64_t)w * uu;
+    }
+    if (hi - mid >= 2) {
+        head = ks_seq(head, vector_piece(p, k, l, (int)(hi - mid), 1, -1, mid));
+        mid = hi;
+    }
+    Stmt *next = l->next;
+    if (mid < hi) {
+        l->lo = kx_index(p, mid);
+        l->next = NULL;
+        head = ks_seq(head, l);
+    }
+    Stmt *last = head;
+    while (last->next) last = last->next;
+    last->next = next;
     return head;
 }
+
+/* ---- contractions: vectors along a parallel loop, blocked by an outer one ---- */
 
 static bool has_reduction_child(const Stmt *s) {
     for (; s; s = s->next)
@@ -300,40 +400,47 @@ static bool has_reduction_child(const Stmt *s) {
 }
 
 static bool jammable(const Stmt *s) {
-    return s->kind == S_LOOP && !(s->hints & (LH_REDUCTION | LH_TILE)) && s->step == 1 &&
+    return s->kind == S_LOOP && !(s->hints & (LH_REDUCTION | LH_TILE | LH_VECTOR)) && s->step == 1 &&
            s->lo->kind == E_CONST && s->hi->kind == E_CONST && has_reduction_child(s->body);
 }
 
-/* Walks a statement list, jamming the innermost eligible loops; returns the new list. */
-static Stmt *tile_list(Program *p, Kernel *k, Stmt *s) {
-    Stmt *head = NULL, *prev = NULL;
-    while (s) {
-        Stmt *next = s->next;
-        s->body = tile_list(p, k, s->body);
-        s->then = tile_list(p, k, s->then);
-        s->els = tile_list(p, k, s->els);
-        bool inner_done = false;     /* a jammed loop inside: leave this one alone */
-        for (Stmt *b = s->body; b; b = b->next)
-            if (b->kind == S_LOOP && (b->hints & LH_TILE)) inner_done = true;
-        Stmt *r = s;
-        if (!inner_done && jammable(s)) r = unroll_jam(p, k, s, jam_factor(p, k, s));
-        if (prev) prev->next = r;
-        else head = r;
-        for (prev = r; prev->next != next; prev = prev->next) {}
-        s = next;
-    }
-    return head;
+static bool has_jammable(const Stmt *s) {
+    for (; s; s = s->next)
+        if (jammable(s) || has_jammable(s->body) || has_jammable(s->then) || has_jammable(s->els))
+            return true;
+    return false;
 }
 
-/* ---- register blocking: a second jam around the tiled loop ---- */
+/* Tile's own mark, in `hints` while it runs, of the loops it will vectorise (a loop variable
+ * may have several loops: a convolution's border and interior pieces). */
+enum { PICKED = 1u << 30, BLOCKED = 1u << 29 };
 
-/* Marks the variables of the LH_TILE loops in a list. */
-static void tile_vars(const Stmt *s, bool *tv) {
+/* Picks the innermost jammable loops. */
+static void pick_loops(Stmt *s) {
     for (; s; s = s->next) {
-        if (s->kind == S_LOOP && (s->hints & LH_TILE)) tv[s->var] = true;
-        tile_vars(s->body, tv);
-        tile_vars(s->then, tv);
-        tile_vars(s->els, tv);
+        if (jammable(s) && !has_jammable(s->body)) s->hints |= PICKED;
+        pick_loops(s->body);
+        pick_loops(s->then);
+        pick_loops(s->els);
+    }
+}
+
+static void mark_blocked(Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & PICKED)) s->hints |= BLOCKED;
+        mark_blocked(s->body);
+        mark_blocked(s->then);
+        mark_blocked(s->els);
+    }
+}
+
+/* The variables of the picked loops in a list. */
+static void picked_vars(const Stmt *s, bool *vv) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & PICKED)) vv[s->var] = true;
+        picked_vars(s->body, vv);
+        picked_vars(s->then, vv);
+        picked_vars(s->els, vv);
     }
 }
 
@@ -344,48 +451,7 @@ static bool reads_any(const Expr *e, const bool *vars) {
     return false;
 }
 
-/* The coefficient of variable v in index expression e, or -1 when e is not affine in v. */
-static int64_t var_coef(const Expr *e, int v) {
-    switch (e->kind) {
-    case E_VAR: return e->var == v;
-    case E_CONST: return 0;
-    case E_BIN: {
-        int64_t a = var_coef(e->args[0], v), b = var_coef(e->args[1], v);
-        if (a < 0 || b < 0) return -1;
-        if (e->op == K_ADD) return a + b;
-        if (e->op == K_MUL && e->args[1]->kind == E_CONST) return a * e->args[1]->i;
-        if (e->op == K_MUL && e->args[0]->kind == E_CONST) return b * e->args[0]->i;
-        return a || b ? -1 : 0;
-    }
-    default: return expr_reads_var(e, v) ? -1 : 0;
-    }
-}
-
-/* Do the loads in e that read a tile variable all read it as their unit-stride last index? */
-static bool expr_contiguous(const Expr *e, const bool *tv, int nvars) {
-    if (e->kind == E_LOAD && reads_any(e, tv)) {
-        for (int d = 0; d < e->nargs; d++)
-            for (int v = 0; v < nvars; v++)
-                if (tv[v] && expr_reads_var(e, v) && var_coef(e->args[d], v) != (d == e->nargs - 1))
-                    return false;
-    }
-    for (int i = 0; i < e->nargs; i++)
-        if (!expr_contiguous(e->args[i], tv, nvars)) return false;
-    return true;
-}
-
-static bool stmt_contiguous(const Stmt *s, const bool *tv, int nvars, bool in_red) {
-    for (; s; s = s->next) {
-        if (in_red && s->val && !expr_contiguous(s->val, tv, nvars)) return false;
-        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
-        if (!stmt_contiguous(s->body, tv, nvars, red) || !stmt_contiguous(s->then, tv, nvars, in_red) ||
-            !stmt_contiguous(s->els, tv, nvars, in_red))
-            return false;
-    }
-    return true;
-}
-
-/* Does a load in e read both v and a tile variable? */
+/* Does a load in e read both v and a vectorised variable? */
 static bool expr_ties(const Expr *e, int v, const bool *tv) {
     if (e->kind == E_LOAD && reads_any(e, tv) && expr_reads_var(e, v)) return true;
     for (int i = 0; i < e->nargs; i++)
@@ -393,8 +459,8 @@ static bool expr_ties(const Expr *e, int v, const bool *tv) {
     return false;
 }
 
-/* Does a load inside a reduction loop of the list tie v to a tile variable? Such a load
- * (x[.., oh + kh, ow + kw] for v = oh) differs between copies of v's loop, so jamming v
+/* Does a load inside a reduction loop of the list tie v to a vectorised variable? Such a
+ * load (x[.., oh + kh, ow + kw] for v = oh) differs between copies of v's loop, so jamming v
  * would not share it; loads outside the reductions (a fused residual) run once per output
  * and do not matter. */
 static bool stmt_ties(const Stmt *s, int v, const bool *tv, bool in_red) {
@@ -409,44 +475,55 @@ static bool stmt_ties(const Stmt *s, int v, const bool *tv, bool in_red) {
     return false;
 }
 
-/* The widest tile (copies of the jammed loop) in a list. */
-static int64_t tile_width(const Stmt *s) {
-    int64_t w = 0;
+/* The first picked loop in a list. */
+static const Stmt *inner_vector(const Stmt *s) {
     for (; s; s = s->next) {
-        if (s->kind == S_LOOP && (s->hints & LH_TILE)) w = MAX(w, s->step);
-        w = MAX(w, MAX(tile_width(s->body), MAX(tile_width(s->then), tile_width(s->els))));
+        if (s->kind == S_LOOP && (s->hints & PICKED)) return s;
+        const Stmt *r = inner_vector(s->body);
+        if (!r) r = inner_vector(s->then);
+        if (!r) r = inner_vector(s->els);
+        if (r) return r;
     }
-    return w;
+    return NULL;
 }
 
-/* Copies of l: BLOCK_COPIES, fewer if l is shorter or the body would grow too big. */
-static int block_factor(const Stmt *l) {
-    int64_t v = MIN(BLOCK_COPIES, l->hi->i - l->lo->i);
-    while (v > 1 && (int64_t)stmt_size(l->body) * v > MAX_JAM_NODES) v /= 2;
+/* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
+ * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
+static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
+    int u = vector_copies(p, k, inner, true);
+    int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
+    while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
     return (int)v;
 }
 
-/* Jams, around each tiled loop, the innermost enclosing parallel loop whose copies can share
- * the tile's loads (the output channel of a convolution, the row i of a matmul), so that each
- * vector loaded in the reduction feeds several accumulators. Returns 0 if the list holds no
- * tiled loop, 1 if one not yet blocked, 2 if blocked. */
+/* Jams, around each loop to vectorise, the innermost enclosing parallel loop whose copies
+ * can share its loads (the row i of a matmul, an output pixel of a convolution run with
+ * the output channel innermost), so that each loaded or broadcast value feeds several
+ * accumulators. Returns 0 if the list holds no loop to vectorise, 1 if one not yet blocked,
+ * 2 if blocked. */
 static int block_list(Program *p, Kernel *k, Stmt **list) {
     int st = 0;
     Stmt *prev = NULL;
     for (Stmt *s = *list; s;) {
         Stmt *next = s->next, *r = s;
         int in = 0;
-        if (s->kind == S_LOOP) in = s->hints & LH_TILE ? 1 : block_list(p, k, &s->body);
+        if (s->kind == S_LOOP) in = s->hints & PICKED ? 1 : block_list(p, k, &s->body);
         else if (s->kind == S_IF) in = MAX(block_list(p, k, &s->then), block_list(p, k, &s->els));
-        if (in == 1 && s->kind == S_LOOP && !(s->hints & (LH_REDUCTION | LH_TILE)) &&
-            s->step == 1 && s->lo->kind == E_CONST && s->hi->kind == E_CONST) {
-            bool *tv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
-            tile_vars(s->body, tv);
-            bool narrow = tile_width(s->body) <= NARROW_TILE * lanes(p, k);
-            if (!stmt_ties(s->body, s->var, tv, false) &&
-                (narrow || !stmt_contiguous(s->body, tv, k->nvars, false))) {
-                r = unroll_jam(p, k, s, block_factor(s));
-                if (r != s) in = 2;
+        bool *vv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+        if (s->kind == S_LOOP) picked_vars(s->body, vv);
+        if (in == 1 && s->kind == S_LOOP && !(s->hints & (PICKED | LH_REDUCTION)) && s->step == 1 &&
+            s->lo->kind == E_CONST && s->hi->kind == E_CONST && !stmt_ties(s->body, s->var, vv, false)) {
+            bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+            int f = block_factor(p, k, s, inner_vector(s->body));
+            if (f >= 2 && private_regs(p->arena, s->body, none, k->nscalars)) {
+                /* the rows left over get one narrower block */
+                r = jam_loop(p, k, s, f);
+                mark_blocked(r->body);
+                if (r->next == s && s->hi->i - s->lo->i >= 2) {
+                    r->next = jam_loop(p, k, s, (int)(s->hi->i - s->lo->i));
+                    mark_blocked(r->next->body);
+                }
+                in = 2;
             }
         }
         if (prev) prev->next = r;
@@ -458,15 +535,72 @@ static int block_list(Program *p, Kernel *k, Stmt **list) {
     return st;
 }
 
+/* Vectorises the loops of vv (all their copies after blocking). One that cannot run as
+ * vectors (an if on its variable inside) stays a scalar loop. */
+static Stmt *vector_list(Program *p, Kernel *k, Stmt *s) {
+    Stmt *head = NULL, *prev = NULL;
+    while (s) {
+        Stmt *next = s->next, *r = s;
+        if (s->kind == S_LOOP && (s->hints & PICKED)) {
+            int w = lanes(p, k), u = vector_copies(p, k, s, s->hints & BLOCKED);
+            s->hints &= ~(unsigned)(PICKED | BLOCKED);
+            if (w >= 2 && lanes_ok(p, k, s)) r = vectorize_loop(p, k, s, w, u);
+        } else {
+            s->body = vector_list(p, k, s->body);
+            s->then = vector_list(p, k, s->then);
+            s->els = vector_list(p, k, s->els);
+        }
+        if (prev) prev->next = r;
+        else head = r;
+        for (prev = r; prev->next != next; prev = prev->next) {}
+        s = next;
+    }
+    return head;
+}
+
+/* ---- other kernels: the innermost loops that store ---- */
+
+static bool stores_only(const Stmt *s) {
+    bool store = false;
+    for (; s; s = s->next) {
+        if (s->kind != S_STORE && s->kind != S_SET) return false;
+        store |= s->kind == S_STORE;
+    }
+    return store;
+}
+
+static Stmt *strip_list(Program *p, Kernel *k, Stmt *s) {
+    Stmt *head = NULL, *prev = NULL;
+    while (s) {
+        Stmt *next = s->next, *r = s;
+        if (s->kind == S_LOOP && !(s->hints & (LH_VECTOR | LH_REDUCTION | LH_TILE)) && stores_only(s->body)) {
+            int w = lanes(p, k);
+            if (w >= 2 && lanes_ok(p, k, s) && s->hi->i - s->lo->i >= 2) r = vectorize_loop(p, k, s, w, 1);
+        } else if (!(s->kind == S_LOOP && (s->hints & LH_VECTOR))) {
+            s->body = strip_list(p, k, s->body);
+            s->then = strip_list(p, k, s->then);
+            s->els = strip_list(p, k, s->els);
+        }
+        if (prev) prev->next = r;
+        else head = r;
+        for (prev = r; prev->next != next; prev = prev->next) {}
+        s = next;
+    }
+    return head;
+}
+
 void tile(Program *p) {
     if (p->opt_level < 2) return;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         if (k->dead) continue;
         mark_reductions(k->body);
-        if (k->kclass == KC_ELEMENTWISE || k->kclass == KC_COPY) mark_vectorize(k->body);
-        if (k->kclass != KC_CONTRACTION || !kernel_independent(k)) continue;
-        k->body = tile_list(p, k, k->body);
-        block_list(p, k, &k->body);
+        if (!kernel_independent(k)) continue;
+        if (k->kclass == KC_CONTRACTION) {
+            pick_loops(k->body);
+            block_list(p, k, &k->body);
+            k->body = vector_list(p, k, k->body);
+        }
+        k->body = strip_list(p, k, k->body);
     }
 }

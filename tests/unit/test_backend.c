@@ -686,6 +686,94 @@ static void test_firmware(Arena *a, MathData *d, const char *dir) {
     remove(obj);
 }
 
+/* ---- vector loops (LH_VECTOR) against the interpreter ----
+ * One program with the forms the backend must tell apart: a contiguous load and store, a
+ * broadcast (uniform load), a reversed and a data-dependent index (gathers), a strided
+ * store (scatter), math on vectors, a reduction with lane-private accumulators around an
+ * inner loop, and a narrower remainder tile. The copies and, at --fp-strict, the reduction
+ * must equal the interpreter's bit for bit; the math (the interpreter calls libm) and the
+ * contracted reduction agree within 1e-5. */
+enum { VN = 37, VK = 9 };
+
+static Expr *vld(Program *p, Buf *b, Expr *i) { return kx_load(p, b, &i); }
+
+static Program *vector_prog(Arena *a, const Target *t, bool strict) {
+    Program *p = prog_new(a, strict ? "bvecs" : "bvecc", t);
+    p->fp_strict = strict;
+    Buf *x = buf(p, "x", DT_FLOAT, VN, B_INPUT), *ix = buf(p, "ix", DT_INT32, VN, B_INPUT);
+    Buf *m = buf(p, "m", DT_FLOAT, VK * VN, B_INPUT);
+    Buf *y = buf(p, "y", DT_FLOAT, VN, B_OUTPUT), *z = buf(p, "z", DT_FLOAT, 2 * VN, B_OUTPUT);
+    Buf *r = buf(p, "r", DT_FLOAT, VN, B_OUTPUT);
+    Kernel *k = kir_kernel_new(p, "vec", "test", KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, ix, KP_IN);
+    kir_param(p, k, m, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    kir_param(p, k, z, KP_OUT);
+    kir_param(p, k, r, KP_OUT);
+    int jo = kir_var(k), kv = kir_var(k);
+    Stmt *pieces = NULL;
+    /* [0, 32) as two vectors of 16 in a loop, [32, 37) as one vector of 5 */
+    int64_t starts[2] = {0, 32}, widths[2] = {16, 5};
+    for (int piece = 0; piece < 2; piece++) {
+        int ji = kir_var(k), acc = kir_scalar(p, k, DT_FLOAT);
+        Expr *j = piece ? kx_addc(p, kx_var(p, ji), starts[1]) : kx_add(p, kx_var(p, jo), kx_var(p, ji));
+        Expr *rev = kx_add(p, kx_index(p, VN - 1), kx_mul(p, j, -1));
+        Expr *gath = kx_cast(p, DT_INDEX, vld(p, ix, j));
+        Expr *val = kx_bin(p, K_ADD, kx_un(p, K_EXP, vld(p, x, j)),
+                           kx_bin(p, K_MUL, vld(p, x, kx_index(p, 3)), kx_un(p, K_TANH, vld(p, x, rev))));
+        val = kx_bin(p, K_SUB, val, kx_un(p, K_SIGMOID, vld(p, x, gath)));
+        Stmt *body = ks_store(p, y, (Expr *[]){j}, val);
+        body = ks_seq(body, ks_store(p, z, (Expr *[]){kx_mul(p, j, 2)}, kx_un(p, K_ERF, vld(p, x, j))));
+        body = ks_seq(body, ks_store(p, z, (Expr *[]){kx_addc(p, kx_mul(p, j, 2), 1)}, vld(p, x, rev)));
+        Expr *mk = vld(p, m, kx_add(p, kx_mul(p, kx_var(p, kv), VN), j));
+        Stmt *red = ks_red_loop(p, kv, VK, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc),
+                                 kx_bin(p, K_MUL, mk, vld(p, x, kx_var(p, kv))))));
+        body = ks_seq(body, ks_seq(ks_set(p, acc, kx_const(p, DT_FLOAT, 0.5)), red));
+        body = ks_seq(body, ks_store(p, r, (Expr *[]){kx_cast(p, DT_INDEX, kx_cast(p, DT_INT32, kx_cast(p, DT_FLOAT, j)))},
+                                     kx_scalar(p, k, acc)));
+        Stmt *v = ks_loop(p, ji, 0, widths[piece], 1, body);
+        v->hints = LH_VECTOR;
+        pieces = ks_seq(pieces, piece ? v : ks_loop(p, jo, 0, 32, 16, v));
+    }
+    k->body = pieces;
+    return p;
+}
+
+static void test_vectors(Arena *a, const Target *host, const char *dir) {
+    float x[VN], m[VK * VN];
+    int32_t ix[VN];
+    for (int i = 0; i < VN; i++) {
+        x[i] = (float)sin(i * 1.7) * 3;
+        ix[i] = (i * 7 + 3) % VN;
+    }
+    for (int i = 0; i < VK * VN; i++) m[i] = (float)cos(i * 0.37);
+    for (int strict = 1; strict >= 0; strict--) {
+        Program *p = vector_prog(a, host, strict);
+        kir_verify(p, "test_backend");
+        bufferize(p);
+        const char *obj = arena_printf(a, "%s/%s.o", dir, p->name);
+        be_emit(p, host, 2, EMIT_OBJ, obj);
+        RunFn run = be_load_object(obj, p->name);
+        float y[2][VN], z[2][2 * VN], r[2][VN];
+        const void *in[3] = {x, ix, m};
+        void *out[2][3] = {{y[0], z[0], r[0]}, {y[1], z[1], r[1]}};
+        check(run(in, out[0], NULL) == 0, "vector program runs");
+        kir_interpret(p, in, out[1]);
+        double err = 0;
+        bool same = !strict || !memcmp(r[0], r[1], sizeof r[0]);
+        for (int i = 0; i < VN; i++) {
+            same &= !memcmp(&z[0][2 * i + 1], &z[1][2 * i + 1], sizeof(float));
+            err = fmax(err, fabs(r[0][i] - r[1][i]) + fabs(y[0][i] - y[1][i]) + fabs(z[0][2 * i] - z[1][2 * i]));
+        }
+        char what[160];
+        snprintf(what, sizeof what, "vector loops (gather, scatter, broadcast, math, reduction, remainder)%s: "
+                 "copies%s exact, max diff %g", strict ? " --fp-strict" : "", strict ? " and reduction" : "", err);
+        report(same && err < 1e-5, what);
+        remove(obj);
+    }
+}
+
 int main(void) {
     char dir[] = "/tmp/onnxcc-test-backend-XXXXXX";
     if (!mkdtemp(dir)) die("mkdtemp");
@@ -715,6 +803,7 @@ int main(void) {
     remove(obj);
 
     test_int(a, &host, dir);
+    test_vectors(a, &host, dir);
     test_firmware(a, &md[0], dir);
     rmdir(dir);
     be_target_free(&host);

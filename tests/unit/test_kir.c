@@ -339,6 +339,37 @@ static bool verify_dies(Program *p) {
     return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* Vector loops (LH_VECTOR): the matmul's j loop (2 lanes) around acc = 0; for k: acc += ... */
+static void test_vector_verifier(Program *p) {
+    Kernel *mm = p->kernels[0];
+    Stmt *iloop = mm->body, *jloop = iloop->body, *set = jloop->body, *red = set->next;
+    jloop->hints = LH_VECTOR;
+    check(!verify_dies(p), "verify: vector loop with a lane-private accumulator passes");
+    iloop->hints = LH_VECTOR;
+    check(verify_dies(p), "verify: vector loop nested in a vector loop");
+    iloop->hints = 0;
+    jloop->hi = kx_index(p, 1);
+    check(verify_dies(p), "verify: vector loop of one lane");
+    jloop->hi = kx_index(p, 2);
+    jloop->body = red;                            /* acc read before it is set */
+    check(verify_dies(p), "verify: vector loop reading a private register before setting it");
+    jloop->body = set;
+    Stmt *saved = red->next;
+    red->next = ks_store(p, mm->params[2], (Expr *[]){kx_var(p, iloop->var), kx_var(p, jloop->var)},
+                         kx_scalar(p, mm, 0));
+    jloop->next = NULL;
+    iloop->body = ks_seq(jloop, ks_loop(p, kir_var(mm), 0, 1, 1, ks_set(p, 0, kx_scalar(p, mm, 0))));
+    check(verify_dies(p), "verify: a lane-private register read after the vector loop");
+    red->next = saved;
+    iloop->body = jloop;
+    jloop->next = NULL;
+    set->next = ks_if(p, kx_bin(p, K_LT, kx_var(p, jloop->var), kx_index(p, 1)), red, NULL);
+    check(verify_dies(p), "verify: if on the lane inside a vector loop");
+    set->next = red;
+    jloop->hints = 0;
+    check(!verify_dies(p), "verify: restored program passes");
+}
+
 static void test_verifier(Arena *a) {
     Prog g = matmul_prog(a, DT_INT32, 2, 2, 2);
     Kernel *add = g.p->kernels[1];
@@ -358,6 +389,8 @@ static void test_verifier(Arena *a) {
     Stmt *set = g.p->kernels[0]->body->body->body;
     set->var = 5;                                 /* register out of range */
     check(verify_dies(g.p), "verify: register out of range");
+    set->var = 0;
+    test_vector_verifier(g.p);
 }
 
 static void test_print(Arena *a) {
