@@ -465,10 +465,16 @@ static void use_var(Parser *P, int v) {
     P->k->nvars = MAX(P->k->nvars, v + 1);
 }
 
-/* [word, word N, ...]: each word one of kir_hint_name. A number after a word is read for
- * hints that carry one; none does yet. */
-static unsigned hints(Parser *P) {
-    unsigned h = 0;
+/* One hint word (kir_hint_name[bit]) with its optional number. No hint carries a number yet;
+ * one that does gets its case here. */
+static void set_hint(Parser *P, Stmt *s, int bit, bool has_n, int64_t n, const char *at) {
+    if (has_n) { P->s = at; perr(P, "loop hint '%s' takes no number", kir_hint_name[bit]); }
+    (void)n;
+    s->hints |= 1u << bit;
+}
+
+/* [WORD, WORD N, ...] after the '[' */
+static void hints(Parser *P, Stmt *s) {
     do {
         const char *at = (skip_sp(P), P->s);
         char *w = expect_word(P, "a loop hint");
@@ -476,11 +482,11 @@ static unsigned hints(Parser *P) {
         while (kir_hint_name[i] && strcmp(kir_hint_name[i], w) != 0) i++;
         if (!kir_hint_name[i]) { P->s = at; perr(P, "unknown loop hint '%s'", w); }
         skip_sp(P);
-        if (isdigit((unsigned char)*P->s)) perr(P, "loop hint '%s' takes no number", w);
-        h |= 1u << i;
+        bool has_n = isdigit((unsigned char)*P->s);
+        int64_t n = has_n ? integer(P, "a number") : 0;
+        set_hint(P, s, i, has_n, n, at);
     } while (accept(P, ","));
     expect(P, "]");
-    return h;
 }
 
 static Expr *index_expr(Parser *P, const char *what) {
@@ -506,7 +512,7 @@ static Stmt *loop(Parser *P, int depth) {
         s->step = integer(P, "a step");
         if (s->step <= 0) perr(P, "the step must be positive");
     }
-    if (accept(P, "[")) s->hints = hints(P);
+    if (accept(P, "[")) hints(P, s);
     expect(P, ":");
     expect_end(P);
     P->ln++;
