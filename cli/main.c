@@ -2,6 +2,7 @@
  *
  *   onnxcc [options] MODEL.onnx[.gz] -o OUT.o       writes OUT.o and OUT.h
  *   onnxcc check [options] MODEL [DATA_SET_DIR...]  compiles for the host and compares
+ *   onnxcc --run-pass=PASS[,PASS...] PROG.kir       runs kernel passes on a kernel-IR text
  *
  * Exit status: 0 success, 1 a user error in the model or the files (error()/fatal()), 2 a bad
  * command line (usage(), with a hint to --help). Output files are registered with
@@ -23,6 +24,9 @@ static const char usage_text[] =
     "                                                     compile for the host, run on ONNX\n"
     "                                                     test data (default: the\n"
     "                                                     test_data_set_* next to the model)\n"
+    "       onnxcc --run-pass=PASS[,PASS...] PROG.kir      read kernel IR text (as --print-after\n"
+    "                                                     prints it), run the kernel passes\n"
+    "                                                     in order, print the result\n"
     "options:\n"
     "  -o PATH               output file; the C header is PATH with its extension made .h\n"
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
@@ -40,21 +44,34 @@ static const char usage_text[] =
     "  --print-after=PASS    print the IR after PASS to stdout\n"
     "  --print-after-all     print the IR after every pass\n"
     "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
+    "  --run-pass=P1,P2..    see above: kernel passes (fuse, tile, bufferize) on a .kir\n"
+    "                        file; an empty list only reads, verifies and prints it\n"
+    "  --roundtrip-kir       (tests) after each kernel pass, print the kernel IR, read it\n"
+    "                        back and abort if printing that gives another text\n"
     "  -v                    progress and pass timings on stderr\n"
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
     "                        (default 1e-3 and 1e-7)\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n";
 
+/* From the pass table (passes/pipeline.c): the names in order on one line, then one line
+ * per pass with the lowest -O level that runs it and the IR it works on. */
 static void print_passes(FILE *f) {
+    static const char *const ir[] = {[PASS_GRAPH] = "graph", [PASS_GRAPH_OPTS] = "graph",
+                                     [PASS_LOWER] = "graph->kernel", [PASS_KERNEL] = "kernel"};
     fputs("passes:", f);
-    for (int i = 0; pass_names[i]; i++) fprintf(f, " %s", pass_names[i]);
-    fputc('\n', f);
+    for (int i = 0; i < npasses; i++) fprintf(f, " %s", passes[i].name);
+    fputs("\n  (in this order; from -O, on IR: what it does)\n", f);
+    for (int i = 0; i < npasses; i++)
+        fprintf(f, "  %-15s -O%d  %-13s  %s\n", passes[i].name, passes[i].min_opt, ir[passes[i].ir],
+                passes[i].doc);
 }
 
-static const char *pass_list(Arena *a) {
+/* The names of the passes on `ir` (any IR if ir < 0), comma-separated. */
+static const char *pass_list(Arena *a, int ir) {
     const char *s = "";
-    for (int i = 0; pass_names[i]; i++) s = arena_printf(a, "%s%s%s", s, i ? ", " : "", pass_names[i]);
+    for (int i = 0; i < npasses; i++)
+        if (ir < 0 || (int)passes[i].ir == ir) s = arena_printf(a, "%s%s%s", s, *s ? ", " : "", passes[i].name);
     return s;
 }
 
@@ -132,12 +149,6 @@ static void add_binding(Arena *a, Cli *c, const char *arg) {
     memcpy(b->dims, t.dims, sizeof b->dims);
 }
 
-static bool valid_pass(const char *name) {
-    for (int i = 0; pass_names[i]; i++)
-        if (strcmp(pass_names[i], name) == 0) return true;
-    return false;
-}
-
 static double parse_tol(const char *flag, const char *s) {
     char *end;
     double x = strtod(s, &end);
@@ -184,6 +195,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--verify") == 0) c->o.verify = true;
     else if (strcmp(arg, "--no-verify") == 0) c->o.verify = false;
     else if (strcmp(arg, "--fp-strict") == 0) c->o.fp_strict = true;
+    else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
     else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
@@ -195,9 +207,9 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
     else if ((v = opt_value("--print-after", argc, argv, i))) {
-        if (!valid_pass(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a));
+        if (!pass_find(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a, -1));
         c->o.print_after = v;
-    } else usage("unknown option '%s'", arg);
+    } else if ((v = opt_value("--run-pass", argc, argv, i))) c->run_pass = v; else usage("unknown option '%s'", arg);
     return true;
 }
 
@@ -234,6 +246,37 @@ static void check_writable(Arena *a, const char *out) {
         fatal(out, "cannot write the output: directory '%s': %s", dir, strerror(errno));
 }
 
+/* --run-pass=LIST PROG.kir: the kernel passes of LIST, in order, on a parsed program (any -O
+ * level above 1 lets tile work; the vector width is the program header's). The result goes
+ * to stdout. */
+static int run_pass_main(Arena *a, Cli *c) {
+    if (c->out) usage("--run-pass prints the program on stdout: -o is not used");
+    const Pass **ps = ARENA_ARRAY(a, const Pass *, strlen(c->run_pass) + 1);
+    int n = 0;
+    for (const char *s = c->run_pass; *s;) {
+        size_t len = strcspn(s, ",");
+        const char *name = arena_printf(a, "%.*s", (int)len, s);
+        ps[n] = pass_find(name);
+        if (!ps[n] || ps[n]->ir != PASS_KERNEL)
+            usage("--run-pass: '%s' is not a kernel pass (kernel passes: %s)", name,
+                  pass_list(a, PASS_KERNEL));
+        n++;
+        s += len;
+        if (*s) s++;
+    }
+    size_t size;
+    uint8_t *bytes = fe_read_file(a, c->model, &size);
+    char *text = arena_alloc(a, size + 1);
+    memcpy(text, bytes, size);
+    if (strlen(text) != size) fatal(c->model, "not a text file (it holds a NUL byte)");
+    Program *p = kir_parse(a, c->model, text);
+    p->opt_level = c->o.opt_level;
+    if (c->o.verify) kir_verify(p, arena_printf(a, "reading %s", c->model));
+    run_kernel_passes(p, ps, n, &c->o);
+    kir_print(stdout, p);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static int compile_main(Arena *a, Cli *c) {
     if (!c->out) usage("no output file given (-o OUT.o)");
     const char *header = header_path(a, c->out);
@@ -265,7 +308,8 @@ int main(int argc, char **argv) {
         if (!(isalnum((unsigned char)*s) || *s == '_') || isdigit((unsigned char)c.name[0]))
             usage("--name '%s' is not a C identifier", c.name);
     if (check && c.triple) usage("check runs the model on this machine: --target is not allowed");
-    int rc = check ? check_main(a, &c) : compile_main(a, &c);
+    if (check && c.run_pass) usage("--run-pass is not an option of check");
+    int rc = check ? check_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
     arena_free(a);
     return rc;
 }

@@ -319,9 +319,9 @@ static Val eval_un(Interp *in, const Expr *e) {
 static Val eval_bin(Interp *in, const Expr *e) {
     DType t = e->args[0]->type;
     Val a = eval(in, e->args[0]), b = eval(in, e->args[1]);
-    if (e->op >= K_LT && e->op <= K_NE) return ival(DT_BOOL, compare(e->op, t, a, b));
+    if (kop_flags[e->op] & KF_CMP) return ival(DT_BOOL, compare(e->op, t, a, b));
     if (dtype_is_float(t)) {
-        if (e->op >= K_AND) die("interpreter: %s on %s", kop_name[e->op], dtype_name(t));
+        if (kop_flags[e->op] & KF_BITWISE) die("interpreter: %s on %s", kop_name[e->op], dtype_name(t));
         return fval(t, fbinary(e->op, a.f, b.f, is_single(t)));
     }
     return ival(t, ibinary(e->op, t, a, b));

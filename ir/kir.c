@@ -5,7 +5,17 @@
 #include <string.h>
 
 const char *const kop_name[K_COUNT] = {
-#define X(n) #n,
+#define X(n, arity, flags) #n,
+    KOPS(X)
+#undef X
+};
+const unsigned char kop_arity[K_COUNT] = {
+#define X(n, arity, flags) arity,
+    KOPS(X)
+#undef X
+};
+const unsigned char kop_flags[K_COUNT] = {
+#define X(n, arity, flags) flags,
     KOPS(X)
 #undef X
 };
@@ -20,11 +30,27 @@ Program *kir_program_new(Arena *a, const char *name) {
     return p;
 }
 
+static bool name_taken(const Program *p, const char *name) {
+    for (int i = 0; i < p->nbufs; i++)
+        if (strcmp(p->bufs[i]->name, name) == 0) return true;
+    return false;
+}
+
+/* Buffer names are unique in a program so that the text form can refer to buffers by name: a
+ * view named like what it views (lowering does that) becomes "name.2", and so on. */
+static char *unique_name(Program *p, const char *name) {
+    if (!name_taken(p, name)) return arena_strdup(p->arena, name);
+    for (int n = 2;; n++) {
+        char *s = arena_printf(p->arena, "%s.%d", name, n);
+        if (!name_taken(p, s)) return s;
+    }
+}
+
 Buf *kir_buf_new(Program *p, const char *name, DType t, int rank, const int64_t *dims, BufKind k) {
     p->bufs = arena_grow(p->arena, p->bufs, p->nbufs, &p->capbufs, p->nbufs + 1, sizeof(Buf *));
     Buf *b = ARENA_NEW(p->arena, Buf);
     b->id = p->nbufs;
-    b->name = arena_strdup(p->arena, name);
+    b->name = unique_name(p, name);
     b->dtype = t;
     b->rank = rank;
     if (rank < 0 || rank > MAX_RANK) die("buffer %s: rank %d", name, rank);
@@ -159,11 +185,9 @@ Expr *kx_cast(Program *p, DType to, Expr *a) {
     return e;
 }
 
-static bool is_cmp(KOp op) { return op >= K_LT && op <= K_NE; }
-
 Expr *kx_bin(Program *p, KOp op, Expr *a, Expr *b) {
     if (a->type != b->type) die("kx_bin %s: operand types %d and %d", kop_name[op], a->type, b->type);
-    Expr *e = mk(p, E_BIN, is_cmp(op) ? DT_BOOL : a->type, 2);
+    Expr *e = mk(p, E_BIN, kop_flags[op] & KF_CMP ? DT_BOOL : a->type, 2);
     e->op = op;
     e->args[0] = a;
     e->args[1] = b;

@@ -30,7 +30,8 @@ typedef enum BufKind { B_TEMP, B_INPUT, B_OUTPUT, B_CONST } BufKind;
 
 typedef struct Buf {
     int id;
-    char *name;                     /* the graph value it came from */
+    char *name;                     /* the graph value it came from; unique in the program
+                                       (kir_buf_new appends .2, .3, ... if taken) */
     DType dtype;
     int rank;
     int64_t dims[MAX_RANK];
@@ -77,26 +78,38 @@ typedef enum ExprKind {
  *   than the kernels one by one. The backend converts with integer code on the bits (no
  *   compiler-rt half calls); kir_interpret with the same arithmetic.
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers). */
-/* ORDER KOPS: unary operators first with K_SIGN last among them (ir/kverify.c tells unary
- * from binary by `op > K_SIGN`), then binary ones from K_ADD on, with K_LT..K_NE contiguous and
- * in this order (backend/kernel.c, compare) and K_AND.. last. New unary ops go before K_SIGN,
- * new binary ones at the end. The trig/hyperbolic ops are kept accurate to a few ulp of libm;
+/* The operator table: X(name, arity, flags). Arity (1 or 2) and the flags are looked up
+ * (kop_arity[], kop_flags[]); no code tells operators apart by their position, except that
+ * K_LT..K_NE stay contiguous and in this order: backend/kernel.c's compare() indexes its
+ * predicate tables by op - K_LT (ORDER K_LT K_LE K_GT K_GE K_EQ K_NE). The text form
+ * (ir/kprint.c, ir/kparse.c) writes an operator as its name in lower case unless it has an
+ * infix spelling. The trig/hyperbolic ops are kept accurate to a few ulp of libm;
  * K_SIN/K_COS/K_TAN reduce their argument with Cody-Waite, exact for |x| < 1e5 (float) and
  * 1.6e6 (double), and lose accuracy beyond (backend/math.c). */
+enum {
+    KF_CMP = 1,                     /* a comparison: gives DT_BOOL */
+    KF_BITWISE = 2,                 /* bool and integer operands only, never float */
+};
 #define KOPS(X) \
-    X(NEG) X(ABS) X(NOT) X(CAST) X(SQRT) X(EXP) X(LOG) X(TANH) X(SIGMOID) X(ERF) \
-    X(FLOOR) X(CEIL) X(ROUND) X(RECIP) \
-    X(SIN) X(COS) X(TAN) X(ASIN) X(ACOS) X(ATAN) X(SINH) X(COSH) X(ASINH) X(ACOSH) X(ATANH) \
-    X(SIGN) \
-    X(ADD) X(SUB) X(MUL) X(DIV) X(REM) X(MIN) X(MAX) X(POW) \
-    X(LT) X(LE) X(GT) X(GE) X(EQ) X(NE) X(AND) X(OR) X(XOR)
+    X(NEG, 1, 0) X(ABS, 1, 0) X(NOT, 1, 0) X(CAST, 1, 0) X(SQRT, 1, 0) X(EXP, 1, 0) \
+    X(LOG, 1, 0) X(TANH, 1, 0) X(SIGMOID, 1, 0) X(ERF, 1, 0) X(FLOOR, 1, 0) X(CEIL, 1, 0) \
+    X(ROUND, 1, 0) X(RECIP, 1, 0) X(SIN, 1, 0) X(COS, 1, 0) X(TAN, 1, 0) X(ASIN, 1, 0) \
+    X(ACOS, 1, 0) X(ATAN, 1, 0) X(SINH, 1, 0) X(COSH, 1, 0) X(ASINH, 1, 0) X(ACOSH, 1, 0) \
+    X(ATANH, 1, 0) X(SIGN, 1, 0) \
+    X(ADD, 2, 0) X(SUB, 2, 0) X(MUL, 2, 0) X(DIV, 2, 0) X(REM, 2, 0) X(MIN, 2, 0) \
+    X(MAX, 2, 0) X(POW, 2, 0) \
+    X(LT, 2, KF_CMP) X(LE, 2, KF_CMP) X(GT, 2, KF_CMP) X(GE, 2, KF_CMP) X(EQ, 2, KF_CMP) \
+    X(NE, 2, KF_CMP) \
+    X(AND, 2, KF_BITWISE) X(OR, 2, KF_BITWISE) X(XOR, 2, KF_BITWISE)
 typedef enum KOp {
-#define X(n) K_##n,
+#define X(n, arity, flags) K_##n,
     KOPS(X)
 #undef X
     K_COUNT
 } KOp;
 extern const char *const kop_name[K_COUNT];    /* "ADD", "EXP", ... */
+extern const unsigned char kop_arity[K_COUNT];  /* operands: 1 or 2 */
+extern const unsigned char kop_flags[K_COUNT];  /* KF_* */
 
 typedef struct Buf Buf;
 typedef struct Expr {
@@ -136,7 +149,8 @@ typedef struct Stmt {
  * iterations are independent, registers set in the body are lane-private (set before read on
  * every path of the body, never read outside vector loops), registers only read are uniform.
  * Loop bounds and if conditions inside it must not depend on the lane (kverify.c). */
-enum { LH_VECTORIZE = 1, LH_UNROLL = 2, LH_TILE = 4, LH_REDUCTION = 8, LH_VECTOR = 16 };
+/* Loop hints; their words in the text form are kir_hint_name[bit] (ORDER LH). */
+enum { LH_TILE = 1, LH_REDUCTION = 2, LH_VECTOR = 4 };
 enum { MAX_LANES = 64 };
 
 typedef enum ParamMode { KP_IN = 1, KP_OUT = 2, KP_INOUT = 3 } ParamMode;
@@ -224,6 +238,17 @@ Stmt *ks_clone(Program *p, const Stmt *s);
 
 /* ---- text form, verifier, interpreter ---- */
 void kir_print(FILE *f, Program *p);
+/* Words of the text form, indexed by BufKind, KernelClass, ParamMode and LH_* bit number (the
+ * last NULL-terminated); the printer writes them and the parser (ir/kparse.c) reads them. */
+extern const char *const kir_bufkind_name[], *const kir_kclass_name[], *const kir_mode_name[],
+    *const kir_hint_name[];
+/* Read the text kir_print writes (ir/kparse.c). `path` names the text in messages; a mistake
+ * in it is a user error at path:line:col. B_CONST buffers come back without contents: the
+ * text form does not carry weights, so a parsed program can go through the kernel passes and
+ * be printed, not run. */
+Program *kir_parse(Arena *a, const char *path, const char *text);
+/* Print p, parse the text, print again; die()s naming the pass if the texts differ. */
+void kir_roundtrip(Program *p, const char *after);
 void kir_verify(Program *p, const char *after);     /* die()s naming the pass on failure */
 /* Run the program on the host (constant folding; tests). inputs/outputs as in run(). */
 void kir_interpret(Program *p, const void *const *inputs, void *const *outputs);

@@ -35,8 +35,6 @@ static int param_mode(const Kernel *k, const Buf *b) {
     return 0;
 }
 
-static bool is_cmp(KOp op) { return op >= K_LT && op <= K_NE; }
-
 static void check_expr(Check *c, const Expr *e);
 
 static void check_index(Check *c, const Buf *b, Expr *const *idx, int n, const char *what) {
@@ -56,16 +54,16 @@ static void check_un(Check *c, const Expr *e) {
         if (e->type != DT_BOOL && e->type != a) fail(c, "not: bad types");
         return;
     }
-    if (e->op > K_SIGN) fail(c, "unary expression with binary operator %s", kop_name[e->op]);
+    if (kop_arity[e->op] != 1) fail(c, "unary expression with binary operator %s", kop_name[e->op]);
     if (e->type != a)
         fail(c, "%s of %s gives %s", kop_name[e->op], dtype_name(a), dtype_name(e->type));
 }
 
 static void check_bin(Check *c, const Expr *e) {
     DType a = e->args[0]->type, b = e->args[1]->type;
-    if (e->op < K_ADD) fail(c, "binary expression with unary operator %s", kop_name[e->op]);
+    if (kop_arity[e->op] != 2) fail(c, "binary expression with unary operator %s", kop_name[e->op]);
     if (a != b) fail(c, "%s of %s and %s", kop_name[e->op], dtype_name(a), dtype_name(b));
-    DType want = is_cmp(e->op) ? DT_BOOL : a;
+    DType want = kop_flags[e->op] & KF_CMP ? DT_BOOL : a;
     if (e->type != want)
         fail(c, "%s gives %s, expected %s", kop_name[e->op], dtype_name(e->type), dtype_name(want));
 }

@@ -1,21 +1,40 @@
 /* pipeline.c - every pass of onnxcc, in order, in one place.
  *
- * run_pipeline() is the whole compiler between the frontend and the backend: a flat list of
- * passes, each a plain function over the graph IR (before lowering) or the kernel IR (after).
- * Between passes it prints the IR when asked (--print-after=PASS, --print-after-all), runs the
- * verifier of the current IR (unless --no-verify) and reports timings with -v. The -O level
- * decides which optimising passes run; a pass that does not run at this level is still
- * announced by --print-after, so a missing dump is never a mystery. */
+ * The pass table below is the whole compiler between the frontend and the backend: one row per
+ * pass, in the order they run, with the lowest -O level that runs it, the IR it works on and a
+ * one-line summary. run_pipeline() walks it; --help prints it and --print-after / --run-pass
+ * look names up in it, so there is no second list to keep in step. Each pass is a plain
+ * function over the graph IR (before lowering) or the kernel IR (after); `lower` is the one
+ * pass that takes a graph and gives a program. Between passes the driver prints the IR when
+ * asked (--print-after=PASS, --print-after-all), runs the verifier of the current IR (unless
+ * --no-verify), reads the kernel IR's text form back when asked (--roundtrip-kir) and reports
+ * timings with -v. A pass that does not run at this -O level is still announced by
+ * --print-after, so a missing dump is never a mystery. */
 #include <string.h>
 #include <time.h>
 
 #include "pipeline.h"
 
-/* ORDER PASS: the order in which run_pipeline runs them. */
-const char *const pass_names[] = {
-    "fix_shapes", "canonicalize", "infer_shapes", "simplify", "fuse_batchnorm",
-    "fold_constants", "lower", "fuse", "tile", "bufferize", NULL,
+const Pass passes[] = {
+    {"fix_shapes", 0, PASS_GRAPH_OPTS, {.graph_opts = fix_shapes},
+     "--shape and --bind; no symbolic input dims left"},
+    {"canonicalize", 0, PASS_GRAPH, {.graph = canonicalize}, "one form per op; Constant -> data"},
+    {"infer_shapes", 0, PASS_GRAPH, {.graph = infer_shapes}, "static shapes; folds shape subgraphs"},
+    {"simplify", 0, PASS_GRAPH, {.graph = simplify}, "drop Identity, Dropout, no-op reshapes"},
+    {"fuse_batchnorm", 1, PASS_GRAPH, {.graph = fuse_batchnorm}, "BN into Conv/Gemm weights"},
+    {"fold_constants", 0, PASS_GRAPH, {.graph = fold_constants}, "whatever became constant since"},
+    {"lower", 0, PASS_LOWER, {.lower = lower}, "graph IR -> kernel IR (rules_*.c)"},
+    {"fuse", 1, PASS_KERNEL, {.kernel = fuse}, "elementwise consumers into producers"},
+    {"tile", 2, PASS_KERNEL, {.kernel = tile}, "loop splitting for caches and vectors"},
+    {"bufferize", 0, PASS_KERNEL, {.kernel = bufferize}, "arena offsets of the temporaries"},
 };
+const int npasses = COUNTOF(passes);
+
+const Pass *pass_find(const char *name) {
+    for (int i = 0; i < npasses; i++)
+        if (strcmp(passes[i].name, name) == 0) return &passes[i];
+    return NULL;
+}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -37,6 +56,7 @@ static void after(const Options *o, const char *pass, double t0, Graph *g, Progr
         else kir_print(stdout, p);
         fflush(stdout);
     }
+    if (p && o->roundtrip_kir) kir_roundtrip(p, pass);
     if (!o->verify) return;
     if (g) ir_verify(g, pass);
     else kir_verify(p, pass);
@@ -47,29 +67,33 @@ static void skipped(const Options *o, const char *pass) {
     if (wants_print(o, pass)) printf("; --- %s skipped at -O%d ---\n", pass, o->opt_level);
 }
 
-/* The graph passes take and return nothing but the graph; these wrappers keep the list below
- * one line per pass. */
-#define GRAPH_PASS(name, call) do { double t0 = now_ms(); call; after(o, name, t0, g, NULL); } while (0)
-#define KERNEL_PASS(name, call) do { double t0 = now_ms(); call; after(o, name, t0, NULL, p); } while (0)
+/* One pass of the table on whichever IR it takes; lowering replaces *g by *p. */
+static void run_pass(const Pass *ps, Graph *g, Program **p, const Options *o) {
+    double t0 = now_ms();
+    switch (ps->ir) {
+    case PASS_GRAPH: ps->fn.graph(g); break;
+    case PASS_GRAPH_OPTS: ps->fn.graph_opts(g, o); break;
+    case PASS_LOWER: *p = ps->fn.lower(g, o); break;
+    case PASS_KERNEL: ps->fn.kernel(*p); break;
+    }
+    after(o, ps->name, t0, *p ? NULL : g, *p);
+}
 
 Program *run_pipeline(Graph *g, const Options *o) {
     Options dflt = {.opt_level = 2, .verify = true};
     if (!o) o = &dflt;
-    int opt = o->opt_level;
     Program *p = NULL;
-
-    GRAPH_PASS("fix_shapes", fix_shapes(g, o));        /* --shape; no symbolic input dims left */
-    GRAPH_PASS("canonicalize", canonicalize(g));       /* one form per op; Constant -> data */
-    GRAPH_PASS("infer_shapes", infer_shapes(g));       /* static shapes; folds shape subgraphs */
-    GRAPH_PASS("simplify", simplify(g));               /* drop Identity, Dropout, no-op reshapes */
-    if (opt >= 1) GRAPH_PASS("fuse_batchnorm", fuse_batchnorm(g)); /* BN into Conv/Gemm weights */
-    else skipped(o, "fuse_batchnorm");
-    GRAPH_PASS("fold_constants", fold_constants(g));   /* whatever became constant since */
-    KERNEL_PASS("lower", p = lower(g, o));             /* graph IR -> kernel IR (rules_*.c) */
-    if (opt >= 1) KERNEL_PASS("fuse", fuse(p));        /* elementwise consumers into producers */
-    else skipped(o, "fuse");
-    if (opt >= 2) KERNEL_PASS("tile", tile(p));        /* loop splitting for caches and vectors */
-    else skipped(o, "tile");
-    KERNEL_PASS("bufferize", bufferize(p));            /* arena offsets of the temporaries */
+    for (int i = 0; i < npasses; i++) {
+        if (o->opt_level >= passes[i].min_opt) run_pass(&passes[i], g, &p, o);
+        else skipped(o, passes[i].name);
+    }
+    if (o->roundtrip_kir) fprintf(stderr, "onnxcc: kernel IR text read back identically after every kernel pass\n");
     return p;
+}
+
+void run_kernel_passes(Program *p, const Pass *const *ps, int n, const Options *o) {
+    for (int i = 0; i < n; i++) {
+        if (ps[i]->ir != PASS_KERNEL) die("run_kernel_passes: %s is not a kernel pass", ps[i]->name);
+        run_pass(ps[i], NULL, &p, o);
+    }
 }

@@ -20,6 +20,7 @@ typedef struct Options {
     bool print_after_all;
     bool verify;                    /* run the verifiers between passes */
     bool fp_strict;                 /* --fp-strict: no FMA contraction (Program.fp_strict) */
+    bool roundtrip_kir;             /* print, parse and print the kernel IR after each pass */
     const char **shape_names;       /* --shape NAME=1x3x224x224 */
     int64_t (*shape_dims)[MAX_RANK];
     int *shape_ranks;
@@ -47,9 +48,32 @@ void fuse(Program *p);              /* elementwise consumers into their producer
 void tile(Program *p);              /* split/reorder loops for cache and vector width */
 void bufferize(Program *p);         /* liveness-based arena offsets, in-place reuse */
 
+/* The pass table (pipeline.c): every pass, in the order run_pipeline runs them. */
+typedef enum PassIR {
+    PASS_GRAPH,                     /* void f(Graph *) */
+    PASS_GRAPH_OPTS,                /* void f(Graph *, const Options *) */
+    PASS_LOWER,                     /* Program *f(Graph *, const Options *): graph -> kernel IR */
+    PASS_KERNEL,                    /* void f(Program *) */
+} PassIR;
+typedef struct Pass {
+    const char *name;
+    int min_opt;                    /* the lowest -O level that runs it */
+    PassIR ir;
+    union {
+        void (*graph)(Graph *);
+        void (*graph_opts)(Graph *, const Options *);
+        Program *(*lower)(Graph *, const Options *);
+        void (*kernel)(Program *);
+    } fn;
+    const char *doc;                /* one line, for --help */
+} Pass;
+extern const Pass passes[];
+extern const int npasses;
+const Pass *pass_find(const char *name);        /* NULL if there is no such pass */
+
 /* Runs the whole pipeline up to and including bufferization; prints/verifies as asked. */
 Program *run_pipeline(Graph *g, const Options *o);
-/* Names of all passes in order, NULL-terminated (for --help and --print-after checks). */
-extern const char *const pass_names[];
+/* Runs the given kernel passes on p in this order, whatever the -O level (--run-pass). */
+void run_kernel_passes(Program *p, const Pass *const *ps, int n, const Options *o);
 
 #endif

@@ -11,6 +11,10 @@
 # from this run's results (for the tests run; the others keep their entries), with the first
 # error line of each as a comment. Logs: build/golden/SUITE/TEST.log; the bookkeeping of one
 # run lives in its own build/golden/run.PID/, so that runs at the same time do not mix.
+# Every compilation also checks the kernel IR's text form (onnxcc --roundtrip-kir): after each
+# kernel pass the program is printed, parsed (ir/kparse.c) and printed again, and the two texts
+# must be the same; a line before the last counts the models for which that held and those for
+# which it did not (the latter are failures, listed or not).
 # Last line: "golden: N passed, N failed, N skipped"; exit 1 on any failure.
 set -u
 SELF=$(cd "$(dirname "$0")" && pwd)/${0##*/}
@@ -27,7 +31,7 @@ export ONNXCC DATA LOGS
 if [ "${1:-}" = --one ]; then
     mkdir -p "$LOGS/${2%/*}"
     rc=0
-    timeout 60 $ONNXCC check "$DATA/$2/model.onnx" </dev/null >"$LOGS/$2.log" 2>&1 || rc=$?
+    timeout 60 $ONNXCC check --roundtrip-kir "$DATA/$2/model.onnx" </dev/null >"$LOGS/$2.log" 2>&1 || rc=$?
     [ $rc = 124 ] && echo "golden: timed out after 60 s" >>"$LOGS/$2.log"
     echo "$2 $rc" >>"$RUN/results.txt"
     exit 0
@@ -112,6 +116,17 @@ if [ $missing != 0 ]; then
     echo "FAIL golden: $missing tests left no result"
     failed=$((failed + missing))
 fi
+
+# The kernel-IR round trip, from the logs of this run (one grep over all of them).
+sed "s|.*|$LOGS/&.log|" $tests >$RUN/logs.txt
+rt_ok=$(xargs grep -l -F 'kernel IR text read back identically' <$RUN/logs.txt | wc -l)
+xargs grep -l -F 'does not read back' <$RUN/logs.txt >$RUN/rt-bad.txt
+rt_bad=$(wc -l <$RUN/rt-bad.txt)
+while read -r log; do
+    echo "FAIL kernel IR round trip: $(grep -m 1 -F 'does not read back' "$log") (log $log)"
+done <$RUN/rt-bad.txt
+echo "golden: kernel IR text read back identically for $rt_ok models, $rt_bad mismatched"
+failed=$((failed + rt_bad))
 
 if [ $update = 1 ]; then
     # Keep the entries of tests that were not run this time, replace the others by this run's.
