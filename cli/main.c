@@ -44,7 +44,7 @@ static const char usage_text[] =
     "  --print-after=PASS    print the IR after PASS to stdout\n"
     "  --print-after-all     print the IR after every pass\n"
     "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
-    "  --run-pass=P1,P2..    see above: kernel passes (fuse, tile, bufferize) on a .kir\n"
+    "  --run-pass=P1,P2..    see above: kernel passes (fuse, schedule, bufferize) on a .kir\n"
     "                        file; an empty list only reads, verifies and prints it\n"
     "  --roundtrip-kir       (tests) after each kernel pass, print the kernel IR, read it\n"
     "                        back and abort if printing that gives another text\n"
@@ -247,7 +247,7 @@ static void check_writable(Arena *a, const char *out) {
 }
 
 /* --run-pass=LIST PROG.kir: the kernel passes of LIST, in order, on a parsed program (any -O
- * level above 1 lets tile work; the vector width is the program header's). The result goes
+ * level above 1 lets schedule work; the vector width is the program header's). The result goes
  * to stdout. */
 static int run_pass_main(Arena *a, Cli *c) {
     if (c->out) usage("--run-pass prints the program on stdout: -o is not used");

@@ -131,7 +131,7 @@ typedef struct Stmt {
     struct Stmt *next;              /* statement list */
     /* S_LOOP: for (var = lo; var < hi; var += step) body */
     int var;
-    Expr *lo, *hi;                  /* DT_INDEX; constants unless tiling made a tail bound */
+    Expr *lo, *hi;                  /* DT_INDEX; constants unless a pass made a tail bound */
     int64_t step;
     struct Stmt *body;
     unsigned hints;                 /* LH_* */
@@ -155,7 +155,7 @@ enum { MAX_LANES = 64 };
 
 typedef enum ParamMode { KP_IN = 1, KP_OUT = 2, KP_INOUT = 3 } ParamMode;
 
-/* What lowering knows about a kernel's shape of computation: guides fusion and tiling. */
+/* What lowering knows about a kernel's shape of computation: guides fusion and scheduling. */
 typedef enum KernelClass {
     KC_GENERIC,     /* anything */
     KC_ELEMENTWISE, /* loops over out dims (vars 0..rank-1 in order, lo 0, step 1), one store
@@ -177,6 +177,8 @@ typedef struct Kernel {
     DType *scalars;                 /* types of the scalar registers */
     int nscalars, capscalars;
     bool dead;                      /* removed by a pass; dropped by kir_compact */
+    char *sched;                    /* the loop primitives the schedule pass applied, in order
+                                       ("split(i1,16) jam(i0,6) ..."), or NULL */
 } Kernel;
 
 typedef struct Program {
@@ -190,7 +192,7 @@ typedef struct Program {
     int ninputs, noutputs;
     int64_t arena_size;             /* bufferize */
     int arena_align;                /* bytes; set from the target before bufferize */
-    int vector_bytes;               /* target's preferred vector width (tiling) */
+    int vector_bytes;               /* target's preferred vector width (schedule) */
     int opt_level;                  /* -O0..-O3 */
     bool fp_strict;                 /* no FMA contraction even at -O2 (the backend) */
 } Program;
@@ -228,7 +230,7 @@ Stmt *ks_store(Program *p, Buf *b, Expr **idx, Expr *val); /* idx copied */
 Stmt *ks_set(Program *p, int reg, Expr *val);
 Stmt *ks_if(Program *p, Expr *cond, Stmt *then, Stmt *els);
 Stmt *ks_seq(Stmt *a, Stmt *b);                 /* append list b to list a; returns head */
-/* for (var = 0; var < n; var++) body, marked LH_REDUCTION (tiling keeps it inside). */
+/* for (var = 0; var < n; var++) body, marked LH_REDUCTION (the schedule keeps it inside). */
 Stmt *ks_red_loop(Program *p, int var, int64_t n, Stmt *body);
 /* a && b where either may be NULL (no condition): NULL when both are. */
 Expr *kx_and(Program *p, Expr *a, Expr *b);

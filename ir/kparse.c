@@ -9,6 +9,7 @@
  *   program NAME (arena N bytes, align A[, vector V])
  *     buf %NAME: DTYPE[D0,D1,..] input I | output I | const | temp (@OFF | @? | unused)
  *         [live F..L] | view of %NAME
+ *   ; schedule NAME: STEPS                             (optional, right before its kernel)
  *   kernel NAME (OPS, CLASS)[ dead] (MODE %NAME, ...):
  *     scalars r0:DTYPE r1:DTYPE ...
  *     for iN in LO..HI[ step S][ [HINT, HINT N, ...]]:   |  if COND:  ...  else:
@@ -18,7 +19,8 @@
  * and constants: 12 (index), 12:int32, 1.5 (float32), 1.5:float64, inf, nan, true, false.
  * Types are never written on expressions: they follow from buffers, registers and constants.
  * Lines whose first non-blank character is '#' or ';' are comments (so a --print-after dump
- * reads as it is). Constants come back without contents (see kir.h). Buffer names are unique
+ * reads as it is), except that a line `; schedule NAME: STEPS` right before `kernel NAME` is the
+ * kernel's schedule line (Kernel.sched). Constants come back without contents (see kir.h). Buffer names are unique
  * in a program (kir_buf_new), so a name is all a reference needs. */
 #include "kir.h"
 
@@ -625,6 +627,16 @@ static void scalars(Parser *P) {
     P->ln++;
 }
 
+/* The schedule of kernel `name` from the line before the current one, or NULL. */
+static char *schedule_line(Parser *P, const char *name) {
+    if (P->ln == 0) return NULL;
+    const char *l = P->lines[P->ln - 1];
+    size_t n = strlen(name);
+    if (strncmp(l, "; schedule ", 11) || strncmp(l + 11, name, n) || strncmp(l + 11 + n, ": ", 2) || !l[13 + n])
+        return NULL;
+    return arena_strdup(P->a, l + 13 + n);
+}
+
 static void kernel(Parser *P) {
     expect(P, "kernel");
     char *name = token(P, "(", "a kernel name");
@@ -636,6 +648,7 @@ static void kernel(Parser *P) {
     KernelClass c = (KernelClass)lookup(P, kir_kclass_name, 4, "kernel class");
     expect(P, ")");
     Kernel *k = P->k = kir_kernel_new(P->p, name, ops, c);
+    k->sched = schedule_line(P, name);
     k->dead = accept(P, "dead");
     params(P);
     expect(P, ":");

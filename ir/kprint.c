@@ -209,6 +209,7 @@ static void print_stmts(FILE *f, const Stmt *s, int depth) {
 }
 
 static void print_kernel(FILE *f, const Kernel *k) {
+    if (k->sched) fprintf(f, "; schedule %s: %s\n", k->name, k->sched);
     fprintf(f, "kernel %s (%s, %s)%s (", k->name, k->ops, kir_kclass_name[k->kclass],
             k->dead ? " dead" : "");
     for (int i = 0; i < k->nparams; i++)
@@ -225,7 +226,7 @@ static void print_kernel(FILE *f, const Kernel *k) {
 void kir_print(FILE *f, Program *p) {
     fprintf(f, "program %s (arena %lld bytes, align %d", p->name, (long long)p->arena_size,
             p->arena_align);
-    /* tile depends on the vector width; the 16-byte default (x86-64 baseline, kir_program_new)
+    /* schedule depends on the vector width; the 16-byte default (x86-64 baseline, kir_program_new)
      * is left out so that dumps for the pinned test target stay as they were. */
     if (p->vector_bytes != 16) fprintf(f, ", vector %d", p->vector_bytes);
     fputs(")\n", f);

@@ -25,7 +25,7 @@ const Pass passes[] = {
     {"fold_constants", 0, PASS_GRAPH, {.graph = fold_constants}, "whatever became constant since"},
     {"lower", 0, PASS_LOWER, {.lower = lower}, "graph IR -> kernel IR (rules_*.c)"},
     {"fuse", 1, PASS_KERNEL, {.kernel = fuse}, "elementwise consumers into producers"},
-    {"tile", 2, PASS_KERNEL, {.kernel = tile}, "loop splitting for caches and vectors"},
+    {"schedule", 2, PASS_KERNEL, {.kernel = schedule}, "loop primitives per kernel class and target"},
     {"bufferize", 0, PASS_KERNEL, {.kernel = bufferize}, "arena offsets of the temporaries"},
 };
 const int npasses = COUNTOF(passes);

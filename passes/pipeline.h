@@ -45,7 +45,7 @@ void fuse_batchnorm(Graph *g);      /* Conv/Gemm followed by BatchNormalization:
 Program *lower(Graph *g, const Options *o);
 /* Kernel passes. */
 void fuse(Program *p);              /* elementwise consumers into their producer's loop nest */
-void tile(Program *p);              /* split/reorder loops for cache and vector width */
+void schedule(Program *p);          /* loop primitives for the target: vectors, register blocks */
 void bufferize(Program *p);         /* liveness-based arena offsets, in-place reuse */
 
 /* The pass table (pipeline.c): every pass, in the order run_pipeline runs them. */

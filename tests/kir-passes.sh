@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/kir-passes.sh - golden tests of single kernel passes on kernel-IR text, in the manner of
 # QBE's and cproc's tests: each tests/passes/kir/NAME.kir is a program as kir_print writes it,
-# whose comment line "# passes: fuse[,tile...]" names the passes to run;
+# whose comment line "# passes: fuse[,schedule...]" names the passes to run;
 # `onnxcc --run-pass=PASSES NAME.kir` must print NAME.expected exactly (diff -u), and
 # NAME.expected must itself read back unchanged and pass the verifier. A test with a comment
 # line "# error: ..." must instead fail with status 1 and print NAME.expected on stderr.

@@ -63,7 +63,7 @@ check simplify_identity simplify        # Identity and Dropout gone
 check fuse_batchnorm fuse_batchnorm     # BN folded into the conv: w [2,1,3,-1.5], b [-1,-2.5]
 check lower_gemm lower                  # y = 0.5 * (x . w^T) + 2 * b
 check fuse_conv_add_relu fuse           # one kernel: max(conv + z, 0)
-check tile_matmul tile                  # columns unrolled by 16 and jammed, tail of 8
+check schedule_matmul schedule                # columns unrolled by 16 and jammed, tail of 8
 check bufferize_chain bufferize         # h1 @0, s1 @64 (both live in sm1), h2 reuses @0
 
 echo "passes: $passed passed, $failed failed"

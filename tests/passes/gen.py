@@ -13,7 +13,7 @@ checked by hand (a folded BatchNormalization, say).
   fuse_batchnorm      Conv -> BatchNormalization -> Relu: BN folds into the conv's weights
   lower_gemm          one Gemm (transB=1, alpha, beta, bias): its loop nest
   fuse_conv_add_relu  Conv -> Add -> Relu: the Add and Relu join the conv's loop nest
-  tile_matmul         one MatMul big enough to tile
+  schedule_matmul         one MatMul big enough to schedule
   bufferize_chain     MatMul -> Softmax -> MatMul -> Softmax: temporaries get arena offsets
 
 Run: /usr/bin/python3 tests/passes/gen.py [OUT_DIR]   (needs python3-onnx, python3-numpy)
@@ -96,9 +96,9 @@ def fuse_conv_add_relu():
                  [vi("y", [1, 2, 4, 4])], inits)
 
 
-def tile_matmul():
+def schedule_matmul():
     nodes = [helper.make_node("MatMul", ["a", "b"], ["y"], "matmul")]
-    return model("tile_matmul", nodes, [vi("a", [16, 32]), vi("b", [32, 24])], [vi("y", [16, 24])])
+    return model("schedule_matmul", nodes, [vi("a", [16, 32]), vi("b", [32, 24])], [vi("y", [16, 24])])
 
 
 def bufferize_chain():
@@ -111,7 +111,7 @@ def bufferize_chain():
 
 
 MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_batchnorm, lower_gemm,
-          fuse_conv_add_relu, tile_matmul, bufferize_chain]
+          fuse_conv_add_relu, schedule_matmul, bufferize_chain]
 
 
 def main():

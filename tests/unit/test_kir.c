@@ -1,7 +1,7 @@
 /* test_kir.c - unit tests of the kernel IR infrastructure and the loop-level passes.
  *
  * Hand-built programs (the shapes lowering produces: a matmul, a padded convolution, chains
- * of elementwise kernels) are run through the interpreter before and after fuse, tile and
+ * of elementwise kernels) are run through the interpreter before and after fuse, schedule and
  * bufferize; results must be bitwise identical (the passes never reorder arithmetic). The
  * arena plan is checked independently of kir_verify, the verifier is shown to reject broken
  * kernels, and the text form is compared with a golden string. Last line:
@@ -9,13 +9,14 @@
  *
  * Build (no op table needed):
  *   cc -std=c11 -Iir -Ibuild/gen tests/unit/test_kir.c build/ir/{kir,util,ir,kprint,kverify,kinterp}.o
- *      build/passes/{fuse,tile,bufferize}.o -lm -o build/test_kir */
+ *      build/passes/{fuse,schedule,loops,bufferize}.o -lm -o build/test_kir */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../passes/loops.h"
 #include "../../passes/pipeline.h"
 
 /* ir.o refers to the op table; these tests never look at it. */
@@ -232,12 +233,12 @@ static void pipeline_case(const char *name, Prog g, int kernels_after_fuse) {
     void *r1 = run(&g);
     snprintf(what, sizeof what, "%s: same result after fuse", name);
     check(!memcmp(ref, r1, g.out_bytes), what);
-    tile(p);
-    kir_verify(p, "tile");
-    snprintf(what, sizeof what, "%s: tile jams the output loop", name);
+    schedule(p);
+    kir_verify(p, "schedule");
+    snprintf(what, sizeof what, "%s: schedule jams the output loop", name);
     check(find_hint(p->kernels[0]->body, LH_TILE) && find_hint(p->kernels[0]->body, LH_REDUCTION), what);
     void *r2 = run(&g);
-    snprintf(what, sizeof what, "%s: same result after tile", name);
+    snprintf(what, sizeof what, "%s: same result after schedule", name);
     check(!memcmp(ref, r2, g.out_bytes), what);
     bufferize(p);
     kir_verify(p, "bufferize");
@@ -259,8 +260,8 @@ static void test_passes(Arena *a) {
 static void test_no_tiling_below_o2(Arena *a) {
     Prog g = matmul_prog(a, DT_FLOAT, 2, 3, 40);
     g.p->opt_level = 1;
-    tile(g.p);
-    check(!find_hint(g.p->kernels[0]->body, LH_TILE | LH_REDUCTION), "-O1: tile changes nothing");
+    schedule(g.p);
+    check(!find_hint(g.p->kernels[0]->body, LH_TILE | LH_REDUCTION), "-O1: schedule changes nothing");
 }
 
 /* A temporary read by two consumers, or written by a kernel between producer and consumer,
@@ -478,12 +479,81 @@ static void test_semantics(Arena *a) {
     }
 }
 
+/* ---- loop primitives (passes/loops.c) ---- */
+
+static bool expr_has_var(const Expr *e, int var) {
+    if (e->kind == E_VAR && e->var == var) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_has_var(e->args[i], var)) return true;
+    return false;
+}
+
+/* Does some if condition or select in the list read variable var? */
+static bool cond_reads(const Stmt *s, int var) {
+    for (; s; s = s->next)
+        if ((s->kind == S_IF && expr_has_var(s->cond, var)) || cond_reads(s->body, var) ||
+            cond_reads(s->then, var) || cond_reads(s->els, var))
+            return true;
+    return false;
+}
+
+/* The link that holds the first loop over var (depth first), or NULL. */
+static Stmt **loop_link(Stmt **at, int var) {
+    for (; *at; at = &(*at)->next) {
+        if ((*at)->kind == S_LOOP && (*at)->var == var) return at;
+        Stmt **r = loop_link(&(*at)->body, var);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+static void same_result(Prog *g, const void *ref, const char *what) {
+    kir_verify(g->p, what);
+    void *r = run(g);
+    check(!memcmp(ref, r, g->out_bytes), what);
+    free(r);
+}
+
+/* Each primitive on the padded convolution (vars: 0 n, 1 co, 2 oh, 3 ow, 4 c, 5 kh, 6 kw),
+ * the interpreter's result bitwise unchanged after each step. */
+static void test_primitives(Arena *a) {
+    Prog g = conv_prog(a, DT_FLOAT, 2, 3, 5, 7);
+    Program *p = g.p;
+    Kernel *k = p->kernels[0];
+    void *ref = run(&g);
+    Stmt *mid = loop_peel(p, k, loop_link(&k->body, 3), 1, 1);
+    check(mid && mid->lo->i == 1 && mid->hi->i == 6, "peel: the interior columns are 1..6");
+    check(!cond_reads(mid->body, 3) && cond_reads(mid->body, 2), "peel: the interior tests rows, not columns");
+    Stmt **first = loop_link(&k->body, 3);
+    check(cond_reads((*first)->body, 3) && (*first)->hi->i == 1, "peel: the left border keeps its column test");
+    same_result(&g, ref, "peel: same result");
+    check(loop_interchange(p, k, k->body), "interchange of n and co");
+    check(k->body->var == 1 && k->body->body->var == 0, "interchange: co outside n");
+    same_result(&g, ref, "interchange: same result");
+    for (int i = 0; i < 3; i++) loop_unroll(p, k, loop_link(&k->body, 6));    /* one per piece */
+    check(!loop_link(&k->body, 6), "unroll: no loop over kw left");
+    same_result(&g, ref, "unroll: same result");
+    Stmt **ow = &(*loop_link(&k->body, 3))->next;      /* the interior piece */
+    Stmt *in = loop_split(p, k, ow, 2);
+    check(in && in->hi->i == 2 && (*ow)->step == 2, "split: tiles of 2 columns");
+    same_result(&g, ref, "split: same result");
+    check(loop_vectorize(p, k, in), "vectorize: the 2-column tile");
+    same_result(&g, ref, "vectorize: same result");
+    check(body_private(p, k, *loop_link(&k->body, 2)), "jam: the row loop's registers are private");
+    loop_jam(p, k, loop_link(&k->body, 2), 2);
+    same_result(&g, ref, "jam: same result");
+    check(k->sched && !strcmp(k->sched, "peel(i3,1,1) interchange(i0,i1) unroll(i6) unroll(i6) unroll(i6) split(i3,2) "
+                                         "vectorize(i8) jam(i2,2)"), "the schedule line lists the steps");
+    free(ref);
+}
+
 int main(void) {
     Arena *a = arena_new();
     test_print(a);
     test_semantics(a);
     test_passes(a);
     test_no_tiling_below_o2(a);
+    test_primitives(a);
     test_fuse_refusals(a);
     test_bufferize(a);
     test_verifier(a);

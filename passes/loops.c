@@ -1,0 +1,523 @@
+/* loops.c - the loop primitives of the schedule pass (see loops.h): split, jam, unroll,
+ * vectorize, interchange, peel, and the legality queries they share. They know nothing of
+ * kernel classes or targets; passes/schedule.c decides which to apply with which factors. */
+#include <stdarg.h>
+
+#include "loops.h"
+
+enum { MAX_JAM = 128, MAX_TERMS = 16 };
+
+void sched_note(Program *p, Kernel *k, const char *fmt, ...) {
+    char step[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(step, sizeof step, fmt, ap);
+    va_end(ap);
+    k->sched = k->sched ? arena_printf(p->arena, "%s %s", k->sched, step) : arena_strdup(p->arena, step);
+}
+
+/* ---- small queries ---- */
+bool expr_reads_var(const Expr *e, int var) {
+    if (e->kind == E_VAR && e->var == var) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads_var(e->args[i], var)) return true;
+    return false;
+}
+
+static bool expr_reads_scalar(const Expr *e) {
+    if (e->kind == E_SCALAR) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads_scalar(e->args[i])) return true;
+    return false;
+}
+
+static int expr_size(const Expr *e) {
+    int n = 1;
+    for (int i = 0; i < e->nargs; i++) n += expr_size(e->args[i]);
+    return n;
+}
+
+int stmt_size(const Stmt *s) {
+    int n = 0;
+    for (; s; s = s->next) {
+        n++;
+        if (s->val) n += expr_size(s->val);
+        if (s->cond) n += expr_size(s->cond);
+        n += stmt_size(s->body) + stmt_size(s->then) + stmt_size(s->els);
+    }
+    return n;
+}
+
+bool mark_reductions(Stmt *s) {
+    bool stores = false;
+    for (; s; s = s->next) switch (s->kind) {
+    case S_STORE: stores = true; break;
+    case S_SET: break;
+    case S_IF: stores |= mark_reductions(s->then); stores |= mark_reductions(s->els); break;
+    case S_LOOP:
+        if (mark_reductions(s->body)) stores = true;
+        else s->hints |= LH_REDUCTION;
+        break;
+    }
+    return stores;
+}
+
+/* ---- legality ---- */
+bool kernel_independent(const Kernel *k) {
+    for (int i = 0; i < k->nparams; i++) {
+        if (k->modes[i] == KP_INOUT) return false;
+        for (int j = 0; j < k->nparams; j++)
+            if (i != j && (k->modes[i] & KP_OUT) && kir_root(k->params[i]) == kir_root(k->params[j]))
+                return false;
+    }
+    return true;
+}
+
+static bool reads_defined(const Expr *e, const bool *def) {
+    if (e->kind == E_SCALAR && !def[e->var]) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!reads_defined(e->args[i], def)) return false;
+    return true;
+}
+
+/* Every register read in the list is set earlier in the same list or an enclosing one; a
+ * set inside a nested list counts only for the rest of that list (conservative). */
+static bool private_regs(Arena *a, const Stmt *s, const bool *outer, int n) {
+    bool *def = ARENA_ARRAY(a, bool, n + 1);
+    for (int i = 0; i < n; i++) def[i] = outer[i];
+    for (; s; s = s->next) {
+        if (s->lo && (!reads_defined(s->lo, def) || !reads_defined(s->hi, def))) return false;
+        if (s->val && !reads_defined(s->val, def)) return false;
+        if (s->cond && !reads_defined(s->cond, def)) return false;
+        if (s->kind == S_STORE)
+            for (int d = 0; d < s->buf->rank; d++)
+                if (!reads_defined(s->idx[d], def)) return false;
+        if (s->kind == S_SET) def[s->var] = true;
+        if (!private_regs(a, s->body, def, n) || !private_regs(a, s->then, def, n) ||
+            !private_regs(a, s->els, def, n))
+            return false;
+    }
+    return true;
+}
+
+bool body_private(Program *p, const Kernel *k, const Stmt *l) {
+    bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    return private_regs(p->arena, l->body, none, k->nscalars);
+}
+
+static bool expr_reads_reg(const Expr *e, const bool *regs) {
+    if (e->kind == E_SCALAR && regs[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads_reg(e->args[i], regs)) return true;
+    return false;
+}
+
+static bool reads_undefined(const Expr *e, const bool *regs, const bool *def) {
+    if (e->kind == E_SCALAR && regs[e->var] && !def[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_undefined(e->args[i], regs, def)) return true;
+    return false;
+}
+
+/* Could a read of a register of regs outside statement `skip` see a value set inside it?
+ * Such reads must follow a set of the register on their own path (the rule of private_regs,
+ * with `skip` setting nothing). */
+static bool leaks(Arena *a, const Stmt *s, const Stmt *skip, const bool *regs, const bool *outer, int n) {
+    bool *def = ARENA_ARRAY(a, bool, n + 1);
+    for (int i = 0; i < n; i++) def[i] = outer[i];
+    for (; s; s = s->next) {
+        if (s == skip) continue;
+        if ((s->val && reads_undefined(s->val, regs, def)) || (s->cond && reads_undefined(s->cond, regs, def)))
+            return true;
+        if (s->kind == S_LOOP && (reads_undefined(s->lo, regs, def) || reads_undefined(s->hi, regs, def)))
+            return true;
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++)
+            if (reads_undefined(s->idx[d], regs, def)) return true;
+        if (s->kind == S_SET) def[s->var] = true;
+        if (leaks(a, s->body, skip, regs, def, n) || leaks(a, s->then, skip, regs, def, n) ||
+            leaks(a, s->els, skip, regs, def, n))
+            return true;
+    }
+    return false;
+}
+
+static void sets_in(const Stmt *s, bool *set) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SET) set[s->var] = true;
+        sets_in(s->body, set);
+        sets_in(s->then, set);
+        sets_in(s->els, set);
+    }
+}
+
+static bool headers_uniform(const Stmt *s, int var, const bool *set) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (expr_reads_var(s->lo, var) || expr_reads_var(s->hi, var) ||
+                                  expr_reads_reg(s->lo, set) || expr_reads_reg(s->hi, set)))
+            return false;
+        if (s->kind == S_IF && (expr_reads_var(s->cond, var) || expr_reads_reg(s->cond, set)))
+            return false;
+        if ((s->kind == S_LOOP && (s->hints & LH_VECTOR)) || !headers_uniform(s->body, var, set) ||
+            !headers_uniform(s->then, var, set) || !headers_uniform(s->els, var, set))
+            return false;
+    }
+    return true;
+}
+
+bool lanes_ok(Program *p, const Kernel *k, const Stmt *l) {
+    bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    bool *set = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    bool *uniform = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
+    sets_in(l->body, set);
+    for (int r = 0; r < k->nscalars; r++) uniform[r] = !set[r];    /* read-only: live-ins */
+    return l->kind == S_LOOP && l->step == 1 && const_loop(l) &&
+           private_regs(p->arena, l->body, uniform, k->nscalars) &&
+           !leaks(p->arena, k->body, l, set, none, k->nscalars) &&
+           headers_uniform(l->body, l->var, set);
+}
+
+/* ---- copies of a loop body ----
+ * Copies side by side, each with its own registers and its own value of some loop variables
+ * (sub[c][v]: the expression variable v stands for in copy c); loops and ifs whose header
+ * reads none of them are kept once with their bodies jammed. */
+typedef struct Jam {
+    Program *p;
+    Kernel *k;
+    int u;                          /* copies */
+    Expr **sub[MAX_JAM];            /* per copy: variable -> expression, NULL: unchanged */
+    int *reg[MAX_JAM];              /* per copy: register renaming */
+} Jam;
+
+static Expr *copy_expr(const Jam *m, const Expr *e, int c) {
+    if (e->kind == E_VAR && m->sub[c][e->var]) return kx_clone(m->p, m->sub[c][e->var]);
+    Expr *x = ARENA_NEW(m->p->arena, Expr);
+    *x = *e;
+    if (e->kind == E_SCALAR) x->var = m->reg[c][e->var];
+    if (e->nargs) x->args = ARENA_ARRAY(m->p->arena, Expr *, e->nargs);
+    for (int i = 0; i < e->nargs; i++) x->args[i] = copy_expr(m, e->args[i], c);
+    return x;
+}
+
+/* Copy c of a statement list (variables substituted, registers renamed). */
+static Stmt *copy_stmts(const Jam *m, const Stmt *s, int c) {
+    Stmt *head = NULL;
+    for (; s; s = s->next) {
+        Stmt *x = ARENA_NEW(m->p->arena, Stmt);
+        *x = *s;
+        x->next = NULL;
+        if (s->lo) x->lo = copy_expr(m, s->lo, c);
+        if (s->hi) x->hi = copy_expr(m, s->hi, c);
+        if (s->val) x->val = copy_expr(m, s->val, c);
+        if (s->cond) x->cond = copy_expr(m, s->cond, c);
+        if (s->kind == S_SET) x->var = m->reg[c][s->var];
+        if (s->kind == S_STORE) {
+            x->idx = ARENA_ARRAY(m->p->arena, Expr *, s->buf->rank + 1);
+            for (int d = 0; d < s->buf->rank; d++) x->idx[d] = copy_expr(m, s->idx[d], c);
+        }
+        x->body = copy_stmts(m, s->body, c);
+        x->then = copy_stmts(m, s->then, c);
+        x->els = copy_stmts(m, s->els, c);
+        head = ks_seq(head, x);
+    }
+    return head;
+}
+
+static bool reads_subst(const Jam *m, const Expr *e) {
+    if (e->kind == E_VAR && m->sub[0][e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_subst(m, e->args[i])) return true;
+    return false;
+}
+
+/* A loop or if whose header does not depend on the copy is shared by all copies. */
+static bool shared_header(const Jam *m, const Stmt *s) {
+    if (s->kind == S_LOOP)
+        return !reads_subst(m, s->lo) && !reads_subst(m, s->hi) &&
+               !expr_reads_scalar(s->lo) && !expr_reads_scalar(s->hi);
+    if (s->kind == S_IF) return !reads_subst(m, s->cond) && !expr_reads_scalar(s->cond);
+    return false;
+}
+
+static Stmt *jam(const Jam *m, const Stmt *s) {
+    Stmt *head = NULL;
+    for (; s; s = s->next) {
+        if (shared_header(m, s)) {
+            Stmt *x = ARENA_NEW(m->p->arena, Stmt);
+            *x = *s;
+            x->next = NULL;
+            x->body = jam(m, s->body);
+            x->then = jam(m, s->then);
+            x->els = jam(m, s->els);
+            head = ks_seq(head, x);
+            continue;
+        }
+        /* One statement, copied U times in order. */
+        Stmt one = *s;
+        one.next = NULL;
+        for (int c = 0; c < m->u; c++) head = ks_seq(head, copy_stmts(m, &one, c));
+    }
+    return head;
+}
+
+/* u copies of body's registers: copy 0 keeps them unless `fresh`, the others get new ones. */
+static Jam jam_new(Program *p, Kernel *k, const Stmt *body, int u, bool fresh) {
+    if (u > MAX_JAM) die("jam by %d", u);
+    Jam m = {p, k, u, {0}, {0}};
+    int nregs = k->nscalars;
+    bool *used = ARENA_ARRAY(p->arena, bool, nregs + 1);
+    sets_in(body, used);            /* registers only read are the same in every copy */
+    for (int c = 0; c < u; c++) {
+        m.sub[c] = ARENA_ARRAY(p->arena, Expr *, k->nvars + 1);
+        m.reg[c] = ARENA_ARRAY(p->arena, int, nregs + 1);
+        for (int r = 0; r < nregs; r++) m.reg[c][r] = (c || fresh) && used[r] ? kir_scalar(p, k, k->scalars[r]) : r;
+    }
+    return m;
+}
+
+/* Puts the list `with` in place of *at, linking its end to `next`. */
+static void replace(Stmt **at, Stmt *with, Stmt *next) {
+    Stmt *t = with;
+    while (t->next) t = t->next;
+    t->next = next;
+    *at = with;
+}
+
+/* ---- primitives ---- */
+Stmt *loop_split(Program *p, Kernel *k, Stmt **at, int64_t f) {
+    Stmt *l = *at;
+    if (!const_loop(l) || l->step != 1) die("split of a loop without constant bounds and step 1");
+    int64_t lo = l->lo->i, hi = l->hi->i, mid = lo + (hi - lo) / f * f;
+    if (mid == lo) return NULL;
+    sched_note(p, k, "split(i%d,%lld)", l->var, (long long)f);
+    Jam m = jam_new(p, k, l->body, 1, true);
+    int o = kir_var(k), ii = kir_var(k);
+    m.sub[0][l->var] = kx_add(p, kx_var(p, o), kx_var(p, ii));
+    Stmt *in = ks_loop(p, ii, 0, f, 1, copy_stmts(&m, l->body, 0));
+    Stmt *out = ks_loop(p, o, lo, mid, f, in);
+    out->hints = LH_TILE;
+    if (mid < hi) {
+        l->lo = kx_index(p, mid);
+        out->next = l;
+    } else {
+        out->next = l->next;
+    }
+    *at = out;
+    return in;
+}
+
+Stmt *loop_jam(Program *p, Kernel *k, Stmt **at, int u) {
+    Stmt *l = *at;
+    if (!const_loop(l) || u < 2 || trips(l) < u) die("jam of loop i%d by %d", l->var, u);
+    sched_note(p, k, "jam(i%d,%d)", l->var, u);
+    Jam m = jam_new(p, k, l->body, u, false);
+    int jt = kir_var(k);
+    for (int c = 0; c < u; c++) m.sub[c][l->var] = kx_addc(p, kx_var(p, jt), c * l->step);
+    int64_t lo = l->lo->i, n = trips(l), mid = lo + n / u * u * l->step;
+    Stmt *main = ks_loop(p, jt, lo, mid, u * l->step, jam(&m, l->body));
+    main->hints = LH_TILE;
+    if (n % u) {
+        l->lo = kx_index(p, mid);
+        main->next = l;
+    } else {
+        main->next = l->next;
+    }
+    *at = main;
+    return main;
+}
+
+void loop_unroll(Program *p, Kernel *k, Stmt **at) {
+    Stmt *l = *at;
+    if (!const_loop(l)) die("unroll of loop i%d without constant bounds", l->var);
+    sched_note(p, k, "unroll(i%d)", l->var);
+    Jam m = jam_new(p, k, l->body, 1, false);
+    Stmt *head = NULL;
+    for (int64_t v = l->lo->i; v < l->hi->i; v += l->step) {
+        m.sub[0][l->var] = kx_index(p, v);
+        head = ks_seq(head, copy_stmts(&m, l->body, 0));
+    }
+    if (head) replace(at, head, l->next);
+    else *at = l->next;
+}
+
+bool loop_vectorize(Program *p, Kernel *k, Stmt *l) {
+    int64_t n = const_loop(l) ? l->hi->i - l->lo->i : 0;
+    if (n < 2 || n > MAX_LANES || !lanes_ok(p, k, l)) return false;
+    sched_note(p, k, "vectorize(i%d)", l->var);
+    l->hints |= LH_VECTOR;
+    return true;
+}
+
+bool loop_interchange(Program *p, Kernel *k, Stmt *outer) {
+    Stmt *in = outer->body;
+    if (outer->kind != S_LOOP || !in || in->kind != S_LOOP || in->next || !const_loop(outer) || !const_loop(in))
+        return false;
+    sched_note(p, k, "interchange(i%d,i%d)", outer->var, in->var);
+    Stmt t = *outer;
+    outer->var = in->var, outer->lo = in->lo, outer->hi = in->hi, outer->step = in->step, outer->hints = in->hints;
+    in->var = t.var, in->lo = t.lo, in->hi = t.hi, in->step = t.step, in->hints = t.hints;
+    return true;
+}
+
+/* ---- interval analysis of index conditions ---- */
+
+/* What is known of the loop variables at a point: each one's first and last value. */
+typedef struct Ranges {
+    int64_t *lo, *hi;
+    bool *known;
+} Ranges;
+
+typedef struct Aff {
+    int n;
+    int var[MAX_TERMS];
+    int64_t coef[MAX_TERMS];
+    int64_t c;
+} Aff;
+
+/* a += mul * e, if e is affine in the loop variables. */
+static bool affine(const Expr *e, int64_t mul, Aff *a) {
+    if (e->type != DT_INDEX) return false;
+    switch (e->kind) {
+    case E_CONST: a->c += mul * e->i; return true;
+    case E_VAR:
+        for (int i = 0; i < a->n; i++)
+            if (a->var[i] == e->var) { a->coef[i] += mul; return true; }
+        if (a->n == MAX_TERMS) return false;
+        a->var[a->n] = e->var;
+        a->coef[a->n++] = mul;
+        return true;
+    case E_UN: return e->op == K_NEG && affine(e->args[0], -mul, a);
+    case E_BIN:
+        if (e->op == K_ADD) return affine(e->args[0], mul, a) && affine(e->args[1], mul, a);
+        if (e->op == K_SUB) return affine(e->args[0], mul, a) && affine(e->args[1], -mul, a);
+        if (e->op == K_MUL && e->args[1]->kind == E_CONST) return affine(e->args[0], mul * e->args[1]->i, a);
+        if (e->op == K_MUL && e->args[0]->kind == E_CONST) return affine(e->args[1], mul * e->args[0]->i, a);
+        return false;
+    default: return false;
+    }
+}
+
+/* The smallest and largest value of a - b; false if unknown. */
+static bool diff_range(const Ranges *r, const Expr *a, const Expr *b, int64_t *mn, int64_t *mx) {
+    Aff f = {0};
+    if (!affine(a, 1, &f) || !affine(b, -1, &f)) return false;
+    *mn = *mx = f.c;
+    for (int i = 0; i < f.n; i++) {
+        if (!f.coef[i]) continue;
+        if (!r->known[f.var[i]]) return false;
+        int64_t x = f.coef[i] * r->lo[f.var[i]], y = f.coef[i] * r->hi[f.var[i]];
+        *mn += MIN(x, y);
+        *mx += MAX(x, y);
+    }
+    return true;
+}
+
+/* 1: true at every point of the ranges, 0: false at every point, -1: unknown. */
+static int truth(const Ranges *r, const Expr *e) {
+    if (e->kind == E_CONST && e->type == DT_BOOL) return e->i != 0;
+    if (e->kind == E_UN && e->op == K_NOT) {
+        int t = truth(r, e->args[0]);
+        return t < 0 ? t : !t;
+    }
+    if (e->kind != E_BIN) return -1;
+    if (e->op == K_AND || e->op == K_OR) {
+        if (e->type != DT_BOOL) return -1;
+        int a = truth(r, e->args[0]), b = truth(r, e->args[1]);
+        if (e->op == K_AND) return a == 0 || b == 0 ? 0 : a == 1 && b == 1 ? 1 : -1;
+        return a == 1 || b == 1 ? 1 : a == 0 && b == 0 ? 0 : -1;
+    }
+    int64_t mn, mx;
+    if (!(kop_flags[e->op] & KF_CMP) || !diff_range(r, e->args[0], e->args[1], &mn, &mx)) return -1;
+    switch (e->op) {
+    case K_LT: return mx < 0 ? 1 : mn >= 0 ? 0 : -1;
+    case K_LE: return mx <= 0 ? 1 : mn > 0 ? 0 : -1;
+    case K_GT: return mn > 0 ? 1 : mx <= 0 ? 0 : -1;
+    case K_GE: return mn >= 0 ? 1 : mx < 0 ? 0 : -1;
+    case K_EQ: return mn == 0 && mx == 0 ? 1 : mn > 0 || mx < 0 ? 0 : -1;
+    case K_NE: return mn == 0 && mx == 0 ? 0 : mn > 0 || mx < 0 ? 1 : -1;
+    default: return -1;
+    }
+}
+
+/* e with provable selects resolved and the provably true terms of its conjunctions dropped. */
+static Expr *resolve_expr(Program *p, const Ranges *r, Expr *e) {
+    if (e->kind == E_SELECT) {
+        int t = truth(r, e->args[0]);
+        if (t >= 0) return resolve_expr(p, r, e->args[t ? 1 : 2]);
+    }
+    if (e->kind == E_BIN && e->op == K_AND && e->type == DT_BOOL) {
+        if (truth(r, e->args[0]) == 1) return resolve_expr(p, r, e->args[1]);
+        if (truth(r, e->args[1]) == 1) return resolve_expr(p, r, e->args[0]);
+    }
+    for (int i = 0; i < e->nargs; i++) e->args[i] = resolve_expr(p, r, e->args[i]);
+    return e;
+}
+
+static void resolve_list(Program *p, const Ranges *r, Stmt **at) {
+    while (*at) {
+        Stmt *s = *at;
+        if (s->val) s->val = resolve_expr(p, r, s->val);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) s->idx[d] = resolve_expr(p, r, s->idx[d]);
+        if (s->kind == S_IF) {
+            int t = truth(r, s->cond);
+            if (t >= 0) {
+                Stmt *with = t ? s->then : s->els;
+                if (with) replace(at, with, s->next);
+                else *at = s->next;
+                continue;           /* the spliced statements are looked at next */
+            }
+            s->cond = resolve_expr(p, r, s->cond);
+            resolve_list(p, r, &s->then);
+            resolve_list(p, r, &s->els);
+        } else if (s->kind == S_LOOP) {
+            int v = s->var;
+            int64_t lo = r->lo[v], hi = r->hi[v];
+            bool kn = r->known[v];
+            r->known[v] = const_loop(s) && trips(s) > 0;
+            if (r->known[v]) {
+                r->lo[v] = s->lo->i;
+                r->hi[v] = s->lo->i + (trips(s) - 1) * s->step;
+            }
+            resolve_list(p, r, &s->body);
+            r->lo[v] = lo, r->hi[v] = hi, r->known[v] = kn;
+        }
+        at = &s->next;
+    }
+}
+
+void resolve_conditions(Program *p, Kernel *k) {
+    Ranges r = {ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, int64_t, k->nvars + 1),
+                ARENA_ARRAY(p->arena, bool, k->nvars + 1)};
+    resolve_list(p, &r, &k->body);
+}
+
+Stmt *loop_peel(Program *p, Kernel *k, Stmt **at, int64_t front, int64_t back) {
+    Stmt *l = *at;
+    if (!const_loop(l) || l->step != 1 || front < 0 || back < 0 || front + back > trips(l))
+        die("peel of loop i%d by %lld, %lld", l->var, (long long)front, (long long)back);
+    sched_note(p, k, "peel(i%d,%lld,%lld)", l->var, (long long)front, (long long)back);
+    int64_t lo = l->lo->i, hi = l->hi->i;
+    Stmt *next = l->next, *head = NULL, *mid = l;
+    l->next = NULL;
+    if (front) {
+        Stmt *f = ks_clone(p, l);
+        f->hi = kx_index(p, lo + front);
+        head = ks_seq(head, f);
+    }
+    if (back) {
+        Stmt *b = ks_clone(p, l);
+        b->lo = kx_index(p, hi - back);
+        l->next = b;
+    }
+    l->lo = kx_index(p, lo + front);
+    l->hi = kx_index(p, hi - back);
+    if (lo + front == hi - back) {      /* no middle */
+        mid = NULL;
+        head = ks_seq(head, l->next);
+    } else {
+        head = ks_seq(head, l);
+    }
+    if (head) replace(at, head, next);
+    else *at = next;
+    resolve_conditions(p, k);
+    return mid;
+}

@@ -1,0 +1,68 @@
+/* loops.h - the loop primitives the schedule pass (passes/schedule.c) composes: split,
+ * interchange, peel, unroll, jam, vectorize (passes/loops.c). Each one keeps the kernel's
+ * meaning, checks what it needs to (or says what its caller must have checked), and appends
+ * itself to the kernel's schedule line (Kernel.sched, `split(i1,16)`, using the variables as
+ * kir_print writes them).
+ *
+ * The structural ones take `at`, the link that holds the loop (&k->body, &prev->next or
+ * &parent->body), and replace *at by the statements that take its place; the last of them
+ * links to what followed the loop, so the tree stays whole after every call. */
+#ifndef ONNXCC_LOOPS_H
+#define ONNXCC_LOOPS_H
+#include "../ir/kir.h"
+
+/* Appends one step to k's schedule line. */
+void sched_note(Program *p, Kernel *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- queries ---- */
+bool expr_reads_var(const Expr *e, int var);
+int stmt_size(const Stmt *s);                   /* statements and expression nodes */
+/* Marks every loop that only accumulates into registers (stores nothing) LH_REDUCTION;
+ * returns whether the list stores anything. */
+bool mark_reductions(Stmt *s);
+/* No parameter is KP_INOUT and no output shares storage with another parameter: iterations
+ * of the kernel's parallel loops never see each other's stores. */
+bool kernel_independent(const Kernel *k);
+/* Every register read in l's body is set before, in the body (copies of it may then run
+ * side by side with renamed registers). */
+bool body_private(Program *p, const Kernel *k, const Stmt *l);
+/* Can l's iterations be the lanes of a vector (kir.h, LH_VECTOR; what kir_verify checks)?
+ * Constant bounds, step 1, private registers not read after l, no loop bound or if condition
+ * inside that depends on l's variable or on a register set inside. l must be in k's tree. */
+bool lanes_ok(Program *p, const Kernel *k, const Stmt *l);
+static inline bool const_loop(const Stmt *l) {
+    return l->kind == S_LOOP && l->lo->kind == E_CONST && l->hi->kind == E_CONST;
+}
+static inline int64_t trips(const Stmt *l) { return (l->hi->i - l->lo->i + l->step - 1) / l->step; }
+
+/* ---- primitives ---- */
+/* Strip-mine *at = for v in lo..hi (constant, step 1) by f:
+ *     for o in lo..lo+(hi-lo)/f*f step f [tile]:  for ii in 0..f:  body[v := o + ii]
+ *     for v in lo+(hi-lo)/f*f..hi: body           (the rest, the loop itself, if any)
+ * The registers the body sets get new numbers in the tiles (so that the tiles may become
+ * vector loops and the rest stay scalar: kir.h, lane-private registers).
+ * Returns the inner loop, or NULL (nothing changed) when the loop is shorter than f. */
+Stmt *loop_split(Program *p, Kernel *k, Stmt **at, int64_t f);
+/* Unroll-and-jam *at by u: a loop over the largest multiple of u of the iterations, step u,
+ * whose body is u copies of the body (variable + c, registers of copies 1.. renamed) jammed
+ * statement by statement, loops and ifs whose header does not depend on the copy kept once;
+ * the rest stays the loop itself, shortened. The body's registers must be private
+ * (body_private) and iterations independent. Returns the jammed loop. */
+Stmt *loop_jam(Program *p, Kernel *k, Stmt **at, int u);
+/* *at (constant bounds) replaced by one copy of its body per iteration, in order. */
+void loop_unroll(Program *p, Kernel *k, Stmt **at);
+/* Marks l LH_VECTOR if lanes_ok; returns whether it did. */
+bool loop_vectorize(Program *p, Kernel *k, Stmt *l);
+/* Swaps outer with the one loop that is its whole body. Both must be parallel loops of
+ * independent iterations (the caller knows) with constant bounds; false if they are not
+ * perfectly nested. */
+bool loop_interchange(Program *p, Kernel *k, Stmt *outer);
+/* Cuts *at (constant bounds, step 1) into up to three pieces: its first `front`
+ * iterations, the middle and its last `back` iterations; in each piece, ifs and selects whose
+ * conditions an interval analysis of affine index expressions over the enclosing loops
+ * proves true or false are resolved. Returns the middle piece. */
+Stmt *loop_peel(Program *p, Kernel *k, Stmt **at, int64_t front, int64_t back);
+/* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
+void resolve_conditions(Program *p, Kernel *k);
+
+#endif

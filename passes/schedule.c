@@ -1,0 +1,300 @@
+/* schedule.c - the schedule pass: which loop primitives (passes/loops.c) each kernel gets,
+ * with which factors, by kernel class and target. The primitives do the work and record it in
+ * the kernel's schedule line (`; schedule conv: jam(i1,3) split(i7,3) ...` in the text form).
+ *
+ * Policy. At -O0/-O1 nothing changes. At -O2 and above, W is the number of lanes of the
+ * output type in one target vector (p->vector_bytes), and:
+ *   - every loop that only accumulates into scalar registers (no store inside) is marked
+ *     LH_REDUCTION;
+ *   - contractions (KC_CONTRACTION): the innermost parallel loop J around a reduction loop
+ *     (j of a matmul [i, j, k], the output channel of a conv with weights [C,k..,M], the output
+ *     column otherwise) becomes vector loops of W lanes, U of them side by side with their own
+ *     accumulators around the reduction loop: split(J, W), jam(tile loop, U), vectorize:
+ *         for jo in 0..N/(W*U)*(W*U) step W*U [tile]:
+ *             for ji in 0..W [vector]:  r_u = 0                       (u = 0..U-1)
+ *                 for k [reduction]: r_u = r_u + a[i,k] * b[k, jo + W*u + ji]
+ *                 c[i, jo + W*u + ji] = r_u
+ *     then narrower pieces for the rest: the tiles left over jammed as one and unrolled, one
+ *     vector of the lanes left (at least 2, split off and unrolled) and the last element as
+ *     a scalar loop. Before that, the innermost enclosing parallel loop L whose copies share
+ *     J's loads (no load in a reduction reads both: the row i of a matmul, an output pixel of a
+ *     conv) is jammed by MR rows, so that each broadcast a[i+m,k] and each vector of b feeds
+ *     several FMAs; MR*U accumulators fill most of the vector registers (6 x 4 vectors with
+ *     AVX-512's 32, U = 2 with 16), and the rows left over get one narrower block. A J not
+ *     blocked (a matrix-vector product) gets up to twice as many vectors: more independent
+ *     chains, and each packed weight row streamed whole;
+ *   - in every kernel, the innermost loops that only store (elementwise, copies, the last loop
+ *     of a softmax) are strip-mined the same way with U = 1.
+ * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
+ * a register set inside and read after it) stays scalar.
+ * Legality. Iterations of J (and of L) are independent because the kernel never loads what it
+ * stores (kernel_independent: no KP_INOUT, no input sharing storage with an output;
+ * write-once makes distinct iterations store distinct elements), and every register the body
+ * sets is set before it is read and not read after the loop (lanes_ok, body_private);
+ * registers are renamed per copy, while registers only read are shared. Each accumulator still
+ * sums its terms in the original order, so at --fp-strict results are bitwise those of the
+ * scalar loops. */
+#include "loops.h"
+#include "pipeline.h"
+
+enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8 };
+
+/* ---- vectors ---- */
+
+/* Elements of the output type in one target vector. */
+static int lanes(const Program *p, const Kernel *k) {
+    int esz = 4;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->modes[i] & KP_OUT) esz = (int)dtype_size(k->params[i]->dtype);
+    int w = p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
+    return MIN(w, MAX_LANES);
+}
+
+/* Vector registers of the target: 32 with AVX-512, 16 on the others we vectorise for. */
+static int vregs(const Program *p) { return p->vector_bytes >= 64 ? 32 : 16; }
+
+/* The vectors side by side (U) for loop l: with rows blocked around it, few enough that
+ * rows x U accumulators fit the registers; alone (a matrix-vector product), more, so that
+ * more independent chains hide the add latency and each weight row is read in one stream. */
+static int vector_copies(const Program *p, const Kernel *k, const Stmt *l, bool blocked) {
+    int64_t n = l->hi->i - l->lo->i, w = lanes(p, k);
+    int cap = vregs(p) >= 32 ? 4 : 2;
+    if (!blocked) cap *= 2;
+    return (int)MAX(1, MIN(n / w, cap));
+}
+
+/* Vectorises the loops over variable v among the statements from *at up to `stop` and
+ * the loops directly inside them. */
+static void vectorize_var(Program *p, Kernel *k, Stmt *s, const Stmt *stop, int v) {
+    for (; s && s != stop; s = s->next) {
+        if (s->kind != S_LOOP) continue;
+        if (s->var == v) loop_vectorize(p, k, s);
+        else vectorize_var(p, k, s->body, NULL, v);
+    }
+}
+
+/* Loop *at (lanes_ok) as vectors of w lanes, u of them side by side: split by w, the tile
+ * loop jammed by u (the tiles left over jammed again as one, or unrolled when one tile), the
+ * lanes left (at least 2) split off as one narrower vector, a last single one kept as a
+ * scalar loop. Every vector gets registers of its own (split renames them), so that the
+ * scalar loops of the same variable elsewhere (the rest, a conv's border) stay scalar. */
+static void vector_tile(Program *p, Kernel *k, Stmt **at, int w, int u) {
+    Stmt *l = *at;
+    int64_t n = trips(l), t = n / w, r = n % w;
+    Stmt *in = loop_split(p, k, at, w);
+    if (in) {
+        Stmt **o = at;
+        if (u > 1 && t >= u) {
+            Stmt *main = loop_jam(p, k, o, u);
+            o = &main->next;
+            t %= u;
+        }
+        if (t && *o != l && *o != l->next) {
+            if (t >= 2 && u > 1) loop_jam(p, k, o, (int)t);
+            if (u > 1) loop_unroll(p, k, o);
+        }
+        vectorize_var(p, k, *at, r ? l : l->next, in->var);
+    }
+    if (r >= 2) {
+        while (*at != l) at = &(*at)->next;
+        in = loop_split(p, k, at, r);
+        loop_unroll(p, k, at);
+        loop_vectorize(p, k, *at);
+    }
+}
+
+/* ---- contractions: vectors along a parallel loop, blocked by an outer one ---- */
+
+static bool has_reduction_child(const Stmt *s) {
+    for (; s; s = s->next)
+        if (s->kind == S_LOOP && (s->hints & LH_REDUCTION)) return true;
+    return false;
+}
+
+static bool jammable(const Stmt *s) {
+    return s->kind == S_LOOP && !(s->hints & (LH_REDUCTION | LH_TILE | LH_VECTOR)) && s->step == 1 &&
+           s->lo->kind == E_CONST && s->hi->kind == E_CONST && has_reduction_child(s->body);
+}
+
+static bool has_jammable(const Stmt *s) {
+    for (; s; s = s->next)
+        if (jammable(s) || has_jammable(s->body) || has_jammable(s->then) || has_jammable(s->els))
+            return true;
+    return false;
+}
+
+/* Tile's own mark, in `hints` while it runs, of the loops it will vectorise (a loop variable
+ * may have several loops: a convolution's border and interior pieces). */
+enum { PICKED = 1u << 30, BLOCKED = 1u << 29 };
+
+/* Picks the innermost jammable loops. */
+static void pick_loops(Stmt *s) {
+    for (; s; s = s->next) {
+        if (jammable(s) && !has_jammable(s->body)) s->hints |= PICKED;
+        pick_loops(s->body);
+        pick_loops(s->then);
+        pick_loops(s->els);
+    }
+}
+
+static void mark_blocked(Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & PICKED)) s->hints |= BLOCKED;
+        mark_blocked(s->body);
+        mark_blocked(s->then);
+        mark_blocked(s->els);
+    }
+}
+
+/* The variables of the picked loops in a list. */
+static void picked_vars(const Stmt *s, bool *vv) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & PICKED)) vv[s->var] = true;
+        picked_vars(s->body, vv);
+        picked_vars(s->then, vv);
+        picked_vars(s->els, vv);
+    }
+}
+
+static bool reads_any(const Expr *e, const bool *vars) {
+    if (e->kind == E_VAR && vars[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_any(e->args[i], vars)) return true;
+    return false;
+}
+
+/* Does a load in e read both v and a vectorised variable? */
+static bool expr_ties(const Expr *e, int v, const bool *tv) {
+    if (e->kind == E_LOAD && reads_any(e, tv) && expr_reads_var(e, v)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_ties(e->args[i], v, tv)) return true;
+    return false;
+}
+
+/* Does a load inside a reduction loop of the list tie v to a vectorised variable? Such a
+ * load (x[.., oh + kh, ow + kw] for v = oh) differs between copies of v's loop, so jamming v
+ * would not share it; loads outside the reductions (a fused residual) run once per output
+ * and do not matter. */
+static bool stmt_ties(const Stmt *s, int v, const bool *tv, bool in_red) {
+    for (; s; s = s->next) {
+        if (in_red && s->val && expr_ties(s->val, v, tv)) return true;
+        if (in_red && s->cond && expr_ties(s->cond, v, tv)) return true;
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        if (stmt_ties(s->body, v, tv, red) || stmt_ties(s->then, v, tv, in_red) ||
+            stmt_ties(s->els, v, tv, in_red))
+            return true;
+    }
+    return false;
+}
+
+/* The first picked loop in a list. */
+static const Stmt *inner_vector(const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & PICKED)) return s;
+        const Stmt *r = inner_vector(s->body);
+        if (!r) r = inner_vector(s->then);
+        if (!r) r = inner_vector(s->els);
+        if (r) return r;
+    }
+    return NULL;
+}
+
+/* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
+ * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
+static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
+    int u = vector_copies(p, k, inner, true);
+    int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
+    while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
+    return (int)v;
+}
+
+/* Jams, around each loop to vectorise, the innermost enclosing parallel loop whose copies
+ * can share its loads (the row i of a matmul, an output pixel of a convolution run with
+ * the output channel innermost), so that each loaded or broadcast value feeds several
+ * accumulators. Returns 0 if the list holds no loop to vectorise, 1 if one not yet blocked,
+ * 2 if blocked. */
+static int block_list(Program *p, Kernel *k, Stmt **at) {
+    int st = 0;
+    while (*at) {
+        Stmt *s = *at, *next = s->next;
+        int in = 0;
+        if (s->kind == S_LOOP) in = s->hints & PICKED ? 1 : block_list(p, k, &s->body);
+        else if (s->kind == S_IF) in = MAX(block_list(p, k, &s->then), block_list(p, k, &s->els));
+        bool *vv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+        if (s->kind == S_LOOP) picked_vars(s->body, vv);
+        if (in == 1 && s->kind == S_LOOP && !(s->hints & (PICKED | LH_REDUCTION)) && s->step == 1 &&
+            const_loop(s) && !stmt_ties(s->body, s->var, vv, false)) {
+            int f = block_factor(p, k, s, inner_vector(s->body));
+            if (f >= 2 && body_private(p, k, s)) {
+                /* the rows left over get one narrower block */
+                Stmt *r = loop_jam(p, k, at, f);
+                mark_blocked(r->body);
+                if (r->next == s && trips(s) >= 2) mark_blocked(loop_jam(p, k, &r->next, (int)trips(s))->body);
+                in = 2;
+            }
+        }
+        while (*at != next) at = &(*at)->next;
+        st = MAX(st, in);
+    }
+    return st;
+}
+
+/* Vectorises the picked loops (all their copies after blocking). One that cannot run as
+ * vectors (an if on its variable inside) stays a scalar loop. */
+static void vector_list(Program *p, Kernel *k, Stmt **at) {
+    while (*at) {
+        Stmt *s = *at, *next = s->next;
+        if (s->kind == S_LOOP && (s->hints & PICKED)) {
+            int w = lanes(p, k), u = vector_copies(p, k, s, s->hints & BLOCKED);
+            s->hints &= ~(unsigned)(PICKED | BLOCKED);
+            if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u);
+        } else {
+            vector_list(p, k, &s->body);
+            vector_list(p, k, &s->then);
+            vector_list(p, k, &s->els);
+        }
+        while (*at != next) at = &(*at)->next;
+    }
+}
+
+/* ---- other kernels: the innermost loops that store ---- */
+
+static bool stores_only(const Stmt *s) {
+    bool store = false;
+    for (; s; s = s->next) {
+        if (s->kind != S_STORE && s->kind != S_SET) return false;
+        store |= s->kind == S_STORE;
+    }
+    return store;
+}
+
+static void strip_list(Program *p, Kernel *k, Stmt **at) {
+    while (*at) {
+        Stmt *s = *at, *next = s->next;
+        if (s->kind == S_LOOP && !(s->hints & (LH_VECTOR | LH_REDUCTION | LH_TILE)) && stores_only(s->body)) {
+            int w = lanes(p, k);
+            if (w >= 2 && lanes_ok(p, k, s) && trips(s) >= 2) vector_tile(p, k, at, w, 1);
+        } else if (!(s->kind == S_LOOP && (s->hints & LH_VECTOR))) {
+            strip_list(p, k, &s->body);
+            strip_list(p, k, &s->then);
+            strip_list(p, k, &s->els);
+        }
+        while (*at != next) at = &(*at)->next;
+    }
+}
+
+void schedule(Program *p) {
+    if (p->opt_level < 2) return;
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        if (k->dead) continue;
+        mark_reductions(k->body);
+        if (!kernel_independent(k)) continue;
+        if (k->kclass == KC_CONTRACTION) {
+            pick_loops(k->body);
+            block_list(p, k, &k->body);
+            vector_list(p, k, &k->body);
+        }
+        strip_list(p, k, &k->body);
+    }
+}
