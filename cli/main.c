@@ -2,6 +2,7 @@
  *
  *   onnxcc [options] MODEL.onnx[.gz] -o OUT.o       writes OUT.o and OUT.h
  *   onnxcc check [options] MODEL [DATA_SET_DIR...]  compiles for the host and compares
+ *   onnxcc bench [options] MODEL [DATA_SET_DIR]     compiles for the host and times (bench.c)
  *
  * Exit status: 0 success, 1 a user error in the model or the files (error()/fatal()), 2 a bad
  * command line (usage(), with a hint to --help). Output files are registered with
@@ -192,6 +193,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--bind", argc, argv, i))) add_binding(a, c, v);
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
+    else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);
     else if ((v = opt_value("--print-after", argc, argv, i))) {
         if (!valid_pass(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a));
         c->o.print_after = v;
@@ -254,13 +256,15 @@ int main(int argc, char **argv) {
     Arena *a = arena_new();
     Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7};
     bool check = argc > 1 && strcmp(argv[1], "check") == 0;
-    parse_args(a, &c, argc, argv, check);
+    bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
+    parse_args(a, &c, argc, argv, check || bench);
     if (c.name && !*c.name) usage("--name needs a non-empty name");
     for (const char *s = c.name; s && *s; s++)
         if (!(isalnum((unsigned char)*s) || *s == '_') || isdigit((unsigned char)c.name[0]))
             usage("--name '%s' is not a C identifier", c.name);
-    if (check && c.triple) usage("check runs the model on this machine: --target is not allowed");
-    int rc = check ? check_main(a, &c) : compile_main(a, &c);
+    if ((check || bench) && c.triple)
+        usage("%s runs the model on this machine: --target is not allowed", argv[1]);
+    int rc = check ? check_main(a, &c) : bench ? bench_main(a, &c) : compile_main(a, &c);
     arena_free(a);
     return rc;
 }
