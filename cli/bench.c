@@ -139,7 +139,10 @@ static int cmp_double(const void *x, const void *y) {
 
 typedef struct Timing { double median, min, mean; int n; } Timing;
 
-static double median(double *x, int n);
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
 
 /* Warm up (a tenth of the time, at least 3 runs), then time single runs for `seconds` (at
  * least 5 runs). */
@@ -161,11 +164,6 @@ static Timing time_runs(const Bench *b, double seconds) {
     r.min = us[0];
     free(us);
     return r;
-}
-
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
 }
 
 /* The instrumented build, run like time_runs; after each run the counters' increments are

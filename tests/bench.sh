@@ -9,10 +9,10 @@
 #      transformer encoder layer, an LSTM, a keyword-spotting DS-CNN and an MLP exported from
 #      PyTorch with random weights; a 512^3 SGEMM, mlp1024 and "floor" from onnx helpers), one
 #      random input set each and each model's multiply-accumulate count (from the ONNX graph).
-#   3. Each model is compiled with onnxcc -O2 (BENCH_OPTS="O2 O3" adds -O3: onnxcc's own passes
-#      are the same at both, only LLVM's pipeline differs, and the difference was within noise
-#      when it was last measured, see docs/benchmarks.md) and linked into tests/bench/harness.c;
-#      outputs are compared with onnxruntime's before anything is timed.
+#   3. Each model is compiled with onnxcc -O2 and -O3 (BENCH_OPTS, default "O2 O3"; onnxcc's own
+#      passes are the same at both, only LLVM's pipeline differs, and whether that matters was
+#      lost in this machine's noise when last measured: docs/benchmarks.md) and linked into
+#      tests/bench/harness.c; outputs are compared with onnxruntime's before anything is timed.
 #   4. Timing, all single-threaded (onnxruntime: intraOpNumThreads=interOpNumThreads=1, all
 #      graph optimizations): BENCH_ROUNDS rounds (default 5); each round measures the FMA peak
 #      (tests/bench/peak.c) and runs, for every model, onnxruntime and each onnxcc build one
@@ -37,7 +37,7 @@ NODE=${NODE:-node}
 NPM=${NPM:-npm}
 ORT_VERSION=${ORT_VERSION:-1.30.0}
 ROUNDS=${BENCH_ROUNDS:-5}
-OPTS=${BENCH_OPTS:-O2}
+OPTS=${BENCH_OPTS:-O2 O3}
 OUT=build/bench
 NODE_PATH=$(pwd)/$OUT/node_modules
 export NODE_PATH
@@ -190,7 +190,7 @@ rate() { # macs us
     for m in $models; do
         eval "st=\$status_$m dv=\$diff_$m"
         macs=$(cat $OUT/$m/macs 2>/dev/null || echo 0)
-        gflop=$(awk -v m=$macs 'BEGIN { printf(m ? "%.3f" : "-", 2 * m / 1e9) }')
+        gflop=$(awk -v m=$macs 'BEGIN { printf(m ? "%.3g" : "-", 2 * m / 1e9) }')
         if [ "$st" != ok ]; then
             printf '%-12s %8s %s\n' $m $gflop "not timed: $st"
             continue
