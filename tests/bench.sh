@@ -10,9 +10,9 @@
 #      PyTorch with random weights; a 512^3 SGEMM, mlp1024 and "floor" from onnx helpers), one
 #      random input set each and each model's multiply-accumulate count (from the ONNX graph).
 #   3. Each model is compiled with onnxcc -O2 and -O3 (BENCH_OPTS, default "O2 O3"; onnxcc's own
-#      passes are the same at both, only LLVM's pipeline differs, and whether that matters was
-#      lost in this machine's noise when last measured: docs/benchmarks.md) and linked into
-#      tests/bench/harness.c; outputs are compared with onnxruntime's before anything is timed.
+#      passes are the same at both, only LLVM's pipeline differs: within 10% in the recorded run,
+#      docs/benchmarks.md) and linked into tests/bench/harness.c; outputs are compared with
+#      onnxruntime's before anything is timed.
 #   4. Timing, all single-threaded (onnxruntime: intraOpNumThreads=interOpNumThreads=1, all
 #      graph optimizations): BENCH_ROUNDS rounds (default 5); each round measures the FMA peak
 #      (tests/bench/peak.c) and runs, for every model, onnxruntime and each onnxcc build one
