@@ -19,7 +19,7 @@ Then, for every model, writes one random input set as raw little-endian files
 OUTDIR/NAME/input_K.bin (K in graph order, initializers excluded), the layout both
 tests/bench/harness.c and tests/bench/ort.js read, and their names, dtypes and shapes as
 OUTDIR/NAME/inputs.json for ort.js (onnxruntime-node cannot tell them), and the model's
-multiply-accumulates per inference as OUTDIR/NAME/macs (graph_macs). NAME is a shell
+multiply-accumulates per inference as OUTDIR/NAME/macs (tests/macs.py). NAME is a shell
 identifier; gen.py prints the names, one a line. Seeded, so that every run benchmarks the same
 numbers."""
 import json
@@ -29,8 +29,11 @@ import shutil
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper, load, numpy_helper, save, shape_inference
+from onnx import TensorProto, helper, load, numpy_helper, save
 from onnx.checker import check_model
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import macs  # noqa: E402  (tests/macs.py: the one MAC count of the tests)
 
 rng = np.random.default_rng(1234)
 
@@ -127,38 +130,6 @@ def sgemm512():
     return m
 
 
-def graph_macs(m):
-    """Multiply-accumulates of one inference: Conv, ConvTranspose, Gemm and MatMul, and the gate
-    products of LSTM, GRU and RNN (the work that GFLOP/s is about; 2 FLOP per MAC). Shapes from
-    onnx.shape_inference; a node whose shapes are unknown counts 0."""
-    m = shape_inference.infer_shapes(m)
-    shapes = {}
-    for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
-        dims = [d.dim_value for d in v.type.tensor_type.shape.dim]
-        if dims and all(d > 0 for d in dims):
-            shapes[v.name] = dims
-    for t in m.graph.initializer:
-        shapes[t.name] = list(t.dims)
-    total = 0
-    for n in m.graph.node:
-        ins = [shapes.get(x) for x in n.input]
-        out = shapes.get(n.output[0]) if n.output else None
-        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
-        if n.op_type == "Conv" and out and ins[1]:
-            total += int(np.prod(out)) * int(np.prod(ins[1][1:]))       # Cin/group * kh * kw
-        elif n.op_type == "ConvTranspose" and ins[0] and ins[1]:
-            total += int(np.prod(ins[0])) * int(np.prod(ins[1][1:]))
-        elif n.op_type == "Gemm" and out and ins[0]:
-            total += int(np.prod(out)) * ins[0][0 if attrs.get("transA", 0) else 1]
-        elif n.op_type == "MatMul" and out and ins[0]:
-            total += int(np.prod(out)) * ins[0][-1]
-        elif n.op_type in ("LSTM", "GRU", "RNN") and ins[0] and ins[1] and ins[2]:
-            seq, batch = ins[0][0], ins[0][1]
-            dirs, gates_h, inp = ins[1][0], ins[1][1], ins[1][2]
-            total += seq * batch * dirs * gates_h * (inp + ins[2][2])
-    return total
-
-
 # ONNX dtype -> numpy dtype and onnxruntime's name of it
 DTYPES = {TensorProto.FLOAT: (np.float32, "float32"), TensorProto.DOUBLE: (np.float64, "float64"),
           TensorProto.INT32: (np.int32, "int32"), TensorProto.INT64: (np.int64, "int64"),
@@ -216,7 +187,7 @@ def main():
             shutil.copyfile(path, os.path.join(d, "model.onnx"))
         write_inputs(path, d)
         with open(os.path.join(d, "macs"), "w") as f:
-            print(graph_macs(load(path)), file=f)
+            print(macs.count_model(load(path)), file=f)
         print(name)
 
 
