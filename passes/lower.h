@@ -26,6 +26,16 @@ void lower_view(Lower *L, Node *n, int i, Buf *of);
 /* Kernel name for a node: its (sanitised) node name, made unique. */
 const char *lower_kname(Lower *L, Node *n);
 
+/* The prologue of every rule's kernel: a kernel of class c named after n, with the non-NULL
+ * ins[0..nin) registered as inputs and then out (unless NULL) as its output, in that order;
+ * with vars, fresh loop variables over out's dims in vars[] and (with idx) their expressions
+ * in idx[]. Buffers registered later (a second output, a run-time operand) follow; a
+ * KP_INOUT output is `out` registered again with KP_IN. KINS(a, b, ...) spells nin, ins. */
+Kernel *lower_kernel(Lower *L, Node *n, KernelClass c, int nin, Buf *const *ins, Buf *out,
+                     int *vars, Expr **idx);
+#define KINS(...) COUNTOF(((Buf *[]){__VA_ARGS__})), (Buf *[]){__VA_ARGS__}
+#define KNOINS 0, NULL
+
 /* Elementwise map: out[i...] = f(ins[0][bcast(i)], ..., ins[nin-1][bcast(i)]) with numpy
  * broadcasting of every input to out's shape. `build` gets the loaded operand expressions and
  * returns the value to store (of out's dtype). The result has kclass KC_ELEMENTWISE. */
@@ -122,9 +132,6 @@ bool rule_int_scalar(Graph *g, Node *n, int i, const char *what);
 /* The DT_INDEX value of a one-element integer operand: folded when constant, else loaded
  * (and the buffer made a parameter of k). */
 Expr *rule_index_operand(Lower *L, Node *n, Kernel *k, int i);
-
-/* An output-sized kernel: vars[] and idx[] are the plain loop index over out. */
-Kernel *rule_out_kernel(Lower *L, Node *n, Buf *out, KernelClass c, int *vars, Expr **idx);
 
 /* Element 0 of a one-element buffer (zero points, scales), registered as an input of k. */
 Expr *rule_load_first(Program *p, Kernel *k, Buf *b);

@@ -191,14 +191,11 @@ Stmt *rule_wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, S
 void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
                         RedKind kind) {
     Program *p = L->p;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
-    int ov[MAX_RANK], rv[MAX_RANK], acc = kir_scalar(p, k, out->dtype);
+    int ov[MAX_RANK], rv[MAX_RANK];
     Expr *oi[MAX_RANK], *ii[MAX_RANK], *first[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(in), out, ov, oi);
+    int acc = kir_scalar(p, k, out->dtype);
     int64_t count = 1;
-    lower_vars(k, out->rank, ov);
-    lower_var_idx(p, out->rank, ov, oi);
     for (int d = 0, o = 0; d < in->rank; d++) {
         if (mask[d]) {
             rv[d] = kir_var(k);
@@ -255,14 +252,10 @@ void rule_emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *mas
     Program *p = L->p;
     DType t = out->dtype;
     bool lse = n->op == OP_ReduceLogSumExp;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, lse ? KC_GENERIC : KC_CONTRACTION);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
-    int ov[MAX_RANK], rv[MAX_RANK] = {0}, acc = kir_scalar(p, k, t);
-    int mx = lse ? kir_scalar(p, k, t) : -1;
+    int ov[MAX_RANK], rv[MAX_RANK] = {0};
     Expr *oi[MAX_RANK], *ii[MAX_RANK];
-    lower_vars(k, out->rank, ov);
-    lower_var_idx(p, out->rank, ov, oi);
+    Kernel *k = lower_kernel(L, n, lse ? KC_GENERIC : KC_CONTRACTION, KINS(in), out, ov, oi);
+    int acc = kir_scalar(p, k, t), mx = lse ? kir_scalar(p, k, t) : -1;
     for (int d = 0, o = 0; d < in->rank; d++) {
         if (!mask[d]) ii[d] = oi[o++];
         else if (keepdims) o++;
@@ -331,14 +324,6 @@ Expr *rule_index_operand(Lower *L, Node *n, Kernel *k, int i) {
     for (int d = 0; d < b->rank; d++) zero[d] = kx_index(p, 0);
     kir_param(p, k, b, KP_IN);
     return kx_cast(p, DT_INDEX, kx_load(p, b, zero));
-}
-
-/* An output-sized kernel: vars[] and idx[] are the plain loop index over out. */
-Kernel *rule_out_kernel(Lower *L, Node *n, Buf *out, KernelClass c, int *vars, Expr **idx) {
-    Kernel *k = kir_kernel_new(L->p, lower_kname(L, n), n->op_type, c);
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(L->p, out->rank, vars, idx);
-    return k;
 }
 
 /* Element 0 of a one-element buffer (zero points, scales), registered as an input of k. */

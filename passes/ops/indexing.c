@@ -71,13 +71,9 @@ void lower_gather(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int axis, q = ind->rank, vars[MAX_RANK];
     if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    if (!n->in[1]->data || ir_numel(n->in[1]) != 1) kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     Expr *oidx[MAX_RANK], *xidx[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oidx);
+    Buf *read = !n->in[1]->data || ir_numel(n->in[1]) != 1 ? ind : NULL;  /* else folded */
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x, read), out, vars, oidx);
     for (int d = 0; d < axis; d++) xidx[d] = oidx[d];
     xidx[axis] = gather_index(L, n, ind, oidx + axis, x->dims[axis]);
     for (int d = axis + 1; d < x->rank; d++) xidx[d] = oidx[d - 1 + q];
@@ -117,10 +113,7 @@ void lower_gather_elements(Lower *L, Node *n) {
     int axis, vars[MAX_RANK];
     Expr *idx[MAX_RANK], *xi[MAX_RANK];
     if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x, ind), out, vars, idx);
     int64_t dim = x->dims[axis];
     Expr *i = kx_cast(p, DT_INDEX, kx_load(p, ind, idx));
     i = kx_select(p, kx_bin(p, K_LT, i, kx_index(p, 0)), kx_addc(p, i, dim), i);
@@ -215,13 +208,8 @@ void lower_gathernd(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int m, b, q = ind->rank, vars[MAX_RANK];
     if (!gathernd_check(L->g, n, &m, &b)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     Expr *oi[MAX_RANK], *xi[MAX_RANK], *ii[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oi);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x, ind), out, vars, oi);
     for (int d = 0; d < b; d++) xi[d] = oi[d];
     for (int j = 0; j < m; j++) {
         clone_idx(p, q - 1, oi, ii);
@@ -261,11 +249,9 @@ static Stmt *scatter_store(Program *p, Buf *out, Expr **oi, Expr *upd, KOp op) {
 static Kernel *scatter_kernel(Lower *L, Node *n, Buf *out, int rank, int *vars, Expr **ui) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, lower_in(L, n, 1), KP_IN);
-    kir_param(p, k, lower_in(L, n, 2), KP_IN);
-    kir_param(p, k, out, KP_INOUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, lower_in(L, n, 1), lower_in(L, n, 2)), out,
+                             NULL, NULL);
+    kir_param(p, k, out, KP_IN);
     copy_nest(p, k, out, x);
     lower_vars(k, rank, vars);
     lower_var_idx(p, rank, vars, ui);
@@ -391,13 +377,8 @@ void lower_onehot(Lower *L, Node *n) {
     int64_t depth;
     int axis, vars[MAX_RANK];
     if (!onehot_params(NULL, n, &depth, &axis)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, vals, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     Expr *oi[MAX_RANK], *ii[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oi);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(ind, vals), out, vars, oi);
     for (int d = 0, j = 0; d < out->rank; d++)
         if (d != axis) ii[j++] = oi[d];
     Expr *i = kx_cast(p, DT_INDEX, kx_load(p, ind, ii));

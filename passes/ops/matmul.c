@@ -81,11 +81,7 @@ void lower_gemm(Lower *L, Node *n) {
     int64_t pw = gemm_panel_width(p, b, y->dims[1]);
     Buf *bp = pw ? gemm_panels(p, b, tb, pw) : NULL;
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, a, KP_IN);
-    kir_param(p, k, bp ? bp : b, KP_IN);
-    if (c) kir_param(p, k, c, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, bp ? bp : b, c), y, NULL, NULL);
     int ov[3], kv, acc;
     lower_vars(k, bp ? 3 : 2, ov);
     kv = kir_var(k);
@@ -149,10 +145,7 @@ void lower_matmul(Lower *L, Node *n) {
     int64_t pw = gemm_panel_width(p, b, b->rank == 2 ? b->dims[1] : 0);
     Buf *bp = pw ? gemm_panels(p, b, false, pw) : NULL;
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, a, KP_IN);
-    kir_param(p, k, bp ? bp : b, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, bp ? bp : b), y, NULL, NULL);
     int ov[MAX_RANK + 1], kv, acc;
     lower_vars(k, bp ? r + 1 : r, ov);
     kv = kir_var(k);
@@ -342,21 +335,21 @@ void lower_einsum(Lower *L, Node *n) {
     Buf *out = lower_out(L, n, 0);
     Einsum e;
     if (!ein_plan(NULL, n, &e)) die("lower_einsum %s: not checked by infer_einsum", n->name);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    Buf *ins[EIN_MAXIN];
+    for (int i = 0; i < n->nin; i++) ins[i] = lower_in(L, n, i);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, n->nin, ins, out, NULL, NULL);
     int var[EIN_IDS], ov[MAX_RANK], acc = kir_scalar(p, k, out->dtype);
     for (int d = 0; d < e.orank; d++) var[e.oids[d]] = ov[d] = kir_var(k);
     for (int r = 0; r < e.nred; r++) var[e.red[r]] = kir_var(k);
     Expr *prod = NULL;
     for (int i = 0; i < n->nin; i++) {
-        Buf *x = lower_in(L, n, i);
+        Buf *x = ins[i];
         Expr *idx[MAX_RANK];
-        kir_param(p, k, x, KP_IN);
         for (int d = 0; d < x->rank; d++)
             idx[d] = x->dims[d] == 1 ? kx_index(p, 0) : kx_var(p, var[e.ids[i][d]]);
         Expr *v = kx_load(p, x, idx);
         prod = prod ? kx_bin(p, K_MUL, prod, v) : v;
     }
-    kir_param(p, k, out, KP_OUT);
     Stmt *s = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod));
     for (int r = e.nred - 1; r >= 0; r--) s = ks_loop(p, var[e.red[r]], 0, e.size[e.red[r]], 1, s);
     Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, out->dtype, 0)), s);
@@ -427,12 +420,8 @@ void lower_matmul_integer(Lower *L, Node *n) {
     Buf *azp = lower_in(L, n, ix.azp), *bzp = lower_in(L, n, ix.bzp);
     MatShape s;
     if (!rule_matmul_shape(n->in[ix.a], n->in[ix.b], &s)) die("lower_matmul_integer %s: unchecked", n->name);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, a, KP_IN);
-    kir_param(p, k, b, KP_IN);
-    kir_param(p, k, y, KP_OUT);
     int ov[MAX_RANK], kv, acc;
-    lower_vars(k, y->rank, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, b), y, ov, NULL);
     kv = kir_var(k);
     acc = kir_scalar(p, k, DT_INT32);
     Expr *oi[MAX_RANK], *ai[MAX_RANK], *bi[MAX_RANK];

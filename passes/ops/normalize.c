@@ -118,9 +118,7 @@ void lower_softmax(Lower *L, Node *n) {
     int lo = axis, hi = ir_attr_int(n, "legacy", 0) ? r : axis + 1;
     DType t = y->dtype;
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, NULL, NULL);
     int rv[MAX_RANK] = {0}, mx = kir_scalar(p, k, t), sm = kir_scalar(p, k, t);
     int fin = kir_scalar(p, k, t);
     Expr *idx[MAX_RANK];
@@ -192,11 +190,7 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
     int r = x->rank, ov[MAX_RANK], rv[MAX_RANK] = {0}, no = 0;
     bool keep[MAX_RANK];
     int64_t cnt = 1, od[MAX_RANK];
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    if (nm->scale) kir_param(p, k, nm->scale, KP_IN);
-    if (nm->bias) kir_param(p, k, nm->bias, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, nm->scale, nm->bias), y, NULL, NULL);
     if (nm->mean_out) kir_param(p, k, nm->mean_out, KP_OUT);
     if (nm->inv_out) kir_param(p, k, nm->inv_out, KP_OUT);
     int sm = kir_scalar(p, k, t), mean = kir_scalar(p, k, t), inv = kir_scalar(p, k, t);
@@ -366,11 +360,8 @@ void lower_lrn(Lower *L, Node *n) {
     double alpha = ir_attr_float(n, "alpha", 1e-4f), beta = ir_attr_float(n, "beta", 0.75f);
     double bias = ir_attr_float(n, "bias", 1);
     DType t = y->dtype;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
     int ov[MAX_RANK], tv, acc;
-    lower_vars(k, y->rank, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x), y, ov, NULL);
     tv = kir_var(k);
     acc = kir_scalar(p, k, t);
     Expr *oi[MAX_RANK], *xi[MAX_RANK];

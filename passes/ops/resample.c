@@ -240,12 +240,8 @@ void lower_resize(Lower *L, Node *n) {
         resize_table(p->arena, &rs, d, x->dims[d], &rd[d]);
         interp = interp || rd[d].taps > 1;
     }
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, interp ? KC_CONTRACTION : KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
-    lower_vars(k, r, ov);
     Expr *oi[MAX_RANK], *xi[MAX_RANK], *w = NULL, *outside = NULL;
-    lower_var_idx(p, r, ov, oi);
+    Kernel *k = lower_kernel(L, n, interp ? KC_CONTRACTION : KC_COPY, KINS(x), y, ov, oi);
     for (int d = 0; d < r; d++) {
         ResizeDim *t = &rd[d];
         int64_t td[2] = {y->dims[d], t->taps};
@@ -459,14 +455,9 @@ void lower_grid_sample(Lower *L, Node *n) {
     GsMode mode;
     GsPad pad;
     if (!gs_params(L->g, n, &mode, &pad)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, grid, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     int vars[4];
     Expr *idx[4];
-    lower_vars(k, 4, vars);
-    lower_var_idx(p, 4, vars, idx);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, grid), out, vars, idx);
     GridSample s = {p, k, x, out->dtype, pad, ir_attr_int(n, "align_corners", 0) != 0, idx[0], idx[1]};
     int reg[2];     /* y, x */
     Stmt *body = NULL;
