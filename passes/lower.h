@@ -83,8 +83,13 @@ Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max);
 int rule_reduce_mask(Graph *g, Node *n, bool *mask);
 
 /* Shared by several families (passes/ops/helpers.c). */
-/* The reduction a rule_emit_reduce kernel computes. */
-typedef enum RedKind { R_SUM, R_MEAN, R_MAX, R_MIN } RedKind;
+/* The reduction a rule_emit_reduce kernel computes (its init, step and finish: the table in
+ * helpers.c); rule_red_kind gives a Reduce* or global pool node's. */
+typedef enum RedKind {
+    R_SUM, R_MEAN, R_MAX, R_MIN,        /* over no dims: the identity (lower_reduce: a view) */
+    R_PROD, R_L1, R_L2, R_SUMSQUARE, R_LOGSUM, R_LOGSUMEXP, R_LP
+} RedKind;
+RedKind rule_red_kind(const Node *n);
 
 const char *rule_dims_str(Graph *g, int rank, const int64_t *dims);
 
@@ -106,25 +111,24 @@ Expr *rule_tap_index(Program *p, const Window *w, int i, Expr *o, Expr *t, Expr 
  * check just inside its own loop so that a row out of bounds is skipped whole. */
 Stmt *rule_wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, Stmt *body);
 
-/* out[o...] = reduction over the dims of `in` marked in `mask`; out has in's rank with the
- * reduced dims 1 (keepdims) or dropped. Max/Min start from the window's first element, which
- * keeps them exact for every dtype (no identity value needed). */
+/* out[o...] = reduction `kind` over the dims of `in` marked in `mask`; out has in's rank with
+ * the reduced dims 1 (keepdims) or dropped. One kernel: parallel loops over out, the
+ * reduction loops inside accumulating into a scalar register (KC_CONTRACTION; LogSumExp,
+ * which takes the max in a first pass, KC_GENERIC). */
 void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
-                        RedKind kind);
+                      RedKind kind);
 
-/* Loops over the dims marked `red` (reduction or not), innermost last, around body. */
+/* One pass of a reduction: acc = init, then acc = acc op term in loops over the dims marked in
+ * mask (vars from rule_sel_vars, term built on their index). */
+Stmt *rule_red_pass(Program *p, Kernel *k, int rank, const int64_t *dims, const bool *mask,
+                    const int *vars, int acc, Expr *init, KOp op, Expr *term);
+
+/* Loops over the dims marked `sel` (reduction or not), innermost last, around body. */
 Stmt *rule_wrap_dims(Program *p, int rank, const int64_t *dims, const bool *sel, const int *vars,
                        Stmt *body, bool reduction);
 
 /* Fresh variables for the dims marked in sel, written into idx. */
 void rule_sel_vars(Program *p, Kernel *k, int rank, const bool *sel, int *vars, Expr **idx);
-
-/* out[o...] = fin(acc) where acc = init, acc = step(acc, x) over the reduced dims:
- *   L1 |x| summed; L2 sqrt of sum x^2; SumSquare sum x^2; LogSum log of sum; Prod product;
- *   GlobalLpPool (sum |x|^p)^(1/p);
- *   LogSumExp m + log sum exp(x - m) with m the max (a first pass), so exp never overflows. */
-void rule_emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask,
-                             bool keepdims);
 
 /* A one-element integer operand (CumSum's axis, Trilu's k), constant or not. */
 bool rule_int_scalar(Graph *g, Node *n, int i, const char *what);

@@ -91,21 +91,6 @@ void lower_batchnorm(Lower *L, Node *n) {
 
 /* ---- Softmax and LogSoftmax ---- */
 
-/* Fresh variables for the reduced dims [lo, hi) of one pass, written into idx. */
-static void pass_vars(Program *p, Kernel *k, int lo, int hi, int *vars, Expr **idx) {
-    for (int d = lo; d < hi; d++) {
-        vars[d] = kir_var(k);
-        idx[d] = kx_var(p, vars[d]);
-    }
-}
-
-static Stmt *pass_wrap(Program *p, int lo, int hi, const int64_t *dims, const int *vars, Stmt *s,
-                       bool reduction) {
-    for (int d = hi - 1; d >= lo; d--)
-        s = reduction ? ks_red_loop(p, vars[d], dims[d], s) : ks_loop(p, vars[d], 0, dims[d], 1, s);
-    return s;
-}
-
 /* Over the reduced dims [lo, hi) (the single dim `axis`, or with `legacy` the block
  * axis..rank-1), for every position of the other dims, in three passes:
  *   m = max x;  s = sum exp(x - m);  y = exp(x - m) / s   (Softmax)
@@ -124,26 +109,24 @@ void lower_softmax(Lower *L, Node *n) {
     Expr *idx[MAX_RANK];
     int oo[MAX_RANK], no = 0;
     int64_t od[MAX_RANK];
-    for (int d = 0; d < r; d++)
-        if (d < lo || d >= hi) {
+    bool blk[MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        blk[d] = d >= lo && d < hi;
+        if (!blk[d]) {
             oo[no] = kir_var(k);
             idx[d] = kx_var(p, oo[no]);
             od[no++] = x->dims[d];
         }
+    }
 
-    pass_vars(p, k, lo, hi, rv, idx);
-    Stmt *body = ks_set(p, mx, kx_const(p, t, -INFINITY));
-    Expr *xv = kx_load(p, x, idx);
-    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
-                           ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), xv)), true));
-
-    pass_vars(p, k, lo, hi, rv, idx);
+    rule_sel_vars(p, k, r, blk, rv, idx);
+    Stmt *body = rule_red_pass(p, k, r, x->dims, blk, rv, mx, kx_const(p, t, -INFINITY), K_MAX,
+                               kx_load(p, x, idx));
+    rule_sel_vars(p, k, r, blk, rv, idx);
     Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)));
-    ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
-    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
-                           ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), e)), true));
+    ks_seq(body, rule_red_pass(p, k, r, x->dims, blk, rv, sm, kx_const(p, t, 0), K_ADD, e));
 
-    pass_vars(p, k, lo, hi, rv, idx);
+    rule_sel_vars(p, k, r, blk, rv, idx);
     Expr *xm = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)), *v;
     if (n->op == OP_LogSoftmax) {
         ks_seq(body, ks_set(p, fin, kx_un(p, K_LOG, kx_scalar(p, k, sm))));
@@ -152,7 +135,7 @@ void lower_softmax(Lower *L, Node *n) {
         ks_seq(body, ks_set(p, fin, kx_un(p, K_RECIP, kx_scalar(p, k, sm))));
         v = kx_bin(p, K_MUL, kx_un(p, K_EXP, xm), kx_scalar(p, k, fin));
     }
-    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv, ks_store(p, y, idx, v), false));
+    ks_seq(body, rule_wrap_dims(p, r, x->dims, blk, rv, ks_store(p, y, idx, v), false));
     k->body = lower_wrap(p, no, od, oo, body);
 }
 
@@ -209,16 +192,14 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
     Expr *nc = kx_const(p, t, (double)(cnt ? cnt : 1));
 
     rule_sel_vars(p, k, r, nm->mask, rv, idx);
-    Stmt *body = ks_set(p, sm, kx_const(p, t, 0));
-    Stmt *acc1 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_load(p, x, idx)));
-    ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, acc1, true));
+    Stmt *body = rule_red_pass(p, k, r, x->dims, nm->mask, rv, sm, kx_const(p, t, 0), K_ADD,
+                               kx_load(p, x, idx));
     ks_seq(body, ks_set(p, mean, kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc)));
 
     rule_sel_vars(p, k, r, nm->mask, rv, idx);
     Expr *dv = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
-    ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
-    Stmt *acc2 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_bin(p, K_MUL, dv, dv)));
-    ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, acc2, true));
+    ks_seq(body, rule_red_pass(p, k, r, x->dims, nm->mask, rv, sm, kx_const(p, t, 0), K_ADD,
+                               kx_bin(p, K_MUL, dv, dv)));
     Expr *var = kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc), *eps = kx_const(p, t, nm->eps);
     Expr *den = nm->eps_outside ? kx_bin(p, K_ADD, kx_un(p, K_SQRT, var), eps)
                                 : kx_un(p, K_SQRT, kx_bin(p, K_ADD, var, eps));

@@ -2,7 +2,7 @@
  * GlobalAveragePool, GlobalMaxPool, GlobalLpPool and MaxUnpool.
  *
  * The windowed pools share Conv's window geometry (rule_window); the global pools are
- * reductions over the spatial dims and use the reduction emitters of helpers.c. Padded taps
+ * reductions over the spatial dims and use the reduction emitter of helpers.c. Padded taps
  * are guarded so that no load leaves the input. */
 #include <math.h>
 #include <string.h>
@@ -134,20 +134,16 @@ void infer_global_pool(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
+/* GlobalAveragePool, GlobalMaxPool, GlobalLpPool: reductions over the spatial dims. */
 void lower_global_pool(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0);
     bool mask[MAX_RANK];
     for (int d = 0; d < x->rank; d++) mask[d] = d >= 2;
-    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, true,
-                n->op == OP_GlobalMaxPool ? R_MAX : R_MEAN);
+    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, true, rule_red_kind(n));
 }
 
-void lower_global_lppool(Lower *L, Node *n) {
-    Buf *x = lower_in(L, n, 0);
-    bool mask[MAX_RANK];
-    for (int d = 0; d < x->rank; d++) mask[d] = d >= 2;
-    rule_emit_reduce_more(L, n, x, lower_out(L, n, 0), mask, true);
-}
+/* (GlobalLpPool's row in ir/ops.def names this; it is lower_global_pool.) */
+void lower_global_lppool(Lower *L, Node *n) { lower_global_pool(L, n); }
 
 /* ---- MaxUnpool ---- */
 

@@ -27,31 +27,25 @@ void infer_reduce(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, r, dims);
 }
 
+/* Reduce*. With nothing to reduce (empty axes and noop_with_empty_axes) Sum, Mean, Max and Min
+ * are their input (a view); the others still apply their element function (|x|, x^2, log x). */
 void lower_reduce(Lower *L, Node *n) {
     bool mask[MAX_RANK];
     Buf *x = lower_in(L, n, 0);
+    RedKind kind = rule_red_kind(n);
     int any = rule_reduce_mask(NULL, n, mask);
     if (any < 0) die("lower_reduce %s: node not checked by infer_reduce", n->name);
-    if (!any) {
+    if (!any && kind <= R_MIN) {
         lower_view(L, n, 0, x);
         return;
     }
-    RedKind kind = n->op == OP_ReduceMax ? R_MAX : n->op == OP_ReduceMin ? R_MIN
-                 : n->op == OP_ReduceMean ? R_MEAN : R_SUM;
-    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, ir_attr_int(n, "keepdims", 1) != 0, kind);
+    for (int d = 0; d < x->rank && !any; d++) mask[d] = false;
+    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask,
+                     !any || ir_attr_int(n, "keepdims", 1) != 0, kind);
 }
 
-void lower_reduce_more(Lower *L, Node *n) {
-    bool mask[MAX_RANK];
-    Buf *x = lower_in(L, n, 0);
-    int any = rule_reduce_mask(NULL, n, mask);
-    if (any < 0) die("lower_reduce_more %s: node not checked by infer_reduce", n->name);
-    if (!any) {
-        /* No reduction: the element function alone (|x|, x^2, log x, ...) is still applied. */
-        for (int d = 0; d < x->rank; d++) mask[d] = false;
-    }
-    rule_emit_reduce_more(L, n, x, lower_out(L, n, 0), mask, !any || ir_attr_int(n, "keepdims", 1) != 0);
-}
+/* (The rows of ReduceL1 ... ReduceSumSquare in ir/ops.def name this; it is lower_reduce.) */
+void lower_reduce_more(Lower *L, Node *n) { lower_reduce(L, n); }
 
 /* ---- ArgMax, ArgMin, Hardmax: position of the extreme value ---- */
 
