@@ -101,20 +101,9 @@ static Stmt *conv_point(Program *p, Kernel *k, const ConvGeom *g, int last, bool
  * (weights loaded contiguously, each input element broadcast) and blocks the output column
  * around that (tile.c). */
 static Buf *conv_weights_cm(Program *p, Buf *wt) {
-    int64_t mg = wt->dims[0], dims[MAX_RANK], inner = kir_numel(wt) / mg;
-    size_t es = dtype_size(wt->dtype);
-    for (int i = 1; i < wt->rank; i++) dims[i - 1] = wt->dims[i];
-    dims[wt->rank - 1] = mg;
-    char name[256];
-    snprintf(name, sizeof name, "%s_cm", wt->name);
-    Buf *b = kir_buf_new(p, name, wt->dtype, wt->rank, dims, B_CONST);
-    char *d = arena_alloc(p->arena, kir_nbytes(wt));
-    const char *src = wt->data;
-    for (int64_t m = 0; m < mg; m++)
-        for (int64_t i = 0; i < inner; i++)
-            memcpy(d + (size_t)(i * mg + m) * es, src + (size_t)(m * inner + i) * es, es);
-    b->data = d;
-    return b;
+    int perm[MAX_RANK];
+    for (int i = 0; i < wt->rank; i++) perm[i] = (i + 1) % wt->rank;
+    return rule_relayout(p, wt, "_cm", wt->rank, wt->dims, perm);
 }
 
 /* y[n, m, o...] = bias[m] + sum over c < C/group and taps t of

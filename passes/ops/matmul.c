@@ -43,19 +43,9 @@ void infer_gemm(Graph *g, Node *n) {
  * N = 1024: a new page every load, which the prefetchers do not follow). */
 static Buf *gemm_panels(Program *p, Buf *b, bool tb, int64_t pw) {
     int64_t kd = b->dims[tb ? 1 : 0], nd = b->dims[tb ? 0 : 1];
-    int64_t dims[3] = {nd / pw, kd, pw};
-    size_t es = dtype_size(b->dtype);
-    char name[256];
-    snprintf(name, sizeof name, "%s_panels", b->name);
-    Buf *r = kir_buf_new(p, name, b->dtype, 3, dims, B_CONST);
-    char *d = arena_alloc(p->arena, kir_nbytes(b));
-    const char *src = b->data;
-    for (int64_t k = 0; k < kd; k++)
-        for (int64_t j = 0; j < nd; j++)
-            memcpy(d + (size_t)(((j / pw) * kd + k) * pw + j % pw) * es,
-                   src + (size_t)(tb ? j * kd + k : k * nd + j) * es, es);
-    r->data = d;
-    return r;
+    int64_t kjj[3] = {kd, nd / pw, pw}, jjk[3] = {nd / pw, pw, kd};  /* B [K, N], B^T [N, K] */
+    static const int from_kjj[3] = {1, 0, 2}, from_jjk[3] = {0, 2, 1};
+    return rule_relayout(p, b, "_panels", 3, tb ? jjk : kjj, tb ? from_jjk : from_kjj);
 }
 
 /* The panel width for a constant B' with nd columns: the columns tile.c jams (8 target
