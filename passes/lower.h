@@ -91,7 +91,11 @@ typedef enum RedKind {
 } RedKind;
 RedKind rule_red_kind(const Node *n);
 
+/* A shape as "[2,3,4]" (for messages). */
 const char *rule_dims_str(Graph *g, int rank, const int64_t *dims);
+/* Whether v broadcasts one way to the shape dims[0..rank) (numpy's rule; only v's dims are
+ * stretched): Gemm's C, PRelu's slope, LayerNormalization's scale and bias. */
+bool rule_broadcasts_to(const Value *v, int rank, const int64_t *dims);
 
 /* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
 Expr *rule_scalar_const(Program *p, const Value *v, DType t);

@@ -76,6 +76,14 @@ const char *rule_dims_str(Graph *g, int rank, const int64_t *dims) {
     return arena_printf(g->arena, "%s]", s);
 }
 
+/* (lower.h) */
+bool rule_broadcasts_to(const Value *v, int rank, const int64_t *dims) {
+    int r;
+    int64_t bd[MAX_RANK];
+    return v->rank <= rank && ir_broadcast(v->rank, v->dims, rank, dims, &r, bd) &&
+           !memcmp(bd, dims, sizeof(int64_t) * (size_t)rank);
+}
+
 /* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
 Expr *rule_scalar_const(Program *p, const Value *v, DType t) {
     if (dtype_is_float(t)) return kx_const(p, t, ir_const_float(v, 0));

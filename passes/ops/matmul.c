@@ -21,15 +21,13 @@ void infer_gemm(Graph *g, Node *n) {
         error(ir_where(g, n), "A and B must be matrices (ranks %d, %d)", a->rank, b->rank);
         return;
     }
-    int64_t dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]}, bd[2];
-    int r;
+    int64_t dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]};
     if (a->dims[ta ? 0 : 1] != b->dims[tb ? 1 : 0]) {
         error(ir_where(g, n), "inner dimensions differ: %lld and %lld",
               (long long)a->dims[ta ? 0 : 1], (long long)b->dims[tb ? 1 : 0]);
         return;
     }
-    if (c && (c->rank > 2 || !ir_broadcast(c->rank, c->dims, 2, dims, &r, bd) || bd[0] != dims[0] ||
-              bd[1] != dims[1])) {
+    if (c && !rule_broadcasts_to(c, 2, dims)) {
         error(ir_where(g, n), "C does not broadcast to [%lld, %lld]", (long long)dims[0],
               (long long)dims[1]);
         return;

@@ -229,14 +229,12 @@ static bool layernorm_axis(Graph *g, Node *n, int *axis) {
 
 void infer_layernorm(Graph *g, Node *n) {
     Value *x = n->in[0];
-    int axis, r, rank = x->rank;
-    int64_t dims[MAX_RANK], sd[MAX_RANK];
+    int axis, rank = x->rank;
+    int64_t dims[MAX_RANK];
     if (!layernorm_axis(g, n, &axis)) return;
     for (int i = 1; i < 3 && i < n->nin; i++) {
         Value *s = n->in[i];
-        if (s && (s->rank > rank - axis || !ir_broadcast(s->rank, s->dims, rank - axis,
-                                                          x->dims + axis, &r, sd) ||
-                  memcmp(sd, x->dims + axis, sizeof(int64_t) * (size_t)(rank - axis)))) {
+        if (s && !rule_broadcasts_to(s, rank - axis, x->dims + axis)) {
             error(ir_where(g, n), "%s does not broadcast to the normalized shape",
                   i == 1 ? "Scale" : "B");
             return;
