@@ -258,6 +258,17 @@ static Kernel *scatter_kernel(Lower *L, Node *n, Buf *out, int rank, int *vars, 
     return k;
 }
 
+/* The scatters' result has data's shape, once the operand shapes were found to agree (ok). */
+static void scatter_shape(Graph *g, Node *n, bool ok) {
+    Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
+    if (!ok) {
+        error(ir_where(g, n), "shapes of data '%s', indices '%s' and updates '%s' do not match",
+              x->name, ind->name, upd->name);
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
 void infer_scatternd(Graph *g, Node *n) {
     Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
     KOp op;
@@ -271,12 +282,7 @@ void infer_scatternd(Graph *g, Node *n) {
               upd->rank == ind->rank - 1 + x->rank - m;
     for (int d = 0; ok && d < ind->rank - 1; d++) ok = upd->dims[d] == ind->dims[d];
     for (int d = (int)m; ok && d < x->rank; d++) ok = upd->dims[ind->rank - 1 + d - m] == x->dims[d];
-    if (!ok) {
-        error(ir_where(g, n), "shapes of data '%s', indices '%s' and updates '%s' do not match",
-              x->name, ind->name, upd->name);
-        return;
-    }
-    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+    scatter_shape(g, n, ok);
 }
 
 /* out = data; then for each index tuple position i and slice position j, in order:
@@ -313,12 +319,7 @@ void infer_scatter_elements(Graph *g, Node *n) {
     }
     bool ok = ind->rank == x->rank && upd->dtype == x->dtype && ir_same_shape(ind, upd);
     for (int d = 0; ok && d < x->rank; d++) ok = d == axis || ind->dims[d] <= x->dims[d];
-    if (!ok) {
-        error(ir_where(g, n), "shapes of data '%s', indices '%s' and updates '%s' do not match",
-              x->name, ind->name, upd->name);
-        return;
-    }
-    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+    scatter_shape(g, n, ok);
 }
 
 /* out = data; then for each position i of indices, in order:
