@@ -13,6 +13,15 @@
 
 /* ---- Gather ---- */
 
+static bool is_index_type(DType t) { return t == DT_INT64 || t == DT_INT32; }
+
+/* Gather's, GatherElements' and ScatterElements' indices: int32 or int64. */
+static bool indices_ok(Graph *g, Node *n, const Value *ind) {
+    if (is_index_type(ind->dtype)) return true;
+    error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name, dtype_name(ind->dtype));
+    return false;
+}
+
 void infer_gather(Graph *g, Node *n) {
     Value *x = n->in[0], *ind = n->in[1];
     int axis;
@@ -21,11 +30,7 @@ void infer_gather(Graph *g, Node *n) {
         return;
     }
     if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    if (ind->dtype != DT_INT64 && ind->dtype != DT_INT32) {
-        error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
-              dtype_name(ind->dtype));
-        return;
-    }
+    if (!indices_ok(g, n, ind)) return;
     int rank = x->rank - 1 + ind->rank;
     if (rank > MAX_RANK) {
         error(ir_where(g, n), "result rank %d exceeds %d", rank, MAX_RANK);
@@ -91,11 +96,7 @@ void infer_gather_elements(Graph *g, Node *n) {
         return;
     }
     if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    if (ind->dtype != DT_INT64 && ind->dtype != DT_INT32) {
-        error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
-              dtype_name(ind->dtype));
-        return;
-    }
+    if (!indices_ok(g, n, ind)) return;
     for (int d = 0; d < x->rank; d++)
         if (d != axis && ind->dims[d] > x->dims[d]) {
             error(ir_where(g, n), "indices dim %d (%lld) exceeds data's (%lld)", d,
@@ -124,7 +125,6 @@ void lower_gather_elements(Lower *L, Node *n) {
 
 /* ---- helpers ---- */
 
-static bool is_index_type(DType t) { return t == DT_INT64 || t == DT_INT32; }
 
 /* A run-time index into an axis of size dim: negative counts from the end, then clamped. */
 static Expr *wrap_clamp(Program *p, Expr *i, int64_t dim) {
@@ -312,11 +312,7 @@ void infer_scatter_elements(Graph *g, Node *n) {
     KOp op;
     if (!scatter_reduction(g, n, &op)) return;
     if (x->rank == 0 || !rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    if (!is_index_type(ind->dtype)) {
-        error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
-              dtype_name(ind->dtype));
-        return;
-    }
+    if (!indices_ok(g, n, ind)) return;
     bool ok = ind->rank == x->rank && upd->dtype == x->dtype && ir_same_shape(ind, upd);
     for (int d = 0; ok && d < x->rank; d++) ok = d == axis || ind->dims[d] <= x->dims[d];
     scatter_shape(g, n, ok);
