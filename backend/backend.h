@@ -22,11 +22,22 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
 void be_target_free(Target *t);
 /* Emit the program to `path` (object, assembly or LLVM IR text). opt_level 0..3. */
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path);
+/* be_emit's object with per-kernel timing: NAME_profile, an array of one uint64_t per kernel
+ * (in program order) to which NAME_run adds the cycle counter's ticks spent in each kernel.
+ * Only `onnxcc bench` makes such objects; be_emit never instruments. */
+void be_emit_profiled(Program *p, const Target *t, int opt_level, const char *path);
 /* Write the self-contained C header describing the program's API (runtime/model.h.in). */
 void be_write_header(Program *p, const char *path);
+
+/* The host's float multiply-add peak in GFLOP/s on one core, measured for about `seconds`
+ * with a JIT-compiled loop of independent FMAs on the widest vectors (peak.c). */
+double be_fma_peak(double seconds);
 
 /* Load a host object file in-process (LLVM ORC) and return NAME_run. fatal() on failure. */
 typedef int (*RunFn)(const void *const *inputs, void *const *outputs, void *arena);
 RunFn be_load_object(const char *obj_path, const char *name);
+/* The address of the data symbol `sym` in the object be_load_object loaded last (NULL if the
+ * object has no such symbol), e.g. NAME_profile of a be_emit_profiled object. */
+void *be_loaded_symbol(const char *sym);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -106,7 +107,39 @@ static void check(Emitter *e, LLVMValueRef fn, LLVMValueRef bad, int code) {
     LLVMPositionBuilderAtEnd(e->B, ok);
 }
 
-static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn) {
+/* --profile: NAME_profile, one i64 per kernel, accumulates the cycle counter's ticks spent in
+ * that kernel's call (llvm.readcyclecounter before and after it: rdtsc on x86). `onnxcc bench`
+ * finds the array through the loader; an object compiled without --profile has neither the
+ * array nor a counter read. */
+typedef struct Profile {
+    LLVMValueRef counters, readfn;
+    LLVMTypeRef readty;
+} Profile;
+
+static Profile profile_init(Emitter *e) {
+    Program *p = e->p;
+    Profile pr;
+    LLVMTypeRef at = LLVMArrayType2(e->i64, (uint64_t)(p->nkernels > 0 ? p->nkernels : 1));
+    pr.counters = LLVMAddGlobal(e->M, at, arena_printf(p->arena, "%s_profile", p->name));
+    LLVMSetInitializer(pr.counters, LLVMConstNull(at));
+    LLVMSetAlignment(pr.counters, 64);
+    pr.readty = LLVMFunctionType(e->i64, NULL, 0, 0);
+    pr.readfn = LLVMAddFunction(e->M, "llvm.readcyclecounter", pr.readty);
+    return pr;
+}
+
+static LLVMValueRef profile_now(Emitter *e, const Profile *pr) {
+    return LLVMBuildCall2(e->B, pr->readty, pr->readfn, NULL, 0, "");
+}
+
+static void profile_add(Emitter *e, const Profile *pr, int k, LLVMValueRef t0) {
+    LLVMValueRef dt = LLVMBuildSub(e->B, profile_now(e, pr), t0, "");
+    LLVMValueRef ix[2] = {LLVMConstInt(e->i64, 0, 0), LLVMConstInt(e->i64, (unsigned long long)k, 0)};
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->B, LLVMGlobalGetValueType(pr->counters), pr->counters, ix, 2, "");
+    LLVMBuildStore(e->B, LLVMBuildAdd(e->B, LLVMBuildLoad2(e->B, e->i64, slot, ""), dt, ""), slot);
+}
+
+static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, bool profile) {
     Program *p = e->p;
     LLVMTypeRef pt[3] = {e->ptr, e->ptr, e->ptr};
     LLVMTypeRef fty = LLVMFunctionType(e->i32, pt, 3, 0);
@@ -125,11 +158,15 @@ static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn) {
     check(e, fn, LLVMBuildICmp(e->B, LLVMIntNE, mis, LLVMConstNull(e->idx), ""), 2);
     if (p->ninputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.in, null, ""), 3);
     if (p->noutputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.out, null, ""), 3);
+    Profile pr = {0};
+    if (profile) pr = profile_init(e);
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, k->nparams + 1);
         for (int j = 0; j < k->nparams; j++) args[j] = storage(e, &rs, k->params[j]);
+        LLVMValueRef t0 = profile ? profile_now(e, &pr) : NULL;
         LLVMBuildCall2(e->B, LLVMGlobalGetValueType(kfn[i]), kfn[i], args, (unsigned)k->nparams, "");
+        if (profile) profile_add(e, &pr, i, t0);
     }
     LLVMBuildRet(e->B, LLVMConstInt(e->i32, 0, 0));
     return fn;
@@ -241,7 +278,13 @@ static void write_out(LLVMModuleRef M, LLVMTargetMachineRef tm, EmitKind kind, c
     free(tmp);
 }
 
-void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path, bool profile) {
     Emitter e = {.p = p, .t = t};
     if (opt_level < 0 || opt_level > 3) die("opt level %d", opt_level);
     if (p->arena_align <= 0 || (p->arena_align & (p->arena_align - 1))) die("arena_align %d", p->arena_align);
@@ -261,14 +304,27 @@ void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const ch
 
     LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
     for (int i = 0; i < p->nkernels; i++) kfn[i] = be_kernel(&e, p->kernels[i]);
-    LLVMValueRef run = emit_run(&e, kfn);
+    LLVMValueRef run = emit_run(&e, kfn, profile);
     emit_info(&e, td, run);
 
+    /* -v times LLVM's two phases like the passes before them */
+    double t0 = now_ms();
     optimize(e.M, tm, opt_level);
+    progress("%-15s %8.2f ms", "llvm-opt", now_ms() - t0);
+    t0 = now_ms();
     write_out(e.M, tm, kind, path);
+    progress("%-15s %8.2f ms", kind == EMIT_LLVM ? "llvm-print" : "llvm-codegen", now_ms() - t0);
     LLVMDisposeBuilder(e.B);
     LLVMDisposeModule(e.M);
     LLVMContextDispose(e.C);
     LLVMDisposeTargetData(td);
     LLVMDisposeTargetMachine(tm);
+}
+
+void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
+    emit_module(p, t, opt_level, kind, path, false);
+}
+
+void be_emit_profiled(Program *p, const Target *t, int opt_level, const char *path) {
+    emit_module(p, t, opt_level, EMIT_OBJ, path, true);
 }

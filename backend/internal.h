@@ -41,6 +41,10 @@ LLVMTargetMachineRef be_machine(const Target *t, int opt_level);
 void be_fn_attrs(Emitter *e, LLVMValueRef fn);
 void be_enum_attr(Emitter *e, LLVMValueRef fn, unsigned idx, const char *name);
 
+/* Link an object held in memory into a fresh in-process JIT (load.c; takes ownership of buf);
+ * be_loaded_symbol then finds its symbols. */
+void be_load_buffer(LLVMMemoryBufferRef buf, const char *where);
+
 /* The internal function computing kernel k (kernel.c): void(ptr param0, ptr param1, ...). */
 LLVMValueRef be_kernel(Emitter *e, Kernel *k);
 /* In-memory LLVM type of a dtype (bool: i8) and its register type (bool: i1). */

@@ -3,7 +3,8 @@
  * into a program, and NAME_run is looked up. A generator that searches the process's own
  * symbols resolves the few libc imports (memcpy/memset). The JITs live until the process
  * exits, so that the returned functions stay valid; an atexit handler disposes of them (before
- * LLVM's own static destructors, which were registered earlier). */
+ * LLVM's own static destructors, which were registered earlier). be_loaded_symbol finds other
+ * symbols of the last object (`onnxcc bench`: the profile counters). */
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -39,35 +40,58 @@ static void keep_jit(LLVMOrcLLJITRef jit) {
     jits[njits++] = jit;
 }
 
-RunFn be_load_object(const char *obj_path, const char *name) {
+/* the JIT of the last object loaded, for be_loaded_symbol */
+static LLVMOrcLLJITRef last_jit;
+
+static LLVMOrcExecutorAddress lookup(LLVMOrcLLJITRef jit, const char *sym, const char *where) {
+    LLVMOrcExecutorAddress addr = 0;
+    LLVMErrorRef err = LLVMOrcLLJITLookup(jit, &addr, sym);
+    if (err) {
+        if (!where) {           /* a missing symbol the caller may expect: not fatal */
+            LLVMConsumeError(err);
+            return 0;
+        }
+        jit_fail(where, err);
+    }
+    return addr;
+}
+
+void *be_loaded_symbol(const char *sym) {
+    if (!last_jit) die("be_loaded_symbol before be_load_object");
+    return (void *)(uintptr_t)lookup(last_jit, sym, NULL);
+}
+
+void be_load_buffer(LLVMMemoryBufferRef buf, const char *where) {
     Target host;
     be_target(&host, NULL, NULL, NULL, NULL);       /* initialises LLVM's targets */
     be_target_free(&host);
 
     LLVMOrcLLJITRef jit;
     LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit, NULL);
-    if (err) jit_fail(obj_path, err);
+    if (err) jit_fail(where, err);
     keep_jit(jit);
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
     LLVMOrcDefinitionGeneratorRef gen;
     err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL);
-    if (err) jit_fail(obj_path, err);
+    if (err) jit_fail(where, err);
     LLVMOrcJITDylibAddGenerator(jd, gen);
+    err = LLVMOrcLLJITAddObjectFile(jit, jd, buf);     /* takes ownership of buf */
+    if (err) jit_fail(where, err);
+    last_jit = jit;
+}
 
+RunFn be_load_object(const char *obj_path, const char *name) {
     LLVMMemoryBufferRef buf;
     char *msg = NULL;
     if (LLVMCreateMemoryBufferWithContentsOfFile(obj_path, &buf, &msg))
         fatal(obj_path, "cannot read: %s", msg ? msg : "?");
-    err = LLVMOrcLLJITAddObjectFile(jit, jd, buf);     /* takes ownership of buf */
-    if (err) jit_fail(obj_path, err);
+    be_load_buffer(buf, obj_path);
 
     size_t n = strlen(name) + 5;
     char *sym = malloc(n);
     if (!sym) die("out of memory");
     snprintf(sym, n, "%s_run", name);
-    LLVMOrcExecutorAddress addr = 0;
-    err = LLVMOrcLLJITLookup(jit, &addr, sym);
-    if (err) jit_fail(obj_path, err);
+    LLVMOrcExecutorAddress addr = lookup(last_jit, sym, obj_path);
     free(sym);
     if (!addr) fatal(obj_path, "cannot load: no symbol %s_run", name);
     RunFn fn;

@@ -1,5 +1,6 @@
-/* cli.h - what the two commands of the driver share: `onnxcc` (cli/main.c) compiles a model,
- * `onnxcc check` (cli/check.c) compiles it for the host and runs it on ONNX test data. */
+/* cli.h - what the commands of the driver share: `onnxcc` (cli/main.c) compiles a model,
+ * `onnxcc check` (cli/check.c) compiles it for the host and runs it on ONNX test data,
+ * `onnxcc bench` (cli/bench.c) times it on the host, per kernel too. */
 #ifndef ONNXCC_CLI_H
 #define ONNXCC_CLI_H
 #include "../backend/backend.h"
@@ -13,7 +14,8 @@ typedef struct Cli {
     const char *triple, *cpu, *features, *abi;
     EmitKind emit;
     double rtol, atol;
-    const char **dirs;              /* check: data set directories given on the command line */
+    double seconds;                 /* bench: how long to time (0: the default) */
+    const char **dirs;              /* check, bench: data set directories given on the command line */
     int ndirs;
 } Cli;
 
@@ -23,5 +25,7 @@ const char *cli_identifier(Arena *a, const char *path);
 Program *cli_compile(Graph *g, Cli *c, const Target *t);
 /* `onnxcc check`: returns the exit status. */
 int check_main(Arena *a, Cli *c);
+/* `onnxcc bench`: returns the exit status. */
+int bench_main(Arena *a, Cli *c);
 
 #endif

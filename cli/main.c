@@ -3,6 +3,7 @@
  *   onnxcc [options] MODEL.onnx[.gz] -o OUT.o       writes OUT.o and OUT.h
  *   onnxcc check [options] MODEL [DATA_SET_DIR...]  compiles for the host and compares
  *   onnxcc --run-pass=PASS[,PASS...] PROG.kir       runs kernel passes on a kernel-IR text
+ *   onnxcc bench [options] MODEL [DATA_SET_DIR]     compiles for the host and times (bench.c)
  *
  * Exit status: 0 success, 1 a user error in the model or the files (error()/fatal()), 2 a bad
  * command line (usage(), with a hint to --help). Output files are registered with
@@ -27,6 +28,12 @@ static const char usage_text[] =
     "       onnxcc --run-pass=PASS[,PASS...] PROG.kir      read kernel IR text (as --print-after\n"
     "                                                     prints it), run the kernel passes\n"
     "                                                     in order, print the result\n"
+    "       onnxcc bench [options] MODEL.onnx [DATA_SET_DIR]\n"
+    "                                                     compile for the host, time it on random\n"
+    "                                                     inputs (or the set's input_N.pb): median\n"
+    "                                                     and min latency, then per kernel (from an\n"
+    "                                                     instrumented build) time, share, GFLOP/s\n"
+    "                                                     or GB/s and % of the measured FMA peak\n"
     "options:\n"
     "  -o PATH               output file; the C header is PATH with its extension made .h\n"
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
@@ -48,9 +55,10 @@ static const char usage_text[] =
     "                        file; an empty list only reads, verifies and prints it\n"
     "  --roundtrip-kir       (tests) after each kernel pass, print the kernel IR, read it\n"
     "                        back and abort if printing that gives another text\n"
-    "  -v                    progress and pass timings on stderr\n"
+    "  -v                    progress and pass timings on stderr (LLVM's too)\n"
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
     "                        (default 1e-3 and 1e-7)\n"
+    "  --seconds S           bench: time runs for S seconds (default 1)\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n";
 
@@ -206,6 +214,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--bind", argc, argv, i))) add_binding(a, c, v);
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
+    else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);
     else if ((v = opt_value("--print-after", argc, argv, i))) {
         if (!pass_find(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a, -1));
         c->o.print_after = v;
@@ -302,14 +311,16 @@ int main(int argc, char **argv) {
     Arena *a = arena_new();
     Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7};
     bool check = argc > 1 && strcmp(argv[1], "check") == 0;
-    parse_args(a, &c, argc, argv, check);
+    bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
+    parse_args(a, &c, argc, argv, check || bench);
     if (c.name && !*c.name) usage("--name needs a non-empty name");
     for (const char *s = c.name; s && *s; s++)
         if (!(isalnum((unsigned char)*s) || *s == '_') || isdigit((unsigned char)c.name[0]))
             usage("--name '%s' is not a C identifier", c.name);
-    if (check && c.triple) usage("check runs the model on this machine: --target is not allowed");
-    if (check && c.run_pass) usage("--run-pass is not an option of check");
-    int rc = check ? check_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
+    if ((check || bench) && c.triple)
+        usage("%s runs the model on this machine: --target is not allowed", argv[1]);
+    if ((check || bench) && c.run_pass) usage("--run-pass is not an option of %s", argv[1]);
+    int rc = check ? check_main(a, &c) : bench ? bench_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
     arena_free(a);
     return rc;
 }

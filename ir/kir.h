@@ -255,4 +255,9 @@ void kir_verify(Program *p, const char *after);     /* die()s naming the pass on
 /* Run the program on the host (constant folding; tests). inputs/outputs as in run(). */
 void kir_interpret(Program *p, const void *const *inputs, void *const *outputs);
 
+/* ---- cost (ir/kcost.c) ----
+ * Multiply-accumulates per run (a float MUL under a float ADD/SUB, times the trip counts of its
+ * loops; both sides of an if at the larger one) and the bytes of the kernel's params. */
+void kir_kernel_cost(const Kernel *k, int64_t *macs, int64_t *bytes);
+
 #endif

@@ -206,6 +206,31 @@ static void canon_old_gemm(Graph *g, Node *n) {
     ir_attr_remove(n, "broadcast");
 }
 
+/* Upsample (opsets 7-9) is Resize with asymmetric coordinates and nearest rounding down: its
+ * scales (input 1, or the `scales` attribute of opset 7) become Resize's input 2, and the node
+ * a Resize (checked and lowered by Resize's rules). */
+static void canon_upsample(Graph *g, Node *n) {
+    Attr *a = ir_attr(n, "scales");
+    Value *sc = n->nin > 1 ? n->in[1] : NULL;
+    if (!sc && a && a->type == A_FLOATS) {
+        int64_t dims[1] = {a->n};
+        sc = ir_const_new(g, arena_printf(g->arena, "%s_scales", n->name), DT_FLOAT, 1, dims,
+                          a->floats);
+    }
+    if (!sc) {
+        error(ir_where(g, n), "Upsample without scales");
+        return;
+    }
+    ir_attr_remove(n, "scales");
+    set_nin(g, n, 4);
+    n->in[1] = NULL;
+    n->in[2] = sc;
+    n->op = OP_Resize;
+    n->op_type = "Resize";
+    ir_attr_set(g, n, "coordinate_transformation_mode", A_STRING)->s = "asymmetric";
+    ir_attr_set(g, n, "nearest_mode", A_STRING)->s = "floor";
+}
+
 /* A Constant node's output becomes a constant value; the node dies. */
 static void canon_constant(Graph *g, Node *n) {
     Value *out = n->out[0];
@@ -270,6 +295,7 @@ void canonicalize(Graph *g) {
             break;
         case OP_Gemm: canon_old_gemm(g, n); break;
         case OP_Hardmax: canon_softmax(g, n); break;
+        case OP_Upsample: canon_upsample(g, n); break;
         default: break;
         }
     }

@@ -1,7 +1,7 @@
 /* infer_shapes.c - give every value a dtype and a static shape, folding constants on the way.
  *
  * The nodes are visited in (topological) order and each op's shape rule (op_info[].infer, in
- * passes/rules_*.c) sets the dtype and dims of its outputs. A node whose inputs are all
+ * passes/ops/<family>.c) sets the dtype and dims of its outputs. A node whose inputs are all
  * constant is folded at once (fold_node), so that the rule of a later node sees constant data
  * where it needs it: Reshape's target shape is often computed by a Shape -> Gather -> Concat
  * subgraph. Every problem is reported (error()) and the pass exits only at the end, so a model

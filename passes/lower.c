@@ -86,21 +86,28 @@ void lower_bcast_idx(Program *p, const Buf *in, int out_rank, Expr **idx, Expr *
         res[d] = in->dims[d] == 1 ? kx_index(p, 0) : idx[off + d];
 }
 
+Kernel *lower_kernel(Lower *L, Node *n, KernelClass c, int nin, Buf *const *ins, Buf *out,
+                     int *vars, Expr **idx) {
+    Kernel *k = kir_kernel_new(L->p, lower_kname(L, n), n->op_type, c);
+    for (int i = 0; i < nin; i++)
+        if (ins[i]) kir_param(L->p, k, ins[i], KP_IN);
+    if (out) kir_param(L->p, k, out, KP_OUT);
+    if (vars) lower_vars(k, out->rank, vars);
+    if (vars && idx) lower_var_idx(L->p, out->rank, vars, idx);
+    return k;
+}
+
 Kernel *lower_map(Lower *L, Node *n, Buf *out, int nin, Buf **ins, MapFn build, void *ctx) {
     Program *p = L->p;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_ELEMENTWISE);
     int vars[MAX_RANK];
     Expr *idx[MAX_RANK], *vals[16];
     if (nin > COUNTOF(vals)) die("lower_map: %d inputs", nin);
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, idx);
+    Kernel *k = lower_kernel(L, n, KC_ELEMENTWISE, nin, ins, out, vars, idx);
     for (int i = 0; i < nin; i++) {
         Expr *bi[MAX_RANK];
-        kir_param(p, k, ins[i], KP_IN);
         lower_bcast_idx(p, ins[i], out->rank, idx, bi);
         vals[i] = kx_load(p, ins[i], bi);
     }
-    kir_param(p, k, out, KP_OUT);
     Expr *v = build(L, n, vals, ctx);
     if (v->type != out->dtype) v = kx_cast(p, out->dtype, v);
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, v));
@@ -187,12 +194,9 @@ void lower_identity(Lower *L, Node *n) {
     if (n->op == OP_Dropout && n->nout > 1 && n->out[1]) {
         Buf *m = lower_out(L, n, 1);
         Program *p = L->p;
-        Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_ELEMENTWISE);
         int vars[MAX_RANK];
         Expr *idx[MAX_RANK];
-        lower_vars(k, m->rank, vars);
-        lower_var_idx(p, m->rank, vars, idx);
-        kir_param(p, k, m, KP_OUT);
+        Kernel *k = lower_kernel(L, n, KC_ELEMENTWISE, KNOINS, m, vars, idx);
         k->body = lower_wrap(p, m->rank, m->dims, vars, ks_store(p, m, idx, kx_const(p, DT_BOOL, 1)));
     }
 }

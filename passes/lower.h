@@ -26,6 +26,16 @@ void lower_view(Lower *L, Node *n, int i, Buf *of);
 /* Kernel name for a node: its (sanitised) node name, made unique. */
 const char *lower_kname(Lower *L, Node *n);
 
+/* The prologue of every rule's kernel: a kernel of class c named after n, with the non-NULL
+ * ins[0..nin) registered as inputs and then out (unless NULL) as its output, in that order;
+ * with vars, fresh loop variables over out's dims in vars[] and (with idx) their expressions
+ * in idx[]. Buffers registered later (a second output, a run-time operand) follow; a
+ * KP_INOUT output is `out` registered again with KP_IN. KINS(a, b, ...) spells nin, ins. */
+Kernel *lower_kernel(Lower *L, Node *n, KernelClass c, int nin, Buf *const *ins, Buf *out,
+                     int *vars, Expr **idx);
+#define KINS(...) COUNTOF(((Buf *[]){__VA_ARGS__})), (Buf *[]){__VA_ARGS__}
+#define KNOINS 0, NULL
+
 /* Elementwise map: out[i...] = f(ins[0][bcast(i)], ..., ins[nin-1][bcast(i)]) with numpy
  * broadcasting of every input to out's shape. `build` gets the loaded operand expressions and
  * returns the value to store (of out's dtype). The result has kclass KC_ELEMENTWISE. */
@@ -73,10 +83,19 @@ Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max);
 int rule_reduce_mask(Graph *g, Node *n, bool *mask);
 
 /* Shared by several families (passes/ops/helpers.c). */
-/* The reduction a rule_emit_reduce kernel computes. */
-typedef enum RedKind { R_SUM, R_MEAN, R_MAX, R_MIN } RedKind;
+/* The reduction a rule_emit_reduce kernel computes (its init, step and finish: the table in
+ * helpers.c); rule_red_kind gives a Reduce* or global pool node's. */
+typedef enum RedKind {
+    R_SUM, R_MEAN, R_MAX, R_MIN,        /* over no dims: the identity (lower_reduce: a view) */
+    R_PROD, R_L1, R_L2, R_SUMSQUARE, R_LOGSUM, R_LOGSUMEXP, R_LP
+} RedKind;
+RedKind rule_red_kind(const Node *n);
 
+/* A shape as "[2,3,4]" (for messages). */
 const char *rule_dims_str(Graph *g, int rank, const int64_t *dims);
+/* Whether v broadcasts one way to the shape dims[0..rank) (numpy's rule; only v's dims are
+ * stretched): Gemm's C, PRelu's slope, LayerNormalization's scale and bias. */
+bool rule_broadcasts_to(const Value *v, int rank, const int64_t *dims);
 
 /* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
 Expr *rule_scalar_const(Program *p, const Value *v, DType t);
@@ -96,25 +115,31 @@ Expr *rule_tap_index(Program *p, const Window *w, int i, Expr *o, Expr *t, Expr 
  * check just inside its own loop so that a row out of bounds is skipped whole. */
 Stmt *rule_wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, Stmt *body);
 
-/* out[o...] = reduction over the dims of `in` marked in `mask`; out has in's rank with the
- * reduced dims 1 (keepdims) or dropped. Max/Min start from the window's first element, which
- * keeps them exact for every dtype (no identity value needed). */
+/* out[o...] = reduction `kind` over the dims of `in` marked in `mask`; out has in's rank with
+ * the reduced dims 1 (keepdims) or dropped. One kernel: parallel loops over out, the
+ * reduction loops inside accumulating into a scalar register (KC_CONTRACTION; LogSumExp,
+ * which takes the max in a first pass, KC_GENERIC). */
 void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
-                        RedKind kind);
+                      RedKind kind);
 
-/* Loops over the dims marked `red` (reduction or not), innermost last, around body. */
+/* One pass of a reduction: acc = init, then acc = acc op term in loops over the dims marked in
+ * mask (vars from rule_sel_vars, term built on their index). */
+Stmt *rule_red_pass(Program *p, Kernel *k, int rank, const int64_t *dims, const bool *mask,
+                    const int *vars, int acc, Expr *init, KOp op, Expr *term);
+
+/* Loops over the dims marked `sel` (reduction or not), innermost last, around body. */
 Stmt *rule_wrap_dims(Program *p, int rank, const int64_t *dims, const bool *sel, const int *vars,
                        Stmt *body, bool reduction);
 
 /* Fresh variables for the dims marked in sel, written into idx. */
 void rule_sel_vars(Program *p, Kernel *k, int rank, const bool *sel, int *vars, Expr **idx);
 
-/* out[o...] = fin(acc) where acc = init, acc = step(acc, x) over the reduced dims:
- *   L1 |x| summed; L2 sqrt of sum x^2; SumSquare sum x^2; LogSum log of sum; Prod product;
- *   GlobalLpPool (sum |x|^p)^(1/p);
- *   LogSumExp m + log sum exp(x - m) with m the max (a first pass), so exp never overflows. */
-void rule_emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask,
-                             bool keepdims);
+/* Constant b re-laid out for a kernel that streams it: its elements read as an array of shape
+ * sdims[0..rank) (b's element count), transposed by perm, i.e. numpy's
+ * b.reshape(sdims).transpose(perm): a B_CONST buffer named b's name + suffix, of dims
+ * sdims[perm[0..rank)]. (Gemm/MatMul column panels, Conv's channel-last weights.) */
+Buf *rule_relayout(Program *p, const Buf *b, const char *suffix, int rank, const int64_t *sdims,
+                   const int *perm);
 
 /* A one-element integer operand (CumSum's axis, Trilu's k), constant or not. */
 bool rule_int_scalar(Graph *g, Node *n, int i, const char *what);
@@ -122,9 +147,6 @@ bool rule_int_scalar(Graph *g, Node *n, int i, const char *what);
 /* The DT_INDEX value of a one-element integer operand: folded when constant, else loaded
  * (and the buffer made a parameter of k). */
 Expr *rule_index_operand(Lower *L, Node *n, Kernel *k, int i);
-
-/* An output-sized kernel: vars[] and idx[] are the plain loop index over out. */
-Kernel *rule_out_kernel(Lower *L, Node *n, Buf *out, KernelClass c, int *vars, Expr **idx);
 
 /* Element 0 of a one-element buffer (zero points, scales), registered as an input of k. */
 Expr *rule_load_first(Program *p, Kernel *k, Buf *b);

@@ -3,24 +3,29 @@
 #
 #   1. onnxruntime-node (npm; its CPU build ships inside the package) is installed into
 #      build/bench/node_modules on first use. Without node/npm the bench times onnxcc alone.
-#   2. tests/bench/gen.py copies models/*/model.onnx to build/bench/NAME/, adds two larger
-#      random-weight models (convnet: 256x256x3 ResNet-ish; mlp1024: three 1024-wide layers)
-#      and "floor" (one Relu of one float: each side's fixed cost per call, which for
-#      onnxruntime-node is mostly JavaScript and N-API, so small models say little about
-#      onnxruntime itself), and writes one random input set per model.
-#   3. Each model is compiled with onnxcc -O3 and -O2 and linked into tests/bench/harness.c;
-#      both outputs are compared with onnxruntime's (max abs diff) before anything is timed.
+#      PyTorch (Debian's python3-torch, python3-torchvision) is installed with apt-get when it
+#      is missing and we are root; without it the public architectures are left out.
+#   2. tests/bench/gen.py writes the models to build/bench/NAME/ (ResNet-18, MobileNetV2, a
+#      transformer encoder layer, an LSTM, a keyword-spotting DS-CNN and an MLP exported from
+#      PyTorch with random weights; a 512^3 SGEMM, mlp1024 and "floor" from onnx helpers), one
+#      random input set each and each model's multiply-accumulate count (from the ONNX graph).
+#   3. Each model is compiled with onnxcc -O2 and -O3 (BENCH_OPTS, default "O2 O3"; onnxcc's own
+#      passes are the same at both, only LLVM's pipeline differs: within 10% in the recorded run,
+#      docs/benchmarks.md) and linked into tests/bench/harness.c; outputs are compared with
+#      onnxruntime's before anything is timed.
 #   4. Timing, all single-threaded (onnxruntime: intraOpNumThreads=interOpNumThreads=1, all
-#      graph optimizations): BENCH_ROUNDS rounds (default 5); each round runs, for every model,
-#      onnxruntime, onnxcc -O3 and onnxcc -O2 one after the other, in an order that rotates
-#      between rounds. Interleaving matters: this machine's speed drifts by +-20%, so timing one
-#      side after the other would compare the drift. Each run is its own process that warms up
-#      and then times ~0.3 s of single inferences (harness.c and ort.js share the rule); a
-#      model's figure is the median over rounds of each run's median, and the min of its mins.
+#      graph optimizations): BENCH_ROUNDS rounds (default 5); each round measures the FMA peak
+#      (tests/bench/peak.c) and runs, for every model, onnxruntime and each onnxcc build one
+#      after the other, in an order that rotates between rounds. Interleaving matters: this
+#      machine's speed drifts by +-20%, so timing one side after the other would compare the
+#      drift. Each run is its own process that warms up and then times ~0.3 s of single
+#      inferences (harness.c and ort.js share the rule); a model's figure is the median over
+#      rounds of each run's median, and the min of its mins. The peak is the best round's.
 # Prints the table and writes it to build/bench/results.txt (raw times: build/bench/times.txt).
-# ratio = onnxcc median / onnxruntime median, so > 1 means onnxcc is slower. Speed never fails
-# the bench; a model that does not compile or whose outputs differ is reported in the table
-# (and not timed), and the exit status is 1 only if the bench itself cannot run.
+# ratio = onnxruntime median / onnxcc median, so > 1 means onnxcc is faster; geomean over the
+# timed models but floor. Speed never fails the bench; a model that does not compile or whose
+# outputs differ is reported in the table (and not timed), and the exit status is 1 only if the
+# bench itself cannot run.
 set -u
 cd "$(dirname "$0")/.."
 # Set in this environment for numpy's OpenBLAS; they must not steer anything we time.
@@ -30,8 +35,9 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 CC=${CC:-cc}
 NODE=${NODE:-node}
 NPM=${NPM:-npm}
-ORT_VERSION=${ORT_VERSION:-1.20}
+ORT_VERSION=${ORT_VERSION:-1.30.0}
 ROUNDS=${BENCH_ROUNDS:-5}
+OPTS=${BENCH_OPTS:-O2 O3}
 OUT=build/bench
 NODE_PATH=$(pwd)/$OUT/node_modules
 export NODE_PATH
@@ -42,12 +48,15 @@ if [ ! -x "$ONNXCC" ]; then
 fi
 mkdir -p $OUT
 
-# ---- 1. onnxruntime ----
+# ---- 1. onnxruntime, PyTorch ----
 # --ignore-scripts: the package's install script only fetches the CUDA build from github.com;
 # the CPU libraries (bin/napi-v3/linux/x64) are part of the npm package itself.
 ort=1
-if ! $NODE -e "require('onnxruntime-node')" >/dev/null 2>&1; then
-    echo "bench: installing onnxruntime-node@$ORT_VERSION into $OUT/node_modules (first use, npm)"
+ort_works() { $NODE -e "
+    const v = require('onnxruntime-node').env.versions.node;
+    if ('$ORT_VERSION' && v !== '$ORT_VERSION') process.exit(1);" >/dev/null 2>&1; }
+if ! ort_works; then
+    echo "bench: installing onnxruntime-node@$ORT_VERSION into $OUT/node_modules (npm)"
     if ! (cd $OUT && $NPM install --no-save --no-audit --no-fund --ignore-scripts \
             "onnxruntime-node@$ORT_VERSION") >$OUT/npm.log 2>&1 ||
        ! $NODE -e "require('onnxruntime-node')" >>$OUT/npm.log 2>&1; then
@@ -56,22 +65,35 @@ if ! $NODE -e "require('onnxruntime-node')" >/dev/null 2>&1; then
         ort=0
     fi
 fi
-[ $ort = 1 ] && echo "bench: onnxruntime-node $($NODE -p "require('onnxruntime-node').env.versions.node" 2>/dev/null)"
+if ! $PYTHON -c "import torch, torchvision" >/dev/null 2>&1 && [ "$(id -u)" = 0 ] &&
+   command -v apt-get >/dev/null; then
+    echo "bench: installing python3-torch and python3-torchvision (apt-get, first use)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        python3-torch python3-torchvision >$OUT/apt.log 2>&1 ||
+        echo "bench: apt-get failed (log: $OUT/apt.log)"
+fi
 
-# ---- 2. models and inputs ----
-if ! models=$($PYTHON tests/bench/gen.py $OUT models/*/model.onnx 2>$OUT/gen.log); then
+# ---- 2. models, inputs, peak ----
+if ! models=$($PYTHON tests/bench/gen.py $OUT 2>$OUT/gen.log); then
     cat $OUT/gen.log
     echo "bench: tests/bench/gen.py failed"
     exit 1
 fi
+grep '^gen.py:' $OUT/gen.log | sed 's/^/bench: /'
+if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Wpedantic tests/bench/peak.c \
+        -o $OUT/peak >$OUT/peak.log 2>&1; then
+    cat $OUT/peak.log
+    echo "bench: tests/bench/peak.c does not build"
+    exit 1
+fi
 
 # ---- 3. compile, link, compare outputs ----
-# status_NAME: "ok" if the model is timed, otherwise why not; diff_NAME: max abs diffs.
+# status_NAME: "ok" if the model is timed, otherwise why not; diff_NAME: scaled max diffs.
 timed=""
 for m in $models; do
     d=$OUT/$m
     st=ok
-    for opt in O3 O2; do
+    for opt in $OPTS; do
         mkdir -p $d/$opt
         rm -f $d/$opt/model.o $d/$opt/harness $d/onnxcc_${opt}_output_*.bin
         if ! $ONNXCC -$opt --name model $d/model.onnx -o $d/$opt/model.o >$d/$opt/log 2>&1 </dev/null ||
@@ -84,11 +106,12 @@ for m in $models; do
     done
     dv="-"
     if [ "$st" = ok ] && [ $ort = 1 ]; then
-        if dv=$($NODE tests/bench/ort.js $d onnxcc_O3 onnxcc_O2 2>$d/ort.log); then
+        prefixes=$(for opt in $OPTS; do printf 'onnxcc_%s ' $opt; done)
+        if dv=$($NODE tests/bench/ort.js $d $prefixes 2>$d/ort.log); then
             # outputs that disagree beyond float noise would make the timing meaningless
             bad=$(echo "$dv" | awk '{ for (i = 1; i <= NF; i++)
                                           if ($i ~ /[^0-9.e+-]/ || $i + 0 > 1e-3) print "x" }')
-            [ -n "$bad" ] && st="outputs differ from onnxruntime (max abs diff -O3 -O2: $dv)"
+            [ -n "$bad" ] && st="outputs differ from onnxruntime (scaled max diff: $dv)"
             dv=$(echo "$dv" | tr ' ' /)
         else
             st="onnxruntime failed: $(tail -n 1 $d/ort.log)"
@@ -104,18 +127,20 @@ for m in $models; do
 done
 
 # ---- 4. interleaved timing ----
-variants="ort O3 O2"
-[ $ort = 1 ] || variants="O3 O2"
+variants="ort $OPTS"
+[ $ort = 1 ] || variants="$OPTS"
 : >$OUT/times.txt
+: >$OUT/peak.txt
 r=1
 while [ $r -le "$ROUNDS" ]; do
     echo "bench: round $r/$ROUNDS:$timed"
+    $OUT/peak >>$OUT/peak.txt
     for m in $timed; do
         for v in $variants; do
             if [ $v = ort ]; then
-                t=$(timeout 120 $NODE tests/bench/ort.js $OUT/$m 2>>$OUT/$m/ort.log)
+                t=$(timeout 300 $NODE tests/bench/ort.js $OUT/$m 2>>$OUT/$m/ort.log)
             else
-                t=$(timeout 120 $OUT/$m/$v/harness $OUT/$m 2>>$OUT/$m/$v/log)
+                t=$(timeout 300 $OUT/$m/$v/harness $OUT/$m 2>>$OUT/$m/$v/log)
             fi
             [ -n "$t" ] && echo "$m $v $r $t" >>$OUT/times.txt
         done
@@ -139,37 +164,59 @@ get() { # model variant field(3 median, 4 min, 5 rounds)
     echo "$summary" | awk -v m=$1 -v v=$2 -v f=$3 '$1 == m && $2 == v { print $f }'
 }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a=$1 -v b=$2 'BEGIN { printf "%.2f", a / b }' || echo -; }
+peak=$(sort -g -r $OUT/peak.txt | head -n 1 | awk '{ print $1 }')
+bits=$(head -n 1 $OUT/peak.txt | awk '{ print $2 }')
+# GFLOP/s and % of peak of a median time: "gflops pct", or "- -" without work or time
+rate() { # macs us
+    [ -n "$2" ] && [ "$1" != 0 ] && awk -v m=$1 -v t=$2 -v p=$peak \
+        'BEGIN { g = 2 * m / t / 1e3; printf "%.1f %.0f%%", g, 100 * g / p }' || echo "- -"
+}
 {
     if [ $ort = 1 ]; then
-        what="onnxcc vs onnxruntime $($NODE -p "require('onnxruntime-node').env.versions.node")"
+        what="onnxcc vs onnxruntime-node $($NODE -p "require('onnxruntime-node').env.versions.node")"
     else
         what="onnxcc (onnxruntime unavailable, outputs not compared)"
     fi
     echo "$what on $(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //'), single thread," \
          "$ROUNDS interleaved rounds, $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "times in microseconds per inference: median of round medians (min); ratio = onnxcc/ort"
-    echo "(floor = one Relu of one float: each side's fixed cost per call, mostly JS/N-API for ort)"
-    printf '%-11s %-20s %-20s %-20s %-6s %-6s %s\n' model "onnxcc -O3" "onnxcc -O2" \
-           onnxruntime O3/ort O2/ort "max abs diff O3/O2"
+    echo "FMA peak (tests/bench/peak.c, $bits-bit vectors, best round): $peak GFLOP/s"
+    echo "times: microseconds per inference, median of round medians (min of mins);" \
+         "ratio = ort/onnxcc, > 1: onnxcc faster"
+    printf '%-12s %8s %-20s' model GFLOP onnxruntime
+    for opt in $OPTS; do printf ' %-20s %-6s' "onnxcc -$opt" "ratio"; done
+    printf ' %-12s' "ort GFLOP/s"
+    for opt in $OPTS; do printf ' %-12s' "-$opt GFLOP/s"; done
+    printf ' %s\n' "diff"
     for m in $models; do
         eval "st=\$status_$m dv=\$diff_$m"
+        macs=$(cat $OUT/$m/macs 2>/dev/null || echo 0)
+        gflop=$(awk -v m=$macs 'BEGIN { printf(m ? "%.3g" : "-", 2 * m / 1e9) }')
         if [ "$st" != ok ]; then
-            printf '%-11s %s\n' $m "not timed: $st"
+            printf '%-12s %8s %s\n' $m $gflop "not timed: $st"
             continue
         fi
-        row=$m
-        for v in O3 O2 ort; do
-            med=$(get $m $v 3)
-            if [ -n "$med" ]; then
-                row="$row|$med ($(get $m $v 4))"
-            else
-                row="$row|-"
-            fi
+        rt=$(get $m ort 3)
+        line=$(printf '%-12s %8s %-20s' $m $gflop "${rt:--} ${rt:+($(get $m ort 4))}")
+        rates=$(rate $macs "$rt" | awk '{ printf "%-12s", $1 " " $2 }')
+        for opt in $OPTS; do
+            t=$(get $m $opt 3)
+            line="$line $(printf '%-20s %-6s' "${t:--} ${t:+($(get $m $opt 4))}" "$(ratio "$rt" "$t")")"
+            rates="$rates $(rate $macs "$t" | awk '{ printf "%-12s", $1 " " $2 }')"
         done
-        o3=$(get $m O3 3) o2=$(get $m O2 3) rt=$(get $m ort 3)
-        echo "$row|$(ratio "$o3" "$rt")|$(ratio "$o2" "$rt")|$dv" |
-            awk -F'|' '{ printf "%-11s %-20s %-20s %-20s %-6s %-6s %s\n", $1, $2, $3, $4, $5, $6, $7 }'
+        echo "$line $rates $dv"
     done
+    # geometric mean of the ratios, floor excluded (it measures call overhead, not compute)
+    for opt in $OPTS; do
+        for m in $timed; do
+            [ $m = floor ] && continue
+            ratio "$(get $m ort 3)" "$(get $m $opt 3)"
+            echo
+        done | awk -v o=$opt '$1 + 0 > 0 { s += log($1); n++ }
+            END { if (n) printf "geomean ratio ort/onnxcc -%s over %d models (floor excluded): %.2f\n",
+                                 o, n, exp(s / n) }'
+    done
+    echo "GFLOP/s: 2 x multiply-accumulates of Conv/Gemm/MatMul/LSTM (tests/bench/gen.py) / median;" \
+         "% of the FMA peak above"
 } >$OUT/results.txt
 cat $OUT/results.txt
 echo "bench: results in $OUT/results.txt, raw times in $OUT/times.txt"

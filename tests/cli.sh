@@ -174,5 +174,59 @@ fi
 fresh; expect_error "--print-after=nosuchpass" 2 1 nosuchpass -- models/mlp/model.onnx \
     --print-after=nosuchpass -o $dir/x.o
 
+# ---- onnxcc bench ----
+# The table lists exactly the kernels of the compiled program (as --print-after=bufferize names
+# them), and the work line counts the multiply-accumulates an op-level formula gives (computed
+# here in Python, not by onnxcc) for a MatMul and two Convs.
+run bench models/example/model.onnx --seconds 0.1
+want=$($ONNXCC --print-after=bufferize models/example/model.onnx -o $dir/ex.o 2>/dev/null |
+       sed -n 's/^kernel \([^ ]*\) (.*/\1/p' | sort | tr '\n' ' ')
+got=$(sed -n '/^kernel  *ops/,$p' $B/stdout | sed 1d | awk '{ print $1 }' | sort | tr '\n' ' ')
+rm -f $dir/ex.o $dir/ex.h
+if [ $rc = 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && grep -q '^latency: median' $B/stdout &&
+   grep -q '^peak: [0-9.]* GFLOP/s' $B/stdout; then
+    ok "bench prints latency, the peak and a row per kernel ($want)"
+else
+    fail "bench example" "exit status $rc; kernels in the table: '$got', in the program: '$want'"
+fi
+if $PYTHON - $B >$B/bench_models.log 2>&1 <<'PY'
+import sys
+from onnx import TensorProto, helper, numpy_helper, save
+import numpy as np
+out = sys.argv[1]
+f = TensorProto.FLOAT
+def model(name, nodes, ins, outs, inits=()):
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info(*i) for i in ins],
+                          [helper.make_tensor_value_info(*o) for o in outs], list(inits))
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "%s/%s.onnx" % (out, name))
+m, k, n = 3, 17, 29
+model("bench_mm", [helper.make_node("MatMul", ["a", "b"], ["c"])],
+      [("a", f, [m, k]), ("b", f, [k, n])], [("c", f, [m, n])])
+print("bench_mm", m * n * k)
+for name, stride, group in (("bench_conv", 1, 1), ("bench_conv_s2g2", 2, 2)):
+    cin, cout, h, w, kh = 4, 8, 10, 12, 3
+    oh, ow = (h + 2 - kh) // stride + 1, (w + 2 - kh) // stride + 1
+    wt = numpy_helper.from_array(np.ones((cout, cin // group, kh, kh), np.float32), "w")
+    model(name, [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], strides=[stride] * 2,
+                                  group=group)],
+          [("x", f, [1, cin, h, w])], [("y", f, [1, cout, oh, ow])], [wt])
+    print(name, cout * oh * ow * (cin // group) * kh * kh)
+PY
+then
+    while read name macs; do
+        run bench $B/$name.onnx --seconds 0.02
+        got=$(sed -n 's/^work: \([0-9]*\) MACs.*/\1/p' $B/stdout)
+        if [ $rc = 0 ] && [ "$got" = "$macs" ]; then
+            ok "bench $name: $macs MACs"
+        else
+            fail "bench $name" "exit status $rc, $got MACs, want $macs"
+        fi
+    done <$B/bench_models.log
+else
+    fail "bench MAC models" "$(tail -n 1 $B/bench_models.log)"
+fi
+fresh; expect_error "bench --target" 2 1 target -- bench models/mlp/model.onnx --target thumbv7em-none-eabihf
+fresh; expect_error "bench: missing model" 1 1 nosuch -- bench $dir/nosuch.onnx
+
 echo "cli: $passed passed, $failed failed"
 [ $failed = 0 ]

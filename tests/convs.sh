@@ -1,9 +1,9 @@
 #!/bin/sh
 # tests/convs.sh - convolutions, Gemms and MatMuls with constant weights (tests/convs/gen.py and
 # gen_dense.py make the models and their numpy reference outputs into build/conv-tests/),
-# checked with `onnxcc check` at -O0 and -O2. These reach the weight re-layouts of rules_nn.c,
-# which the ONNX test data (weights as graph inputs) does not. atol 1e-4: the reference sums in
-# float64, the compiled code in float32.
+# checked with `onnxcc check` at -O0 and -O2. These reach the weight re-layouts of
+# passes/ops/conv.c and matmul.c, which the ONNX test data (weights as graph inputs) does not.
+# atol 1e-4: the reference sums in float64, the compiled code in float32.
 # Last line: "convs: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."

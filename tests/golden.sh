@@ -15,6 +15,10 @@
 # kernel pass the program is printed, parsed (ir/kparse.c) and printed again, and the two texts
 # must be the same; a line before the last counts the models for which that held and those for
 # which it did not (the latter are failures, listed or not).
+# -O0 .. -O3 compiles at that level (default: onnxcc's, -O2): `make test` runs the suite at
+# every level, with the same list, since a level changes how the code runs, not what it supports.
+# The name in the summary lines then carries the level ("golden-O0: ..."), logs go to
+# build/golden-O0/.
 # Last line: "golden: N passed, N failed, N skipped"; exit 1 on any failure.
 set -u
 SELF=$(cd "$(dirname "$0")" && pwd)/${0##*/}
@@ -22,16 +26,21 @@ cd "$(dirname "$0")/.."
 ONNXCC=${ONNXCC:-./onnxcc}
 DATA=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 LIST=tests/golden-expected-unsupported.txt
-LOGS=build/golden
+if [ "${1:-}" != --one ]; then          # the --one runs below take these from the parent
+    LOGS=build/golden NAME=golden OPT=""
+    for arg; do
+        case $arg in -O[0-3]) OPT=$arg NAME=golden$arg LOGS=build/golden$arg ;; esac
+    done
+fi
 JOBS=${JOBS:-2}
 SUITES="node pytorch-converted pytorch-operator simple"
-export ONNXCC DATA LOGS
+export ONNXCC DATA LOGS OPT
 
 # One test (run by xargs): its log goes to build/golden/, its exit status to $RUN/results.txt.
 if [ "${1:-}" = --one ]; then
     mkdir -p "$LOGS/${2%/*}"
     rc=0
-    timeout 60 $ONNXCC check --roundtrip-kir "$DATA/$2/model.onnx" </dev/null >"$LOGS/$2.log" 2>&1 || rc=$?
+    timeout 60 $ONNXCC check $OPT --roundtrip-kir "$DATA/$2/model.onnx" </dev/null >"$LOGS/$2.log" 2>&1 || rc=$?
     [ $rc = 124 ] && echo "golden: timed out after 60 s" >>"$LOGS/$2.log"
     echo "$2 $rc" >>"$RUN/results.txt"
     exit 0
@@ -41,14 +50,15 @@ update=0 pattern=""
 for arg; do
     case $arg in
     --update) update=1 ;;
-    -*) echo "usage: tests/golden.sh [--update] [PATTERN]" >&2; exit 2 ;;
+    -O[0-3]) ;;
+    -*) echo "usage: tests/golden.sh [-O0..-O3] [--update] [PATTERN]" >&2; exit 2 ;;
     *) pattern=$arg ;;
     esac
 done
 
 if [ ! -x "$ONNXCC" ] || [ ! -d "$DATA" ]; then
-    echo "FAIL golden: need $ONNXCC (make) and $DATA (libonnx-testdata)"
-    echo "golden: 0 passed, 1 failed, 0 skipped"
+    echo "FAIL $NAME: need $ONNXCC (make) and $DATA (libonnx-testdata)"
+    echo "$NAME: 0 passed, 1 failed, 0 skipped"
     exit 1
 fi
 
@@ -70,8 +80,8 @@ for s in $SUITES; do
     done
 done | grep -E -- "${pattern:-.}" >$tests
 if [ ! -s $tests ]; then
-    echo "golden: no test matches '$pattern'"
-    echo "golden: 0 passed, 0 failed, 0 skipped"
+    echo "$NAME: no test matches '$pattern'"
+    echo "$NAME: 0 passed, 0 failed, 0 skipped"
     exit 0
 fi
 
@@ -113,7 +123,7 @@ skipped=$(grep -c '^SKIP' $verdicts)
 failed=$(grep -c -E '^(FAIL|XPASS)' $verdicts)
 missing=$(($(wc -l <$tests) - $(wc -l <$verdicts)))
 if [ $missing != 0 ]; then
-    echo "FAIL golden: $missing tests left no result"
+    echo "FAIL $NAME: $missing tests left no result"
     failed=$((failed + missing))
 fi
 
@@ -125,7 +135,7 @@ rt_bad=$(wc -l <$RUN/rt-bad.txt)
 while read -r log; do
     echo "FAIL kernel IR round trip: $(grep -m 1 -F 'does not read back' "$log") (log $log)"
 done <$RUN/rt-bad.txt
-echo "golden: kernel IR text read back identically for $rt_ok models, $rt_bad mismatched"
+echo "$NAME: kernel IR text read back identically for $rt_ok models, $rt_bad mismatched"
 failed=$((failed + rt_bad))
 
 if [ $update = 1 ]; then
@@ -143,9 +153,9 @@ if [ $update = 1 ]; then
         echo "# removed. Regenerate: tests/golden.sh --update [PATTERN] (after make)."
         cat $RUN/entries.txt
     } >$LIST
-    echo "golden: updated $LIST: $(wc -l <$RUN/entries.txt) tests expected to fail"
+    echo "$NAME: updated $LIST: $(wc -l <$RUN/entries.txt) tests expected to fail"
     # The list now matches this run: what failed is expected from here on.
     failed=0 skipped=$(wc -l <$newfails) passed=$((passed + $(grep -c '^XPASS' $verdicts)))
 fi
-echo "golden: $passed passed, $failed failed, $skipped skipped"
+echo "$NAME: $passed passed, $failed failed, $skipped skipped"
 [ $failed = 0 ]

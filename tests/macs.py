@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """macs.py - multiply-accumulates of one inference of an ONNX model, counted over its Conv,
-ConvTranspose, Gemm, MatMul (and their integer/QLinear forms) nodes after ONNX shape
-inference. An independent count (from the ONNX graph, not from onnxcc) for the figures that
-divide by it: instructions per multiply-add on the firmware, GFLOP/s in the benchmarks.
+ConvTranspose, Gemm, MatMul (and their integer/QLinear forms) nodes and the gate products of
+LSTM, GRU and RNN, after ONNX shape inference. An independent count (from the ONNX graph, not
+from onnxcc) for the figures that divide by it: instructions per multiply-add on the firmware
+(tests/firmware/run.sh), GFLOP/s in the benchmarks (tests/bench/gen.py imports it).
 
   macs.py MODEL.onnx            prints the total
   macs.py -v MODEL.onnx         also one line per counted node
@@ -94,6 +95,11 @@ def node_macs(n, sh):
         if x is None or w is None:
             return 0
         return prod(x) * prod(w[1:])             # each input scatters to M/group * taps
+    if n.op_type in ("LSTM", "GRU", "RNN"):
+        x, w, r = ins[0], ins[1], ins[2]       # [seq, batch, in], [dirs, gates*h, in], [dirs, gates*h, h]
+        if x is None or w is None or r is None:
+            return 0
+        return x[0] * x[1] * w[0] * w[1] * (w[2] + r[2])
     if n.op_type in ("Gemm", "MatMul", "MatMulInteger", "QLinearMatMul"):
         a = ins[0]
         if a is None:
@@ -106,7 +112,11 @@ def node_macs(n, sh):
 
 
 def count(path, verbose=False):
-    m, sh = shapes(onnx.load(path))
+    return count_model(onnx.load(path), verbose)
+
+
+def count_model(model, verbose=False):
+    m, sh = shapes(model)
     total = 0
     for n in m.graph.node:
         c = node_macs(n, sh)

@@ -1,10 +1,11 @@
 #!/bin/sh
 # tests/run-all.sh - `make test`: every test of onnxcc, in order
 #   unit tests (tests/unit/test_*.c: IR and passes), tests/passes.sh (single passes, text in,
-#   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh (convolutions with constant weights against numpy), tests/cli.sh
-#   (command line and error paths), tests/golden.sh (ONNX backend test
-#   data), tests/models.sh (the sample models, two models in one program) and
-#   tests/firmware/run.sh (Cortex-M4 under QEMU).
+#   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
+#   (convolutions with constant weights against numpy), tests/cli.sh (command line and error
+#   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
+#   tests/models.sh (the sample models, two models in one program) and tests/firmware/run.sh
+#   (Cortex-M4 under QEMU).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
 # runner's failures and that line, and sums them up. Full logs: $B/test/NAME.log.
 # Last line: "test: N passed, N failed"; exit 1 if anything failed.
@@ -38,8 +39,8 @@ fi
 # Adds a runner's last line to the totals; a crash or a missing summary counts as one failure.
 tally() { # name status log
     last=$(tail -n 1 "$3")
-    p=$(echo "$last" | sed -n 's/.*[a-z_-]: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
-    f=$(echo "$last" | sed -n 's/.*[a-z_-]: \([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
+    p=$(echo "$last" | sed -n 's/.*[A-Za-z0-9_-]: \([0-9]*\) passed, \([0-9]*\) failed.*/\1/p')
+    f=$(echo "$last" | sed -n 's/.*[A-Za-z0-9_-]: \([0-9]*\) passed, \([0-9]*\) failed.*/\2/p')
     if [ -z "$p" ]; then
         echo "FAIL $1: no summary line (exit status $2)"
         p=0 f=1
@@ -107,6 +108,9 @@ runner kir-passes sh tests/kir-passes.sh
 runner convs sh tests/convs.sh
 runner cli sh tests/cli.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
+for o in -O0 -O1 -O3; do
+    runner golden$o sh tests/golden.sh $o ${GOLDEN_PATTERN:-}
+done
 runner models sh tests/models.sh
 runner firmware sh tests/firmware/run.sh
 

@@ -101,20 +101,9 @@ static Stmt *conv_point(Program *p, Kernel *k, const ConvGeom *g, int last, bool
  * (weights loaded contiguously, each input element broadcast) and blocks the output column
  * around that (tile.c). */
 static Buf *conv_weights_cm(Program *p, Buf *wt) {
-    int64_t mg = wt->dims[0], dims[MAX_RANK], inner = kir_numel(wt) / mg;
-    size_t es = dtype_size(wt->dtype);
-    for (int i = 1; i < wt->rank; i++) dims[i - 1] = wt->dims[i];
-    dims[wt->rank - 1] = mg;
-    char name[256];
-    snprintf(name, sizeof name, "%s_cm", wt->name);
-    Buf *b = kir_buf_new(p, name, wt->dtype, wt->rank, dims, B_CONST);
-    char *d = arena_alloc(p->arena, kir_nbytes(wt));
-    const char *src = wt->data;
-    for (int64_t m = 0; m < mg; m++)
-        for (int64_t i = 0; i < inner; i++)
-            memcpy(d + (size_t)(i * mg + m) * es, src + (size_t)(m * inner + i) * es, es);
-    b->data = d;
-    return b;
+    int perm[MAX_RANK];
+    for (int i = 0; i < wt->rank; i++) perm[i] = (i + 1) % wt->rank;
+    return rule_relayout(p, wt, "_cm", wt->rank, wt->dims, perm);
 }
 
 /* y[n, m, o...] = bias[m] + sum over c < C/group and taps t of
@@ -135,8 +124,7 @@ void lower_conv(Lower *L, Node *n) {
     if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !rule_window(NULL, n, n->in[0], ks, false, &g.w))
         die("lower_conv %s: node not checked by infer_conv", n->name);
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, g.x, KP_IN);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(g.x), NULL, NULL, NULL);
     /* Output channels innermost (cm) everywhere when the conv is strided (vectors along the
      * output width would gather every s-th input element) or has at least two target vectors
      * of output channels; else only in the border columns (whose per-tap checks keep them
@@ -286,13 +274,8 @@ void lower_convtranspose(Lower *L, Node *n) {
     Window w;
     if (!twindow_init(NULL, n, &w)) die("lower_convtranspose %s: node not checked", n->name);
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, wt, KP_IN);
-    if (b) kir_param(p, k, b, KP_IN);
-    kir_param(p, k, y, KP_OUT);
     int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
-    lower_vars(k, y->rank, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, wt, b), y, ov, NULL);
     cv = kir_var(k);
     lower_vars(k, w.nsp, tv);
     acc = kir_scalar(p, k, y->dtype);
@@ -396,12 +379,8 @@ void lower_conv_integer(Lower *L, Node *n) {
     Window c;
     if (!intconv_geom(NULL, n, &c)) die("lower_conv_integer %s: unchecked", n->name);
     int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, w, KP_IN);
-    kir_param(p, k, y, KP_OUT);
     int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
-    lower_vars(k, y->rank, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, w), y, ov, NULL);
     cv = kir_var(k);
     lower_vars(k, c.nsp, tv);
     acc = kir_scalar(p, k, DT_INT32);

@@ -20,13 +20,6 @@
 
 #include "../lower.h"
 
-static const char *shape_str(Graph *g, const Value *v) {
-    const char *s = "[";
-    for (int d = 0; d < v->rank; d++)
-        s = arena_printf(g->arena, "%s%s%lld", s, d ? "," : "", (long long)v->dims[d]);
-    return arena_printf(g->arena, "%s]", s);
-}
-
 /* Broadcast the shapes of the present inputs of n into (*rank, dims); false after an error. */
 static bool broadcast_all(Graph *g, Node *n, int first, int count, int *rank, int64_t *dims) {
     *rank = 0;
@@ -38,7 +31,8 @@ static bool broadcast_all(Graph *g, Node *n, int first, int count, int *rank, in
         memcpy(so_far, dims, sizeof(int64_t) * (size_t)*rank);
         if (!ir_broadcast(*rank, so_far, v->rank, v->dims, rank, dims)) {
             error(ir_where(g, n), "input shapes %s ('%s') and %s ('%s') do not broadcast",
-                  shape_str(g, prev), prev->name, shape_str(g, v), v->name);
+                  rule_dims_str(g, prev->rank, prev->dims), prev->name,
+                  rule_dims_str(g, v->rank, v->dims), v->name);
             return false;
         }
         prev = v;
@@ -114,9 +108,9 @@ void infer_binary(Graph *g, Node *n) {
     int64_t dims[MAX_RANK];
     if (!broadcast_all(g, n, 0, 2, &rank, dims)) return;
     Value *x = n->in[0];
-    if (n->op == OP_PRelu && (rank != x->rank || memcmp(dims, x->dims, sizeof(int64_t) * (size_t)rank))) {
+    if (n->op == OP_PRelu && !rule_broadcasts_to(n->in[1], x->rank, x->dims)) {
         error(ir_where(g, n), "slope shape %s does not broadcast to input shape %s",
-              shape_str(g, n->in[1]), shape_str(g, x));
+              rule_dims_str(g, n->in[1]->rank, n->in[1]->dims), rule_dims_str(g, x->rank, x->dims));
         return;
     }
     if (n->op == OP_Pow && n->in[1]->dtype == DT_BOOL) {
@@ -419,10 +413,11 @@ void infer_mod(Graph *g, Node *n) {
         error(ir_where(g, n), "fmod=0 on %s inputs (the spec requires fmod=1)", dtype_name(a->dtype));
         return;
     }
-    if (a->dtype == DT_BOOL || !ir_broadcast(a->rank, a->dims, b->rank, b->dims, &rank, dims)) {
-        error(ir_where(g, n), "inputs '%s' and '%s' do not broadcast", a->name, b->name);
+    if (a->dtype == DT_BOOL) {
+        error(ir_where(g, n), "inputs are bool");
         return;
     }
+    if (!broadcast_all(g, n, 0, 2, &rank, dims)) return;
     ir_set_shape(n->out[0], a->dtype, rank, dims);
 }
 
@@ -473,10 +468,7 @@ void infer_bitshift(Graph *g, Node *n) {
         error(ir_where(g, n), "direction '%s' must be LEFT or RIGHT", dir);
         return;
     }
-    if (!ir_broadcast(x->rank, x->dims, y->rank, y->dims, &rank, dims)) {
-        error(ir_where(g, n), "shapes of '%s' and '%s' do not broadcast", x->name, y->name);
-        return;
-    }
+    if (!broadcast_all(g, n, 0, 2, &rank, dims)) return;
     ir_set_shape(n->out[0], x->dtype, rank, dims);
 }
 

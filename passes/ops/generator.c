@@ -126,10 +126,7 @@ void lower_range(Lower *L, Node *n) {
     Buf *out = lower_out(L, n, 0), *start = lower_in(L, n, 0), *delta = lower_in(L, n, 2);
     int vars[1];
     Expr *idx[1], *zero[MAX_RANK];
-    Kernel *k = rule_out_kernel(L, n, out, KC_GENERIC, vars, idx);
-    kir_param(p, k, start, KP_IN);
-    kir_param(p, k, delta, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(start, delta), out, vars, idx);
     for (int d = 0; d < MAX_RANK; d++) zero[d] = kx_index(p, 0);
     Expr *step = kx_bin(p, K_MUL, kx_cast(p, out->dtype, idx[0]), kx_load(p, delta, zero));
     Expr *v = kx_bin(p, K_ADD, kx_load(p, start, zero), step);
@@ -156,8 +153,7 @@ void lower_eyelike(Lower *L, Node *n) {
     Buf *out = lower_out(L, n, 0);
     int vars[2];
     Expr *idx[2];
-    Kernel *k = rule_out_kernel(L, n, out, KC_ELEMENTWISE, vars, idx);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_ELEMENTWISE, KNOINS, out, vars, idx);
     Expr *diag = kx_bin(p, K_SUB, idx[1], idx[0]);
     Expr *on = kx_bin(p, K_EQ, diag, kx_index(p, ir_attr_int(n, "k", 0)));
     Expr *v = kx_select(p, on, kx_const(p, out->dtype, 1), kx_const(p, out->dtype, 0));

@@ -1,8 +1,7 @@
 /* helpers.c - what the per-family rules in passes/ops/ share, declared in passes/lower.h:
  * operand checks (axes, constant integer operands, one-element scalars), the window geometry
- * of Conv, ConvTranspose, ConvInteger, QLinearConv and the pools, the reduction emitters, the
- * MatMul shape rule, the kernel prologue for output-sized kernels and the quantisation
- * arithmetic. A helper lives here once a second family needs it. */
+ * of Conv, ConvTranspose, ConvInteger, QLinearConv and the pools, the reduction emitter, the
+ * MatMul shape rule, the constant re-layout of weights and the quantisation arithmetic. A helper lives here once a second family needs it. */
 #include <math.h>
 #include <string.h>
 
@@ -75,6 +74,14 @@ const char *rule_dims_str(Graph *g, int rank, const int64_t *dims) {
     for (int d = 0; d < rank; d++)
         s = arena_printf(g->arena, "%s%s%lld", s, d ? "," : "", (long long)dims[d]);
     return arena_printf(g->arena, "%s]", s);
+}
+
+/* (lower.h) */
+bool rule_broadcasts_to(const Value *v, int rank, const int64_t *dims) {
+    int r;
+    int64_t bd[MAX_RANK];
+    return v->rank <= rank && ir_broadcast(v->rank, v->dims, rank, dims, &r, bd) &&
+           !memcmp(bd, dims, sizeof(int64_t) * (size_t)rank);
 }
 
 /* A constant scalar as an expression of type t, keeping all 64 bits of an integer. */
@@ -185,48 +192,7 @@ Stmt *rule_wrap_taps(Program *p, const Window *w, const int *tv, Expr **conds, S
     return body;
 }
 
-/* out[o...] = reduction over the dims of `in` marked in `mask`; out has in's rank with the
- * reduced dims 1 (keepdims) or dropped. Max/Min start from the window's first element, which
- * keeps them exact for every dtype (no identity value needed). */
-void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
-                        RedKind kind) {
-    Program *p = L->p;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
-    int ov[MAX_RANK], rv[MAX_RANK], acc = kir_scalar(p, k, out->dtype);
-    Expr *oi[MAX_RANK], *ii[MAX_RANK], *first[MAX_RANK];
-    int64_t count = 1;
-    lower_vars(k, out->rank, ov);
-    lower_var_idx(p, out->rank, ov, oi);
-    for (int d = 0, o = 0; d < in->rank; d++) {
-        if (mask[d]) {
-            rv[d] = kir_var(k);
-            ii[d] = kx_var(p, rv[d]);
-            first[d] = kx_index(p, 0);
-            count *= in->dims[d];
-            if (keepdims) o++;
-        } else {
-            ii[d] = first[d] = oi[o++];
-        }
-    }
-    Expr *xv = kx_load(p, in, ii), *av = kx_scalar(p, k, acc), *init;
-    KOp op = kind == R_MAX ? K_MAX : kind == R_MIN ? K_MIN : K_ADD;
-    if ((kind == R_MAX || kind == R_MIN) && count > 0) init = kx_load(p, in, first);
-    else if (kind == R_MAX || kind == R_MIN)
-        init = kx_const(p, out->dtype, kind == R_MAX ? rule_dtype_lowest(out->dtype) : INFINITY);
-    else init = kx_const(p, out->dtype, 0);
-    Stmt *red = ks_set(p, acc, kx_bin(p, op, av, xv));
-    for (int d = in->rank - 1; d >= 0; d--)
-        if (mask[d]) red = ks_red_loop(p, rv[d], in->dims[d], red);
-    Stmt *body = ks_seq(ks_set(p, acc, init), red);
-    Expr *v = kx_scalar(p, k, acc);
-    if (kind == R_MEAN && count > 0) v = kx_bin(p, K_DIV, v, kx_const(p, out->dtype, (double)count));
-    ks_seq(body, ks_store(p, out, oi, v));
-    k->body = lower_wrap(p, out->rank, out->dims, ov, body);
-}
-
-/* Loops over the dims marked `red` (reduction or not), innermost last, around body. */
+/* Loops over the dims marked `sel` (reduction or not), innermost last, around body. */
 Stmt *rule_wrap_dims(Program *p, int rank, const int64_t *dims, const bool *sel, const int *vars,
                        Stmt *body, bool reduction) {
     for (int d = rank - 1; d >= 0; d--)
@@ -244,70 +210,150 @@ void rule_sel_vars(Program *p, Kernel *k, int rank, const bool *sel, int *vars, 
         }
 }
 
-/* ---- the Reduce* family and GlobalLpPool ---- */
+/* (lower.h) */
+Stmt *rule_red_pass(Program *p, Kernel *k, int rank, const int64_t *dims, const bool *mask,
+                    const int *vars, int acc, Expr *init, KOp op, Expr *term) {
+    Stmt *step = ks_set(p, acc, kx_bin(p, op, kx_scalar(p, k, acc), term));
+    return ks_seq(ks_set(p, acc, init), rule_wrap_dims(p, rank, dims, mask, vars, step, true));
+}
 
-/* out[o...] = fin(acc) where acc = init, acc = step(acc, x) over the reduced dims:
- *   L1 |x| summed; L2 sqrt of sum x^2; SumSquare sum x^2; LogSum log of sum; Prod product;
- *   GlobalLpPool (sum |x|^p)^(1/p);
- *   LogSumExp m + log sum exp(x - m) with m the max (a first pass), so exp never overflows. */
-void rule_emit_reduce_more(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask,
-                             bool keepdims) {
+/* ---- the reductions: Reduce*, the global pools ---- */
+
+/* What each element adds (term), and what the accumulator becomes at the end (fin). */
+typedef enum RedTerm { RT_X, RT_ABS, RT_SQUARE, RT_EXP_OFF, RT_ABS_POW } RedTerm;
+typedef enum RedFin { RF_NONE, RF_MEAN, RF_SQRT, RF_LOG, RF_LOG_OFF, RF_ROOT } RedFin;
+
+/* acc = init; acc = acc op term(x) over the reduced dims; out = fin(acc). `first`: start from
+ * the window's first element instead of init (Max/Min: exact for every dtype, no identity
+ * needed; init is then only the value of an empty reduction). LogSumExp takes the max m in a
+ * first pass so that exp(x - m) never overflows. Lp's p is the node's attribute. */
+static const struct {
+    KOp op;
+    RedTerm term;
+    RedFin fin;
+    bool first;
+    double init;
+} reductions[] = {
+    [R_SUM] = {K_ADD, RT_X, RF_NONE, false, 0},
+    [R_MEAN] = {K_ADD, RT_X, RF_MEAN, false, 0},
+    [R_MAX] = {K_MAX, RT_X, RF_NONE, true, -INFINITY},
+    [R_MIN] = {K_MIN, RT_X, RF_NONE, true, INFINITY},
+    [R_PROD] = {K_MUL, RT_X, RF_NONE, false, 1},
+    [R_L1] = {K_ADD, RT_ABS, RF_NONE, false, 0},
+    [R_L2] = {K_ADD, RT_SQUARE, RF_SQRT, false, 0},
+    [R_SUMSQUARE] = {K_ADD, RT_SQUARE, RF_NONE, false, 0},
+    [R_LOGSUM] = {K_ADD, RT_X, RF_LOG, false, 0},
+    [R_LOGSUMEXP] = {K_ADD, RT_EXP_OFF, RF_LOG_OFF, false, 0},
+    [R_LP] = {K_ADD, RT_ABS_POW, RF_ROOT, false, 0},
+};
+
+/* (lower.h) */
+RedKind rule_red_kind(const Node *n) {
+    switch (n->op) {
+    case OP_ReduceSum: return R_SUM;
+    case OP_ReduceMean: case OP_GlobalAveragePool: return R_MEAN;
+    case OP_ReduceMax: case OP_GlobalMaxPool: return R_MAX;
+    case OP_ReduceMin: return R_MIN;
+    case OP_ReduceProd: return R_PROD;
+    case OP_ReduceL1: return R_L1;
+    case OP_ReduceL2: return R_L2;
+    case OP_ReduceSumSquare: return R_SUMSQUARE;
+    case OP_ReduceLogSum: return R_LOGSUM;
+    case OP_ReduceLogSumExp: return R_LOGSUMEXP;
+    case OP_GlobalLpPool: return R_LP;
+    default: die("rule_red_kind: %s is no reduction", n->op_type);
+    }
+}
+
+/* (lower.h) */
+void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bool keepdims,
+                      RedKind kind) {
     Program *p = L->p;
     DType t = out->dtype;
-    bool lse = n->op == OP_ReduceLogSumExp;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, lse ? KC_GENERIC : KC_CONTRACTION);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
-    int ov[MAX_RANK], rv[MAX_RANK] = {0}, acc = kir_scalar(p, k, t);
-    int mx = lse ? kir_scalar(p, k, t) : -1;
-    Expr *oi[MAX_RANK], *ii[MAX_RANK];
-    lower_vars(k, out->rank, ov);
-    lower_var_idx(p, out->rank, ov, oi);
+    bool lse = kind == R_LOGSUMEXP;
+    double pw = kind == R_LP ? (double)ir_attr_int(n, "p", 2) : 0;
+    int ov[MAX_RANK], rv[MAX_RANK] = {0};
+    Expr *oi[MAX_RANK], *ii[MAX_RANK], *first[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, lse ? KC_GENERIC : KC_CONTRACTION, KINS(in), out, ov, oi);
+    int acc = kir_scalar(p, k, t), mx = lse ? kir_scalar(p, k, t) : -1;
+    int64_t count = 1;
     for (int d = 0, o = 0; d < in->rank; d++) {
-        if (!mask[d]) ii[d] = oi[o++];
-        else if (keepdims) o++;
+        if (mask[d]) {
+            first[d] = kx_index(p, 0);
+            count *= in->dims[d];
+            if (keepdims) o++;
+        } else {
+            ii[d] = first[d] = oi[o++];
+        }
     }
     Stmt *body = NULL;
     if (lse) {
         rule_sel_vars(p, k, in->rank, mask, rv, ii);
-        Stmt *s = ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), kx_load(p, in, ii)));
-        body = ks_seq(ks_set(p, mx, kx_const(p, t, -INFINITY)),
-                      rule_wrap_dims(p, in->rank, in->dims, mask, rv, s, true));
+        body = rule_red_pass(p, k, in->rank, in->dims, mask, rv, mx, kx_const(p, t, -INFINITY),
+                             K_MAX, kx_load(p, in, ii));
     }
     rule_sel_vars(p, k, in->rank, mask, rv, ii);
-    Expr *xv = kx_load(p, in, ii), *av = kx_scalar(p, k, acc), *nv;
-    double init = 0;
-    switch (n->op) {
-    case OP_ReduceL1: nv = kx_bin(p, K_ADD, av, kx_un(p, K_ABS, xv)); break;
-    case OP_ReduceL2: case OP_ReduceSumSquare:
-        nv = kx_bin(p, K_ADD, av, kx_bin(p, K_MUL, xv, xv));
-        break;
-    case OP_ReduceLogSum: nv = kx_bin(p, K_ADD, av, xv); break;
-    case OP_ReduceLogSumExp:
-        nv = kx_bin(p, K_ADD, av, kx_un(p, K_EXP, kx_bin(p, K_SUB, xv, kx_scalar(p, k, mx))));
-        break;
-    case OP_ReduceProd: nv = kx_bin(p, K_MUL, av, xv), init = 1; break;
-    case OP_GlobalLpPool: {
-        double pw = (double)ir_attr_int(n, "p", 2);
-        Expr *ax = kx_un(p, K_ABS, xv);
-        Expr *term = pw == 2 ? kx_bin(p, K_MUL, ax, ax) : kx_bin(p, K_POW, ax, kx_const(p, t, pw));
-        nv = kx_bin(p, K_ADD, av, term);
+    Expr *x = kx_load(p, in, ii), *term = x, *ax;
+    switch (reductions[kind].term) {
+    case RT_X: break;
+    case RT_ABS: term = kx_un(p, K_ABS, x); break;
+    case RT_SQUARE: term = kx_bin(p, K_MUL, x, x); break;
+    case RT_EXP_OFF: term = kx_un(p, K_EXP, kx_bin(p, K_SUB, x, kx_scalar(p, k, mx))); break;
+    case RT_ABS_POW:
+        ax = kx_un(p, K_ABS, x);
+        term = pw == 2 ? kx_bin(p, K_MUL, ax, ax) : kx_bin(p, K_POW, ax, kx_const(p, t, pw));
         break;
     }
-    default: die("rule_emit_reduce_more: op %s", n->op_type);
-    }
-    body = ks_seq(body, ks_set(p, acc, kx_const(p, t, init)));
-    ks_seq(body, rule_wrap_dims(p, in->rank, in->dims, mask, rv, ks_set(p, acc, nv), true));
+    Expr *init;
+    if (reductions[kind].first && count > 0) init = kx_load(p, in, first);
+    else if (kind == R_MAX) init = kx_const(p, t, rule_dtype_lowest(t));
+    else init = kx_const(p, t, reductions[kind].init);
+    body = ks_seq(body, rule_red_pass(p, k, in->rank, in->dims, mask, rv, acc, init,
+                                      reductions[kind].op, term));
     Expr *v = kx_scalar(p, k, acc);
-    if (n->op == OP_ReduceL2) v = kx_un(p, K_SQRT, v);
-    else if (n->op == OP_ReduceLogSum) v = kx_un(p, K_LOG, v);
-    else if (lse) v = kx_bin(p, K_ADD, kx_scalar(p, k, mx), kx_un(p, K_LOG, v));
-    else if (n->op == OP_GlobalLpPool) {
-        double pw = (double)ir_attr_int(n, "p", 2);
-        v = pw == 2 ? kx_un(p, K_SQRT, v) : pw == 1 ? v : kx_bin(p, K_POW, v, kx_const(p, t, 1 / pw));
+    switch (reductions[kind].fin) {
+    case RF_NONE: break;
+    case RF_MEAN: if (count > 0) v = kx_bin(p, K_DIV, v, kx_const(p, t, (double)count)); break;
+    case RF_SQRT: v = kx_un(p, K_SQRT, v); break;
+    case RF_LOG: v = kx_un(p, K_LOG, v); break;
+    case RF_LOG_OFF: v = kx_bin(p, K_ADD, kx_scalar(p, k, mx), kx_un(p, K_LOG, v)); break;
+    case RF_ROOT:
+        if (pw != 1) v = pw == 2 ? kx_un(p, K_SQRT, v) : kx_bin(p, K_POW, v, kx_const(p, t, 1 / pw));
+        break;
     }
     ks_seq(body, ks_store(p, out, oi, v));
     k->body = lower_wrap(p, out->rank, out->dims, ov, body);
+}
+
+/* (lower.h) */
+Buf *rule_relayout(Program *p, const Buf *b, const char *suffix, int rank, const int64_t *sdims,
+                   const int *perm) {
+    int64_t dims[MAX_RANK + 1], sst[MAX_RANK + 1], st[MAX_RANK + 1], pos[MAX_RANK + 1] = {0};
+    int64_t count = kir_numel(b), s = 1;
+    size_t es = dtype_size(b->dtype);
+    if (rank > MAX_RANK + 1) die("rule_relayout %s: rank %d", b->name, rank);
+    for (int d = rank - 1; d >= 0; d--) {
+        sst[d] = s;
+        s *= sdims[d];
+    }
+    if (s != count) die("rule_relayout %s: %lld elements, not %lld", b->name, (long long)s,
+                        (long long)count);
+    for (int d = 0; d < rank; d++) {
+        dims[d] = sdims[perm[d]];
+        st[d] = sst[perm[d]];
+    }
+    Buf *r = kir_buf_new(p, arena_printf(p->arena, "%s%s", b->name, suffix), b->dtype, rank, dims,
+                         B_CONST);
+    char *dst = arena_alloc(p->arena, kir_nbytes(b));
+    const char *src = b->data;
+    for (int64_t e = 0; e < count; e++) {
+        int64_t off = 0;
+        for (int d = 0; d < rank; d++) off += pos[d] * st[d];
+        memcpy(dst + (size_t)e * es, src + (size_t)off * es, es);
+        for (int d = rank - 1; d >= 0 && ++pos[d] == dims[d]; d--) pos[d] = 0;
+    }
+    r->data = dst;
+    return r;
 }
 
 /* A one-element integer operand (CumSum's axis, Trilu's k), constant or not. */
@@ -331,14 +377,6 @@ Expr *rule_index_operand(Lower *L, Node *n, Kernel *k, int i) {
     for (int d = 0; d < b->rank; d++) zero[d] = kx_index(p, 0);
     kir_param(p, k, b, KP_IN);
     return kx_cast(p, DT_INDEX, kx_load(p, b, zero));
-}
-
-/* An output-sized kernel: vars[] and idx[] are the plain loop index over out. */
-Kernel *rule_out_kernel(Lower *L, Node *n, Buf *out, KernelClass c, int *vars, Expr **idx) {
-    Kernel *k = kir_kernel_new(L->p, lower_kname(L, n), n->op_type, c);
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(L->p, out->rank, vars, idx);
-    return k;
 }
 
 /* Element 0 of a one-element buffer (zero points, scales), registered as an input of k. */

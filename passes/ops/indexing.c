@@ -13,6 +13,15 @@
 
 /* ---- Gather ---- */
 
+static bool is_index_type(DType t) { return t == DT_INT64 || t == DT_INT32; }
+
+/* Gather's, GatherElements' and ScatterElements' indices: int32 or int64. */
+static bool indices_ok(Graph *g, Node *n, const Value *ind) {
+    if (is_index_type(ind->dtype)) return true;
+    error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name, dtype_name(ind->dtype));
+    return false;
+}
+
 void infer_gather(Graph *g, Node *n) {
     Value *x = n->in[0], *ind = n->in[1];
     int axis;
@@ -21,11 +30,7 @@ void infer_gather(Graph *g, Node *n) {
         return;
     }
     if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    if (ind->dtype != DT_INT64 && ind->dtype != DT_INT32) {
-        error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
-              dtype_name(ind->dtype));
-        return;
-    }
+    if (!indices_ok(g, n, ind)) return;
     int rank = x->rank - 1 + ind->rank;
     if (rank > MAX_RANK) {
         error(ir_where(g, n), "result rank %d exceeds %d", rank, MAX_RANK);
@@ -71,13 +76,9 @@ void lower_gather(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int axis, q = ind->rank, vars[MAX_RANK];
     if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    if (!n->in[1]->data || ir_numel(n->in[1]) != 1) kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     Expr *oidx[MAX_RANK], *xidx[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oidx);
+    Buf *read = !n->in[1]->data || ir_numel(n->in[1]) != 1 ? ind : NULL;  /* else folded */
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x, read), out, vars, oidx);
     for (int d = 0; d < axis; d++) xidx[d] = oidx[d];
     xidx[axis] = gather_index(L, n, ind, oidx + axis, x->dims[axis]);
     for (int d = axis + 1; d < x->rank; d++) xidx[d] = oidx[d - 1 + q];
@@ -95,11 +96,7 @@ void infer_gather_elements(Graph *g, Node *n) {
         return;
     }
     if (!rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    if (ind->dtype != DT_INT64 && ind->dtype != DT_INT32) {
-        error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
-              dtype_name(ind->dtype));
-        return;
-    }
+    if (!indices_ok(g, n, ind)) return;
     for (int d = 0; d < x->rank; d++)
         if (d != axis && ind->dims[d] > x->dims[d]) {
             error(ir_where(g, n), "indices dim %d (%lld) exceeds data's (%lld)", d,
@@ -117,10 +114,7 @@ void lower_gather_elements(Lower *L, Node *n) {
     int axis, vars[MAX_RANK];
     Expr *idx[MAX_RANK], *xi[MAX_RANK];
     if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x, ind), out, vars, idx);
     int64_t dim = x->dims[axis];
     Expr *i = kx_cast(p, DT_INDEX, kx_load(p, ind, idx));
     i = kx_select(p, kx_bin(p, K_LT, i, kx_index(p, 0)), kx_addc(p, i, dim), i);
@@ -131,7 +125,6 @@ void lower_gather_elements(Lower *L, Node *n) {
 
 /* ---- helpers ---- */
 
-static bool is_index_type(DType t) { return t == DT_INT64 || t == DT_INT32; }
 
 /* A run-time index into an axis of size dim: negative counts from the end, then clamped. */
 static Expr *wrap_clamp(Program *p, Expr *i, int64_t dim) {
@@ -215,13 +208,8 @@ void lower_gathernd(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int m, b, q = ind->rank, vars[MAX_RANK];
     if (!gathernd_check(L->g, n, &m, &b)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     Expr *oi[MAX_RANK], *xi[MAX_RANK], *ii[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oi);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x, ind), out, vars, oi);
     for (int d = 0; d < b; d++) xi[d] = oi[d];
     for (int j = 0; j < m; j++) {
         clone_idx(p, q - 1, oi, ii);
@@ -261,15 +249,24 @@ static Stmt *scatter_store(Program *p, Buf *out, Expr **oi, Expr *upd, KOp op) {
 static Kernel *scatter_kernel(Lower *L, Node *n, Buf *out, int rank, int *vars, Expr **ui) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, lower_in(L, n, 1), KP_IN);
-    kir_param(p, k, lower_in(L, n, 2), KP_IN);
-    kir_param(p, k, out, KP_INOUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, lower_in(L, n, 1), lower_in(L, n, 2)), out,
+                             NULL, NULL);
+    kir_param(p, k, out, KP_IN);
     copy_nest(p, k, out, x);
     lower_vars(k, rank, vars);
     lower_var_idx(p, rank, vars, ui);
     return k;
+}
+
+/* The scatters' result has data's shape, once the operand shapes were found to agree (ok). */
+static void scatter_shape(Graph *g, Node *n, bool ok) {
+    Value *x = n->in[0], *ind = n->in[1], *upd = n->in[2];
+    if (!ok) {
+        error(ir_where(g, n), "shapes of data '%s', indices '%s' and updates '%s' do not match",
+              x->name, ind->name, upd->name);
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
 }
 
 void infer_scatternd(Graph *g, Node *n) {
@@ -285,12 +282,7 @@ void infer_scatternd(Graph *g, Node *n) {
               upd->rank == ind->rank - 1 + x->rank - m;
     for (int d = 0; ok && d < ind->rank - 1; d++) ok = upd->dims[d] == ind->dims[d];
     for (int d = (int)m; ok && d < x->rank; d++) ok = upd->dims[ind->rank - 1 + d - m] == x->dims[d];
-    if (!ok) {
-        error(ir_where(g, n), "shapes of data '%s', indices '%s' and updates '%s' do not match",
-              x->name, ind->name, upd->name);
-        return;
-    }
-    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+    scatter_shape(g, n, ok);
 }
 
 /* out = data; then for each index tuple position i and slice position j, in order:
@@ -320,19 +312,10 @@ void infer_scatter_elements(Graph *g, Node *n) {
     KOp op;
     if (!scatter_reduction(g, n, &op)) return;
     if (x->rank == 0 || !rule_axis(g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
-    if (!is_index_type(ind->dtype)) {
-        error(ir_where(g, n), "indices '%s' are %s, not int32/int64", ind->name,
-              dtype_name(ind->dtype));
-        return;
-    }
+    if (!indices_ok(g, n, ind)) return;
     bool ok = ind->rank == x->rank && upd->dtype == x->dtype && ir_same_shape(ind, upd);
     for (int d = 0; ok && d < x->rank; d++) ok = d == axis || ind->dims[d] <= x->dims[d];
-    if (!ok) {
-        error(ir_where(g, n), "shapes of data '%s', indices '%s' and updates '%s' do not match",
-              x->name, ind->name, upd->name);
-        return;
-    }
-    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+    scatter_shape(g, n, ok);
 }
 
 /* out = data; then for each position i of indices, in order:
@@ -391,13 +374,8 @@ void lower_onehot(Lower *L, Node *n) {
     int64_t depth;
     int axis, vars[MAX_RANK];
     if (!onehot_params(NULL, n, &depth, &axis)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, vals, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     Expr *oi[MAX_RANK], *ii[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oi);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(ind, vals), out, vars, oi);
     for (int d = 0, j = 0; d < out->rank; d++)
         if (d != axis) ii[j++] = oi[d];
     Expr *i = kx_cast(p, DT_INDEX, kx_load(p, ind, ii));

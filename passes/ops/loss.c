@@ -133,11 +133,7 @@ static Expr *sample_loss(Program *p, const Loss *s, Expr **ti) {
 static void emit_loss(Lower *L, Node *n, const Loss *s, Buf *out) {
     Program *p = L->p;
     Reduction rd = reduction_of(n);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, s->lp, KP_IN);
-    kir_param(p, k, s->t, KP_IN);
-    if (s->w) kir_param(p, k, s->w, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(s->lp, s->t, s->w), out, NULL, NULL);
     int r = s->t->rank, vars[MAX_RANK];
     Expr *ti[MAX_RANK];
     lower_vars(k, r, vars);
@@ -186,9 +182,7 @@ void lower_nll_loss(Lower *L, Node *n) {
 static void emit_log_softmax(Lower *L, Node *n, Buf *x, Buf *lp) {
     Program *p = L->p;
     DType t = lp->dtype;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, lp, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), lp, NULL, NULL);
     int r = x->rank, oo[MAX_RANK], no = 0;
     int mx = kir_scalar(p, k, t), sm = kir_scalar(p, k, t), ls = kir_scalar(p, k, t);
     int64_t od[MAX_RANK];

@@ -21,15 +21,13 @@ void infer_gemm(Graph *g, Node *n) {
         error(ir_where(g, n), "A and B must be matrices (ranks %d, %d)", a->rank, b->rank);
         return;
     }
-    int64_t dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]}, bd[2];
-    int r;
+    int64_t dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]};
     if (a->dims[ta ? 0 : 1] != b->dims[tb ? 1 : 0]) {
         error(ir_where(g, n), "inner dimensions differ: %lld and %lld",
               (long long)a->dims[ta ? 0 : 1], (long long)b->dims[tb ? 1 : 0]);
         return;
     }
-    if (c && (c->rank > 2 || !ir_broadcast(c->rank, c->dims, 2, dims, &r, bd) || bd[0] != dims[0] ||
-              bd[1] != dims[1])) {
+    if (c && !rule_broadcasts_to(c, 2, dims)) {
         error(ir_where(g, n), "C does not broadcast to [%lld, %lld]", (long long)dims[0],
               (long long)dims[1]);
         return;
@@ -43,19 +41,9 @@ void infer_gemm(Graph *g, Node *n) {
  * N = 1024: a new page every load, which the prefetchers do not follow). */
 static Buf *gemm_panels(Program *p, Buf *b, bool tb, int64_t pw) {
     int64_t kd = b->dims[tb ? 1 : 0], nd = b->dims[tb ? 0 : 1];
-    int64_t dims[3] = {nd / pw, kd, pw};
-    size_t es = dtype_size(b->dtype);
-    char name[256];
-    snprintf(name, sizeof name, "%s_panels", b->name);
-    Buf *r = kir_buf_new(p, name, b->dtype, 3, dims, B_CONST);
-    char *d = arena_alloc(p->arena, kir_nbytes(b));
-    const char *src = b->data;
-    for (int64_t k = 0; k < kd; k++)
-        for (int64_t j = 0; j < nd; j++)
-            memcpy(d + (size_t)(((j / pw) * kd + k) * pw + j % pw) * es,
-                   src + (size_t)(tb ? j * kd + k : k * nd + j) * es, es);
-    r->data = d;
-    return r;
+    int64_t kjj[3] = {kd, nd / pw, pw}, jjk[3] = {nd / pw, pw, kd};  /* B [K, N], B^T [N, K] */
+    static const int from_kjj[3] = {1, 0, 2}, from_jjk[3] = {0, 2, 1};
+    return rule_relayout(p, b, "_panels", 3, tb ? jjk : kjj, tb ? from_jjk : from_kjj);
 }
 
 /* The panel width for a constant B' with nd columns: the columns tile.c jams (8 target
@@ -81,11 +69,7 @@ void lower_gemm(Lower *L, Node *n) {
     int64_t pw = gemm_panel_width(p, b, y->dims[1]);
     Buf *bp = pw ? gemm_panels(p, b, tb, pw) : NULL;
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, a, KP_IN);
-    kir_param(p, k, bp ? bp : b, KP_IN);
-    if (c) kir_param(p, k, c, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, bp ? bp : b, c), y, NULL, NULL);
     int ov[3], kv, acc;
     lower_vars(k, bp ? 3 : 2, ov);
     kv = kir_var(k);
@@ -149,10 +133,7 @@ void lower_matmul(Lower *L, Node *n) {
     int64_t pw = gemm_panel_width(p, b, b->rank == 2 ? b->dims[1] : 0);
     Buf *bp = pw ? gemm_panels(p, b, false, pw) : NULL;
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, a, KP_IN);
-    kir_param(p, k, bp ? bp : b, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, bp ? bp : b), y, NULL, NULL);
     int ov[MAX_RANK + 1], kv, acc;
     lower_vars(k, bp ? r + 1 : r, ov);
     kv = kir_var(k);
@@ -342,21 +323,21 @@ void lower_einsum(Lower *L, Node *n) {
     Buf *out = lower_out(L, n, 0);
     Einsum e;
     if (!ein_plan(NULL, n, &e)) die("lower_einsum %s: not checked by infer_einsum", n->name);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
+    Buf *ins[EIN_MAXIN];
+    for (int i = 0; i < n->nin; i++) ins[i] = lower_in(L, n, i);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, n->nin, ins, out, NULL, NULL);
     int var[EIN_IDS], ov[MAX_RANK], acc = kir_scalar(p, k, out->dtype);
     for (int d = 0; d < e.orank; d++) var[e.oids[d]] = ov[d] = kir_var(k);
     for (int r = 0; r < e.nred; r++) var[e.red[r]] = kir_var(k);
     Expr *prod = NULL;
     for (int i = 0; i < n->nin; i++) {
-        Buf *x = lower_in(L, n, i);
+        Buf *x = ins[i];
         Expr *idx[MAX_RANK];
-        kir_param(p, k, x, KP_IN);
         for (int d = 0; d < x->rank; d++)
             idx[d] = x->dims[d] == 1 ? kx_index(p, 0) : kx_var(p, var[e.ids[i][d]]);
         Expr *v = kx_load(p, x, idx);
         prod = prod ? kx_bin(p, K_MUL, prod, v) : v;
     }
-    kir_param(p, k, out, KP_OUT);
     Stmt *s = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod));
     for (int r = e.nred - 1; r >= 0; r--) s = ks_loop(p, var[e.red[r]], 0, e.size[e.red[r]], 1, s);
     Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, out->dtype, 0)), s);
@@ -427,12 +408,8 @@ void lower_matmul_integer(Lower *L, Node *n) {
     Buf *azp = lower_in(L, n, ix.azp), *bzp = lower_in(L, n, ix.bzp);
     MatShape s;
     if (!rule_matmul_shape(n->in[ix.a], n->in[ix.b], &s)) die("lower_matmul_integer %s: unchecked", n->name);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, a, KP_IN);
-    kir_param(p, k, b, KP_IN);
-    kir_param(p, k, y, KP_OUT);
     int ov[MAX_RANK], kv, acc;
-    lower_vars(k, y->rank, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, b), y, ov, NULL);
     kv = kir_var(k);
     acc = kir_scalar(p, k, DT_INT32);
     Expr *oi[MAX_RANK], *ai[MAX_RANK], *bi[MAX_RANK];

@@ -79,11 +79,7 @@ void lower_transpose(Lower *L, Node *n) {
     int perm[MAX_RANK], vars[MAX_RANK];
     Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
     if (!get_perm(L->g, n, in->rank, perm)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oidx);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(in), out, vars, oidx);
     for (int d = 0; d < out->rank; d++) iidx[perm[d]] = oidx[d];
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
 }
@@ -122,8 +118,7 @@ void lower_concat(Lower *L, Node *n) {
     Buf *out = lower_out(L, n, 0);
     int axis;
     if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), out->rank, &axis)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KNOINS, out, NULL, NULL);
     int64_t off = 0;
     for (int i = 0; i < n->nin; i++) {
         Buf *in = lower_in(L, n, i);
@@ -205,13 +200,9 @@ void lower_slice(Lower *L, Node *n) {
     Buf *in = lower_in(L, n, 0), *out = lower_out(L, n, 0);
     SliceDims s;
     if (!slice_dims(L->g, n, &s)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     int vars[MAX_RANK];
     Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oidx);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(in), out, vars, oidx);
     for (int d = 0; d < in->rank; d++)
         iidx[d] = kx_addc(p, kx_mul(p, oidx[d], s.step[d]), s.start[d]);
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
@@ -343,9 +334,7 @@ void lower_pad(Lower *L, Node *n) {
     PadMode mode;
     int64_t pb[MAX_RANK], pe[MAX_RANK];
     if (!pad_params(L->g, n, &mode, pb, pe)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(in), out, NULL, NULL);
     Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
     if (mode == PAD_CONSTANT) {
         PadNest c = {p, k, in, out, pb, pe, pad_value(L, n, k, out->dtype)};
@@ -379,10 +368,8 @@ void lower_trilu(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
     int vars[MAX_RANK], r = out->rank;
     Expr *idx[MAX_RANK];
-    Kernel *k = rule_out_kernel(L, n, out, KC_ELEMENTWISE, vars, idx);
-    kir_param(p, k, x, KP_IN);
+    Kernel *k = lower_kernel(L, n, KC_ELEMENTWISE, KINS(x), out, vars, idx);
     Expr *kk = n->nin > 1 && n->in[1] ? rule_index_operand(L, n, k, 1) : kx_index(p, 0);
-    kir_param(p, k, out, KP_OUT);
     Expr *diag = kx_bin(p, K_SUB, idx[r - 1], idx[r - 2]);
     Expr *keep = kx_bin(p, ir_attr_int(n, "upper", 1) ? K_GE : K_LE, diag, kk);
     Expr *v = kx_select(p, keep, kx_load(p, x, idx), kx_const(p, out->dtype, 0));
@@ -417,9 +404,7 @@ void lower_tile(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
     int vars[MAX_RANK];
     Expr *idx[MAX_RANK], *xi[MAX_RANK];
-    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x), out, vars, idx);
     for (int d = 0; d < x->rank; d++)
         xi[d] = out->dims[d] == x->dims[d] ? idx[d] : kx_bin(p, K_REM, idx[d], kx_index(p, x->dims[d]));
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
@@ -489,9 +474,7 @@ void lower_split(Lower *L, Node *n) {
         Buf *out = lower_out(L, n, i);
         int vars[MAX_RANK];
         Expr *idx[MAX_RANK], *xi[MAX_RANK];
-        Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
-        kir_param(p, k, x, KP_IN);
-        kir_param(p, k, out, KP_OUT);
+        Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x), out, vars, idx);
         for (int d = 0; d < x->rank; d++) xi[d] = d == axis ? kx_addc(p, idx[d], off) : idx[d];
         k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
     }
@@ -534,9 +517,7 @@ void lower_depth_to_space(Lower *L, Node *n) {
     int64_t b = ir_attr_int(n, "blocksize", 1), c = out->dims[1];
     int vars[4];
     Expr *idx[4], *bk = kx_index(p, b);
-    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x), out, vars, idx);
     Expr *yi = kx_bin(p, K_REM, idx[2], bk), *xi = kx_bin(p, K_REM, idx[3], bk);
     Expr *blk = kx_add(p, kx_mul(p, yi, b), xi), *ch;
     if (!strcmp(ir_attr_str(n, "mode", "DCR"), "DCR")) ch = kx_add(p, kx_mul(p, blk, c), idx[1]);
@@ -564,9 +545,7 @@ void lower_space_to_depth(Lower *L, Node *n) {
     int64_t b = ir_attr_int(n, "blocksize", 1), c = x->dims[1];
     int vars[4];
     Expr *idx[4], *bk = kx_index(p, b);
-    Kernel *k = rule_out_kernel(L, n, out, KC_COPY, vars, idx);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x), out, vars, idx);
     Expr *blk = kx_bin(p, K_DIV, idx[1], kx_index(p, c));
     Expr *bh = kx_bin(p, K_DIV, blk, bk), *bw = kx_bin(p, K_REM, blk, bk);
     Expr *ii[4] = {idx[0], kx_bin(p, K_REM, idx[1], kx_index(p, c)), kx_add(p, kx_mul(p, idx[2], b), bh),
@@ -604,13 +583,8 @@ void lower_reverse_sequence(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *len = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int b, t, vars[MAX_RANK];
     if (!revseq_axes(L->g, n, &b, &t)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, len, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     Expr *idx[MAX_RANK], *xi[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, idx);
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(x, len), out, vars, idx);
     Expr *bi[1] = {idx[b]};
     Expr *l = kx_cast(p, DT_INDEX, kx_load(p, len, bi));
     Expr *rev = kx_addc(p, kx_bin(p, K_SUB, l, idx[t]), -1);

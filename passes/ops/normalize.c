@@ -91,21 +91,6 @@ void lower_batchnorm(Lower *L, Node *n) {
 
 /* ---- Softmax and LogSoftmax ---- */
 
-/* Fresh variables for the reduced dims [lo, hi) of one pass, written into idx. */
-static void pass_vars(Program *p, Kernel *k, int lo, int hi, int *vars, Expr **idx) {
-    for (int d = lo; d < hi; d++) {
-        vars[d] = kir_var(k);
-        idx[d] = kx_var(p, vars[d]);
-    }
-}
-
-static Stmt *pass_wrap(Program *p, int lo, int hi, const int64_t *dims, const int *vars, Stmt *s,
-                       bool reduction) {
-    for (int d = hi - 1; d >= lo; d--)
-        s = reduction ? ks_red_loop(p, vars[d], dims[d], s) : ks_loop(p, vars[d], 0, dims[d], 1, s);
-    return s;
-}
-
 /* Over the reduced dims [lo, hi) (the single dim `axis`, or with `legacy` the block
  * axis..rank-1), for every position of the other dims, in three passes:
  *   m = max x;  s = sum exp(x - m);  y = exp(x - m) / s   (Softmax)
@@ -118,34 +103,30 @@ void lower_softmax(Lower *L, Node *n) {
     int lo = axis, hi = ir_attr_int(n, "legacy", 0) ? r : axis + 1;
     DType t = y->dtype;
 
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, NULL, NULL);
     int rv[MAX_RANK] = {0}, mx = kir_scalar(p, k, t), sm = kir_scalar(p, k, t);
     int fin = kir_scalar(p, k, t);
     Expr *idx[MAX_RANK];
     int oo[MAX_RANK], no = 0;
     int64_t od[MAX_RANK];
-    for (int d = 0; d < r; d++)
-        if (d < lo || d >= hi) {
+    bool blk[MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        blk[d] = d >= lo && d < hi;
+        if (!blk[d]) {
             oo[no] = kir_var(k);
             idx[d] = kx_var(p, oo[no]);
             od[no++] = x->dims[d];
         }
+    }
 
-    pass_vars(p, k, lo, hi, rv, idx);
-    Stmt *body = ks_set(p, mx, kx_const(p, t, -INFINITY));
-    Expr *xv = kx_load(p, x, idx);
-    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
-                           ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), xv)), true));
-
-    pass_vars(p, k, lo, hi, rv, idx);
+    rule_sel_vars(p, k, r, blk, rv, idx);
+    Stmt *body = rule_red_pass(p, k, r, x->dims, blk, rv, mx, kx_const(p, t, -INFINITY), K_MAX,
+                               kx_load(p, x, idx));
+    rule_sel_vars(p, k, r, blk, rv, idx);
     Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)));
-    ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
-    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv,
-                           ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), e)), true));
+    ks_seq(body, rule_red_pass(p, k, r, x->dims, blk, rv, sm, kx_const(p, t, 0), K_ADD, e));
 
-    pass_vars(p, k, lo, hi, rv, idx);
+    rule_sel_vars(p, k, r, blk, rv, idx);
     Expr *xm = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mx)), *v;
     if (n->op == OP_LogSoftmax) {
         ks_seq(body, ks_set(p, fin, kx_un(p, K_LOG, kx_scalar(p, k, sm))));
@@ -154,7 +135,7 @@ void lower_softmax(Lower *L, Node *n) {
         ks_seq(body, ks_set(p, fin, kx_un(p, K_RECIP, kx_scalar(p, k, sm))));
         v = kx_bin(p, K_MUL, kx_un(p, K_EXP, xm), kx_scalar(p, k, fin));
     }
-    ks_seq(body, pass_wrap(p, lo, hi, x->dims, rv, ks_store(p, y, idx, v), false));
+    ks_seq(body, rule_wrap_dims(p, r, x->dims, blk, rv, ks_store(p, y, idx, v), false));
     k->body = lower_wrap(p, no, od, oo, body);
 }
 
@@ -192,11 +173,7 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
     int r = x->rank, ov[MAX_RANK], rv[MAX_RANK] = {0}, no = 0;
     bool keep[MAX_RANK];
     int64_t cnt = 1, od[MAX_RANK];
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    if (nm->scale) kir_param(p, k, nm->scale, KP_IN);
-    if (nm->bias) kir_param(p, k, nm->bias, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, nm->scale, nm->bias), y, NULL, NULL);
     if (nm->mean_out) kir_param(p, k, nm->mean_out, KP_OUT);
     if (nm->inv_out) kir_param(p, k, nm->inv_out, KP_OUT);
     int sm = kir_scalar(p, k, t), mean = kir_scalar(p, k, t), inv = kir_scalar(p, k, t);
@@ -215,16 +192,14 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
     Expr *nc = kx_const(p, t, (double)(cnt ? cnt : 1));
 
     rule_sel_vars(p, k, r, nm->mask, rv, idx);
-    Stmt *body = ks_set(p, sm, kx_const(p, t, 0));
-    Stmt *acc1 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_load(p, x, idx)));
-    ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, acc1, true));
+    Stmt *body = rule_red_pass(p, k, r, x->dims, nm->mask, rv, sm, kx_const(p, t, 0), K_ADD,
+                               kx_load(p, x, idx));
     ks_seq(body, ks_set(p, mean, kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc)));
 
     rule_sel_vars(p, k, r, nm->mask, rv, idx);
     Expr *dv = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
-    ks_seq(body, ks_set(p, sm, kx_const(p, t, 0)));
-    Stmt *acc2 = ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), kx_bin(p, K_MUL, dv, dv)));
-    ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, acc2, true));
+    ks_seq(body, rule_red_pass(p, k, r, x->dims, nm->mask, rv, sm, kx_const(p, t, 0), K_ADD,
+                               kx_bin(p, K_MUL, dv, dv)));
     Expr *var = kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc), *eps = kx_const(p, t, nm->eps);
     Expr *den = nm->eps_outside ? kx_bin(p, K_ADD, kx_un(p, K_SQRT, var), eps)
                                 : kx_un(p, K_SQRT, kx_bin(p, K_ADD, var, eps));
@@ -254,14 +229,12 @@ static bool layernorm_axis(Graph *g, Node *n, int *axis) {
 
 void infer_layernorm(Graph *g, Node *n) {
     Value *x = n->in[0];
-    int axis, r, rank = x->rank;
-    int64_t dims[MAX_RANK], sd[MAX_RANK];
+    int axis, rank = x->rank;
+    int64_t dims[MAX_RANK];
     if (!layernorm_axis(g, n, &axis)) return;
     for (int i = 1; i < 3 && i < n->nin; i++) {
         Value *s = n->in[i];
-        if (s && (s->rank > rank - axis || !ir_broadcast(s->rank, s->dims, rank - axis,
-                                                          x->dims + axis, &r, sd) ||
-                  memcmp(sd, x->dims + axis, sizeof(int64_t) * (size_t)(rank - axis)))) {
+        if (s && !rule_broadcasts_to(s, rank - axis, x->dims + axis)) {
             error(ir_where(g, n), "%s does not broadcast to the normalized shape",
                   i == 1 ? "Scale" : "B");
             return;
@@ -366,11 +339,8 @@ void lower_lrn(Lower *L, Node *n) {
     double alpha = ir_attr_float(n, "alpha", 1e-4f), beta = ir_attr_float(n, "beta", 0.75f);
     double bias = ir_attr_float(n, "bias", 1);
     DType t = y->dtype;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_CONTRACTION);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
     int ov[MAX_RANK], tv, acc;
-    lower_vars(k, y->rank, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x), y, ov, NULL);
     tv = kir_var(k);
     acc = kir_scalar(p, k, t);
     Expr *oi[MAX_RANK], *xi[MAX_RANK];

@@ -2,7 +2,7 @@
  * GlobalAveragePool, GlobalMaxPool, GlobalLpPool and MaxUnpool.
  *
  * The windowed pools share Conv's window geometry (rule_window); the global pools are
- * reductions over the spatial dims and use the reduction emitters of helpers.c. Padded taps
+ * reductions over the spatial dims and use the reduction emitter of helpers.c. Padded taps
  * are guarded so that no load leaves the input. */
 #include <math.h>
 #include <string.h>
@@ -94,12 +94,9 @@ void lower_pool(Lower *L, Node *n) {
     if (!pool_window(NULL, n, &w)) die("lower_pool %s: node not checked by infer_pool", n->name);
 
     /* Two outputs do not fit the contraction form fusion expects (one final store). */
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, yi ? KC_GENERIC : KC_CONTRACTION);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
-    if (yi) kir_param(p, k, yi, KP_OUT);
     int ov[MAX_RANK], tv[MAX_RANK];
-    lower_vars(k, y->rank, ov);
+    Kernel *k = lower_kernel(L, n, yi ? KC_GENERIC : KC_CONTRACTION, KINS(x), y, ov, NULL);
+    if (yi) kir_param(p, k, yi, KP_OUT);
     lower_vars(k, w.nsp, tv);
     int acc = kir_scalar(p, k, y->dtype), arg = yi ? kir_scalar(p, k, DT_INDEX) : -1;
 
@@ -137,20 +134,16 @@ void infer_global_pool(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
+/* GlobalAveragePool, GlobalMaxPool, GlobalLpPool: reductions over the spatial dims. */
 void lower_global_pool(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0);
     bool mask[MAX_RANK];
     for (int d = 0; d < x->rank; d++) mask[d] = d >= 2;
-    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, true,
-                n->op == OP_GlobalMaxPool ? R_MAX : R_MEAN);
+    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, true, rule_red_kind(n));
 }
 
-void lower_global_lppool(Lower *L, Node *n) {
-    Buf *x = lower_in(L, n, 0);
-    bool mask[MAX_RANK];
-    for (int d = 0; d < x->rank; d++) mask[d] = d >= 2;
-    rule_emit_reduce_more(L, n, x, lower_out(L, n, 0), mask, true);
-}
+/* (GlobalLpPool's row in ir/ops.def names this; it is lower_global_pool.) */
+void lower_global_lppool(Lower *L, Node *n) { lower_global_pool(L, n); }
 
 /* ---- MaxUnpool ---- */
 
@@ -198,14 +191,10 @@ void infer_max_unpool(Graph *g, Node *n) {
 void lower_max_unpool(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *ind = lower_in(L, n, 1), *out = lower_out(L, n, 0);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, ind, KP_IN);
-    kir_param(p, k, out, KP_INOUT);
     int r = out->rank, ov[MAX_RANK], xv[MAX_RANK];
     Expr *oi[MAX_RANK], *xi[MAX_RANK];
-    lower_vars(k, r, ov);
-    lower_var_idx(p, r, ov, oi);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, ind), out, ov, oi);
+    kir_param(p, k, out, KP_IN);                        /* read back: scattered stores */
     k->body = lower_wrap(p, r, out->dims, ov, ks_store(p, out, oi, kx_const(p, out->dtype, 0)));
     lower_vars(k, r, xv);
     lower_var_idx(p, r, xv, xi);

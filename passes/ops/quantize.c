@@ -126,9 +126,7 @@ void lower_dynamic_quantize(Lower *L, Node *n) {
                                        : kir_buf_new(p, "dq_scale", DT_FLOAT, 0, none, B_TEMP);
     Buf *zp = n->nout > 2 && n->out[2] ? lower_out(L, n, 2)
                                        : kir_buf_new(p, "dq_zero_point", DT_UINT8, 0, none, B_TEMP);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, sc, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), sc, NULL, NULL);
     kir_param(p, k, zp, KP_OUT);
     int lo = kir_scalar(p, k, DT_FLOAT), hi = kir_scalar(p, k, DT_FLOAT), s = kir_scalar(p, k, DT_FLOAT);
     int vars[MAX_RANK];

@@ -27,31 +27,25 @@ void infer_reduce(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, r, dims);
 }
 
+/* Reduce*. With nothing to reduce (empty axes and noop_with_empty_axes) Sum, Mean, Max and Min
+ * are their input (a view); the others still apply their element function (|x|, x^2, log x). */
 void lower_reduce(Lower *L, Node *n) {
     bool mask[MAX_RANK];
     Buf *x = lower_in(L, n, 0);
+    RedKind kind = rule_red_kind(n);
     int any = rule_reduce_mask(NULL, n, mask);
     if (any < 0) die("lower_reduce %s: node not checked by infer_reduce", n->name);
-    if (!any) {
+    if (!any && kind <= R_MIN) {
         lower_view(L, n, 0, x);
         return;
     }
-    RedKind kind = n->op == OP_ReduceMax ? R_MAX : n->op == OP_ReduceMin ? R_MIN
-                 : n->op == OP_ReduceMean ? R_MEAN : R_SUM;
-    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, ir_attr_int(n, "keepdims", 1) != 0, kind);
+    for (int d = 0; d < x->rank && !any; d++) mask[d] = false;
+    rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask,
+                     !any || ir_attr_int(n, "keepdims", 1) != 0, kind);
 }
 
-void lower_reduce_more(Lower *L, Node *n) {
-    bool mask[MAX_RANK];
-    Buf *x = lower_in(L, n, 0);
-    int any = rule_reduce_mask(NULL, n, mask);
-    if (any < 0) die("lower_reduce_more %s: node not checked by infer_reduce", n->name);
-    if (!any) {
-        /* No reduction: the element function alone (|x|, x^2, log x, ...) is still applied. */
-        for (int d = 0; d < x->rank; d++) mask[d] = false;
-    }
-    rule_emit_reduce_more(L, n, x, lower_out(L, n, 0), mask, !any || ir_attr_int(n, "keepdims", 1) != 0);
-}
+/* (The rows of ReduceL1 ... ReduceSumSquare in ir/ops.def name this; it is lower_reduce.) */
+void lower_reduce_more(Lower *L, Node *n) { lower_reduce(L, n); }
 
 /* ---- ArgMax, ArgMin, Hardmax: position of the extreme value ---- */
 
@@ -90,9 +84,7 @@ void lower_arg(Lower *L, Node *n) {
     bool keep = ir_attr_int(n, "keepdims", 1) != 0;
     if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), x->rank, &axis)) return;
     Expr *oi[MAX_RANK], *xi[MAX_RANK], *first[MAX_RANK];
-    Kernel *k = rule_out_kernel(L, n, out, KC_GENERIC, ov, oi);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), out, ov, oi);
     int best = kir_scalar(p, k, x->dtype), at = kir_scalar(p, k, DT_INDEX);
     jv = kir_var(k);
     for (int d = 0, o = 0; d < x->rank; d++) {
@@ -150,9 +142,7 @@ void lower_hardmax(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
     int r = x->rank, lo, hi, ov[MAX_RANK], bv[MAX_RANK], no = 0;
     if (!hardmax_block(L->g, n, r, &lo, &hi)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, NULL, NULL);
     int best = kir_scalar(p, k, x->dtype), at = kir_scalar(p, k, DT_INDEX);
     Expr *idx[MAX_RANK], *first[MAX_RANK];
     int64_t od[MAX_RANK];
@@ -218,9 +208,7 @@ static Stmt *cumsum_nest(Program *p, Kernel *k, Node *n, Buf *x, Buf *y, int axi
 void lower_cumsum(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, NULL, NULL);
     int acc = kir_scalar(p, k, x->dtype), r = x->rank, axis;
     if (n->in[1]->data) {
         if (!rule_axis(L->g, n, ir_const_int(n->in[1], 0), r, &axis)) return;
@@ -291,9 +279,7 @@ void lower_topk(Lower *L, Node *n) {
     int axis, r = x->rank, ov[MAX_RANK], no = 0;
     bool largest = ir_attr_int(n, "largest", 1) != 0;
     if (!topk_params(NULL, n, &kk, &axis)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, vals, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), vals, NULL, NULL);
     if (inds) kir_param(p, k, inds, KP_OUT);
     DType t = x->dtype;
     int pv = kir_scalar(p, k, t), pi = kir_scalar(p, k, DT_INDEX);

@@ -1,5 +1,6 @@
-/* resample.c - the resampling family: Resize, Upsample and
- * GridSample (bilinear, nearest and bicubic sampling with zeros/border/reflection padding).
+/* resample.c - the resampling family: Resize (Upsample is rewritten into Resize by
+ * canonicalize.c) and GridSample (bilinear, nearest and bicubic sampling with
+ * zeros/border/reflection padding).
  *
  * Resize computes its sampling positions at compile time (every size is static) into small
  * constant tables, so that the kernel is a gather or a short weighted sum whatever the
@@ -22,7 +23,7 @@ static Buf *const_table(Lower *L, const char *name, DType t, int rank, const int
     return b;
 }
 
-/* ---- Resize and Upsample ---- */
+/* ---- Resize ---- */
 
 typedef enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC } ResizeMode;
 
@@ -34,9 +35,8 @@ typedef struct ResizeSpec {
     bool exclude_outside;
 } ResizeSpec;
 
-/* Reads the node's attributes and its constant scales/sizes/roi. Resize-11+ inputs are
- * (X, roi, scales, sizes); Upsample's are (X, scales) or a `scales` attribute, and it always
- * samples asymmetrically (nearest rounds down). */
+/* Reads the node's attributes and its constant scales/sizes/roi (inputs X, roi, scales,
+ * sizes). */
 static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
     const char *where = g ? ir_where(g, n) : n->name;
     Value *x = n->in[0], *roi = NULL, *sc = NULL, *sz = NULL;
@@ -52,44 +52,29 @@ static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
     rs->cubic_a = ir_attr_float(n, "cubic_coeff_a", -0.75f);
     rs->extrap = ir_attr_float(n, "extrapolation_value", 0);
     rs->exclude_outside = ir_attr_int(n, "exclude_outside", 0) != 0;
-    if (n->op == OP_Upsample) {
-        const float *fa = NULL;
-        Attr *a = ir_attr(n, "scales");
-        rs->coord = "asymmetric";
-        rs->nearest = "floor";
-        sc = n->nin > 1 ? n->in[1] : NULL;
-        if (a && a->type == A_FLOATS) fa = a->floats;
-        if ((!sc && (!fa || a->n != r)) || (sc && (!sc->data || ir_numel(sc) != r))) {
-            error(where, "need %d constant scales", r);
-            return false;
-        }
-        for (int d = 0; d < r; d++) rs->scale[d] = sc ? ir_const_float(sc, d) : fa[d];
-        sc = NULL;
-    } else {
-        rs->coord = ir_attr_str(n, "coordinate_transformation_mode", "half_pixel");
-        rs->nearest = ir_attr_str(n, "nearest_mode", "round_prefer_floor");
-        roi = n->nin > 1 ? n->in[1] : NULL;
-        sc = n->nin > 2 && n->in[2] && ir_numel(n->in[2]) ? n->in[2] : NULL;
-        sz = n->nin > 3 && n->in[3] && ir_numel(n->in[3]) ? n->in[3] : NULL;
-        if (!!sc == !!sz || (sc && (!sc->data || ir_numel(sc) != r)) ||
-            (sz && (!sz->data || ir_numel(sz) != r))) {
-            error(where, "need exactly one of scales and sizes, constant, with %d entries", r);
-            return false;
-        }
-        bool crop = !strcmp(rs->coord, "tf_crop_and_resize");
-        if (crop && (!roi || !roi->data || ir_numel(roi) != 2 * r)) {
-            error(where, "tf_crop_and_resize needs a constant roi with %d entries", 2 * r);
-            return false;
-        }
-        if (crop)
-            for (int d = 0; d < r; d++) {
-                rs->roi_lo[d] = ir_const_float(roi, d);
-                rs->roi_hi[d] = ir_const_float(roi, r + d);
-            }
+    rs->coord = ir_attr_str(n, "coordinate_transformation_mode", "half_pixel");
+    rs->nearest = ir_attr_str(n, "nearest_mode", "round_prefer_floor");
+    roi = n->nin > 1 ? n->in[1] : NULL;
+    sc = n->nin > 2 && n->in[2] && ir_numel(n->in[2]) ? n->in[2] : NULL;
+    sz = n->nin > 3 && n->in[3] && ir_numel(n->in[3]) ? n->in[3] : NULL;
+    if (!!sc == !!sz || (sc && (!sc->data || ir_numel(sc) != r)) ||
+        (sz && (!sz->data || ir_numel(sz) != r))) {
+        error(where, "need exactly one of scales and sizes, constant, with %d entries", r);
+        return false;
+    }
+    bool crop = !strcmp(rs->coord, "tf_crop_and_resize");
+    if (crop && (!roi || !roi->data || ir_numel(roi) != 2 * r)) {
+        error(where, "tf_crop_and_resize needs a constant roi with %d entries", 2 * r);
+        return false;
+    }
+    if (crop)
         for (int d = 0; d < r; d++) {
-            if (sc) rs->scale[d] = (double)(float)ir_const_float(sc, d);
-            else rs->scale[d] = (double)ir_const_int(sz, d) / (double)x->dims[d];
+            rs->roi_lo[d] = ir_const_float(roi, d);
+            rs->roi_hi[d] = ir_const_float(roi, r + d);
         }
+    for (int d = 0; d < r; d++) {
+        if (sc) rs->scale[d] = (double)(float)ir_const_float(sc, d);
+        else rs->scale[d] = (double)ir_const_int(sz, d) / (double)x->dims[d];
     }
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                          "asymmetric", "tf_half_pixel_for_nn",
@@ -240,12 +225,8 @@ void lower_resize(Lower *L, Node *n) {
         resize_table(p->arena, &rs, d, x->dims[d], &rd[d]);
         interp = interp || rd[d].taps > 1;
     }
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, interp ? KC_CONTRACTION : KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, y, KP_OUT);
-    lower_vars(k, r, ov);
     Expr *oi[MAX_RANK], *xi[MAX_RANK], *w = NULL, *outside = NULL;
-    lower_var_idx(p, r, ov, oi);
+    Kernel *k = lower_kernel(L, n, interp ? KC_CONTRACTION : KC_COPY, KINS(x), y, ov, oi);
     for (int d = 0; d < r; d++) {
         ResizeDim *t = &rd[d];
         int64_t td[2] = {y->dims[d], t->taps};
@@ -459,14 +440,9 @@ void lower_grid_sample(Lower *L, Node *n) {
     GsMode mode;
     GsPad pad;
     if (!gs_params(L->g, n, &mode, &pad)) return;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, grid, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     int vars[4];
     Expr *idx[4];
-    lower_vars(k, 4, vars);
-    lower_var_idx(p, 4, vars, idx);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, grid), out, vars, idx);
     GridSample s = {p, k, x, out->dtype, pad, ir_attr_int(n, "align_corners", 0) != 0, idx[0], idx[1]};
     int reg[2];     /* y, x */
     Stmt *body = NULL;

@@ -478,10 +478,8 @@ static Buf *scratch(Cell *c, const char *what, int64_t cols) {
 
 static void lower_direction(Lower *L, Node *n, const Rnn *r, Cell *c) {
     Program *p = L->p;
-    c->k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
     Buf *ins[] = {c->x, c->w, c->rw, c->bias, c->sl, c->h0, c->c0, c->peep};
-    for (int i = 0; i < COUNTOF(ins); i++)
-        if (ins[i]) kir_param(p, c->k, ins[i], KP_IN);
+    c->k = lower_kernel(L, n, KC_GENERIC, COUNTOF(ins), ins, NULL, NULL, NULL);
     ParamMode om = r->ndir == 2 ? KP_INOUT : KP_OUT;   /* two kernels write halves */
     Buf *outs[] = {c->y, c->yh, c->yc};
     for (int i = 0; i < COUNTOF(outs); i++)

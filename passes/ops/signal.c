@@ -96,9 +96,7 @@ void lower_dft(Lower *L, Node *n) {
     DType t = DT_DOUBLE;            /* exact zeros need more than float32 sums give */
     int r = out->rank, vars[MAX_RANK], j;
     bool inverse = ir_attr_int(n, "inverse", 0) != 0, complex = x->dims[r - 1] == 2;
-    Kernel *k = kir_kernel_new(p, lower_kname(L, n), n->op_type, KC_GENERIC);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, out, KP_OUT);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), out, NULL, NULL);
     lower_vars(k, r - 1, vars);
     j = kir_var(k);
     int re = kir_scalar(p, k, t), im = kir_scalar(p, k, t);

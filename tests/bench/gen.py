@@ -1,19 +1,27 @@
 #!/usr/bin/python3
-"""gen.py OUTDIR MODEL.onnx... - prepares the inputs of `make bench` (tests/bench.sh).
+"""gen.py OUTDIR [MODEL.onnx...] - prepares the models and inputs of `make bench` (tests/bench.sh).
 
-Writes two larger models with random weights that models/ lacks, each as
-OUTDIR/NAME/model.onnx:
-  convnet   1x3x256x256 image -> stride-2 conv stem, two ResNet-style basic blocks (conv-BN-relu-
-            conv-BN + skip, relu) at 128x128x16 and 64x64x32, global average pool, 10-way Gemm;
-  mlp1024   1x1024 -> three 1024-wide Gemm+Relu layers -> 10-way Gemm;
-  floor     one Relu of one float: what a call costs on each side when there is no work
-            (for onnxruntime-node, mostly its JavaScript and N-API layer).
-Then, for every model given on the command line and the two above, writes one random input set
-as raw little-endian files OUTDIR/NAME/input_K.bin (K in graph order, initializers excluded), the
-layout both tests/bench/harness.c and tests/bench/ort.js read, and their names, dtypes and shapes
-as OUTDIR/NAME/inputs.json for ort.js (onnxruntime-node 1.20 cannot tell them). NAME is the
-model's folder name made a shell identifier; gen.py prints the names, one a line.
-Seeded, so that every run benchmarks the same numbers."""
+Writes each model as OUTDIR/NAME/model.onnx (generated, never committed):
+  with PyTorch (Debian's python3-torch and python3-torchvision; tests/bench/models.py):
+    resnet18, mobilenetv2, transformer, lstm, kws, mlp   public architectures, random weights;
+  always (onnx helpers):
+    sgemm512  C = A B with A and B 512x512 float inputs: a GEMM with both operands given at
+              run time, as BLAS's SGEMM takes them (no side can pack B ahead of time);
+    mlp1024   1x1024 -> three 1024-wide Gemm+Relu layers -> 10-way Gemm (matrix-vector
+              products over constant weights: memory-bound);
+    floor     one Relu of one float: what a call costs on each side when there is no work
+              (for onnxruntime-node, mostly its JavaScript and N-API layer);
+  without PyTorch, instead of its models (and saying so on stderr):
+    convnet   1x3x256x256 image -> stride-2 conv stem, two ResNet-style basic blocks (conv-BN-relu-
+              conv-BN + skip, relu) at 128x128x16 and 64x64x32, global average pool, 10-way Gemm.
+Models given on the command line are added as they are, named after their folder.
+Then, for every model, writes one random input set as raw little-endian files
+OUTDIR/NAME/input_K.bin (K in graph order, initializers excluded), the layout both
+tests/bench/harness.c and tests/bench/ort.js read, and their names, dtypes and shapes as
+OUTDIR/NAME/inputs.json for ort.js (onnxruntime-node cannot tell them), and the model's
+multiply-accumulates per inference as OUTDIR/NAME/macs (tests/macs.py). NAME is a shell
+identifier; gen.py prints the names, one a line. Seeded, so that every run benchmarks the same
+numbers."""
 import json
 import os
 import re
@@ -23,6 +31,9 @@ import sys
 import numpy as np
 from onnx import TensorProto, helper, load, numpy_helper, save
 from onnx.checker import check_model
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import macs  # noqa: E402  (tests/macs.py: the one MAC count of the tests)
 
 rng = np.random.default_rng(1234)
 
@@ -102,6 +113,23 @@ def mlp1024():
     return b.model("mlp1024", "input", [1, 1024], b.gemm(x, 1024, 10), [1, 10])
 
 
+def floor():
+    b = Builder()
+    return b.model("floor", "input", [1], b.node("Relu", ["input"]), [1])
+
+
+def sgemm512():
+    n = 512
+    node = helper.make_node("MatMul", ["A", "B"], ["C"], name="sgemm")
+    g = helper.make_graph([node], "sgemm512",
+                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [n, n]) for x in "AB"],
+                          [helper.make_tensor_value_info("C", TensorProto.FLOAT, [n, n])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="onnxcc tests/bench/gen.py")
+    check_model(m)
+    return m
+
+
 # ONNX dtype -> numpy dtype and onnxruntime's name of it
 DTYPES = {TensorProto.FLOAT: (np.float32, "float32"), TensorProto.DOUBLE: (np.float64, "float64"),
           TensorProto.INT32: (np.int32, "int32"), TensorProto.INT64: (np.int64, "int64"),
@@ -129,27 +157,37 @@ def write_inputs(path, outdir):
         json.dump(meta, f)
 
 
-def floor():
-    b = Builder()
-    return b.model("floor", "input", [1], b.node("Relu", ["input"]), [1])
-
-
 def main():
     out = sys.argv[1]
-    models = {}
+    try:
+        import models as torch_models
+    except ImportError as e:
+        torch_models = None
+        print("gen.py: no PyTorch (%s): ResNet-18, MobileNetV2, the transformer layer, the LSTM, "
+              "the KWS CNN and the MLP are left out; convnet stands in" % e, file=sys.stderr)
+    paths = {}
+    generated = [("floor", floor), ("sgemm512", sgemm512), ("mlp1024", mlp1024)]
+    if not torch_models:
+        generated.append(("convnet", convnet))
+    for name, make in generated:
+        os.makedirs(os.path.join(out, name), exist_ok=True)
+        paths[name] = os.path.join(out, name, "model.onnx")
+        save(make(), paths[name])
+    for name, make in torch_models.MODELS if torch_models else ():
+        os.makedirs(os.path.join(out, name), exist_ok=True)
+        paths[name] = os.path.join(out, name, "model.onnx")
+        torch_models.export(make, paths[name])
     for path in sys.argv[2:]:
         name = re.sub(r"\W", "_", os.path.basename(os.path.dirname(os.path.abspath(path))))
-        models[name] = path
-    for name, make in (("floor", floor), ("convnet", convnet), ("mlp1024", mlp1024)):
-        os.makedirs(os.path.join(out, name), exist_ok=True)
-        models[name] = os.path.join(out, name, "model.onnx")
-        save(make(), models[name])
-    for name, path in models.items():
+        paths[name] = path
+    for name, path in paths.items():
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         if os.path.abspath(path) != os.path.abspath(os.path.join(d, "model.onnx")):
             shutil.copyfile(path, os.path.join(d, "model.onnx"))
         write_inputs(path, d)
+        with open(os.path.join(d, "macs"), "w") as f:
+            print(macs.count_model(load(path)), file=f)
         print(name)
 
 

@@ -6,8 +6,8 @@
 // Loads DIR/model.onnx into onnxruntime-node (CPU, one intra-op and one inter-op thread, all
 // graph optimizations) and reads its inputs from DIR/input_K.bin (raw packed tensors written by
 // tests/bench/gen.py; names, dtypes and shapes from DIR/inputs.json). Given PREFIXes, it runs the
-// model once and prints, per PREFIX, the largest absolute difference between onnxruntime's
-// outputs and the ones harness.c wrote (Infinity where one side has a NaN the other lacks).
+// model once and prints, per PREFIX, the largest difference between onnxruntime's outputs and the
+// ones harness.c wrote, scaled as maxDiff says (Infinity where one side has a NaN the other lacks).
 // Otherwise it times single runs after a warm-up and prints "median_us min_us iterations", with
 // the same warm-up and iteration rule as harness.c. onnxruntime-node is found through NODE_PATH
 // (bench.sh points it at build/bench/node_modules).
@@ -36,8 +36,11 @@ function input(dir, k, meta) {
     return new ort.Tensor(meta.type, new Arr(copy.buffer), meta.shape);
 }
 
+// max |got - want| / max(1, max |want|): an absolute difference for outputs of magnitude up to 1,
+// relative to the largest output otherwise (a random-weight ResNet's logits run into the tens, and
+// float sums in another order differ in proportion)
 function maxDiff(dir, prefix, want) {
-    let max = 0;
+    let max = 0, scale = 1;
     want.forEach((w, k) => {
         const file = path.join(dir, `${prefix}_output_${k}.bin`);
         const buf = fs.readFileSync(file);
@@ -51,9 +54,10 @@ function maxDiff(dir, prefix, want) {
             const d = Number.isNaN(a) || Number.isNaN(b)
                 ? (Number.isNaN(a) && Number.isNaN(b) ? 0 : Infinity) : Math.abs(a - b);
             if (d > max) max = d;
+            if (Math.abs(b) > scale) scale = Math.abs(b);
         }
     });
-    return max.toExponential(2);
+    return (max / scale).toExponential(2);
 }
 
 async function main() {

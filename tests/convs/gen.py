@@ -1,4 +1,4 @@
-# gen.py OUTDIR - convolution models with constant weights (the paths of rules_nn.c that the
+# gen.py OUTDIR - convolution models with constant weights (the paths of passes/ops/conv.c that the
 # ONNX test data does not reach: its conv weights are graph inputs), with a numpy reference.
 # Strided, dilated, asymmetric pads, 1-D/2-D/3-D, batch 2, 8..32 channels, with and without Relu.
 import onnx, numpy as np, os, sys

@@ -1,5 +1,5 @@
 # gen_dense.py OUTDIR - Gemm and MatMul models with constant weights (the packed-panel path of
-# rules_nn.c, which the ONNX test data does not reach), with a numpy reference.
+# passes/ops/matmul.c, which the ONNX test data does not reach), with a numpy reference.
 import sys
 import onnx, numpy as np, os
 from onnx import helper, TensorProto, numpy_helper

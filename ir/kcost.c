@@ -1,0 +1,136 @@
+/* kcost.c - how much arithmetic and memory traffic a kernel does per run, read off its loop
+ * nest (for `onnxcc bench`'s GFLOP/s and GB/s columns, and for anyone who wants a kernel's
+ * MAC count).
+ *
+ * A multiply-accumulate is a float K_MUL that is an operand of a float K_ADD or K_SUB: the
+ * `acc + a*b` of a matmul or convolution, also `x*scale + bias` of a fused batch norm. Other
+ * arithmetic is not counted, so an elementwise or copy kernel has no MACs and is measured in
+ * bytes. Each statement's MACs are multiplied by the trip counts of its enclosing loops. Where
+ * an if guards a statement (padding of a convolution), both branches are priced at their larger
+ * one: the count is the work the loop nest is written to do, as an op-level count (2*K*M*N for
+ * a matmul, Cout*Hout*Wout*Cin*kh*kw for a convolution, padding included) is.
+ *
+ * Loop bounds are constants, except tails that tiling bounds by an outer variable; a loop whose
+ * inner bounds read its own variable is walked iteration by iteration (with the variable's
+ * value known), otherwise trip count times body. Bytes are the sizes of the kernel's params,
+ * each counted once: what a kernel must at least read and write. */
+#include <stdlib.h>
+
+#include "kir.h"
+
+typedef struct Env {
+    int64_t *val;
+    bool *known;
+} Env;
+
+/* An index expression's value given the known loop variables; false if it reads anything else. */
+static bool eval(const Expr *e, const Env *env, int64_t *out) {
+    int64_t a, b;
+    switch (e->kind) {
+    case E_CONST: *out = e->i; return e->type == DT_INDEX || !dtype_is_float(e->type);
+    case E_VAR:
+        if (!env->known[e->var]) return false;
+        *out = env->val[e->var];
+        return true;
+    case E_BIN:
+        if (!eval(e->args[0], env, &a) || !eval(e->args[1], env, &b)) return false;
+        switch (e->op) {
+        case K_ADD: *out = a + b; return true;
+        case K_SUB: *out = a - b; return true;
+        case K_MUL: *out = a * b; return true;
+        case K_DIV: if (!b) return false; *out = a / b; return true;
+        case K_REM: if (!b) return false; *out = a % b; return true;
+        case K_MIN: *out = a < b ? a : b; return true;
+        case K_MAX: *out = a > b ? a : b; return true;
+        default: return false;
+        }
+    case E_SELECT: {
+        int64_t c;
+        if (!eval(e->args[0], env, &c)) return false;
+        return eval(e->args[c ? 1 : 2], env, out);
+    }
+    default: return false;
+    }
+}
+
+static bool is_add(const Expr *e) {
+    return e->kind == E_BIN && (e->op == K_ADD || e->op == K_SUB) && dtype_is_float(e->type);
+}
+
+static int64_t expr_macs(const Expr *e) {
+    int64_t n = 0;
+    for (int i = 0; i < e->nargs; i++) {
+        const Expr *x = e->args[i];
+        if (is_add(e) && x->kind == E_BIN && x->op == K_MUL && dtype_is_float(x->type)) n++;
+        n += expr_macs(x);
+    }
+    return n;
+}
+
+static bool reads_var(const Expr *e, int var) {
+    if (!e) return false;
+    if (e->kind == E_VAR && e->var == var) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_var(e->args[i], var)) return true;
+    return false;
+}
+
+/* Whether a loop bound inside the list s depends on variable var. */
+static bool bounds_read(const Stmt *s, int var) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (reads_var(s->lo, var) || reads_var(s->hi, var) || bounds_read(s->body, var)))
+            return true;
+        if (s->kind == S_IF && (bounds_read(s->then, var) || bounds_read(s->els, var))) return true;
+    }
+    return false;
+}
+
+static int64_t list_macs(const Stmt *s, Env *env);
+
+static int64_t loop_macs(const Stmt *s, Env *env) {
+    int64_t lo, hi, step = s->step > 0 ? s->step : 1;
+    if (!eval(s->lo, env, &lo) || !eval(s->hi, env, &hi)) return 0;     /* unknown: not counted */
+    if (hi <= lo) return 0;
+    int64_t trips = (hi - lo + step - 1) / step;
+    if (!bounds_read(s->body, s->var)) {
+        /* the body's count may still read the variable's value through an if; price it once */
+        return trips * list_macs(s->body, env);
+    }
+    int64_t n = 0;
+    env->known[s->var] = true;
+    for (int64_t v = lo; v < hi; v += step) {
+        env->val[s->var] = v;
+        n += list_macs(s->body, env);
+    }
+    env->known[s->var] = false;
+    return n;
+}
+
+static int64_t list_macs(const Stmt *s, Env *env) {
+    int64_t n = 0;
+    for (; s; s = s->next) {
+        switch (s->kind) {
+        case S_LOOP: n += loop_macs(s, env); break;
+        case S_STORE:
+        case S_SET: n += expr_macs(s->val); break;
+        case S_IF: {
+            int64_t a = list_macs(s->then, env), b = list_macs(s->els, env);
+            n += a > b ? a : b;
+            break;
+        }
+        }
+    }
+    return n;
+}
+
+void kir_kernel_cost(const Kernel *k, int64_t *macs, int64_t *bytes) {
+    size_t nv = (size_t)(k->nvars > 0 ? k->nvars : 1);
+    Env env = {calloc(nv, sizeof(int64_t)), calloc(nv, sizeof(bool))};
+    if (!env.val || !env.known) die("out of memory");
+    *macs = list_macs(k->body, &env);
+    free(env.val);
+    free(env.known);
+    int64_t b = 0;
+    for (int i = 0; i < k->nparams; i++) b += (int64_t)kir_nbytes(k->params[i]);
+    *bytes = b;
+}
