@@ -589,6 +589,8 @@ static Stmt *strip_list(Program *p, Kernel *k, Stmt *s) {
     return head;
 }
 
+static void vector_reductions(Program *p);
+
 void tile(Program *p) {
     if (p->opt_level < 2) return;
     for (int i = 0; i < p->nkernels; i++) {
@@ -603,4 +605,68 @@ void tile(Program *p) {
         }
         k->body = strip_list(p, k, k->body);
     }
+    vector_reductions(p);
+}
+
+/* ---- vector reductions ----
+ * Marks `[reduction, vector]` (kir.h) the innermost reduction loops outside vector loops
+ * whose bodies are register sets of the form kir_reduction_form accepts, read some operand
+ * contiguously along the loop (else every lane would be a gather) and run for at least two
+ * target vectors of the widest accumulator. Not at --fp-strict: the backend reassociates the
+ * accumulations, so float sums round differently. Reductions inside vector loops (matmul and
+ * conv tiles, whose lanes are the columns) stay as they are. */
+
+/* x is var plus terms that do not read it. */
+static bool plus_var(const Expr *x, int var) {
+    if (x->kind == E_VAR) return x->var == var;
+    if (x->kind != E_BIN || x->op != K_ADD) return false;
+    return (plus_var(x->args[0], var) && !expr_reads_var(x->args[1], var)) ||
+           (plus_var(x->args[1], var) && !expr_reads_var(x->args[0], var));
+}
+
+/* Does e load consecutive elements for consecutive values of var? */
+static bool unit_stride(const Expr *e, int var) {
+    if (e->kind == E_LOAD && e->nargs && plus_var(e->args[e->nargs - 1], var)) {
+        bool rest = false;
+        for (int d = 0; d < e->nargs - 1; d++) rest |= expr_reads_var(e->args[d], var);
+        if (!rest) return true;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (unit_stride(e->args[i], var)) return true;
+    return false;
+}
+
+static bool vector_reduction_ok(Program *p, const Kernel *k, const Stmt *l) {
+    bool unit = false;
+    if (!(l->hints & LH_REDUCTION) || l->lo->kind != E_CONST || l->hi->kind != E_CONST || l->step != 1)
+        return false;
+    for (const Stmt *s = l->body; s; s = s->next) {
+        if (s->kind != S_SET) return false;
+        unit |= unit_stride(s->val, l->var);
+    }
+    KOp *acc = ARENA_ARRAY(p->arena, KOp, k->nscalars + 1);
+    if (!unit || !kir_reduction_form(k, l->body, acc, NULL, 0)) return false;
+    int esz = 1;
+    for (int r = 0; r < k->nscalars; r++)
+        if (acc[r] != K_COUNT)
+            esz = MAX(esz, (int)MAX(dtype_size(k->scalars[r]), dtype_is_float(k->scalars[r]) ? 4 : 1));
+    int w = p->vector_bytes / esz;
+    return w >= 2 && l->hi->i - l->lo->i >= 2 * (int64_t)w;
+}
+
+static void mark_vector_reductions(Program *p, const Kernel *k, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & LH_VECTOR)) continue;
+        if (s->kind == S_LOOP && vector_reduction_ok(p, k, s)) s->hints |= LH_VECTOR;
+        else {
+            mark_vector_reductions(p, k, s->body);
+            mark_vector_reductions(p, k, s->then);
+            mark_vector_reductions(p, k, s->els);
+        }
+    }
+}
+
+static void vector_reductions(Program *p) {
+    for (int i = 0; i < p->nkernels && !p->fp_strict; i++)
+        if (!p->kernels[i]->dead) mark_vector_reductions(p, p->kernels[i], p->kernels[i]->body);
 }
