@@ -415,10 +415,16 @@ static bool has_jammable(const Stmt *s) {
  * may have several loops: a convolution's border and interior pieces). */
 enum { PICKED = 1u << 30, BLOCKED = 1u << 29 };
 
-/* Picks the innermost jammable loops. */
+static int reduction_stride(const Stmt *s, int var, bool in_red);
+
+/* Picks the innermost jammable loops, except those whose reductions read operands along them
+ * only with strides other than 1: their lanes would all gather (a matrix-vector product
+ * with weights [N, K], a reduction over the last axis with the rows as the loop), and
+ * vectorising the reduction itself does better. */
 static void pick_loops(Stmt *s) {
     for (; s; s = s->next) {
-        if (jammable(s) && !has_jammable(s->body)) s->hints |= PICKED;
+        if (jammable(s) && !has_jammable(s->body) && reduction_stride(s->body, s->var, false) != 1)
+            s->hints |= PICKED;
         pick_loops(s->body);
         pick_loops(s->then);
         pick_loops(s->els);
@@ -634,6 +640,19 @@ static bool unit_stride(const Expr *e, int var) {
     for (int i = 0; i < e->nargs; i++)
         if (unit_stride(e->args[i], var)) return true;
     return false;
+}
+
+/* How the reduction loops in list s load along var: 2 if some operand contiguously, else 1
+ * if some operand depends on var, else 0. */
+static int reduction_stride(const Stmt *s, int var, bool in_red) {
+    int st = 0;
+    for (; s && st < 2; s = s->next) {
+        if (in_red && s->val) st = MAX(st, unit_stride(s->val, var) ? 2 : expr_reads_var(s->val, var));
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        st = MAX(st, reduction_stride(s->body, var, red));
+        st = MAX(st, MAX(reduction_stride(s->then, var, in_red), reduction_stride(s->els, var, in_red)));
+    }
+    return st;
 }
 
 static bool vector_reduction_ok(Program *p, const Kernel *k, const Stmt *l) {
