@@ -22,7 +22,12 @@
  *     matrix-vector product) gets up to twice as many vectors: more independent chains, and
  *     each packed weight row streamed whole;
  *   - in every kernel, the innermost loops that only store (elementwise, copies, the last loop
- *     of a softmax) are strip-mined the same way with U = 1.
+ *     of a softmax) are strip-mined the same way with U = 1;
+ *   - last, innermost reduction loops outside vector loops that read an operand contiguously
+ *     (softmax's max and sum, LayerNorm's moments, reductions over the last axis, dot products
+ *     along K) become vector reductions, `[reduction, vector]` (kir.h), unless --fp-strict.
+ *     A contraction's J whose reduction operands are all strided along it (weights [N, K]) is
+ *     not vectorised, so that its reduction is.
  * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
  * a register set inside and read after it) stays scalar.
  * Legality. Iterations of J (and of L) are independent because the kernel never loads what it
@@ -30,7 +35,8 @@
  * iterations store distinct elements), and every register the body sets is set before it is
  * read and not read after the loop (checked below); registers are renamed per copy, while
  * registers only read are shared. Each accumulator still sums its terms in the original
- * order, so at --fp-strict results are bitwise those of the scalar loops. */
+ * order (vector reductions aside, which --fp-strict does not make), so at --fp-strict
+ * results are bitwise those of the scalar loops. */
 #include "pipeline.h"
 
 enum { MAX_JAM = 128, MAX_JAM_NODES = 40000, MAX_ROWS = 8 };
