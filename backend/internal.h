@@ -31,6 +31,7 @@ typedef struct Emitter {
     unsigned vw;
     int lanevar;
     int64_t lanelo;
+    LLVMValueRef lanebase;          /* vector reductions: lane i is lanebase + lanelo + i */
     LLVMValueRef *vreg, *vcache;
     unsigned *vcache_w;
 } Emitter;

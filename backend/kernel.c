@@ -19,6 +19,7 @@
  * loads, stores and casts convert with integer arithmetic on the bits (half_to_float,
  * float_to_half below), never with LLVM's `half`/`bfloat` types, whose fpext/fptrunc become
  * compiler-rt calls (__extendhfsf2, __truncsfhf2) on x86 without F16C and on Cortex-M4. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -392,7 +393,8 @@ static LLVMValueRef expr(Emitter *e, Expr *x, unsigned w) {
             LLVMValueRef lane[MAX_LANES];
             for (unsigned i = 0; i < (w ? w : 1); i++)
                 lane[i] = LLVMConstInt(e->idx, (unsigned long long)(e->lanelo + (int64_t)i), 1);
-            return w ? LLVMConstVector(lane, w) : lane[0];
+            LLVMValueRef v = w ? LLVMConstVector(lane, w) : lane[0];
+            return e->lanebase ? LLVMBuildNSWAdd(e->B, splat(e, e->lanebase, w), v, "") : v;
         }
         return LLVMBuildLoad2(e->B, e->idx, e->vars[x->var], "");
     case E_SCALAR: {
@@ -465,30 +467,183 @@ static void vloop(Emitter *e, Stmt *s) {
     for (int r = 0; r < e->k->nscalars; r++) e->vreg[r] = NULL;
 }
 
-static void loop(Emitter *e, Stmt *s) {
+/* for (var = lo; var < hi; var += step): loop_begin leaves the builder in the body,
+ * loop_end closes it. */
+typedef struct Loop {
+    LLVMValueRef var;
+    LLVMBasicBlockRef head, latch, done;
+    int64_t step;
+} Loop;
+
+static Loop loop_begin(Emitter *e, int var, LLVMValueRef lo, LLVMValueRef hi, int64_t step) {
     LLVMBuilderRef B = e->B;
+    Loop l = {e->vars[var], block(e, "loop"), NULL, NULL, step};
+    LLVMBasicBlockRef body = block(e, "body");
+    l.latch = block(e, "latch");
+    l.done = block(e, "done");
+    LLVMBuildStore(B, lo, l.var);
+    LLVMBuildBr(B, l.head);
+    LLVMPositionBuilderAtEnd(B, l.head);
+    LLVMValueRef v = LLVMBuildLoad2(B, e->idx, l.var, "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, v, hi, ""), body, l.done);
+    LLVMPositionBuilderAtEnd(B, body);
+    return l;
+}
+
+static void loop_end(Emitter *e, Loop l) {
+    LLVMBuilderRef B = e->B;
+    LLVMBuildBr(B, l.latch);
+    LLVMPositionBuilderAtEnd(B, l.latch);
+    LLVMValueRef v = LLVMBuildLoad2(B, e->idx, l.var, "");
+    LLVMBuildStore(B, LLVMBuildNSWAdd(B, v, LLVMConstInt(e->idx, (unsigned long long)l.step, 0), ""), l.var);
+    LLVMBuildBr(B, l.head);
+    LLVMPositionBuilderAtEnd(B, l.done);
+}
+
+static void rloop(Emitter *e, Stmt *s);
+
+static void loop(Emitter *e, Stmt *s) {
+    if ((s->hints & (LH_VECTOR | LH_REDUCTION)) == (LH_VECTOR | LH_REDUCTION)) {
+        rloop(e, s);
+        return;
+    }
     if (s->hints & LH_VECTOR) {
         vloop(e, s);
         return;
     }
     if (s->step <= 0) die("kernel %s: loop step %lld", e->k->name, (long long)s->step);
-    LLVMValueRef var = e->vars[s->var];
     LLVMValueRef lo = expr(e, s->lo, 0), hi = expr(e, s->hi, 0);      /* evaluated once, before */
-    LLVMBuildStore(B, lo, var);
-    LLVMBasicBlockRef head = block(e, "loop"), body = block(e, "body"), latch = block(e, "latch"),
-                      done = block(e, "done");
-    LLVMBuildBr(B, head);
-    LLVMPositionBuilderAtEnd(B, head);
-    LLVMValueRef v = LLVMBuildLoad2(B, e->idx, var, "");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, v, hi, ""), body, done);
-    LLVMPositionBuilderAtEnd(B, body);
+    Loop l = loop_begin(e, s->var, lo, hi, s->step);
     stmts(e, s->body);
-    LLVMBuildBr(B, latch);
-    LLVMPositionBuilderAtEnd(B, latch);
-    v = LLVMBuildLoad2(B, e->idx, var, "");
-    LLVMBuildStore(B, LLVMBuildNSWAdd(B, v, LLVMConstInt(e->idx, (unsigned long long)s->step, 0), ""), var);
-    LLVMBuildBr(B, head);
-    LLVMPositionBuilderAtEnd(B, done);
+    loop_end(e, l);
+}
+
+/* ---- vector reductions (LH_REDUCTION | LH_VECTOR, kir.h) ----
+ *   for v in lo..hi [reduction, vector]: r = r OP e(v)
+ * becomes, for each accumulator r, U vectors of W lanes set to OP's identity; a loop of W*U
+ * elements a step runs the body U times on vectors (copy c on elements v + c*W + lane, into
+ * its own vectors); the whole vectors left over run straight after it. Then each register's
+ * vectors are combined - the U vectors pairwise, then the two halves of the result until
+ * one lane is left: a fixed tree, the same order on every run - and that lane is combined
+ * with r's value from before the loop. The last n mod W elements run as the scalar loop, in
+ * order. W: the lanes of the widest accumulator in one target vector; U: up to 4 chains of
+ * vectors in all, so that the adds' latency overlaps. */
+
+/* The identity of accumulation op on type t; -0.0 for float sums (-0 + x is x for every x,
+ * where +0 would turn a sum of -0s into +0). */
+static LLVMValueRef identity(Emitter *e, KOp op, DType t) {
+    LLVMTypeRef ty = be_reg_type(e, t);
+    if (is_float(t))
+        return LLVMConstReal(ty, op == K_ADD ? -0.0 : op == K_MUL ? 1.0 : op == K_MAX ? -INFINITY : INFINITY);
+    unsigned bits = LLVMGetIntTypeWidth(ty);
+    unsigned long long top = 1ull << (bits - 1), ones = top | (top - 1);
+    switch (op) {
+    case K_ADD: return LLVMConstInt(ty, 0, 0);
+    case K_MUL: return LLVMConstInt(ty, 1, 0);
+    case K_MAX: return LLVMConstInt(ty, is_unsigned(t) ? 0 : top, 0);
+    default: return LLVMConstInt(ty, is_unsigned(t) ? ones : top - 1, 0);
+    }
+}
+
+/* a OP b, scalars or vectors, as binary() computes it. */
+static LLVMValueRef accumulate(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMValueRef b) {
+    bool f = is_float(t);
+    switch (op) {
+    case K_ADD: return f ? LLVMBuildFAdd(e->B, a, b, "") : LLVMBuildAdd(e->B, a, b, "");
+    case K_MUL: return f ? LLVMBuildFMul(e->B, a, b, "") : LLVMBuildMul(e->B, a, b, "");
+    default: return minmax(e, op == K_MAX, t, a, b);
+    }
+}
+
+/* Lanes [lo, lo + n) of vector v. */
+static LLVMValueRef lanes_of(Emitter *e, LLVMValueRef v, unsigned lo, unsigned n) {
+    LLVMValueRef m[MAX_LANES];
+    for (unsigned i = 0; i < n; i++) m[i] = LLVMConstInt(e->i32, lo + i, 0);
+    return LLVMBuildShuffleVector(e->B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(m, n), "");
+}
+
+/* The body once on the lanes of copy c: accumulator r in its vector accv[r * u + c]. */
+static void reduction_copy(Emitter *e, Stmt *s, const KOp *acc, LLVMValueRef *accv, int u, int c) {
+    for (int r = 0; r < e->k->nscalars; r++)
+        if (acc[r] != K_COUNT) e->vreg[r] = accv[r * u + c];
+    stmts(e, s->body);
+}
+
+/* Folds register r's u vectors of w lanes into its scalar. */
+static void reduction_fold(Emitter *e, int r, KOp op, LLVMValueRef *accv, int u, unsigned w) {
+    DType t = e->k->scalars[r];
+    LLVMTypeRef vt = LLVMVectorType(be_reg_type(e, t), w);
+    LLVMValueRef v[4];
+    for (int c = 0; c < u; c++) v[c] = LLVMBuildLoad2(e->B, vt, accv[r * u + c], "");
+    for (int m = u; m > 1; m = (m + 1) / 2) {
+        for (int c = 0; c < m / 2; c++) v[c] = accumulate(e, op, t, v[2 * c], v[2 * c + 1]);
+        if (m % 2) v[m / 2] = v[m - 1];
+    }
+    LLVMValueRef x = v[0];
+    for (unsigned h = w / 2; h >= 1; h /= 2) x = accumulate(e, op, t, lanes_of(e, x, 0, h), lanes_of(e, x, h, h));
+    x = LLVMBuildExtractElement(e->B, x, LLVMConstInt(e->i32, 0, 0), "");
+    LLVMValueRef before = LLVMBuildLoad2(e->B, be_reg_type(e, t), e->scalars[r], "");
+    LLVMBuildStore(e->B, accumulate(e, op, t, before, x), e->scalars[r]);
+}
+
+static void rloop(Emitter *e, Stmt *s) {
+    Kernel *k = e->k;
+    KOp *acc = ARENA_ARRAY(e->p->arena, KOp, k->nscalars + 1);
+    if (s->lo->kind != E_CONST || s->hi->kind != E_CONST || s->step != 1 || e->vw ||
+        !kir_reduction_form(k, s->body, acc, NULL, 0))
+        die("kernel %s: malformed vector reduction over i%d", k->name, s->var);
+    int64_t lo = s->lo->i, n = s->hi->i - lo;
+    int nacc = 0, esz = 1;
+    bool exact = false;
+    for (int r = 0; r < k->nscalars; r++)
+        if (acc[r] != K_COUNT) {
+            DType t = k->scalars[r];
+            nacc++;
+            esz = MAX(esz, is_half(t) ? 4 : (int)dtype_size(t));
+            exact |= is_float(t) && !e->contract;     /* -O0/-O1, --fp-strict: in order */
+        }
+    unsigned w = 1;
+    while ((int)w * 2 * esz <= e->p->vector_bytes && w * 2 <= MAX_LANES) w *= 2;
+    Stmt scalar = *s;
+    scalar.hints &= ~(unsigned)LH_VECTOR;
+    if (exact || w < 2 || n < (int64_t)w) {
+        loop(e, &scalar);
+        return;
+    }
+    int u = (int)MAX(1, MIN(4 / nacc, n / (int64_t)w));
+    int64_t step = (int64_t)w * u, nmain = n / step * step, nvec = n / w * w;
+    LLVMValueRef *accv = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nscalars * u + 1);
+    for (int r = 0; r < k->nscalars; r++)
+        for (int c = 0; acc[r] != K_COUNT && c < u; c++) {
+            accv[r * u + c] = entry_alloca(e, LLVMVectorType(be_reg_type(e, k->scalars[r]), w));
+            LLVMBuildStore(e->B, splat_const(identity(e, acc[r], k->scalars[r]), w), accv[r * u + c]);
+        }
+    e->vw = w;
+    e->lanevar = s->var;
+    mark_sets(e, s->body, w);
+    if (nmain > 0) {
+        Loop l = loop_begin(e, s->var, LLVMConstInt(e->idx, (unsigned long long)lo, 1),
+                            LLVMConstInt(e->idx, (unsigned long long)(lo + nmain), 1), step);
+        e->lanebase = LLVMBuildLoad2(e->B, e->idx, e->vars[s->var], "");
+        for (int c = 0; c < u; c++) {
+            e->lanelo = (int64_t)w * c;
+            reduction_copy(e, s, acc, accv, u, c);
+        }
+        e->lanebase = NULL;
+        loop_end(e, l);
+    }
+    for (int64_t j = nmain; j < nvec; j += w) {
+        e->lanelo = lo + j;
+        reduction_copy(e, s, acc, accv, u, (int)((j - nmain) / w));
+    }
+    e->vw = 0;
+    for (int r = 0; r < k->nscalars; r++) e->vreg[r] = NULL;
+    for (int r = 0; r < k->nscalars; r++)
+        if (acc[r] != K_COUNT) reduction_fold(e, r, acc[r], accv, u, w);
+    if (nvec < n) {
+        scalar.lo = kx_index(e->p, lo + nvec);
+        loop(e, &scalar);
+    }
 }
 
 /* In a vector loop: a contiguous store, a scatter, or - when every lane stores to the same
@@ -596,6 +751,7 @@ LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     e->vcache = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nscalars + 1);
     e->vcache_w = ARENA_ARRAY(e->p->arena, unsigned, k->nscalars + 1);
     e->vw = 0;
+    e->lanebase = NULL;
     e->contract = e->p->opt_level >= 2 && !e->p->fp_strict;
     stmts(e, k->body);
     LLVMBuildRetVoid(e->B);

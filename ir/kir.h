@@ -149,6 +149,17 @@ typedef struct Stmt {
  * iterations are independent, registers set in the body are lane-private (set before read on
  * every path of the body, never read outside vector loops), registers only read are uniform.
  * Loop bounds and if conditions inside it must not depend on the lane (kverify.c). */
+/* LH_REDUCTION | LH_VECTOR (`[reduction, vector]`): a vector reduction. Constant bounds, step
+ * 1, any extent. Its body stores nothing and updates one or more accumulator registers only
+ * as `r = r OP e` or `r = e OP r`, OP one of ADD, MUL, MIN, MAX (the same for every update of
+ * r), on a float or integer register (not bool or index), with e reading no accumulator; it
+ * reads accumulators nowhere else. Other registers set in the body are lane-private and
+ * loops and ifs inside have uniform headers, as in LH_VECTOR loops. Meaning: the scalar
+ * loop's, except that each accumulation may be reassociated - the backend keeps partial
+ * results in vector lanes and combines them after the loop (float sums then round
+ * differently, as FMA contraction does; float MIN/MAX may pick the other zero of -0/+0),
+ * while kir_interpret runs it in order. At -O0/-O1 and with --fp-strict the backend emits
+ * float accumulations as the scalar loop. kir_reduction_form checks the body. */
 /* Loop hints; their words in the text form are kir_hint_name[bit] (ORDER LH). */
 enum { LH_TILE = 1, LH_REDUCTION = 2, LH_VECTOR = 4 };
 enum { MAX_LANES = 64 };
@@ -252,6 +263,11 @@ Program *kir_parse(Arena *a, const char *path, const char *text);
 /* Print p, parse the text, print again; die()s naming the pass if the texts differ. */
 void kir_roundtrip(Program *p, const char *after);
 void kir_verify(Program *p, const char *after);     /* die()s naming the pass on failure */
+/* Whether body has the form of a vector reduction's body (LH_REDUCTION | LH_VECTOR above,
+ * apart from the lane rules kir_verify checks): acc[r] (k->nscalars entries) gets the
+ * operator updating accumulator r, K_COUNT for other registers; if not, why[0..nwhy) says
+ * what is wrong (why may be NULL). Loop hints of nested loops are not looked at. */
+bool kir_reduction_form(const Kernel *k, const Stmt *body, KOp *acc, char *why, size_t nwhy);
 /* Run the program on the host (constant folding; tests). inputs/outputs as in run(). */
 void kir_interpret(Program *p, const void *const *inputs, void *const *outputs);
 

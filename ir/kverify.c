@@ -106,6 +106,110 @@ static void check_expr(Check *c, const Expr *e) {
     }
 }
 
+/* ---- vector reductions (LH_REDUCTION | LH_VECTOR in kir.h) ---- */
+
+static bool reads_reg(const Expr *e, int r) {
+    if (e->kind == E_SCALAR && e->var == r) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads_reg(e->args[i], r)) return true;
+    return false;
+}
+
+/* The first accumulator e reads, or -1. */
+static int reads_acc(const Expr *e, const KOp *acc, int n) {
+    if (e->kind == E_SCALAR && e->var >= 0 && e->var < n && acc[e->var] != K_COUNT) return e->var;
+    for (int i = 0; i < e->nargs; i++) {
+        int r = reads_acc(e->args[i], acc, n);
+        if (r >= 0) return r;
+    }
+    return -1;
+}
+
+/* For s = `r = r OP e` or `r = e OP r` with OP associative: OP, and e in *rest; else K_COUNT. */
+static KOp update_op(const Stmt *s, const Expr **rest) {
+    const Expr *v = s->val;
+    if (v->kind != E_BIN || (v->op != K_ADD && v->op != K_MUL && v->op != K_MIN && v->op != K_MAX))
+        return K_COUNT;
+    for (int i = 0; i < 2; i++)
+        if (v->args[i]->kind == E_SCALAR && v->args[i]->var == s->var && !reads_reg(v->args[1 - i], s->var)) {
+            *rest = v->args[1 - i];
+            return v->op;
+        }
+    return K_COUNT;
+}
+
+/* Finds the accumulators: registers set from their own value. */
+static bool find_accs(const Kernel *k, const Stmt *s, KOp *acc, char *why, size_t nwhy) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE) {
+            snprintf(why, nwhy, "a store to %%%s in the body", s->buf->name);
+            return false;
+        }
+        if (s->kind == S_SET && s->var >= 0 && s->var < k->nscalars && s->val && reads_reg(s->val, s->var)) {
+            const Expr *rest;
+            KOp op = update_op(s, &rest);
+            DType t = k->scalars[s->var];
+            if (op == K_COUNT) {
+                snprintf(why, nwhy, "r%d is set from itself otherwise than r = r op e, op add, mul, min or max", s->var);
+                return false;
+            }
+            if (acc[s->var] != K_COUNT && acc[s->var] != op) {
+                snprintf(why, nwhy, "r%d is updated with both %s and %s", s->var, kop_name[acc[s->var]], kop_name[op]);
+                return false;
+            }
+            if (t == DT_BOOL || t == DT_INDEX) {
+                snprintf(why, nwhy, "accumulator r%d of type %s", s->var, dtype_name(t));
+                return false;
+            }
+            acc[s->var] = op;
+        }
+        if (!find_accs(k, s->body, acc, why, nwhy) || !find_accs(k, s->then, acc, why, nwhy) ||
+            !find_accs(k, s->els, acc, why, nwhy))
+            return false;
+    }
+    return true;
+}
+
+/* Every set of an accumulator is an update, and nothing else reads one. */
+static bool acc_uses(const Kernel *k, const Stmt *s, const KOp *acc, char *why, size_t nwhy) {
+    for (; s; s = s->next) {
+        const Expr *es[3] = {s->val, s->cond, s->kind == S_LOOP ? s->hi : NULL};
+        if (s->kind == S_LOOP) es[1] = s->lo;
+        if (s->kind == S_SET && s->var >= 0 && s->var < k->nscalars && acc[s->var] != K_COUNT) {
+            const Expr *rest = NULL;
+            if (update_op(s, &rest) != acc[s->var]) {
+                snprintf(why, nwhy, "accumulator r%d set otherwise than by r = r %s e", s->var,
+                         kop_name[acc[s->var]]);
+                return false;
+            }
+            es[0] = rest;
+        }
+        for (int i = 0; i < 3; i++) {
+            int r = es[i] ? reads_acc(es[i], acc, k->nscalars) : -1;
+            if (r >= 0) {
+                snprintf(why, nwhy, "accumulator r%d read outside its updates", r);
+                return false;
+            }
+        }
+        if (!acc_uses(k, s->body, acc, why, nwhy) || !acc_uses(k, s->then, acc, why, nwhy) ||
+            !acc_uses(k, s->els, acc, why, nwhy))
+            return false;
+    }
+    return true;
+}
+
+/* (kir.h) */
+bool kir_reduction_form(const Kernel *k, const Stmt *body, KOp *acc, char *why, size_t nwhy) {
+    char none[1];
+    if (!why) why = none, nwhy = sizeof none;
+    for (int r = 0; r < k->nscalars; r++) acc[r] = K_COUNT;
+    if (!find_accs(k, body, acc, why, nwhy) || !acc_uses(k, body, acc, why, nwhy)) return false;
+    for (int r = 0; r < k->nscalars; r++)
+        if (acc[r] != K_COUNT) return true;
+    snprintf(why, nwhy, "no accumulator");
+    return false;
+}
+
 /* ---- vector loops (LH_VECTOR in kir.h) ---- */
 
 static bool reg_ok(const Check *c, int r) { return r >= 0 && r < c->k->nscalars; }
@@ -128,14 +232,26 @@ static void vector_sets(const Kernel *k, const Stmt *s, bool *set) {
     }
 }
 
-/* Marks the registers set in vector loops of the list (in vreg). */
-static void vector_regs(const Kernel *k, const Stmt *s, bool *vreg) {
+static bool is_vector_reduction(const Stmt *s) {
+    return s->kind == S_LOOP && (s->hints & (LH_VECTOR | LH_REDUCTION)) == (LH_VECTOR | LH_REDUCTION);
+}
+
+/* Marks the registers set in vector loops of the list (in vreg): lane-private, except the
+ * accumulators of vector reductions. */
+static void vector_regs(Check *c, const Stmt *s, bool *vreg) {
+    const Kernel *k = c->k;
     for (; s; s = s->next) {
-        if (s->kind == S_LOOP && (s->hints & LH_VECTOR)) vector_sets(k, s->body, vreg);
+        if (is_vector_reduction(s)) {
+            bool *set = ARENA_ARRAY(c->p->arena, bool, k->nscalars + 1);
+            KOp *acc = ARENA_ARRAY(c->p->arena, KOp, k->nscalars + 1);
+            vector_sets(k, s->body, set);
+            kir_reduction_form(k, s->body, acc, NULL, 0);  /* checked in check_vector_loop */
+            for (int r = 0; r < k->nscalars; r++) vreg[r] |= set[r] && acc[r] == K_COUNT;
+        } else if (s->kind == S_LOOP && (s->hints & LH_VECTOR)) vector_sets(k, s->body, vreg);
         else {
-            vector_regs(k, s->body, vreg);
-            vector_regs(k, s->then, vreg);
-            vector_regs(k, s->els, vreg);
+            vector_regs(c, s->body, vreg);
+            vector_regs(c, s->then, vreg);
+            vector_regs(c, s->els, vreg);
         }
     }
 }
@@ -186,7 +302,14 @@ static void check_vector_loop(Check *c, const Stmt *s) {
     if (s->lo->kind != E_CONST || s->hi->kind != E_CONST || s->step != 1)
         fail(c, "vector loop over i%d without constant bounds and step 1", s->var);
     int64_t w = s->hi->i - s->lo->i;
-    if (w < 2 || w > MAX_LANES) fail(c, "vector loop over i%d with %lld lanes", s->var, (long long)w);
+    if (is_vector_reduction(s)) {
+        KOp *acc = ARENA_ARRAY(c->p->arena, KOp, c->k->nscalars + 1);
+        char why[160];
+        if (!kir_reduction_form(c->k, s->body, acc, why, sizeof why))
+            fail(c, "vector reduction over i%d: %s", s->var, why);
+    } else if (w < 2 || w > MAX_LANES) {
+        fail(c, "vector loop over i%d with %lld lanes", s->var, (long long)w);
+    }
     c->vloop = s;
     bool *def = ARENA_ARRAY(c->p->arena, bool, c->k->nscalars + 1);
     int r = private_defs(c, s->body, def);
@@ -307,7 +430,7 @@ void kir_verify(Program *p, const char *after) {
         c.in_scope = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
         c.vreg = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
         c.vloop = NULL;
-        vector_regs(k, k->body, c.vreg);
+        vector_regs(&c, k->body, c.vreg);
         check_stmts(&c, k->body);
         check_vreg_reads(&c, k->body);
     }

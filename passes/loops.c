@@ -347,6 +347,44 @@ bool loop_vectorize(Program *p, Kernel *k, Stmt *l) {
     return true;
 }
 
+int reduction_acc_size(Program *p, const Kernel *k, const Stmt *l) {
+    if (l->kind != S_LOOP || !(l->hints & LH_REDUCTION) || !const_loop(l) || l->step != 1)
+        return 0;
+    for (const Stmt *s = l->body; s; s = s->next)
+        if (s->kind != S_SET) return 0;
+    KOp *acc = ARENA_ARRAY(p->arena, KOp, k->nscalars + 1);
+    if (!kir_reduction_form(k, l->body, acc, NULL, 0)) return 0;
+    int esz = 1;
+    for (int r = 0; r < k->nscalars; r++)
+        if (acc[r] != K_COUNT)
+            esz = MAX(esz, (int)MAX(dtype_size(k->scalars[r]), dtype_is_float(k->scalars[r]) ? 4 : 1));
+    return esz;
+}
+
+void loop_vectorize_reduction(Program *p, Kernel *k, Stmt *l) {
+    sched_note(p, k, "vreduce(i%d)", l->var);
+    l->hints |= LH_VECTOR;
+}
+
+/* x is var plus terms that do not read it. */
+static bool plus_var(const Expr *x, int var) {
+    if (x->kind == E_VAR) return x->var == var;
+    if (x->kind != E_BIN || x->op != K_ADD) return false;
+    return (plus_var(x->args[0], var) && !expr_reads_var(x->args[1], var)) ||
+           (plus_var(x->args[1], var) && !expr_reads_var(x->args[0], var));
+}
+
+bool expr_unit_stride(const Expr *e, int var) {
+    if (e->kind == E_LOAD && e->nargs && plus_var(e->args[e->nargs - 1], var)) {
+        bool rest = false;
+        for (int d = 0; d < e->nargs - 1; d++) rest |= expr_reads_var(e->args[d], var);
+        if (!rest) return true;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_unit_stride(e->args[i], var)) return true;
+    return false;
+}
+
 bool loop_interchange(Program *p, Kernel *k, Stmt *outer) {
     Stmt *in = outer->body;
     if (outer->kind != S_LOOP || !in || in->kind != S_LOOP || in->next || !const_loop(outer) || !const_loop(in))

@@ -30,6 +30,13 @@ bool body_private(Program *p, const Kernel *k, const Stmt *l);
  * Constant bounds, step 1, private registers not read after l, no loop bound or if condition
  * inside that depends on l's variable or on a register set inside. l must be in k's tree. */
 bool lanes_ok(Program *p, const Kernel *k, const Stmt *l);
+/* e loads consecutive elements for consecutive values of var somewhere: a load whose last
+ * index is var plus terms that do not read it, and whose other indices do not read var. */
+bool expr_unit_stride(const Expr *e, int var);
+/* If l is a reduction loop (LH_REDUCTION, constant bounds, step 1) whose body is register sets
+ * that kir_reduction_form accepts, the size in bytes of its widest accumulator (at least 4
+ * for floats); else 0. */
+int reduction_acc_size(Program *p, const Kernel *k, const Stmt *l);
 static inline bool const_loop(const Stmt *l) {
     return l->kind == S_LOOP && l->lo->kind == E_CONST && l->hi->kind == E_CONST;
 }
@@ -53,6 +60,9 @@ Stmt *loop_jam(Program *p, Kernel *k, Stmt **at, int u);
 void loop_unroll(Program *p, Kernel *k, Stmt **at);
 /* Marks l LH_VECTOR if lanes_ok; returns whether it did. */
 bool loop_vectorize(Program *p, Kernel *k, Stmt *l);
+/* Marks l `[reduction, vector]`: the backend then keeps vector accumulators and reassociates
+ * the accumulation (kir.h). The caller checked reduction_acc_size(l). */
+void loop_vectorize_reduction(Program *p, Kernel *k, Stmt *l);
 /* Swaps outer with the one loop that is its whole body. Both must be parallel loops of
  * independent iterations (the caller knows) with constant bounds; false if they are not
  * perfectly nested. */

@@ -24,7 +24,13 @@
  *     blocked (a matrix-vector product) gets up to twice as many vectors: more independent
  *     chains, and each packed weight row streamed whole;
  *   - in every kernel, the innermost loops that only store (elementwise, copies, the last loop
- *     of a softmax) are strip-mined the same way with U = 1.
+ *     of a softmax) are strip-mined the same way with U = 1;
+ *   - last, innermost reduction loops outside vector loops that read an operand contiguously
+ *     (softmax's max and sum, LayerNorm's moments, reductions over the last axis, dot products
+ *     along K) and run for at least two vectors become vector reductions, `[reduction,
+ *     vector]` (kir.h: vreduce), unless --fp-strict. A contraction's J whose reduction
+ *     operands are all strided along it (weights [N, K]) is not vectorised, so that its
+ *     reduction is: its lanes would all be gathers.
  * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
  * a register set inside and read after it) stays scalar.
  * Legality. Iterations of J (and of L) are independent because the kernel never loads what it
@@ -32,8 +38,8 @@
  * write-once makes distinct iterations store distinct elements), and every register the body
  * sets is set before it is read and not read after the loop (lanes_ok, body_private);
  * registers are renamed per copy, while registers only read are shared. Each accumulator still
- * sums its terms in the original order, so at --fp-strict results are bitwise those of the
- * scalar loops. */
+ * sums its terms in the original order (vector reductions aside, which --fp-strict does not
+ * make), so at --fp-strict results are bitwise those of the scalar loops. */
 #include "loops.h"
 #include "pipeline.h"
 
@@ -127,10 +133,27 @@ static bool has_jammable(const Stmt *s) {
  * may have several loops: a convolution's border and interior pieces). */
 enum { PICKED = 1u << 30, BLOCKED = 1u << 29 };
 
-/* Picks the innermost jammable loops. */
+/* How the reduction loops in list s load along var: 2 if some operand contiguously, else 1
+ * if some operand depends on var, else 0. */
+static int reduction_stride(const Stmt *s, int var, bool in_red) {
+    int st = 0;
+    for (; s && st < 2; s = s->next) {
+        if (in_red && s->val) st = MAX(st, expr_unit_stride(s->val, var) ? 2 : expr_reads_var(s->val, var));
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        st = MAX(st, reduction_stride(s->body, var, red));
+        st = MAX(st, MAX(reduction_stride(s->then, var, in_red), reduction_stride(s->els, var, in_red)));
+    }
+    return st;
+}
+
+/* Picks the innermost jammable loops, except those whose reductions read operands along them
+ * only with strides other than 1: their lanes would all gather (a matrix-vector product
+ * with weights [N, K], a reduction over the last axis with the rows as the loop), and
+ * vectorising the reduction itself does better. */
 static void pick_loops(Stmt *s) {
     for (; s; s = s->next) {
-        if (jammable(s) && !has_jammable(s->body)) s->hints |= PICKED;
+        if (jammable(s) && !has_jammable(s->body) && reduction_stride(s->body, s->var, false) != 1)
+            s->hints |= PICKED;
         pick_loops(s->body);
         pick_loops(s->then);
         pick_loops(s->els);
@@ -283,6 +306,29 @@ static void strip_list(Program *p, Kernel *k, Stmt **at) {
     }
 }
 
+/* ---- vector reductions ----
+ * Innermost reduction loops outside vector loops whose accumulations the backend can keep in
+ * vector registers, that read some operand contiguously along the loop (else every lane would
+ * be a gather) and run for at least two target vectors of the widest accumulator. Reductions
+ * inside vector loops (matmul and conv tiles, whose lanes are the columns) stay as they are. */
+static void vector_reductions(Program *p, Kernel *k, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & LH_VECTOR)) continue;
+        bool unit = false;
+        for (const Stmt *b = s->kind == S_LOOP ? s->body : NULL; b; b = b->next)
+            unit |= b->kind == S_SET && expr_unit_stride(b->val, s->var);
+        int esz = unit ? reduction_acc_size(p, k, s) : 0;
+        if (esz) {
+            int w = p->vector_bytes / esz;
+            if (w >= 2 && trips(s) >= 2 * (int64_t)w) loop_vectorize_reduction(p, k, s);
+            continue;
+        }
+        vector_reductions(p, k, s->body);
+        vector_reductions(p, k, s->then);
+        vector_reductions(p, k, s->els);
+    }
+}
+
 void schedule(Program *p) {
     if (p->opt_level < 2) return;
     for (int i = 0; i < p->nkernels; i++) {
@@ -297,4 +343,6 @@ void schedule(Program *p) {
         }
         strip_list(p, k, &k->body);
     }
+    for (int i = 0; i < p->nkernels && !p->fp_strict; i++)
+        if (!p->kernels[i]->dead) vector_reductions(p, p->kernels[i], p->kernels[i]->body);
 }

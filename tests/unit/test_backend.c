@@ -774,6 +774,199 @@ static void test_vectors(Arena *a, const Target *host, const char *dir) {
     }
 }
 
+/* ---- vector reductions ([reduction, vector]) against C and the interpreter ----
+ * One program per extent (below, equal to and above the host's lanes, multiples and not):
+ * a kernel per accumulation r = init; for i [reduction, vector]: r = r OP f(x[i]); out = r.
+ * Integer and min/max results must be exact (and a NaN anywhere in the row gives NaN);
+ * float sums and products, which the backend reassociates, agree with a double-precision
+ * C reference within 1e-5 of the sum of the terms' magnitudes. With --fp-strict the
+ * backend keeps the loop in order: every float result equals the interpreter's bit for bit. */
+enum { RED_CASES = 10 };
+
+typedef struct RedProg {
+    Program *p;
+    int64_t n;
+    Buf *x, *xn, *xi;
+    Buf *out[RED_CASES];
+} RedProg;
+
+/* out[0] = r after r = init; for i [reduction, vector]: body (upd_i of r at register r) */
+static Kernel *red_kernel(RedProg *rp, int c, const char *name, Buf *in, Buf *in2, DType t) {
+    Program *p = rp->p;
+    rp->out[c] = buf(p, name, t, 2, B_OUTPUT);
+    Kernel *k = kir_kernel_new(p, name, "test", KC_GENERIC);
+    kir_param(p, k, in, KP_IN);
+    if (in2) kir_param(p, k, in2, KP_IN);
+    kir_param(p, k, rp->out[c], KP_OUT);
+    return k;
+}
+
+static Stmt *red_loop(Program *p, int var, int64_t n, Stmt *body) {
+    Stmt *l = ks_red_loop(p, var, n, body);
+    l->hints |= LH_VECTOR;
+    return l;
+}
+
+static Stmt *store_at(Program *p, Buf *b, int64_t i, Expr *v) {
+    return ks_store(p, b, (Expr *[]){kx_index(p, i)}, v);
+}
+
+/* r = init; for i: r = op(r, f) (or op(f, r) when `swap`); out = {r, init} */
+static void red_case(RedProg *rp, int c, const char *name, Buf *in, KOp op, double init,
+                     Expr *(*f)(Program *p, Buf *in, int i), bool swap) {
+    Program *p = rp->p;
+    DType t = in->dtype;
+    Kernel *k = red_kernel(rp, c, name, in, NULL, t);
+    int i = kir_var(k), r = kir_scalar(p, k, t);
+    Expr *e = f(p, in, i), *rv = kx_scalar(p, k, r);
+    Stmt *upd = ks_set(p, r, swap ? kx_bin(p, op, e, rv) : kx_bin(p, op, rv, e));
+    Expr *iv = dtype_is_float(t) ? kx_const(p, t, init) : kx_int(p, t, (int64_t)init);
+    k->body = ks_seq(ks_set(p, r, iv), red_loop(p, i, rp->n, upd));
+    ks_seq(k->body, store_at(p, rp->out[c], 0, kx_scalar(p, k, r)));
+    ks_seq(k->body, store_at(p, rp->out[c], 1, kx_clone(p, iv)));
+}
+
+static Expr *f_x(Program *p, Buf *in, int i) { return at(p, in, i); }
+static Expr *f_sq(Program *p, Buf *in, int i) { return kx_bin(p, K_MUL, at(p, in, i), at(p, in, i)); }
+static Expr *f_near1(Program *p, Buf *in, int i) {
+    return kx_bin(p, K_ADD, kx_const(p, DT_FLOAT, 1), kx_bin(p, K_MUL, at(p, in, i), kx_const(p, DT_FLOAT, 0.01)));
+}
+/* x - 10 and x + 10: all of one sign, so that a wrong identity (0) of max/min shows */
+static Expr *f_below(Program *p, Buf *in, int i) { return kx_bin(p, K_SUB, at(p, in, i), kx_const(p, DT_FLOAT, 10)); }
+static Expr *f_above(Program *p, Buf *in, int i) { return kx_bin(p, K_ADD, at(p, in, i), kx_const(p, DT_FLOAT, 10)); }
+static Expr *f_odd(Program *p, Buf *in, int i) { return kx_bin(p, K_OR, at(p, in, i), kx_int(p, DT_INT32, 1)); }
+
+/* A softmax row's two reductions: m = max x; s = sum exp(x - m); out = {m, s}; and a loop
+ * with two accumulators: out = {sum x, max x}. */
+static void red_softmax(RedProg *rp, int c) {
+    Program *p = rp->p;
+    Kernel *k = red_kernel(rp, c, "softmax_row", rp->x, NULL, DT_FLOAT);
+    int i = kir_var(k), j = kir_var(k), m = kir_scalar(p, k, DT_FLOAT), s = kir_scalar(p, k, DT_FLOAT);
+    Expr *mv = kx_scalar(p, k, m), *sv = kx_scalar(p, k, s);
+    Stmt *b = ks_set(p, m, kx_const(p, DT_FLOAT, -INFINITY));
+    ks_seq(b, red_loop(p, i, rp->n, ks_set(p, m, kx_bin(p, K_MAX, mv, at(p, rp->x, i)))));
+    ks_seq(b, ks_set(p, s, kx_const(p, DT_FLOAT, 0)));
+    Expr *ex = kx_un(p, K_EXP, kx_bin(p, K_SUB, at(p, rp->x, j), kx_clone(p, mv)));
+    ks_seq(b, red_loop(p, j, rp->n, ks_set(p, s, kx_bin(p, K_ADD, kx_clone(p, sv), ex))));
+    ks_seq(b, store_at(p, rp->out[c], 0, kx_clone(p, mv)));
+    k->body = ks_seq(b, store_at(p, rp->out[c], 1, kx_clone(p, sv)));
+
+    k = red_kernel(rp, c + 1, "sum_and_max", rp->x, NULL, DT_FLOAT);
+    i = kir_var(k);
+    int a = kir_scalar(p, k, DT_FLOAT), t = kir_scalar(p, k, DT_FLOAT), x = kir_scalar(p, k, DT_FLOAT);
+    Stmt *body = ks_set(p, x, at(p, rp->x, i));       /* a lane-private register */
+    ks_seq(body, ks_set(p, a, kx_bin(p, K_ADD, kx_scalar(p, k, a), kx_scalar(p, k, x))));
+    ks_seq(body, ks_set(p, t, kx_bin(p, K_MAX, kx_scalar(p, k, t), kx_scalar(p, k, x))));
+    b = ks_set(p, a, kx_const(p, DT_FLOAT, 0));
+    ks_seq(b, ks_set(p, t, kx_const(p, DT_FLOAT, -1e30)));
+    ks_seq(b, red_loop(p, i, rp->n, body));
+    ks_seq(b, store_at(p, rp->out[c + 1], 0, kx_scalar(p, k, a)));
+    k->body = ks_seq(b, store_at(p, rp->out[c + 1], 1, kx_scalar(p, k, t)));
+}
+
+static RedProg red_prog(Arena *a, const Target *t, int64_t n, bool strict) {
+    RedProg rp = {prog_new(a, arena_printf(a, "bred%lld%s", (long long)n, strict ? "s" : ""), t), n, 0, 0, 0, {0}};
+    Program *p = rp.p;
+    p->fp_strict = strict;
+    rp.x = buf(p, "x", DT_FLOAT, n, B_INPUT);
+    rp.xn = buf(p, "xn", DT_FLOAT, n, B_INPUT);
+    rp.xi = buf(p, "xi", DT_INT32, n, B_INPUT);
+    red_case(&rp, 0, "sum_sq", rp.x, K_ADD, 0.5, f_sq, false);
+    red_case(&rp, 1, "sum_swapped", rp.x, K_ADD, -0.0, f_x, true);
+    red_case(&rp, 2, "max", rp.x, K_MAX, -INFINITY, f_below, false);
+    red_case(&rp, 3, "max_nan", rp.xn, K_MAX, -INFINITY, f_x, false);
+    red_case(&rp, 4, "min", rp.x, K_MIN, 1e6, f_above, true);
+    red_case(&rp, 5, "product", rp.x, K_MUL, 1, f_near1, false);
+    red_case(&rp, 6, "int32_sum", rp.xi, K_ADD, 7, f_x, false);
+    red_case(&rp, 7, "int32_product", rp.xi, K_MUL, 1, f_odd, false);
+    red_softmax(&rp, 8);
+    return rp;
+}
+
+/* The C reference of output c (two values). */
+static void red_want(int c, int64_t n, const float *x, const float *xn, const int32_t *xi, double *w) {
+    double s = 0, m = -INFINITY, mn = 1e6, pr = 1, mx = -1e30, e = 0;
+    uint32_t is = 7, ip = 1;
+    bool nan = false;
+    for (int64_t i = 0; i < n; i++) {
+        s += (double)x[i] * x[i];
+        m = fmax(m, x[i]);
+        mn = fmin(mn, x[i] + 10.0f);
+        pr *= 1 + x[i] * 0.01;
+        nan |= isnan(xn[i]);
+        is += (uint32_t)xi[i];
+        ip *= (uint32_t)(xi[i] | 1);
+    }
+    for (int64_t i = 0; i < n; i++) e += exp((double)x[i] - m), mx = fmax(mx, x[i]);
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += x[i];
+    double vals[RED_CASES][2] = {{0.5 + s, 0.5}, {sum, -0.0}, {(float)m - 10.0f, -INFINITY}, {nan ? NAN : m, -INFINITY},
+                                 {mn, 1e6}, {pr, 1}, {(int32_t)is, 7}, {(int32_t)ip, 1}, {m, e}, {sum, mx}};
+    w[0] = vals[c][0];
+    w[1] = vals[c][1];
+}
+
+static void test_reductions(Arena *a, const Target *host, const char *dir) {
+    static const int64_t ns[] = {3, 16, 61, 64, 200, 1031};
+    enum { NMAX = 1031 };
+    float x[NMAX], xn[NMAX];
+    int32_t xi[NMAX];
+    for (int i = 0; i < NMAX; i++) {
+        x[i] = (float)(sin(i * 0.91) * 3);
+        xn[i] = x[i];
+        xi[i] = (int32_t)(i * 2654435761u);                 /* wraps: sums and products do too */
+    }
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        int64_t n = ns[t];
+        xn[n / 2] = NAN;
+        for (int strict = 0; strict < 2; strict++) {
+            RedProg rp = red_prog(a, host, n, strict);
+            Program *p = rp.p;
+            kir_verify(p, "test_backend");
+            bufferize(p);
+            const char *obj = arena_printf(a, "%s/%s.o", dir, p->name);
+            be_emit(p, host, 2, EMIT_OBJ, obj);
+            RunFn run = be_load_object(obj, p->name);
+            const void *in[3] = {x, xn, xi};
+            float got[2][RED_CASES][2];
+            void *out[2][RED_CASES];
+            for (int c = 0; c < RED_CASES; c++) out[0][c] = got[0][c], out[1][c] = got[1][c];
+            check(run(in, out[0], NULL) == 0, "vector reduction program runs");
+            kir_interpret(p, in, out[1]);
+            int bad = 0;
+            double maxerr = 0;
+            for (int c = 0; c < RED_CASES; c++) {
+                double w[2];
+                red_want(c, n, x, xn, xi, w);
+                for (int v = 0; v < 2; v++) {
+                    /* min/max, integers, the initial values stored, and the max of softmax_row and
+                     * sum_and_max are exact */
+                    bool exact = c == 2 || c == 3 || c == 4 || c == 6 || c == 7 || (c == 8 ? v == 0 : v == 1);
+                    double g, ig;
+                    if (rp.out[c]->dtype == DT_INT32) g = ((int32_t *)got[0][c])[v], ig = ((int32_t *)got[1][c])[v];
+                    else g = got[0][c][v], ig = got[1][c][v];
+                    double scale = c == 0 ? w[0] : c == 1 || c == 9 ? 3.0 * (double)n : fabs(w[v]) + 1;
+                    double err = isnan(w[v]) ? (isnan(g) && isnan(ig) ? 0 : INFINITY) : fabs(g - w[v]) / scale;
+                    bool ok = exact ? (isnan(w[v]) ? err == 0 : g == w[v] && ig == w[v])
+                                    : err < 1e-5 && fabs(ig - w[v]) / scale < 1e-5;
+                    if (strict && rp.out[c]->dtype == DT_FLOAT && !isnan(w[v]))
+                        ok &= !memcmp(&got[0][c][v], &got[1][c][v], sizeof(float));
+                    if (!ok && bad++ < 5) printf("FAIL: n %lld %s: %s[%d] = %.9g (interpreter %.9g), want %.9g\n",
+                                                 (long long)n, strict ? "strict" : "", rp.out[c]->name, v, g, ig, w[v]);
+                    if (!exact) maxerr = fmax(maxerr, err);
+                }
+            }
+            char what[160];
+            snprintf(what, sizeof what, "vector reductions over %lld elements%s: %d cases, exact ones exact, "
+                     "max rel err %.2g%s", (long long)n, strict ? " --fp-strict" : "", RED_CASES,
+                     maxerr, strict ? ", floats bitwise the interpreter's" : "");
+            report(!bad, what);
+            remove(obj);
+        }
+        xn[n / 2] = x[n / 2];
+    }
+}
+
 int main(void) {
     char dir[] = "/tmp/onnxcc-test-backend-XXXXXX";
     if (!mkdtemp(dir)) die("mkdtemp");
@@ -804,6 +997,7 @@ int main(void) {
 
     test_int(a, &host, dir);
     test_vectors(a, &host, dir);
+    test_reductions(a, &host, dir);
     test_firmware(a, &md[0], dir);
     rmdir(dir);
     be_target_free(&host);

@@ -264,6 +264,60 @@ static void test_no_tiling_below_o2(Arena *a) {
     check(!find_hint(g.p->kernels[0]->body, LH_TILE | LH_REDUCTION), "-O1: schedule changes nothing");
 }
 
+/* Vector reductions (tile): a softmax row's max and sum over 64 floats become
+ * [reduction, vector] at -O2 with 16-byte vectors, and stay scalar at --fp-strict; a sum
+ * down a column (no operand contiguous along the loop) stays scalar either way. The
+ * interpreter runs them in order, so results stay bitwise. */
+static Prog softmax_sums(Arena *a) {
+    Program *p = kir_program_new(a, "sm");
+    int64_t dx[2] = {2, 64}, dy[2] = {2, 2};
+    Buf *X = kir_buf_new(p, "X", DT_FLOAT, 2, dx, B_INPUT), *Y = kir_buf_new(p, "Y", DT_FLOAT, 2, dy, B_OUTPUT);
+    p->ninputs = p->noutputs = 1;
+    p->inputs = ARENA_ARRAY(a, Buf *, 1);
+    p->outputs = ARENA_ARRAY(a, Buf *, 1);
+    p->inputs[0] = X;
+    p->outputs[0] = Y;
+    Kernel *k = kir_kernel_new(p, "softmax", "Softmax", KC_GENERIC);
+    kir_param(p, k, X, KP_IN);
+    kir_param(p, k, Y, KP_OUT);
+    int i = kir_var(k), j = kir_var(k), l = kir_var(k), c = kir_var(k);
+    int m = kir_scalar(p, k, DT_FLOAT), sm = kir_scalar(p, k, DT_FLOAT), col = kir_scalar(p, k, DT_FLOAT);
+    Stmt *b = ks_set(p, m, kx_const(p, DT_FLOAT, -INFINITY));
+    ks_seq(b, ks_loop(p, j, 0, 64, 1, ks_set(p, m, kx_bin(p, K_MAX, kx_scalar(p, k, m), load2(p, X, v(p, i), v(p, j))))));
+    ks_seq(b, ks_set(p, sm, kx_const(p, DT_FLOAT, 0)));
+    Expr *e = kx_un(p, K_EXP, kx_bin(p, K_SUB, load2(p, X, v(p, i), v(p, l)), kx_scalar(p, k, m)));
+    ks_seq(b, ks_loop(p, l, 0, 64, 1, ks_set(p, sm, kx_bin(p, K_ADD, kx_scalar(p, k, sm), e))));
+    ks_seq(b, store2(p, Y, v(p, i), kx_index(p, 0), kx_scalar(p, k, sm)));
+    ks_seq(b, ks_set(p, col, kx_const(p, DT_FLOAT, 0)));
+    ks_seq(b, ks_loop(p, c, 0, 2, 1, ks_set(p, col, kx_bin(p, K_ADD, kx_scalar(p, k, col), load2(p, X, v(p, c), v(p, i))))));
+    ks_seq(b, store2(p, Y, v(p, i), kx_index(p, 1), kx_scalar(p, k, col)));
+    k->body = ks_loop(p, i, 0, 2, 1, b);
+    Prog g = {p, arena_alloc(a, 2 * 64 * 4), 2 * 2 * 4};
+    fill(X, g.in, 5);
+    return g;
+}
+
+static void test_reduction_policy(Arena *a) {
+    for (int strict = 0; strict < 2; strict++) {
+        Prog g = softmax_sums(a);
+        g.p->vector_bytes = 16;
+        g.p->fp_strict = strict;
+        void *ref = run(&g);
+        schedule(g.p);
+        kir_verify(g.p, "schedule");
+        Stmt *s = g.p->kernels[0]->body->body;
+        unsigned rv = LH_REDUCTION | LH_VECTOR;
+        bool rows = (s->next->hints & rv) == rv && (s->next->next->next->hints & rv) == rv;
+        bool column = (s->next->next->next->next->next->next->hints & rv) == LH_REDUCTION;
+        void *got = run(&g);
+        check(strict ? !find_hint(g.p->kernels[0]->body, LH_VECTOR) : rows && column,
+              strict ? "schedule --fp-strict: no vector reductions"
+                     : "schedule: a softmax row's max and sum are vector reductions, a column sum is not");
+        check(!memcmp(ref, got, g.out_bytes), "schedule: vector reductions: same interpreted result");
+        free(ref), free(got);
+    }
+}
+
 /* A temporary read by two consumers, or written by a kernel between producer and consumer,
  * must not be fused. */
 static void test_fuse_refusals(Arena *a) {
@@ -371,6 +425,34 @@ static void test_vector_verifier(Program *p) {
     check(!verify_dies(p), "verify: restored program passes");
 }
 
+/* Vector reductions (LH_REDUCTION | LH_VECTOR): the matmul's k loop, acc = acc + a * b. */
+static void test_reduction_verifier(Program *p) {
+    Kernel *mm = p->kernels[0];
+    Stmt *jloop = mm->body->body, *red = jloop->body->next, *upd = red->body;
+    int acc = upd->var, t = kir_scalar(p, mm, mm->scalars[acc]);
+    Expr *term = upd->val->args[1], *av = kx_scalar(p, mm, acc);
+    red->hints = LH_REDUCTION | LH_VECTOR;
+    check(!verify_dies(p), "verify: vector reduction acc = acc + a*b passes");
+    upd->val = kx_bin(p, K_ADD, term, av);
+    check(!verify_dies(p), "verify: vector reduction acc = a*b + acc passes");
+    red->body = ks_seq(ks_set(p, t, term), ks_set(p, acc, kx_bin(p, K_MAX, av, kx_scalar(p, mm, t))));
+    check(!verify_dies(p), "verify: vector reduction with a lane-private register passes");
+    red->body = ks_seq(ks_set(p, t, kx_bin(p, K_MUL, av, term)), upd);
+    check(verify_dies(p), "verify: vector reduction reading its accumulator outside the update");
+    red->body = ks_set(p, acc, kx_bin(p, K_SUB, av, term));
+    check(verify_dies(p), "verify: vector reduction updating with a non-associative operator");
+    red->body = ks_seq(ks_set(p, acc, kx_bin(p, K_ADD, av, term)), ks_set(p, acc, kx_bin(p, K_MUL, av, term)));
+    check(verify_dies(p), "verify: vector reduction updating one accumulator with two operators");
+    red->body = ks_seq(ks_set(p, acc, kx_const(p, mm->scalars[acc], 0)), upd);
+    check(verify_dies(p), "verify: vector reduction resetting its accumulator");
+    red->body = upd;
+    jloop->hints = LH_VECTOR;
+    check(verify_dies(p), "verify: vector reduction inside a vector loop");
+    jloop->hints = 0;
+    red->hints = LH_REDUCTION;
+    check(!verify_dies(p), "verify: restored program passes");
+}
+
 static void test_verifier(Arena *a) {
     Prog g = matmul_prog(a, DT_INT32, 2, 2, 2);
     Kernel *add = g.p->kernels[1];
@@ -392,6 +474,7 @@ static void test_verifier(Arena *a) {
     check(verify_dies(g.p), "verify: register out of range");
     set->var = 0;
     test_vector_verifier(g.p);
+    test_reduction_verifier(g.p);
 }
 
 static void test_print(Arena *a) {
@@ -554,6 +637,7 @@ int main(void) {
     test_passes(a);
     test_no_tiling_below_o2(a);
     test_primitives(a);
+    test_reduction_policy(a);
     test_fuse_refusals(a);
     test_bufferize(a);
     test_verifier(a);
