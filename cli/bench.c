@@ -23,12 +23,6 @@
 
 enum { TOP = 20 };
 
-static char tmp_dir[64], tmp_obj[96];
-
-static void remove_tmp(void) {
-    if (tmp_obj[0]) unlink(tmp_obj);
-    if (tmp_dir[0]) rmdir(tmp_dir);
-}
 
 static double now_s(void) {
     struct timespec t;
@@ -86,19 +80,7 @@ static Bench build(Arena *a, Cli *c, const Target *t, bool profile) {
     Graph *g = fe_load_model(a, c->model);
     g->name = (char *)(c->name ? c->name : cli_identifier(a, c->model));
     Bench b = {.p = cli_compile(g, c, t)};
-    if (!tmp_dir[0]) {
-        snprintf(tmp_dir, sizeof tmp_dir, "%s", "/tmp/onnxcc-bench-XXXXXX");
-        if (!mkdtemp(tmp_dir)) {
-            tmp_dir[0] = 0;
-            fatal("/tmp", "cannot create a temporary directory");
-        }
-        atexit(remove_tmp);
-        snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
-    }
-    if (profile) be_emit_profiled(b.p, t, c->o.opt_level, tmp_obj);
-    else be_emit(b.p, t, c->o.opt_level, EMIT_OBJ, tmp_obj);
-    exit_if_errors();
-    b.run = be_load_object(tmp_obj, g->name);
+    b.run = cli_load(b.p, t, c->o.opt_level, profile);
     return b;
 }
 

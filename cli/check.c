@@ -38,12 +38,6 @@ typedef struct Source {             /* where the model and its data sets come fr
     const char *tar_root;           /* "resnet50/" in the archive, "" if at the top */
 } Source;
 
-static char tmp_dir[64], tmp_obj[96];
-
-static void remove_tmp(void) {
-    if (tmp_obj[0]) unlink(tmp_obj);
-    if (tmp_dir[0]) rmdir(tmp_dir);
-}
 
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
@@ -290,19 +284,9 @@ static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
     Target t;
     be_target(&t, NULL, c->cpu, c->features, c->abi);
     *pp = cli_compile(g, c, &t);
-    if (!tmp_dir[0]) {              /* one directory for all compilations of this check */
-        snprintf(tmp_dir, sizeof tmp_dir, "%s", "/tmp/onnxcc-check-XXXXXX");
-        if (!mkdtemp(tmp_dir)) {
-            tmp_dir[0] = 0;
-            fatal("/tmp", "cannot create a temporary directory");
-        }
-        atexit(remove_tmp);
-        snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
-    }
-    be_emit(*pp, &t, c->o.opt_level, EMIT_OBJ, tmp_obj);
+    RunFn run = cli_load(*pp, &t, c->o.opt_level, false);
     be_target_free(&t);
-    exit_if_errors();
-    return be_load_object(tmp_obj, g->name);
+    return run;
 }
 
 /* ---- binding shape-like inputs at compile time ---- */

@@ -239,6 +239,29 @@ static void parse_args(Arena *a, Cli *c, int argc, char **argv, bool check) {
     if (!c->model) usage("no model given");
 }
 
+static char tmp_dir[64], tmp_obj[96];
+
+static void remove_tmp(void) {
+    if (tmp_obj[0]) unlink(tmp_obj);
+    if (tmp_dir[0]) rmdir(tmp_dir);
+}
+
+RunFn cli_load(Program *p, const Target *t, int opt_level, bool profile) {
+    if (!tmp_dir[0]) {              /* one directory for all compilations of this process */
+        snprintf(tmp_dir, sizeof tmp_dir, "%s", "/tmp/onnxcc-XXXXXX");
+        if (!mkdtemp(tmp_dir)) {
+            tmp_dir[0] = 0;
+            fatal("/tmp", "cannot create a temporary directory");
+        }
+        atexit(remove_tmp);
+        snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
+    }
+    if (profile) be_emit_profiled(p, t, opt_level, tmp_obj);
+    else be_emit(p, t, opt_level, EMIT_OBJ, tmp_obj);
+    exit_if_errors();
+    return be_load_object(tmp_obj, p->name);
+}
+
 Program *cli_compile(Graph *g, Cli *c, const Target *t) {
     c->o.vector_bytes = t->vector_bytes;
     c->o.arena_align = t->arena_align;

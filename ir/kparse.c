@@ -285,16 +285,22 @@ static int index_list(Parser *P, Expr **idx, const char *close) {
     return n;
 }
 
-static Expr *load(Parser *P) {
-    const char *at = P->s - 1;      /* the '%' */
+/* `NAME[i, j, ...]` after a '%' at `at`: the buffer (a param of mode `mode` with as many
+ * indices, or an error at `at`) and its indices. */
+static Buf *buf_ref(Parser *P, const char *at, ParamMode mode, const char *what, Expr **idx) {
     char *name = token(P, ",()[]", "a buffer name");
     expect(P, "[");
-    Expr *idx[MAX_RANK];
     int n = index_list(P, idx, "]");
     const char *end = P->s;
     P->s = at;
-    Buf *b = param_buf(P, name, n, KP_IN, "load");
+    Buf *b = param_buf(P, name, n, mode, what);
     P->s = end;
+    return b;
+}
+
+static Expr *load(Parser *P) {
+    Expr *idx[MAX_RANK];
+    Buf *b = buf_ref(P, P->s - 1, KP_IN, "load", idx);  /* P->s - 1: the '%' */
     return kx_load(P->p, b, idx);
 }
 
@@ -549,18 +555,12 @@ static Stmt *statement(Parser *P, int depth) {
     Stmt *s;
     const char *at = (skip_sp(P), P->s);
     if (accept(P, "%")) {
-        char *name = token(P, ",()[]", "a buffer name");
-        expect(P, "[");
         Expr *idx[MAX_RANK];
-        int n = index_list(P, idx, "]");
-        const char *end = P->s;
-        P->s = at;
-        Buf *b = param_buf(P, name, n, KP_OUT, "store");
-        P->s = end;
+        Buf *b = buf_ref(P, at, KP_OUT, "store", idx);
         expect(P, "=");
         const char *vat = (skip_sp(P), P->s);
         Expr *v = expr(P, 0);
-        if (v->type != b->dtype) { P->s = vat; perr(P, "store of %s into %%%s of %s", dtype_name(v->type), name, dtype_name(b->dtype)); }
+        if (v->type != b->dtype) { P->s = vat; perr(P, "store of %s into %%%s of %s", dtype_name(v->type), b->name, dtype_name(b->dtype)); }
         s = ks_store(p, b, idx, v);
     } else {
         char *w = word(P);
