@@ -13,6 +13,8 @@ typedef struct Target {
     bool host;
     int ptr_bits;                   /* 32 or 64 */
     int vector_bytes;               /* widest useful float vector (64 on AVX-512, 4 on Cortex-M4) */
+    int fma_bits;                   /* fused multiply-adds the backend writes as llvm.fma: 0 none,
+                                       32 float, 64 float and double (target.c, explicit_fma) */
     int arena_align;                /* alignment the generated code requires of the arena */
 } Target;
 

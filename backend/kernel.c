@@ -361,9 +361,27 @@ static LLVMValueRef compare(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMVal
     return LLVMBuildICmp(e->B, is_unsigned(t) ? up[i] : sp[i], a, b, "");
 }
 
+/* a*b + c as llvm.fma where the target wants it written so (Target.fma_bits); NULL where not. */
+static LLVMValueRef fused(Emitter *e, Expr *x, unsigned w) {
+    DType t = x->type;
+    int bits = t == DT_DOUBLE ? 64 : 32;
+    if (x->op != K_ADD || !e->contract || !is_float(t) || e->t->fma_bits < bits) return NULL;
+    int mi = x->args[1]->kind == E_BIN && x->args[1]->op == K_MUL ? 1
+           : x->args[0]->kind == E_BIN && x->args[0]->op == K_MUL ? 0 : -1;
+    if (mi < 0) return NULL;
+    Expr *m = x->args[mi];
+    LLVMValueRef ab[3] = {expr(e, m->args[0], w), expr(e, m->args[1], w), expr(e, x->args[1 - mi], w)};
+    LLVMTypeRef ty = LLVMTypeOf(ab[0]);
+    unsigned id = LLVMLookupIntrinsicID("llvm.fma", 8);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->M, id, &ty, 1);
+    return LLVMBuildCall2(e->B, LLVMIntrinsicGetType(e->C, id, &ty, 1), fn, ab, 3, "");
+}
+
 static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     LLVMBuilderRef B = e->B;
     DType t = x->args[0]->type;
+    LLVMValueRef fma = fused(e, x, w);
+    if (fma) return fma;
     LLVMValueRef a = expr(e, x->args[0], w), b = expr(e, x->args[1], w);
     bool f = is_float(t), u = is_unsigned(t), ix = t == DT_INDEX;
     if (f && be_math_op(x->op)) return be_math(e, x->op, t, a, b);

@@ -53,6 +53,29 @@ static int vector_width(const Target *t) {
     return 16;
 }
 
+/* Where contracted multiply-adds are emitted as llvm.fma rather than left to LLVM's own
+ * contraction: LLVM 19 never forms vfma on Cortex-M4 from `contract` flags or fmuladd (it
+ * rates vfma no faster than vmul + vadd), yet a fused instruction is half the instructions of
+ * a dense inner loop. Only where the FPU has the instruction for that width, since elsewhere
+ * llvm.fma becomes a call of libm's fmaf/fma: FPv4-SP / FPv5 Cortex-M (float only), VFPv4
+ * Cortex-A, RISC-V F (float) and D (double). x86 contracts well by itself. */
+static int explicit_fma(const Target *t) {
+    const char *tr = t->triple, *c = t->cpu;
+    if (starts(tr, "thumb") || starts(tr, "arm")) {
+        if (has_feature(t->features, "-fpregs") || has_feature(t->features, "-vfp4") ||
+            has_feature(t->features, "-vfp4d16sp"))
+            return 0;
+        if (starts(c, "cortex-a")) return 64;
+        if (starts(c, "cortex-m4") || starts(c, "cortex-m7") || starts(c, "cortex-m33") ||
+            starts(c, "cortex-m55") || starts(c, "cortex-m85") || has_feature(t->features, "+vfp4") ||
+            has_feature(t->features, "+vfp4d16sp") || has_feature(t->features, "+fp-armv8d16sp"))
+            return 32;
+        return 0;
+    }
+    if (starts(tr, "riscv")) return has_feature(t->features, "+d") ? 64 : has_feature(t->features, "+f") ? 32 : 0;
+    return 0;
+}
+
 void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi) {
     init_llvm();
     memset(t, 0, sizeof *t);
@@ -91,6 +114,7 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
     if (t->ptr_bits != 32 && t->ptr_bits != 64)
         fatal(NULL, "unknown target '%s': %d-bit pointers are not supported", t->triple, t->ptr_bits);
     t->vector_bytes = vector_width(t);
+    t->fma_bits = explicit_fma(t);
     /* Loads use natural alignment, so the arena needs only the widest element (8 bytes);
      * on the host a cache line keeps vector loops from splitting lines. */
     t->arena_align = t->ptr_bits == 64 ? 64 : 8;

@@ -2,6 +2,7 @@
  * vectorize, interchange, peel, and the legality queries they share. They know nothing of
  * kernel classes or targets; passes/schedule.c decides which to apply with which factors. */
 #include <stdarg.h>
+#include <string.h>
 
 #include "loops.h"
 
@@ -400,9 +401,31 @@ bool loop_interchange(Program *p, Kernel *k, Stmt *outer) {
 
 /* What is known of the loop variables at a point: each one's first and last value. */
 typedef struct Ranges {
-    int64_t *lo, *hi;
+    int64_t *lo, *hi, *step;
     bool *known;
 } Ranges;
+
+static Ranges ranges_new(Program *p, const Kernel *k) {
+    return (Ranges){ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, int64_t, k->nvars + 1),
+                    ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, bool, k->nvars + 1)};
+}
+
+/* Enters loop s: its variable's range; *saved keeps what was known before (range_leave). */
+static void range_enter(Ranges *r, const Stmt *s, int64_t *saved) {
+    int v = s->var;
+    saved[0] = r->lo[v], saved[1] = r->hi[v], saved[2] = r->step[v], saved[3] = r->known[v];
+    r->known[v] = const_loop(s) && trips(s) > 0;
+    if (r->known[v]) {
+        r->lo[v] = s->lo->i;
+        r->hi[v] = s->lo->i + (trips(s) - 1) * s->step;
+        r->step[v] = s->step;
+    }
+}
+
+static void range_leave(Ranges *r, const Stmt *s, const int64_t *saved) {
+    int v = s->var;
+    r->lo[v] = saved[0], r->hi[v] = saved[1], r->step[v] = saved[2], r->known[v] = saved[3] != 0;
+}
 
 typedef struct Aff {
     int n;
@@ -434,19 +457,32 @@ static bool affine(const Expr *e, int64_t mul, Aff *a) {
     }
 }
 
-/* The smallest and largest value of a - b; false if unknown. */
-static bool diff_range(const Ranges *r, const Expr *a, const Expr *b, int64_t *mn, int64_t *mx) {
+int64_t expr_coef(const Expr *e, int var) {
     Aff f = {0};
-    if (!affine(a, 1, &f) || !affine(b, -1, &f)) return false;
-    *mn = *mx = f.c;
-    for (int i = 0; i < f.n; i++) {
-        if (!f.coef[i]) continue;
-        if (!r->known[f.var[i]]) return false;
-        int64_t x = f.coef[i] * r->lo[f.var[i]], y = f.coef[i] * r->hi[f.var[i]];
+    if (!affine(e, 1, &f)) return 0;
+    for (int i = 0; i < f.n; i++)
+        if (f.var[i] == var) return f.coef[i];
+    return 0;
+}
+
+/* The smallest and largest value of f; false if unknown. */
+static bool aff_range(const Ranges *r, const Aff *f, int64_t *mn, int64_t *mx) {
+    *mn = *mx = f->c;
+    for (int i = 0; i < f->n; i++) {
+        if (!f->coef[i]) continue;
+        if (!r->known[f->var[i]]) return false;
+        int64_t x = f->coef[i] * r->lo[f->var[i]], y = f->coef[i] * r->hi[f->var[i]];
         *mn += MIN(x, y);
         *mx += MAX(x, y);
     }
     return true;
+}
+
+/* The smallest and largest value of a - b; false if unknown. */
+static bool diff_range(const Ranges *r, const Expr *a, const Expr *b, int64_t *mn, int64_t *mx) {
+    Aff f = {0};
+    if (!affine(a, 1, &f) || !affine(b, -1, &f)) return false;
+    return aff_range(r, &f, mn, mx);
 }
 
 /* 1: true at every point of the ranges, 0: false at every point, -1: unknown. */
@@ -490,7 +526,7 @@ static Expr *resolve_expr(Program *p, const Ranges *r, Expr *e) {
     return e;
 }
 
-static void resolve_list(Program *p, const Ranges *r, Stmt **at) {
+static void resolve_list(Program *p, Ranges *r, Stmt **at) {
     while (*at) {
         Stmt *s = *at;
         if (s->val) s->val = resolve_expr(p, r, s->val);
@@ -507,24 +543,17 @@ static void resolve_list(Program *p, const Ranges *r, Stmt **at) {
             resolve_list(p, r, &s->then);
             resolve_list(p, r, &s->els);
         } else if (s->kind == S_LOOP) {
-            int v = s->var;
-            int64_t lo = r->lo[v], hi = r->hi[v];
-            bool kn = r->known[v];
-            r->known[v] = const_loop(s) && trips(s) > 0;
-            if (r->known[v]) {
-                r->lo[v] = s->lo->i;
-                r->hi[v] = s->lo->i + (trips(s) - 1) * s->step;
-            }
+            int64_t saved[4];
+            range_enter(r, s, saved);
             resolve_list(p, r, &s->body);
-            r->lo[v] = lo, r->hi[v] = hi, r->known[v] = kn;
+            range_leave(r, s, saved);
         }
         at = &s->next;
     }
 }
 
 void resolve_conditions(Program *p, Kernel *k) {
-    Ranges r = {ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, int64_t, k->nvars + 1),
-                ARENA_ARRAY(p->arena, bool, k->nvars + 1)};
+    Ranges r = ranges_new(p, k);
     resolve_list(p, &r, &k->body);
 }
 
@@ -558,4 +587,180 @@ Stmt *loop_peel(Program *p, Kernel *k, Stmt **at, int64_t front, int64_t back) {
     else *at = next;
     resolve_conditions(p, k);
     return mid;
+}
+
+/* ---- pack ---- */
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+static Expr *aff_expr(Program *p, const Aff *f, bool *take, int64_t c) {
+    Expr *e = NULL;
+    for (int i = 0; i < f->n; i++) {
+        if (!take[i] || !f->coef[i]) continue;
+        Expr *t = kx_mul(p, kx_var(p, f->var[i]), f->coef[i]);
+        e = e ? kx_add(p, e, t) : t;
+    }
+    return e ? kx_addc(p, e, c) : kx_index(p, c);
+}
+
+/* e / b (inner: e % b) for an index e >= 0, without division where the ranges allow: a
+ * constant quotient when e stays within one block, else the terms that are multiples of b on
+ * every iteration (a tile loop's variable stepping by b) divided term by term and the rest,
+ * which stays in [0, b), as the remainder. */
+static Expr *block_index(Program *p, const Ranges *r, const Expr *e, int64_t b, bool inner) {
+    Aff f = {0};
+    int64_t mn, mx;
+    if (affine(e, 1, &f) && aff_range(r, &f, &mn, &mx) && mn >= 0) {
+        int64_t q = floor_div(mn, b);
+        if (q == floor_div(mx, b)) return inner ? kx_addc(p, kx_clone(p, e), -q * b) : kx_index(p, q);
+        bool aligned[MAX_TERMS], rest[MAX_TERMS];
+        Aff fr = {0};
+        for (int i = 0; i < f.n; i++) {
+            int v = f.var[i];
+            aligned[i] = (f.coef[i] * r->lo[v]) % b == 0 && (f.coef[i] * r->step[v]) % b == 0;
+            rest[i] = !aligned[i];
+            if (rest[i]) fr.var[fr.n] = v, fr.coef[fr.n++] = f.coef[i];
+        }
+        fr.c = f.c - floor_div(f.c, b) * b;
+        if (aff_range(r, &fr, &mn, &mx) && mn >= 0 && mx < b) {
+            if (inner) return aff_expr(p, &f, rest, fr.c);
+            Expr *d = kx_index(p, floor_div(f.c, b));
+            for (int i = 0; i < f.n; i++) {
+                if (!aligned[i] || !f.coef[i]) continue;
+                Expr *t = f.coef[i] % b == 0 ? kx_mul(p, kx_var(p, f.var[i]), f.coef[i] / b)
+                                            : kx_bin(p, K_DIV, kx_mul(p, kx_var(p, f.var[i]), f.coef[i]), kx_index(p, b));
+                d = kx_add(p, t, d);
+            }
+            return d;
+        }
+    }
+    return kx_bin(p, inner ? K_REM : K_DIV, kx_clone(p, e), kx_index(p, b));
+}
+
+typedef struct Pack {
+    Buf *from, *to;
+    int rank;
+    const PackDim *pd;
+} Pack;
+
+static void pack_expr(Program *p, const Ranges *r, const Pack *pk, Expr *e) {
+    for (int i = 0; i < e->nargs; i++) pack_expr(p, r, pk, e->args[i]);
+    if (e->kind != E_LOAD || e->buf != pk->from) return;
+    Expr **a = ARENA_ARRAY(p->arena, Expr *, pk->rank);
+    for (int d = 0; d < pk->rank; d++) {
+        const PackDim *x = &pk->pd[d];
+        a[d] = x->block ? block_index(p, r, e->args[x->src], x->block, x->inner) : e->args[x->src];
+    }
+    e->buf = pk->to;
+    e->args = a;
+    e->nargs = pk->rank;
+}
+
+static void pack_list(Program *p, Ranges *r, const Pack *pk, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->val) pack_expr(p, r, pk, s->val);
+        if (s->cond) pack_expr(p, r, pk, s->cond);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) pack_expr(p, r, pk, s->idx[d]);
+        if (s->kind == S_LOOP) {
+            int64_t saved[4];
+            pack_expr(p, r, pk, s->lo);
+            pack_expr(p, r, pk, s->hi);
+            range_enter(r, s, saved);
+            pack_list(p, r, pk, s->body);
+            range_leave(r, s, saved);
+        }
+        pack_list(p, r, pk, s->then);
+        pack_list(p, r, pk, s->els);
+    }
+}
+
+Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, const PackDim *pd) {
+    int64_t dims[MAX_RANK];
+    if (rank > MAX_RANK || b->kind != B_CONST || b->alias) die("pack of %s", b->name);
+    for (int d = 0; d < rank; d++) {
+        int64_t n = b->dims[pd[d].src], B = pd[d].block;
+        dims[d] = !B ? n : pd[d].inner ? B : (n + B - 1) / B;
+    }
+    sched_note(p, k, "pack(%%%s,%s)", b->name, layout);
+    Buf *nb = kir_buf_new(p, arena_printf(p->arena, "%s_%s", b->name, layout), b->dtype, rank, dims, B_CONST);
+    if (b->data) {          /* element by element; positions past the end (padding) are 0 */
+        size_t es = dtype_size(b->dtype);
+        char *dst = arena_alloc(p->arena, kir_nbytes(nb));
+        memset(dst, 0, kir_nbytes(nb));
+        int64_t pos[MAX_RANK] = {0}, count = kir_numel(nb);
+        for (int64_t e = 0; e < count; e++) {
+            int64_t old[MAX_RANK] = {0}, off = 0;
+            bool in = true;
+            for (int d = 0; d < rank; d++) old[pd[d].src] += pd[d].block && !pd[d].inner ? pos[d] * pd[d].block : pos[d];
+            for (int d = 0; d < b->rank; d++) {
+                in &= old[d] < b->dims[d];
+                off = off * b->dims[d] + old[d];
+            }
+            if (in) memcpy(dst + (size_t)e * es, (const char *)b->data + (size_t)off * es, es);
+            for (int d = rank - 1; d >= 0 && ++pos[d] == dims[d]; d--) pos[d] = 0;
+        }
+        nb->data = dst;
+    }
+    Pack pk = {b, nb, rank, pd};
+    Ranges r = ranges_new(p, k);
+    pack_list(p, &r, &pk, k->body);
+    int j = 0;                          /* b is no longer read: off the parameter list */
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] != b) k->params[j] = k->params[i], k->modes[j++] = k->modes[i];
+    k->nparams = j;
+    kir_param(p, k, nb, KP_IN);
+    return nb;
+}
+
+/* ---- borders ---- */
+
+/* Enters the ranges of the loops around l; false if l is not in the list. */
+static bool path_to(Ranges *r, const Stmt *s, const Stmt *l) {
+    for (; s; s = s->next) {
+        if (s == l) return true;
+        int64_t saved[4];
+        if (s->kind == S_LOOP) range_enter(r, s, saved);
+        if (path_to(r, s->body, l) || path_to(r, s->then, l) || path_to(r, s->els, l)) return true;
+        if (s->kind == S_LOOP) range_leave(r, s, saved);
+    }
+    return false;
+}
+
+static bool expr_conds_true(Ranges *r, const Expr *e, int var) {
+    if (e->kind == E_SELECT && expr_reads_var(e->args[0], var) && truth(r, e->args[0]) != 1) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!expr_conds_true(r, e->args[i], var)) return false;
+    return true;
+}
+
+/* Is every condition in the list that reads var provably true? */
+static bool conds_true(Ranges *r, const Stmt *s, int var) {
+    for (; s; s = s->next) {
+        if (s->kind == S_IF && expr_reads_var(s->cond, var) && truth(r, s->cond) != 1) return false;
+        if (s->val && !expr_conds_true(r, s->val, var)) return false;
+        int64_t saved[4];
+        if (s->kind == S_LOOP) range_enter(r, s, saved);
+        bool ok = conds_true(r, s->body, var) && conds_true(r, s->then, var) && conds_true(r, s->els, var);
+        if (s->kind == S_LOOP) range_leave(r, s, saved);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t *back) {
+    Ranges r = ranges_new(p, k);
+    if (!const_loop(l) || l->step != 1 || !path_to(&r, k->body, l)) return false;
+    int64_t lo = l->lo->i, hi = l->hi->i, first = -1, last = -1;
+    r.known[l->var] = true;
+    r.step[l->var] = 1;
+    for (int64_t x = lo; x < hi; x++) {
+        r.lo[l->var] = r.hi[l->var] = x;
+        if (!conds_true(&r, l->body, l->var)) continue;
+        if (first < 0) first = x;
+        last = x;
+    }
+    if (first < 0) return false;
+    *front = first - lo;
+    *back = hi - 1 - last;
+    return true;
 }

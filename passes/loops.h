@@ -17,6 +17,8 @@ void sched_note(Program *p, Kernel *k, const char *fmt, ...) __attribute__((form
 /* ---- queries ---- */
 bool expr_reads_var(const Expr *e, int var);
 int stmt_size(const Stmt *s);                   /* statements and expression nodes */
+/* The coefficient of loop variable var in index expression e; 0 if e is not affine. */
+int64_t expr_coef(const Expr *e, int var);
 /* Marks every loop that only accumulates into registers (stores nothing) LH_REDUCTION;
  * returns whether the list stores anything. */
 bool mark_reductions(Stmt *s);
@@ -72,6 +74,24 @@ bool loop_interchange(Program *p, Kernel *k, Stmt *outer);
  * conditions an interval analysis of affine index expressions over the enclosing loops
  * proves true or false are resolved. Returns the middle piece. */
 Stmt *loop_peel(Program *p, Kernel *k, Stmt **at, int64_t front, int64_t back);
+/* One dim of a packed buffer: dim `src` of the original, whole (block 0), or cut in blocks of
+ * `block`: the block number (index / block), or with `inner` the place in the block. */
+typedef struct PackDim {
+    int src;
+    int64_t block;
+    bool inner;
+} PackDim;
+/* A constant buffer b re-laid out for kernel k (a permutation and/or blocking of its dims,
+ * e.g. weights [M,C,kh,kw] -> [C,kh,kw,M], a [K,N] matrix -> column panels [N/NR,K,NR]; a
+ * partial last block is padded with zeros), k's loads of b rewritten to read it: index /
+ * block and index % block are simplified by the loop ranges where they allow (a tile loop
+ * stepping by the block), else kept as divisions. b leaves k's parameters; the new buffer is
+ * named b's name + "_" + layout. Contents follow b's (none for a parsed program). */
+Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, const PackDim *pd);
+/* The iterations of l (constant bounds, step 1) at which every condition inside that reads
+ * l's variable is provably true (a convolution's interior columns, where no tap reads
+ * padding): *front iterations before them and *back after. False if there are none. */
+bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t *back);
 /* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
 void resolve_conditions(Program *p, Kernel *k);
 

@@ -134,13 +134,6 @@ Stmt *rule_wrap_dims(Program *p, int rank, const int64_t *dims, const bool *sel,
 /* Fresh variables for the dims marked in sel, written into idx. */
 void rule_sel_vars(Program *p, Kernel *k, int rank, const bool *sel, int *vars, Expr **idx);
 
-/* Constant b re-laid out for a kernel that streams it: its elements read as an array of shape
- * sdims[0..rank) (b's element count), transposed by perm, i.e. numpy's
- * b.reshape(sdims).transpose(perm): a B_CONST buffer named b's name + suffix, of dims
- * sdims[perm[0..rank)]. (Gemm/MatMul column panels, Conv's channel-last weights.) */
-Buf *rule_relayout(Program *p, const Buf *b, const char *suffix, int rank, const int64_t *sdims,
-                   const int *perm);
-
 /* A one-element integer operand (CumSum's axis, Trilu's k), constant or not. */
 bool rule_int_scalar(Graph *g, Node *n, int i, const char *what);
 

@@ -53,128 +53,42 @@ void infer_conv(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
-/* What one Conv node's kernel needs to build the statements of one output element. */
-typedef struct ConvGeom {
-    Buf *x, *wt, *b, *y;
-    Window w;
-    int64_t grp, cg, mg;
-    Buf *wc;                            /* non-NULL: the weights as [C/group, k..., M] */
-    int acc;
-    int ov[MAX_RANK];                   /* output loop variables; the last one per segment */
-} ConvGeom;
-
-/* acc = bias; acc += x * w over channels and taps; y[o...] = acc, for the output element
- * whose last spatial coordinate is loop variable `last`. With `inside` the taps of the last
- * spatial dim are known to stay inside the input and get no bounds check; with `cm` the
- * weights are read from g->wc. */
-static Stmt *conv_point(Program *p, Kernel *k, const ConvGeom *g, int last, bool inside, bool cm) {
-    const Window *w = &g->w;
-    int r = g->y->rank, tv[MAX_RANK], cv = kir_var(k);
-    lower_vars(k, w->nsp, tv);
-    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
-    lower_var_idx(p, r - 1, g->ov, oi);
-    oi[r - 1] = kx_var(p, last);
-    Expr *m = oi[1], *c = kx_var(p, cv);
-    xi[0] = oi[0];
-    xi[1] = g->grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, g->mg)), g->cg), c);
-    wi[0] = m;
-    wi[1] = c;
-    for (int i = 0; i < w->nsp; i++) {
-        wi[2 + i] = kx_var(p, tv[i]);
-        xi[2 + i] = rule_tap_index(p, w, i, oi[2 + i], wi[2 + i], &conds[i]);
-    }
-    if (inside) conds[w->nsp - 1] = NULL;
-    if (cm) {                           /* [m, c, t...] -> [c, t..., m] */
-        for (int i = 0; i < w->nsp + 1; i++) wi[i] = wi[i + 1];
-        wi[w->nsp + 1] = m;
-    }
-    Expr *prod = kx_bin(p, K_MUL, kx_load(p, g->x, xi), kx_load(p, cm ? g->wc : g->wt, wi));
-    Stmt *taps = rule_wrap_taps(p, w, tv, conds, ks_set(p, g->acc, kx_bin(p, K_ADD, kx_scalar(p, k, g->acc), prod)));
-    Expr *init = g->b ? kx_load(p, g->b, &m) : kx_const(p, g->y->dtype, 0);
-    Stmt *body = ks_set(p, g->acc, init);
-    ks_seq(body, ks_red_loop(p, cv, g->cg, taps));
-    return ks_seq(body, ks_store(p, g->y, oi, kx_scalar(p, k, g->acc)));
-}
-
-/* Constant weights [M, C, k...] of a one-group conv relaid out as [C, k..., M], for running
- * the conv with the output channel innermost: tiling then vectorizes across output channels
- * (weights loaded contiguously, each input element broadcast) and blocks the output column
- * around that (tile.c). */
-static Buf *conv_weights_cm(Program *p, Buf *wt) {
-    int perm[MAX_RANK];
-    for (int i = 0; i < wt->rank; i++) perm[i] = (i + 1) % wt->rank;
-    return rule_relayout(p, wt, "_cm", wt->rank, wt->dims, perm);
-}
-
 /* y[n, m, o...] = bias[m] + sum over c < C/group and taps t of
  *                 x[n, (m / (M/group)) * C/group + c, o*s + t*d - pb] * w[m, c, t]
- * The last spatial output dim is split into a left border, an interior whose windows all
- * lie inside the input, and a right border: only the borders check the column of each tap,
- * so the interior loop (the one tiling jams into vectors) has no branch in its body. (With
- * a guard per column, LLVM 19 still vectorizes a bare conv, but not one with a fused Relu:
- * 2x slower at 16 channels, 128x128.) */
+ * as a plain nest: loops n, m, o... parallel, c and the taps reductions, each padded tap
+ * guarded by an if at the level of its own loop. The schedule pass (passes/schedule.c) picks
+ * the layout of the weights and the loop order for the target and peels the borders of the
+ * last spatial dim off, so that the interior columns have no branch. */
 void lower_conv(Lower *L, Node *n) {
     Program *p = L->p;
-    ConvGeom g = {.x = lower_in(L, n, 0), .wt = lower_in(L, n, 1), .b = lower_in(L, n, 2)};
-    g.y = lower_out(L, n, 0);
-    int64_t ks[MAX_RANK];
-    g.grp = ir_attr_int(n, "group", 1);
-    g.cg = g.wt->dims[1];
-    g.mg = g.wt->dims[0] / g.grp;
-    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !rule_window(NULL, n, n->in[0], ks, false, &g.w))
+    Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
+    Buf *y = lower_out(L, n, 0);
+    int64_t ks[MAX_RANK], grp = ir_attr_int(n, "group", 1), cg = wt->dims[1], mg = wt->dims[0] / grp;
+    Window w;
+    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !rule_window(NULL, n, n->in[0], ks, false, &w))
         die("lower_conv %s: node not checked by infer_conv", n->name);
 
-    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(g.x), NULL, NULL, NULL);
-    /* Output channels innermost (cm) everywhere when the conv is strided (vectors along the
-     * output width would gather every s-th input element) or has at least two target vectors
-     * of output channels; else only in the border columns (whose per-tap checks keep them
-     * scalar along the width) when the target has vectors, the interior running along the
-     * width (16 channels at stride 1 run faster so). On AVX-512: stride-2 3x3 convs 2-6x
-     * faster, 32 -> 32 channels at 64x64 1.5x. */
-    bool can = g.grp == 1 && g.mg >= 8 && g.wt->kind == B_CONST && g.wt->data && !g.wt->alias;
-    int64_t esz = (int64_t)dtype_size(g.y->dtype);
-    bool cm = can && (g.w.s[g.w.nsp - 1] > 1 || esz * g.mg >= 2 * p->vector_bytes);
-    bool border_cm = can && !cm && p->vector_bytes >= 16;
-    g.wc = cm || border_cm ? conv_weights_cm(p, g.wt) : NULL;
-    if (!cm) kir_param(p, k, g.wt, KP_IN);
-    if (g.wc) kir_param(p, k, g.wc, KP_IN);
-    if (g.b) kir_param(p, k, g.b, KP_IN);
-    kir_param(p, k, g.y, KP_OUT);
-    int r = g.y->rank, l = g.w.nsp - 1;
-    lower_vars(k, r - 1, g.ov);
-    g.acc = kir_scalar(p, k, g.y->dtype);
-
-    /* Interior columns o: o*s - pb >= 0 and o*s + (k-1)*d - pb < in. */
-    const Window *w = &g.w;
-    int64_t nout = w->out[l], span = w->in[l] - 1 + w->pb[l] - (w->k[l] - 1) * w->d[l];
-    int64_t lo = MIN(rule_ceil_div(w->pb[l], w->s[l]), nout);
-    int64_t hi = span < 0 ? lo : MAX(MIN(span / w->s[l] + 1, nout), lo);
-    int64_t cut[4] = {0, lo, hi, nout};
-    Stmt *segs = NULL;
-    for (int i = 0; i < 3; i++) {
-        if (cut[i] == cut[i + 1]) continue;
-        int v = kir_var(k);
-        bool seg_cm = cm || (border_cm && i != 1);
-        Stmt *pt = conv_point(p, k, &g, v, i == 1, seg_cm), *seg;
-        if (seg_cm) pt = ks_loop(p, g.ov[1], 0, g.mg, 1, pt);
-        seg = ks_loop(p, v, cut[i], cut[i + 1], 1, pt);
-        if (border_cm && !seg_cm) seg = ks_loop(p, g.ov[1], 0, g.mg, 1, seg);
-        segs = ks_seq(segs, seg);
+    int ov[MAX_RANK], tv[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, wt, b), y, ov, NULL);
+    int cv = kir_var(k), acc = kir_scalar(p, k, y->dtype);
+    lower_vars(k, w.nsp, tv);
+    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
+    lower_var_idx(p, y->rank, ov, oi);
+    Expr *m = oi[1], *c = kx_var(p, cv);
+    xi[0] = oi[0];
+    xi[1] = grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
+    wi[0] = m;
+    wi[1] = c;
+    for (int i = 0; i < w.nsp; i++) {
+        wi[2 + i] = kx_var(p, tv[i]);
+        xi[2 + i] = rule_tap_index(p, &w, i, oi[2 + i], wi[2 + i], &conds[i]);
     }
-    if (!g.wc) {
-        k->body = lower_wrap(p, r - 1, g.y->dims, g.ov, segs);
-        return;
-    }
-    /* Loops n, o[0..nsp-2], then the column segments, each with its own channel loop. */
-    int64_t od[MAX_RANK];
-    int vs[MAX_RANK];
-    od[0] = g.y->dims[0];
-    vs[0] = g.ov[0];
-    for (int i = 2; i < r - 1; i++) {
-        od[i - 1] = g.y->dims[i];
-        vs[i - 1] = g.ov[i];
-    }
-    k->body = lower_wrap(p, r - 2, od, vs, segs);
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, wt, wi));
+    Stmt *taps = rule_wrap_taps(p, &w, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod)));
+    Stmt *body = ks_set(p, acc, b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0));
+    ks_seq(body, ks_red_loop(p, cv, cg, taps));
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }

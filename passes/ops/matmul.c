@@ -3,8 +3,8 @@
  * Kernels keep the shape fusion and tiling rely on: parallel loops over the output dims
  * outermost (in natural order), the reduction loop inside accumulating into a scalar
  * register, and one final store `out[o...] = value` per element so that fusion can substitute
- * an elementwise consumer into it. Constant weights of Gemm and MatMul are re-laid out at
- * compile time into column panels of the tile width, so the inner loop streams. The integer
+ * an elementwise consumer into it. The layout of constant weights is the schedule pass's
+ * business (column panels: passes/schedule.c). The integer
  * products compute in int32 after subtracting the zero points, like the ONNX reference.
  * Einsum is one sum-of-products loop nest, for any equation numpy accepts. */
 #include <math.h>
@@ -35,25 +35,6 @@ void infer_gemm(Graph *g, Node *n) {
     ir_set_shape(n->out[0], a->dtype, 2, dims);
 }
 
-/* Constant B' (B, or B transposed with tb) [K, N] relaid out as panels [N/pw, K, pw]: with
- * the column loop split into panel and column in the panel, the reduction over k reads one
- * panel front to back, where B' itself would be read pw columns a row, a row apart (4 KiB at
- * N = 1024: a new page every load, which the prefetchers do not follow). */
-static Buf *gemm_panels(Program *p, Buf *b, bool tb, int64_t pw) {
-    int64_t kd = b->dims[tb ? 1 : 0], nd = b->dims[tb ? 0 : 1];
-    int64_t kjj[3] = {kd, nd / pw, pw}, jjk[3] = {nd / pw, pw, kd};  /* B [K, N], B^T [N, K] */
-    static const int from_kjj[3] = {1, 0, 2}, from_jjk[3] = {0, 2, 1};
-    return rule_relayout(p, b, "_panels", 3, tb ? jjk : kjj, tb ? from_jjk : from_kjj);
-}
-
-/* The panel width for a constant B' with nd columns: the columns tile.c jams (8 target
- * vectors, at most 128), if there are at least two panels of them; else 0 (B' as it is). */
-static int64_t gemm_panel_width(const Program *p, const Buf *b, int64_t nd) {
-    int64_t pw = MIN(8 * p->vector_bytes / (int64_t)dtype_size(b->dtype), 128);
-    bool ok = p->vector_bytes >= 16 && b->kind == B_CONST && b->data && !b->alias && b->rank == 2;
-    return ok && pw >= 4 && nd > pw && nd % pw == 0 ? pw : 0;
-}
-
 /* y[i, j] = alpha * sum_k A'[i, k] * B'[k, j] + beta * C[i, j] (C broadcast, ' = transposed
  * when asked). */
 void lower_gemm(Lower *L, Node *n) {
@@ -65,13 +46,9 @@ void lower_gemm(Lower *L, Node *n) {
     int64_t kd = a->dims[ta ? 0 : 1];
     if (beta == 0) c = NULL;
 
-    /* Constant B with columns a multiple of the tile width: packed as panels. */
-    int64_t pw = gemm_panel_width(p, b, y->dims[1]);
-    Buf *bp = pw ? gemm_panels(p, b, tb, pw) : NULL;
-
-    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, bp ? bp : b, c), y, NULL, NULL);
-    int ov[3], kv, acc;
-    lower_vars(k, bp ? 3 : 2, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, b, c), y, NULL, NULL);
+    int ov[2], kv, acc;
+    lower_vars(k, 2, ov);
     kv = kir_var(k);
     acc = kir_scalar(p, k, y->dtype);
     Expr *oi[2], *ai[2], *bi[3], *kx = kx_var(p, kv);
@@ -80,13 +57,7 @@ void lower_gemm(Lower *L, Node *n) {
     ai[ta ? 0 : 1] = kx;
     bi[tb ? 1 : 0] = kx;
     bi[tb ? 0 : 1] = oi[1];
-    if (bp) {                           /* j = jb * pw + jj (ov[1] = jb, ov[2] = jj) */
-        bi[0] = kx_var(p, ov[1]);
-        bi[1] = kx;
-        bi[2] = kx_var(p, ov[2]);
-        oi[1] = kx_add(p, kx_mul(p, kx_var(p, ov[1]), pw), kx_var(p, ov[2]));
-    }
-    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, bp ? bp : b, bi));
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, b, bi));
     Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
     ks_seq(body, ks_red_loop(p, kv, kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
     Expr *v = kx_scalar(p, k, acc);
@@ -100,8 +71,7 @@ void lower_gemm(Lower *L, Node *n) {
         v = kx_bin(p, K_ADD, v, cv);
     }
     ks_seq(body, ks_store(p, y, oi, v));
-    int64_t ld[3] = {y->dims[0], bp ? y->dims[1] / pw : y->dims[1], pw};
-    k->body = lower_wrap(p, bp ? 3 : 2, ld, ov, body);
+    k->body = lower_wrap(p, 2, y->dims, ov, body);
 }
 
 void infer_matmul(Graph *g, Node *n) {
@@ -128,14 +98,10 @@ void lower_matmul(Lower *L, Node *n) {
     MatShape s;
     if (!rule_matmul_shape(n->in[0], n->in[1], &s)) die("lower_matmul %s: unchecked shapes", n->name);
 
-    /* A constant matrix B with columns a multiple of the tile width: packed as panels. */
     int r = y->rank;
-    int64_t pw = gemm_panel_width(p, b, b->rank == 2 ? b->dims[1] : 0);
-    Buf *bp = pw ? gemm_panels(p, b, false, pw) : NULL;
-
-    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, bp ? bp : b), y, NULL, NULL);
-    int ov[MAX_RANK + 1], kv, acc;
-    lower_vars(k, bp ? r + 1 : r, ov);
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, b), y, NULL, NULL);
+    int ov[MAX_RANK], kv, acc;
+    lower_vars(k, r, ov);
     kv = kir_var(k);
     acc = kir_scalar(p, k, y->dtype);
     Expr *oi[MAX_RANK], *ai[MAX_RANK], *bi[MAX_RANK], *kx = kx_var(p, kv);
@@ -150,23 +116,11 @@ void lower_matmul(Lower *L, Node *n) {
     } else {
         bi[0] = kx;
     }
-    if (bp) {                           /* j = jb * pw + jj (ov[r - 1] = jb, ov[r] = jj) */
-        bi[0] = kx_var(p, ov[r - 1]);
-        bi[1] = kx;
-        bi[2] = kx_var(p, ov[r]);
-        oi[r - 1] = kx_add(p, kx_mul(p, kx_var(p, ov[r - 1]), pw), kx_var(p, ov[r]));
-    }
-    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, bp ? bp : b, bi));
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, b, bi));
     Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
     ks_seq(body, ks_red_loop(p, kv, s.kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
     ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
-    int64_t ld[MAX_RANK + 1];
-    memcpy(ld, y->dims, sizeof(int64_t) * (size_t)r);
-    if (bp) {
-        ld[r - 1] = y->dims[r - 1] / pw;
-        ld[r] = pw;
-    }
-    k->body = lower_wrap(p, bp ? r + 1 : r, ld, ov, body);
+    k->body = lower_wrap(p, r, y->dims, ov, body);
 }
 
 /* ---- Einsum ---- */

@@ -628,6 +628,23 @@ static void test_primitives(Arena *a) {
     check(k->sched && !strcmp(k->sched, "peel(i3,1,1) interchange(i0,i1) unroll(i6) unroll(i6) unroll(i6) split(i3,2) "
                                          "vectorize(i8) jam(i2,2)"), "the schedule line lists the steps");
     free(ref);
+
+    /* pack: W [5, 37] as column panels [10, 5, 4] (the last one padded with 3 zero columns),
+     * read through the split column loop (vars: 0 i, 1 j, 2 k) and through the rest. */
+    g = matmul_prog(a, DT_FLOAT, 3, 5, 37);
+    p = g.p;
+    k = p->kernels[0];
+    ref = run(&g);
+    loop_split(p, k, loop_link(&k->body, 1), 4);
+    PackDim pd[3] = {{1, 4, false}, {0, 0, false}, {1, 4, true}};
+    Buf *w = loop_pack(p, k, p->bufs[1], "panels4", 3, pd);
+    check(w->dims[0] == 10 && w->dims[1] == 5 && w->dims[2] == 4 && ((const float *)w->data)[9 * 20 + 1] == 0,
+          "pack: panels [10, 5, 4], padding zero");
+    same_result(&g, ref, "pack: same result");
+    bool still = false;
+    for (int i = 0; i < k->nparams; i++) still |= k->params[i] == p->bufs[1];
+    check(!still, "pack: W is no longer a parameter");
+    free(ref);
 }
 
 int main(void) {
