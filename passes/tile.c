@@ -25,10 +25,12 @@
  *     of a softmax) are strip-mined the same way with U = 1.
  * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
  * a register set inside and read after it) stays scalar.
- * Legality. Iterations of J (and of L) are independent because the kernel never loads what it
- * stores (no KP_INOUT, no input sharing storage with an output; write-once makes distinct
- * iterations store distinct elements), and every register the body sets is set before it is
- * read and not read after the loop (checked below); registers are renamed per copy, while
+ * Legality, per loop (iterations_independent). Iterations of J (and of L) are independent
+ * when the kernel never loads what it stores (no KP_INOUT, no input sharing storage with an
+ * output; write-once makes distinct iterations store distinct elements) or, in a kernel with
+ * state (a recurrence's h and c), when within one run of the loop each iteration stores its
+ * own elements and reads back only those; and every register the body sets is set before it
+ * is read and not read after the loop (checked below); registers are renamed per copy, while
  * registers only read are shared. Each accumulator still sums its terms in the original
  * order, so at --fp-strict results are bitwise those of the scalar loops. */
 #include "pipeline.h"
@@ -91,6 +93,127 @@ static bool kernel_independent(const Kernel *k) {
                 return false;
     }
     return true;
+}
+
+/* Can the iterations of loop l, within one run of l, go in any order as far as memory is
+ * concerned (vector lanes, jammed copies)? Yes if the kernel never loads what it stores
+ * (kernel_independent), or, for a kernel with state, if every buffer l's body stores is
+ * stored through one Buf at one index, of which some dimension is l's variable up to a
+ * uniform term (v, v + u, u - v, c*v: u reading no variable of l or of a loop inside it and
+ * no register set inside), so distinct iterations store distinct elements; and is loaded in
+ * l's body, if at all, only through that Buf at that same index (each iteration reads back
+ * its own element). Views of one storage count as the same buffer. */
+typedef struct Touch {
+    const Stmt *l;
+    bool *inner;                    /* variables of l and of the loops inside it */
+    bool *set;                      /* registers set inside l */
+    const Stmt **st;                /* the stores in l's body */
+    int nst;
+} Touch;
+
+static bool expr_same(const Expr *a, const Expr *b) {
+    if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->f != b->f ||
+        a->i != b->i || a->var != b->var || a->buf != b->buf || a->nargs != b->nargs)
+        return false;
+    for (int i = 0; i < a->nargs; i++)
+        if (!expr_same(a->args[i], b->args[i])) return false;
+    return true;
+}
+
+static bool uniform_in(const Touch *t, const Expr *e) {
+    if (e->kind == E_VAR && t->inner[e->var]) return false;
+    if (e->kind == E_SCALAR && t->set[e->var]) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!uniform_in(t, e->args[i])) return false;
+    return true;
+}
+
+static bool injective_in(const Touch *t, const Expr *e) {
+    if (e->kind == E_VAR) return e->var == t->l->var;
+    if (e->kind != E_BIN) return false;
+    const Expr *a = e->args[0], *b = e->args[1];
+    if (e->op == K_ADD || e->op == K_SUB)
+        return (injective_in(t, a) && uniform_in(t, b)) ||
+               (uniform_in(t, a) && injective_in(t, b));
+    if (e->op == K_MUL)
+        return (injective_in(t, a) && b->kind == E_CONST && b->i) ||
+               (injective_in(t, b) && a->kind == E_CONST && a->i);
+    return false;
+}
+
+static int count_stores(const Stmt *s) {
+    int n = 0;
+    for (; s; s = s->next)
+        n += (s->kind == S_STORE) + count_stores(s->body) + count_stores(s->then) +
+             count_stores(s->els);
+    return n;
+}
+
+static void touch_scan(Touch *t, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP) t->inner[s->var] = true;
+        if (s->kind == S_SET) t->set[s->var] = true;
+        if (s->kind == S_STORE) t->st[t->nst++] = s;
+        touch_scan(t, s->body);
+        touch_scan(t, s->then);
+        touch_scan(t, s->els);
+    }
+}
+
+/* The store of l's body to b's storage, NULL if none. */
+static const Stmt *store_of(const Touch *t, const Buf *b) {
+    for (int i = 0; i < t->nst; i++)
+        if (kir_root(t->st[i]->buf) == kir_root((Buf *)b)) return t->st[i];
+    return NULL;
+}
+
+static bool same_access(const Stmt *st, const Buf *b, Expr *const *idx) {
+    if (st->buf != b) return false;
+    for (int d = 0; d < b->rank; d++)
+        if (!expr_same(st->idx[d], idx[d])) return false;
+    return true;
+}
+
+static bool loads_own(const Touch *t, const Expr *e) {
+    if (!e) return true;
+    if (e->kind == E_LOAD) {
+        const Stmt *st = store_of(t, e->buf);
+        if (st && !same_access(st, e->buf, e->args)) return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!loads_own(t, e->args[i])) return false;
+    return true;
+}
+
+static bool stmts_load_own(const Touch *t, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (!loads_own(t, s->val) || !loads_own(t, s->cond) || !loads_own(t, s->lo) ||
+            !loads_own(t, s->hi))
+            return false;
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++)
+            if (!loads_own(t, s->idx[d])) return false;
+        if (!stmts_load_own(t, s->body) || !stmts_load_own(t, s->then) ||
+            !stmts_load_own(t, s->els))
+            return false;
+    }
+    return true;
+}
+
+static bool iterations_independent(Program *p, const Kernel *k, const Stmt *l) {
+    if (kernel_independent(k)) return true;
+    Touch t = {l, ARENA_ARRAY(p->arena, bool, k->nvars + 1),
+               ARENA_ARRAY(p->arena, bool, k->nscalars + 1),
+               ARENA_ARRAY(p->arena, const Stmt *, count_stores(l->body) + 1), 0};
+    t.inner[l->var] = true;
+    touch_scan(&t, l->body);
+    for (int i = 0; i < t.nst; i++) {
+        const Stmt *s = t.st[i];
+        if (!same_access(store_of(&t, s->buf), s->buf, s->idx)) return false;
+        bool inj = false;
+        for (int d = 0; d < s->buf->rank && !inj; d++) inj = injective_in(&t, s->idx[d]);
+        if (!inj) return false;
+    }
+    return stmts_load_own(&t, l->body);
 }
 
 typedef struct Regs {
@@ -195,7 +318,7 @@ static bool lanes_ok(Program *p, const Kernel *k, const Stmt *l) {
     sets_in(l->body, set);
     for (int r = 0; r < k->nscalars; r++) uniform[r] = !set[r];    /* read-only: live-ins */
     return l->kind == S_LOOP && l->step == 1 && l->lo->kind == E_CONST && l->hi->kind == E_CONST &&
-           private_regs(p->arena, l->body, uniform, k->nscalars) &&
+           iterations_independent(p, k, l) && private_regs(p->arena, l->body, uniform, k->nscalars) &&
            !leaks(p->arena, k->body, l, set, none, k->nscalars) &&
            headers_uniform(l->body, l->var, set);
 }
@@ -515,7 +638,8 @@ static int block_list(Program *p, Kernel *k, Stmt **list) {
             s->lo->kind == E_CONST && s->hi->kind == E_CONST && !stmt_ties(s->body, s->var, vv, false)) {
             bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
             int f = block_factor(p, k, s, inner_vector(s->body));
-            if (f >= 2 && private_regs(p->arena, s->body, none, k->nscalars)) {
+            if (f >= 2 && iterations_independent(p, k, s) &&
+                private_regs(p->arena, s->body, none, k->nscalars)) {
                 /* the rows left over get one narrower block */
                 r = jam_loop(p, k, s, f);
                 mark_blocked(r->body);
@@ -595,7 +719,6 @@ void tile(Program *p) {
         Kernel *k = p->kernels[i];
         if (k->dead) continue;
         mark_reductions(k->body);
-        if (!kernel_independent(k)) continue;
         if (k->kclass == KC_CONTRACTION) {
             pick_loops(k->body);
             block_list(p, k, &k->body);
