@@ -15,7 +15,8 @@
  * Each direction is then one kernel: a time loop outermost, and inside it, for every step t,
  *   1. gs[b, j] = xw[d, t, b, j] + H[b, :] . R[d, j, :], a matrix-vector product whose loop
  *      over the gate row j is a parallel loop around the reduction over the hidden unit k,
- *      with R read transposed [D, H, gates*hidden] (contiguous along j);
+ *      with R read transposed [D, H, gates*hidden] (contiguous along j), or in panels of the
+ *      vectors the schedule puts side by side when the hidden size allows;
  *   2. GRU only: the candidate gate's recurrent part, which needs the reset gate of every
  *      unit first: rh[b, k] = r[b, k] * H[b, k], then gs[b, 2H + j] = xw + rh[b, :] . Rh[j, :]
  *      (linear_before_reset: rh[b, j] = Rbh[j] + H[b, :] . Rh[j, :], multiplied by r later);
@@ -288,6 +289,7 @@ typedef struct Cell {
     bool reverse;                   /* this kernel runs t = T-1 .. 0 */
     DType t;
     Buf *xw, *rt;                   /* the input projection; R transposed [D, H, gates*H] */
+    int64_t pw;                     /* > 0: rt is R in panels [D, gates*H/pw, H, pw] */
     Buf *bias, *sl, *h0, *c0, *peep;    /* inputs, NULL when absent or unused */
     Buf *y, *yh, *yc;               /* outputs, NULL when absent */
     Buf *hs, *cs, *gs, *rh;         /* KP_INOUT scratch (see the header comment) */
@@ -389,21 +391,28 @@ static int new_reg(Cell *c) { return kir_scalar(c->p, c->k, c->t); }
 /* Steps 1 and 2's matrix-vector products, for every batch row b and j < n:
  *     out[b, off + j] = init + v[b, :] . R[d, roff + j, :]
  * with init = xw[d, t, b, roff + j] (from_xw) or Rb[d, roff + j] (GRU's linear_before_reset)
- * and off = roff unless out is rh. */
+ * and off = roff unless out is rh. With R in panels (pw > 0; roff and n are multiples of H, so
+ * of pw) j is split into the panel jb and the column jj in it. */
 static Stmt *matvec(Cell *c, Buf *out, Buf *v, int64_t roff, int64_t n, bool from_xw) {
     Program *p = c->p;
     int bv = kir_var(c->k), jv = kir_var(c->k), kv = kir_var(c->k), acc = new_reg(c);
-    Expr *b = var(c, bv), *row = kx_addc(p, var(c, jv), roff), *k = var(c, kv);
+    int pv = c->pw ? kir_var(c->k) : -1;    /* panels: j = jb * pw + jj (jv = jb, pv = jj) */
+    Expr *j = c->pw ? kx_add(p, kx_mul(p, var(c, jv), c->pw), var(c, pv)) : var(c, jv);
+    Expr *b = var(c, bv), *row = kx_addc(p, j, roff), *k = var(c, kv);
     int64_t GH = c->r->ngates * c->r->H;
+    Expr *d = kx_index(p, c->d);
     Expr *init = from_xw ? ld_xw(c, b, row)
-               : c->bias ? ld2(c, c->bias, kx_index(p, c->d), kx_addc(p, row, GH))
+               : c->bias ? ld2(c, c->bias, d, kx_addc(p, row, GH))
                          : fc(c, 0);
-    Expr *rt = kx_load(p, c->rt, (Expr *[]){kx_index(p, c->d), k, row});
+    Expr *rt = c->pw ? kx_load(p, c->rt, (Expr *[]){d, kx_addc(p, var(c, jv), roff / c->pw), k,
+                                                    var(c, pv)})
+                     : kx_load(p, c->rt, (Expr *[]){d, k, row});
     Stmt *body = ks_set(p, acc, init);
     Expr *sum = add(c, rd(c, acc), mul(c, ld2(c, v, b, k), rt));
     ks_seq(body, ks_red_loop(p, kv, c->r->H, ks_set(p, acc, sum)));
-    ks_seq(body, st2(c, out, b, out == c->rh ? var(c, jv) : row, rd(c, acc)));
-    return loop(c, bv, 0, c->r->B, loop(c, jv, 0, n, body));
+    ks_seq(body, st2(c, out, b, out == c->rh ? j : row, rd(c, acc)));
+    if (c->pw) body = loop(c, pv, 0, c->pw, body);
+    return loop(c, bv, 0, c->r->B, loop(c, jv, 0, c->pw ? n / c->pw : n, body));
 }
 
 /* Step 2 (GRU without linear_before_reset), first half: rh[b, k] = f(gs[b, H + k]) * H[b, k]. */
@@ -558,7 +567,21 @@ void lower_rnn(Lower *L, Node *n) {
     /* GRU's candidate gate with linear_before_reset adds Rbh in the recurrence */
     int64_t GH = r.ngates * r.H, nrb = n->op == OP_GRU && r.lbr ? 2 * r.H : GH;
     c.xw = project(L, n, &r, lower_in(L, n, 0), transposed(L, n, lower_in(L, n, 1)), bias, nrb);
-    c.rt = transposed(L, n, lower_in(L, n, 2));
+    /* Constant R with hidden a multiple of the vectors the schedule puts side by side (as in
+     * matmul.c's panels): R in panels [D, gates*H/pw, H, pw], so that the product streams
+     * each panel front to back, where R transposed is read pw columns a row, rows 4*GH
+     * bytes apart (LSTM hidden 128: recurrence 159 -> 117 us). */
+    Buf *rw = lower_in(L, n, 2);
+    int64_t pw = MIN(8 * L->p->vector_bytes / (int64_t)dtype_size(rw->dtype), 128);
+    if (L->p->vector_bytes >= 16 && pw >= 4 && rw->kind == B_CONST && rw->data && !rw->alias &&
+        r.H % pw == 0) {
+        int64_t sd[4] = {r.ndir, GH / pw, pw, r.H};
+        static const int perm[4] = {0, 1, 3, 2};
+        c.rt = rule_relayout(L->p, rw, "_panels", 4, sd, perm);
+        c.pw = pw;
+    } else {
+        c.rt = transposed(L, n, rw);
+    }
     c.bias = nrb < GH ? bias : NULL;
     c.h0 = lower_in(L, n, 5);
     c.c0 = lower_in(L, n, 6);

@@ -1,8 +1,8 @@
 # gen.py OUTDIR - RNN, GRU and LSTM models with shapes the ONNX test data lacks (hidden 37, not a
 # multiple of a vector width; input 19; sequence 7; batch 3; both directions) and a numpy
 # reference written from the operator's formulas in the ONNX spec, in float64. Weights are
-# initializers (the compile-time transposes of passes/ops/rnn.c) except in the *_winput
-# cases, where they are graph inputs (its copy kernels).
+# initializers (the compile-time transposes of passes/ops/rnn.c; R in panels with hidden 128)
+# except in the *_winput cases, where they are graph inputs (its copy kernels).
 import onnx, numpy as np, os, sys
 from onnx import helper as h, TensorProto as T, numpy_helper as nh
 rng = np.random.default_rng(1)
@@ -68,6 +68,9 @@ cases = [
     ('gru_bidi_lbr', 'GRU', 7, 3, 19, 37, 'bidirectional', 0, dict(linear_before_reset=1, clip=3.0), [4, 7, 6], False, False),
     ('gru_fwd_layout1', 'GRU', 7, 2, 19, 37, 'forward', 1, {}, None, False, False),
     ('gru_rev_winput', 'GRU', 7, 3, 19, 37, 'reverse', 0, {}, None, False, True),
+    ('lstm_h128_panels', 'LSTM', 3, 2, 19, 128, 'bidirectional', 0, {}, [3, 2], True, False),
+    ('gru_h128_panels', 'GRU', 3, 2, 19, 128, 'forward', 0, {}, None, False, False),
+    ('gru_h128_panels_lbr', 'GRU', 3, 1, 19, 128, 'reverse', 0, dict(linear_before_reset=1), None, False, False),
     ('rnn_bidi_acts', 'RNN', 7, 3, 19, 37, 'bidirectional', 0,
      dict(activations=['Tanh', 'LeakyRelu'], activation_alpha=[0.1]), [7, 3, 6], False, False),
 ]
