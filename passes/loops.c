@@ -74,6 +74,121 @@ bool kernel_independent(const Kernel *k) {
     return true;
 }
 
+/* iterations_independent (loops.h): what l's body stores and loads, for the per-loop test. */
+typedef struct Touch {
+    const Stmt *l;
+    bool *inner;                    /* variables of l and of the loops inside it */
+    bool *set;                      /* registers set inside l */
+    const Stmt **st;                /* the stores in l's body */
+    int nst;
+} Touch;
+
+static bool expr_same(const Expr *a, const Expr *b) {
+    if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->f != b->f ||
+        a->i != b->i || a->var != b->var || a->buf != b->buf || a->nargs != b->nargs)
+        return false;
+    for (int i = 0; i < a->nargs; i++)
+        if (!expr_same(a->args[i], b->args[i])) return false;
+    return true;
+}
+
+static bool uniform_in(const Touch *t, const Expr *e) {
+    if (e->kind == E_VAR && t->inner[e->var]) return false;
+    if (e->kind == E_SCALAR && t->set[e->var]) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!uniform_in(t, e->args[i])) return false;
+    return true;
+}
+
+static bool injective_in(const Touch *t, const Expr *e) {
+    if (e->kind == E_VAR) return e->var == t->l->var;
+    if (e->kind != E_BIN) return false;
+    const Expr *a = e->args[0], *b = e->args[1];
+    if (e->op == K_ADD || e->op == K_SUB)
+        return (injective_in(t, a) && uniform_in(t, b)) ||
+               (uniform_in(t, a) && injective_in(t, b));
+    if (e->op == K_MUL)
+        return (injective_in(t, a) && b->kind == E_CONST && b->i) ||
+               (injective_in(t, b) && a->kind == E_CONST && a->i);
+    return false;
+}
+
+static int count_stores(const Stmt *s) {
+    int n = 0;
+    for (; s; s = s->next)
+        n += (s->kind == S_STORE) + count_stores(s->body) + count_stores(s->then) +
+             count_stores(s->els);
+    return n;
+}
+
+static void touch_scan(Touch *t, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP) t->inner[s->var] = true;
+        if (s->kind == S_SET) t->set[s->var] = true;
+        if (s->kind == S_STORE) t->st[t->nst++] = s;
+        touch_scan(t, s->body);
+        touch_scan(t, s->then);
+        touch_scan(t, s->els);
+    }
+}
+
+/* The store of l's body to b's storage, NULL if none. */
+static const Stmt *store_of(const Touch *t, const Buf *b) {
+    for (int i = 0; i < t->nst; i++)
+        if (kir_root(t->st[i]->buf) == kir_root((Buf *)b)) return t->st[i];
+    return NULL;
+}
+
+static bool same_access(const Stmt *st, const Buf *b, Expr *const *idx) {
+    if (st->buf != b) return false;
+    for (int d = 0; d < b->rank; d++)
+        if (!expr_same(st->idx[d], idx[d])) return false;
+    return true;
+}
+
+static bool loads_own(const Touch *t, const Expr *e) {
+    if (!e) return true;
+    if (e->kind == E_LOAD) {
+        const Stmt *st = store_of(t, e->buf);
+        if (st && !same_access(st, e->buf, e->args)) return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!loads_own(t, e->args[i])) return false;
+    return true;
+}
+
+static bool stmts_load_own(const Touch *t, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (!loads_own(t, s->val) || !loads_own(t, s->cond) || !loads_own(t, s->lo) ||
+            !loads_own(t, s->hi))
+            return false;
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++)
+            if (!loads_own(t, s->idx[d])) return false;
+        if (!stmts_load_own(t, s->body) || !stmts_load_own(t, s->then) ||
+            !stmts_load_own(t, s->els))
+            return false;
+    }
+    return true;
+}
+
+bool iterations_independent(Program *p, const Kernel *k, const Stmt *l) {
+    if (kernel_independent(k)) return true;
+    Touch t = {l, ARENA_ARRAY(p->arena, bool, k->nvars + 1),
+               ARENA_ARRAY(p->arena, bool, k->nscalars + 1),
+               ARENA_ARRAY(p->arena, const Stmt *, count_stores(l->body) + 1), 0};
+    t.inner[l->var] = true;
+    touch_scan(&t, l->body);
+    for (int i = 0; i < t.nst; i++) {
+        const Stmt *s = t.st[i];
+        if (!same_access(store_of(&t, s->buf), s->buf, s->idx)) return false;
+        bool inj = false;
+        for (int d = 0; d < s->buf->rank && !inj; d++) inj = injective_in(&t, s->idx[d]);
+        if (!inj) return false;
+    }
+    return stmts_load_own(&t, l->body);
+}
+
+
 static bool reads_defined(const Expr *e, const bool *def) {
     if (e->kind == E_SCALAR && !def[e->var]) return false;
     for (int i = 0; i < e->nargs; i++)
@@ -165,7 +280,8 @@ static bool headers_uniform(const Stmt *s, int var, const bool *set) {
     return true;
 }
 
-bool lanes_ok(Program *p, const Kernel *k, const Stmt *l) {
+/* lanes_ok but for the memory test, which is the caller's of loop_vectorize. */
+static bool lanes_regs_ok(Program *p, const Kernel *k, const Stmt *l) {
     bool *none = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
     bool *set = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
     bool *uniform = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
@@ -175,6 +291,10 @@ bool lanes_ok(Program *p, const Kernel *k, const Stmt *l) {
            private_regs(p->arena, l->body, uniform, k->nscalars) &&
            !leaks(p->arena, k->body, l, set, none, k->nscalars) &&
            headers_uniform(l->body, l->var, set);
+}
+
+bool lanes_ok(Program *p, const Kernel *k, const Stmt *l) {
+    return lanes_regs_ok(p, k, l) && iterations_independent(p, k, l);
 }
 
 /* ---- copies of a loop body ----
@@ -342,7 +462,7 @@ void loop_unroll(Program *p, Kernel *k, Stmt **at) {
 
 bool loop_vectorize(Program *p, Kernel *k, Stmt *l) {
     int64_t n = const_loop(l) ? l->hi->i - l->lo->i : 0;
-    if (n < 2 || n > MAX_LANES || !lanes_ok(p, k, l)) return false;
+    if (n < 2 || n > MAX_LANES || !lanes_regs_ok(p, k, l)) return false;
     sched_note(p, k, "vectorize(i%d)", l->var);
     l->hints |= LH_VECTOR;
     return true;

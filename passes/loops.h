@@ -25,11 +25,21 @@ bool mark_reductions(Stmt *s);
 /* No parameter is KP_INOUT and no output shares storage with another parameter: iterations
  * of the kernel's parallel loops never see each other's stores. */
 bool kernel_independent(const Kernel *k);
+/* Can the iterations of loop l, within one run of l, go in any order as far as memory is
+ * concerned (vector lanes, jammed copies)? Yes if the kernel never loads what it stores
+ * (kernel_independent), or, for a kernel with state (a recurrence's h and c), if every buffer
+ * l's body stores is stored through one Buf at one index, of which some dimension is l's
+ * variable up to a uniform term (v, v + u, u - v, c*v: u reading no variable of l or of a
+ * loop inside it and no register set inside), so distinct iterations store distinct
+ * elements; and is loaded in l's body, if at all, only through that Buf at that same index
+ * (each iteration reads back its own element). Views of one storage count as the same
+ * buffer. */
+bool iterations_independent(Program *p, const Kernel *k, const Stmt *l);
 /* Every register read in l's body is set before, in the body (copies of it may then run
  * side by side with renamed registers). */
 bool body_private(Program *p, const Kernel *k, const Stmt *l);
 /* Can l's iterations be the lanes of a vector (kir.h, LH_VECTOR; what kir_verify checks)?
- * Constant bounds, step 1, private registers not read after l, no loop bound or if condition
+ * Constant bounds, step 1, independent iterations, private registers not read after l, no loop bound or if condition
  * inside that depends on l's variable or on a register set inside. l must be in k's tree. */
 bool lanes_ok(Program *p, const Kernel *k, const Stmt *l);
 /* e loads consecutive elements for consecutive values of var somewhere: a load whose last
@@ -60,7 +70,10 @@ Stmt *loop_split(Program *p, Kernel *k, Stmt **at, int64_t f);
 Stmt *loop_jam(Program *p, Kernel *k, Stmt **at, int u);
 /* *at (constant bounds) replaced by one copy of its body per iteration, in order. */
 void loop_unroll(Program *p, Kernel *k, Stmt **at);
-/* Marks l LH_VECTOR if lanes_ok; returns whether it did. */
+/* Marks l LH_VECTOR if its registers and headers allow lanes (lanes_ok but for the memory
+ * test); returns whether it did. Whether l's iterations are independent in memory is the
+ * caller's to know: lanes_ok on the loop that split and jam made l from (they keep that,
+ * while the stores of jammed copies defeat iterations_independent's simple test). */
 bool loop_vectorize(Program *p, Kernel *k, Stmt *l);
 /* Marks l `[reduction, vector]`: the backend then keeps vector accumulators and reassociates
  * the accumulation (kir.h). The caller checked reduction_acc_size(l). */

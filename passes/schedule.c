@@ -33,10 +33,12 @@
  *     reduction is: its lanes would all be gathers.
  * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
  * a register set inside and read after it) stays scalar.
- * Legality. Iterations of J (and of L) are independent because the kernel never loads what it
- * stores (kernel_independent: no KP_INOUT, no input sharing storage with an output;
- * write-once makes distinct iterations store distinct elements), and every register the body
- * sets is set before it is read and not read after the loop (lanes_ok, body_private);
+ * Legality, per loop (iterations_independent). Iterations of J (and of L) are independent
+ * when the kernel never loads what it stores (no KP_INOUT, no input sharing storage with an
+ * output; write-once makes distinct iterations store distinct elements) or, in a kernel with
+ * state (a recurrence's h and c), when within one run of the loop each iteration stores its
+ * own elements and reads back only those; and every register the body sets is set before it
+ * is read and not read after the loop (lanes_ok, body_private);
  * registers are renamed per copy, while registers only read are shared. Each accumulator still
  * sums its terms in the original order (vector reductions aside, which --fp-strict does not
  * make), so at --fp-strict results are bitwise those of the scalar loops. */
@@ -398,7 +400,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
         if (in == 1 && s->kind == S_LOOP && !(s->hints & (PICKED | LH_REDUCTION)) && s->step == 1 &&
             const_loop(s) && !stmt_ties(s->body, s->var, vv, false)) {
             int f = block_factor(p, k, s, inner_vector(s->body));
-            if (f >= 2 && body_private(p, k, s)) {
+            if (f >= 2 && iterations_independent(p, k, s) && body_private(p, k, s)) {
                 /* the rows left over get one narrower block */
                 Stmt *r = loop_jam(p, k, at, f);
                 mark_blocked(r->body);
@@ -427,7 +429,7 @@ static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     int u = (int)MIN(SCALAR_COPIES, n);
     for (int d = SCALAR_COPIES; d >= 4; d--)    /* a divisor of n: no rest, no padding */
         if (n % d == 0) { u = d; break; }
-    if (u < 2 || j->step != 1 || !body_private(p, k, j)) return;
+    if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
@@ -516,10 +518,11 @@ void schedule(Program *p) {
         Kernel *k = p->kernels[i];
         if (k->dead) continue;
         mark_reductions(k->body);
-        if (!kernel_independent(k)) continue;
         if (k->kclass == KC_CONTRACTION) {
-            conv_layout(p, k);
-            pack_panels(p, k);
+            if (kernel_independent(k)) {   /* the interchanges there assume so */
+                conv_layout(p, k);
+                pack_panels(p, k);
+            }
             pick_loops(k->body, lanes(p, k) >= 2);
             block_list(p, k, &k->body);
             vector_list(p, k, &k->body);

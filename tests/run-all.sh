@@ -2,7 +2,8 @@
 # tests/run-all.sh - `make test`: every test of onnxcc, in order
 #   unit tests (tests/unit/test_*.c: IR and passes), tests/passes.sh (single passes, text in,
 #   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
-#   (convolutions with constant weights against numpy), tests/cli.sh (command line and error
+#   (convolutions with constant weights against numpy), tests/rnn.sh (RNN/GRU/LSTM against
+#   numpy), tests/cli.sh (command line and error
 #   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
 #   tests/models.sh (the sample models, two models in one program) and tests/firmware/run.sh
 #   (Cortex-M4 under QEMU).
@@ -106,6 +107,7 @@ if [ -n "$SANITIZE" ]; then CC="$CC $SAN"; export CC; fi
 runner passes sh tests/passes.sh
 runner kir-passes sh tests/kir-passes.sh
 runner convs sh tests/convs.sh
+runner rnn sh tests/rnn.sh
 runner cli sh tests/cli.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 for o in -O0 -O1 -O3; do

@@ -1,20 +1,35 @@
-/* rnn.c - the the recurrent ops RNN, GRU and LSTM (opset 7..14:
- * forward, reverse and bidirectional, optional bias, constant sequence_lens, initial states,
- * LSTM peepholes and input_forget, GRU linear_before_reset, the activations list with its
- * alpha/beta values, clip, and both layouts).
+/* rnn.c - the recurrent ops RNN, GRU and LSTM (opset 7..14: forward, reverse and
+ * bidirectional, optional bias, constant sequence_lens, initial states, LSTM peepholes and
+ * input_forget, GRU linear_before_reset, the activations list with its alpha/beta values,
+ * clip, and both layouts). One implementation for the three: they differ in their gate count
+ * and in the cell update.
  *
- * Each direction becomes one kernel: a time loop outermost, and inside it, for every step t,
- *   1. the gates' pre-activations of all batch rows,  gs[b, r] = X[t,b,:].W[r,:] + Wb[r]
- *      (+ H[b,:].R[r,:] + Rb[r]),  into a scratch buffer gs [batch, gates*hidden];
- *   2. GRU only: the recurrent part of the candidate gate, rh [batch, hidden], which needs the
- *      reset gate of every hidden unit (r (.) H) before any unit can be updated;
- *   3. the elementwise update of the state H (and C) and the store of Y[t].
+ * The input's part of every gate does not depend on the state, so it is computed for all
+ * steps and directions at once, before the recurrence, by one matmul-shaped kernel:
+ *     xw[d, t, b, r] = X[t, b, :] . W[d, r, :] + Wb[d, r] + Rb[d, r]
+ * (parallel loops outside, the reduction over the input inside, W read transposed so that
+ * rows r are contiguous: the contraction schedule vectorises r and blocks t). Rb is added
+ * here except to the rows of GRU's candidate gate with linear_before_reset, where the reset
+ * gate multiplies it.
+ *
+ * Each direction is then one kernel: a time loop outermost, and inside it, for every step t,
+ *   1. gs[b, j] = xw[d, t, b, j] + H[b, :] . R[d, j, :], a matrix-vector product whose loop
+ *      over the gate row j is a parallel loop around the reduction over the hidden unit k,
+ *      with R read transposed [D, H, gates*hidden] (contiguous along j), or in panels of the
+ *      vectors the schedule puts side by side when the hidden size allows;
+ *   2. GRU only: the candidate gate's recurrent part, which needs the reset gate of every
+ *      unit first: rh[b, k] = r[b, k] * H[b, k], then gs[b, 2H + j] = xw + rh[b, :] . Rh[j, :]
+ *      (linear_before_reset: rh[b, j] = Rbh[j] + H[b, :] . Rh[j, :], multiplied by r later);
+ *   3. the gate nonlinearities and the update of H (and C) and Y[t], a loop over units that
+ *      only stores.
  * The state lives in scratch buffers hs (and cs) [batch, hidden], read at step t+1 after being
  * written at step t. So these kernels are not write-once: every scratch buffer is a B_TEMP
- * registered KP_INOUT, which fusion and tiling leave alone and bufferization gives bytes live
- * for this kernel only. Y, Y_h and Y_c are plain KP_OUT (each element stored once with its
- * final value, never read back) when there is one direction; with two, each kernel writes half
- * of them, so both declare them KP_INOUT.
+ * registered KP_INOUT, which fusion leaves alone and bufferization gives bytes live for this
+ * kernel only; the schedule vectorises the loops over j and units because within one run of
+ * such a loop its iterations touch distinct elements (tile.c, iterations_independent). Y, Y_h
+ * and Y_c are plain KP_OUT (each element stored once with its final value, never read back)
+ * when there is one direction; with two, each kernel writes half of them, so both declare them
+ * KP_INOUT.
  *
  * clip, when given, bounds the input of every activation (the gates and h(C)); the states
  * themselves are not clipped.
@@ -212,16 +227,70 @@ void infer_rnn(Graph *g, Node *n) {
 
 /* ---- lowering ---- */
 
-/* One direction's kernel under construction. */
+/* W or R [D, rows, cols] as [D, cols, rows]: re-laid out at compile time when constant (as in
+ * exported models), else by a copy kernel before the recurrence. */
+static Buf *transposed(Lower *L, Node *n, Buf *w) {
+    Program *p = L->p;
+    int64_t sd[3] = {w->dims[0], w->dims[1], w->dims[2]}, td[3] = {sd[0], sd[2], sd[1]};
+    static const int perm[3] = {0, 2, 1};
+    if (w->kind == B_CONST && w->data && !w->alias) return rule_relayout(p, w, "_t", 3, sd, perm);
+    Buf *t = kir_buf_new(p, arena_printf(p->arena, "%s_t", w->name), w->dtype, 3, td, B_TEMP);
+    int v[3];
+    Expr *idx[3];
+    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(w), t, v, idx);
+    Expr *wi[3] = {idx[0], idx[2], idx[1]};
+    k->body = lower_wrap(p, 3, td, v, ks_store(p, t, idx, kx_load(p, w, wi)));
+    return t;
+}
+
+/* The input projection xw [D, T, B, gates*hidden] for every direction and step (header
+ * comment); Rb is added to the rows below nrb. */
+static Buf *project(Lower *L, Node *n, const Rnn *r, Buf *x, Buf *wt, Buf *bias, int64_t nrb) {
+    Program *p = L->p;
+    DType t = x->dtype;
+    int64_t GH = r->ngates * r->H, dims[4] = {r->ndir, r->T, r->B, GH};
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, wt, bias), NULL, NULL, NULL);
+    Buf *xw = kir_buf_new(p, arena_printf(p->arena, "%s.xw", k->name), t, 4, dims, B_TEMP);
+    kir_param(p, k, xw, KP_OUT);
+    int dv = kir_var(k), tv = kir_var(k), bv = kir_var(k);
+    Expr *d = kx_var(p, dv), *tt = kx_var(p, tv), *b = kx_var(p, bv);
+    Stmt *rows = NULL;
+    const int64_t lo[2] = {0, nrb}, hi[2] = {nrb, GH};
+    for (int s = 0; s < 2; s++) {
+        if (lo[s] == hi[s]) continue;
+        int rv = kir_var(k), iv = kir_var(k), acc = kir_scalar(p, k, t);
+        Expr *row = kx_var(p, rv), *i = kx_var(p, iv);
+        Expr *init = kx_const(p, t, 0);
+        if (bias) {
+            init = kx_load(p, bias, (Expr *[]){d, row});
+            if (s == 0)
+                init = kx_bin(p, K_ADD, init, kx_load(p, bias, (Expr *[]){d, kx_addc(p, row, GH)}));
+        }
+        Expr *xv = kx_load(p, x, r->batch_major ? (Expr *[]){b, tt, i} : (Expr *[]){tt, b, i});
+        Expr *prod = kx_bin(p, K_MUL, xv, kx_load(p, wt, (Expr *[]){d, i, row}));
+        Stmt *body = ks_set(p, acc, init);
+        Expr *sum = kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod);
+        ks_seq(body, ks_red_loop(p, iv, r->I, ks_set(p, acc, sum)));
+        ks_seq(body, ks_store(p, xw, (Expr *[]){d, tt, b, row}, kx_scalar(p, k, acc)));
+        rows = ks_seq(rows, ks_loop(p, rv, lo[s], hi[s], 1, body));
+    }
+    Stmt *bl = ks_loop(p, bv, 0, r->B, 1, rows);
+    k->body = ks_loop(p, dv, 0, r->ndir, 1, ks_loop(p, tv, 0, r->T, 1, bl));
+    return xw;
+}
+
+/* One direction's recurrent kernel under construction. */
 typedef struct Cell {
     Program *p;
     Kernel *k;
     const Rnn *r;
     Op op;
-    int d;                          /* direction index in W, R, B, P, Y, Y_h */
+    int d;                          /* direction index in xw, R, B, P, Y, Y_h */
     bool reverse;                   /* this kernel runs t = T-1 .. 0 */
     DType t;
-    Buf *x, *w, *rw, *bias, *sl, *h0, *c0, *peep;  /* inputs, NULL when absent */
+    Buf *xw, *rt;                   /* the input projection; R transposed [D, H, gates*H] */
+    int64_t pw;                     /* > 0: rt is R in panels [D, gates*H/pw, H, pw] */
+    Buf *bias, *sl, *h0, *c0, *peep;    /* inputs, NULL when absent or unused */
     Buf *y, *yh, *yc;               /* outputs, NULL when absent */
     Buf *hs, *cs, *gs, *rh;         /* KP_INOUT scratch (see the header comment) */
     int svar;                       /* the time loop's variable: step s, t = s or T-1-s */
@@ -239,11 +308,6 @@ static Expr *ld2(Cell *c, Buf *b, Expr *i0, Expr *i1) {
     return kx_load(c->p, b, idx);
 }
 
-static Expr *ld3(Cell *c, Buf *b, Expr *i0, Expr *i1, Expr *i2) {
-    Expr *idx[3] = {i0, i1, i2};
-    return kx_load(c->p, b, idx);
-}
-
 static Stmt *st2(Cell *c, Buf *b, Expr *i0, Expr *i1, Expr *v) {
     Expr *idx[2] = {i0, i1};
     return ks_store(c->p, b, idx, v);
@@ -252,6 +316,12 @@ static Stmt *st2(Cell *c, Buf *b, Expr *i0, Expr *i1, Expr *v) {
 static Expr *time_idx(Cell *c) {
     Expr *s = var(c, c->svar);
     return c->reverse ? kx_addc(c->p, kx_mul(c->p, s, -1), c->r->T - 1) : s;
+}
+
+/* xw[d, t, b, j] at this step. */
+static Expr *ld_xw(Cell *c, Expr *b, Expr *j) {
+    Expr *idx[4] = {kx_index(c->p, c->d), time_idx(c), b, j};
+    return kx_load(c->p, c->xw, idx);
 }
 
 /* Index of a state-shaped tensor (initial_h/c, Y_h, Y_c) at direction d, batch b, unit j. */
@@ -264,12 +334,6 @@ static void state_idx(Cell *c, Expr *b, Expr *j, Expr **idx) {
 
 static Stmt *loop(Cell *c, int v, int64_t lo, int64_t hi, Stmt *body) {
     return ks_loop(c->p, v, lo, hi, 1, body);
-}
-
-static Stmt *red_loop(Cell *c, int v, int64_t n, Stmt *body) {
-    Stmt *s = ks_loop(c->p, v, 0, n, 1, body);
-    s->hints |= LH_REDUCTION;
-    return s;
 }
 
 /* for b < B, j < H: body(b, j), the variables given to `body` through bv, jv. */
@@ -324,60 +388,41 @@ static Stmt *set_act(Cell *c, int i, int reg, Expr *pre) {
 
 static int new_reg(Cell *c) { return kir_scalar(c->p, c->k, c->t); }
 
-/* Step 1: gs[b, r] = X[t, b, :] . W[d, r, :] + Wb[r] (+ H[b, :] . R[d, r, :] + Rb[r] if rec)
- * for rows lo <= r < hi. */
-static Stmt *gates(Cell *c, int64_t lo, int64_t hi, bool rec) {
+/* Steps 1 and 2's matrix-vector products, for every batch row b and j < n:
+ *     out[b, off + j] = init + v[b, :] . R[d, roff + j, :]
+ * with init = xw[d, t, b, roff + j] (from_xw) or Rb[d, roff + j] (GRU's linear_before_reset)
+ * and off = roff unless out is rh. With R in panels (pw > 0; roff and n are multiples of H, so
+ * of pw) j is split into the panel jb and the column jj in it. */
+static Stmt *matvec(Cell *c, Buf *out, Buf *v, int64_t roff, int64_t n, bool from_xw) {
     Program *p = c->p;
-    const Rnn *r = c->r;
-    int bv = kir_var(c->k), rv = kir_var(c->k), iv = kir_var(c->k), acc = new_reg(c);
-    int64_t GH = r->ngates * r->H;
+    int bv = kir_var(c->k), jv = kir_var(c->k), kv = kir_var(c->k), acc = new_reg(c);
+    int pv = c->pw ? kir_var(c->k) : -1;    /* panels: j = jb * pw + jj (jv = jb, pv = jj) */
+    Expr *j = c->pw ? kx_add(p, kx_mul(p, var(c, jv), c->pw), var(c, pv)) : var(c, jv);
+    Expr *b = var(c, bv), *row = kx_addc(p, j, roff), *k = var(c, kv);
+    int64_t GH = c->r->ngates * c->r->H;
     Expr *d = kx_index(p, c->d);
-    Expr *init = fc(c, 0);
-    if (c->bias) {
-        init = ld2(c, c->bias, kx_index(p, c->d), var(c, rv));
-        if (rec)
-            init = add(c, init, ld2(c, c->bias, kx_index(p, c->d), kx_addc(p, var(c, rv), GH)));
-    }
-    Expr *xv = r->batch_major ? ld3(c, c->x, var(c, bv), time_idx(c), var(c, iv))
-                              : ld3(c, c->x, time_idx(c), var(c, bv), var(c, iv));
-    Expr *xw = mul(c, xv, ld3(c, c->w, d, var(c, rv), var(c, iv)));
+    Expr *init = from_xw ? ld_xw(c, b, row)
+               : c->bias ? ld2(c, c->bias, d, kx_addc(p, row, GH))
+                         : fc(c, 0);
+    Expr *rt = c->pw ? kx_load(p, c->rt, (Expr *[]){d, kx_addc(p, var(c, jv), roff / c->pw), k,
+                                                    var(c, pv)})
+                     : kx_load(p, c->rt, (Expr *[]){d, k, row});
     Stmt *body = ks_set(p, acc, init);
-    ks_seq(body, red_loop(c, iv, r->I, ks_set(p, acc, add(c, rd(c, acc), xw))));
-    if (rec) {
-        int kv = kir_var(c->k);
-        Expr *hr = mul(c, ld2(c, c->hs, var(c, bv), var(c, kv)),
-                       ld3(c, c->rw, kx_index(p, c->d), var(c, rv), var(c, kv)));
-        ks_seq(body, red_loop(c, kv, r->H, ks_set(p, acc, add(c, rd(c, acc), hr))));
-    }
-    ks_seq(body, st2(c, c->gs, var(c, bv), var(c, rv), rd(c, acc)));
-    return loop(c, bv, 0, r->B, loop(c, rv, lo, hi, body));
+    Expr *sum = add(c, rd(c, acc), mul(c, ld2(c, v, b, k), rt));
+    ks_seq(body, ks_red_loop(p, kv, c->r->H, ks_set(p, acc, sum)));
+    ks_seq(body, st2(c, out, b, out == c->rh ? j : row, rd(c, acc)));
+    if (c->pw) body = loop(c, pv, 0, c->pw, body);
+    return loop(c, bv, 0, c->r->B, loop(c, jv, 0, c->pw ? n / c->pw : n, body));
 }
 
-/* Step 2 (GRU): rh[b, j] = Rbh[j] + v[b, :] . Rh[j, :], with v = H (linear_before_reset) or
- * r (.) H, which the first loop leaves in place of the reset gate's pre-activation in gs. */
-static Stmt *gru_recurrent(Cell *c) {
+/* Step 2 (GRU without linear_before_reset), first half: rh[b, k] = f(gs[b, H + k]) * H[b, k]. */
+static Stmt *gru_reset(Cell *c) {
     Program *p = c->p;
-    const Rnn *r = c->r;
-    int64_t H = r->H;
-    Stmt *s = NULL;
-    if (!r->lbr) {
-        int bv = kir_var(c->k), kv = kir_var(c->k), g = new_reg(c);
-        Stmt *body = set_act(c, 0, g, ld2(c, c->gs, var(c, bv), kx_addc(p, var(c, kv), H)));
-        ks_seq(body, st2(c, c->gs, var(c, bv), kx_addc(p, var(c, kv), H),
-                         mul(c, rd(c, g), ld2(c, c->hs, var(c, bv), var(c, kv)))));
-        s = units(c, bv, kv, body);
-    }
-    int bv = kir_var(c->k), jv = kir_var(c->k), kv = kir_var(c->k), acc = new_reg(c);
-    Expr *init = c->bias ? ld2(c, c->bias, kx_index(p, c->d), kx_addc(p, var(c, jv), 5 * H))
-                         : fc(c, 0);
-    Expr *v = r->lbr ? ld2(c, c->hs, var(c, bv), var(c, kv))
-                     : ld2(c, c->gs, var(c, bv), kx_addc(p, var(c, kv), H));
-    Expr *rh = ld3(c, c->rw, kx_index(p, c->d), kx_addc(p, var(c, jv), 2 * H), var(c, kv));
-    Expr *prod = mul(c, v, rh);
-    Stmt *body = ks_set(p, acc, init);
-    ks_seq(body, red_loop(c, kv, H, ks_set(p, acc, add(c, rd(c, acc), prod))));
-    ks_seq(body, st2(c, c->rh, var(c, bv), var(c, jv), rd(c, acc)));
-    return ks_seq(s, units(c, bv, jv, body));
+    int bv = kir_var(c->k), kv = kir_var(c->k), g = new_reg(c);
+    Expr *b = var(c, bv), *k = var(c, kv);
+    Stmt *body = set_act(c, 0, g, ld2(c, c->gs, b, kx_addc(p, k, c->r->H)));
+    ks_seq(body, st2(c, c->rh, b, k, mul(c, rd(c, g), ld2(c, c->hs, b, k))));
+    return units(c, bv, kv, body);
 }
 
 static Expr *ub(Cell *c) { return var(c, c->bv); }
@@ -392,29 +437,31 @@ static Stmt *cell_update(Cell *c, int hn, int cn) {
     if (c->op == OP_GRU) {
         int z = new_reg(c), hh = new_reg(c);
         Stmt *s = set_act(c, 0, z, GS(0));
-        Expr *rec = ld2(c, c->rh, ub(c), uj(c));
         if (c->r->lbr) {
             int rr = new_reg(c);
             ks_seq(s, set_act(c, 0, rr, GS(H)));
-            rec = mul(c, rd(c, rr), rec);
+            Expr *rec = mul(c, rd(c, rr), ld2(c, c->rh, ub(c), uj(c)));
+            ks_seq(s, set_act(c, 1, hh, add(c, ld_xw(c, ub(c), kx_addc(p, uj(c), 2 * H)), rec)));
+        } else {
+            ks_seq(s, set_act(c, 1, hh, GS(2 * H)));
         }
-        ks_seq(s, set_act(c, 1, hh, add(c, GS(2 * H), rec)));
         Expr *keep = mul(c, rd(c, z), ld2(c, c->hs, ub(c), uj(c)));
         Expr *nw = mul(c, kx_bin(p, K_SUB, fc(c, 1), rd(c, z)), rd(c, hh));
         return ks_seq(s, ks_set(p, hn, add(c, nw, keep)));
     }
     /* LSTM, gates i o f c; peepholes P = [Pi Po Pf] act on C[t-1] (i, f) and C[t] (o). */
     int cp = new_reg(c), ig = new_reg(c), fg = new_reg(c), cg = new_reg(c), og = new_reg(c);
-#define PEEP(off, reg)                                                                      \
-    (c->peep ? mul(c, ld2(c, c->peep, kx_index(p, c->d), kx_addc(p, uj(c), (off))), rd(c, reg)) \
-             : fc(c, 0))
+#define PEEP(pre, off, reg)                                                                 \
+    (c->peep ? add(c, pre, mul(c, ld2(c, c->peep, kx_index(p, c->d), kx_addc(p, uj(c), (off))), \
+                               rd(c, reg)))                                                    \
+             : pre)
     Stmt *s = ks_set(p, cp, ld2(c, c->cs, ub(c), uj(c)));
-    ks_seq(s, set_act(c, 0, ig, add(c, GS(0), PEEP(0, cp))));
+    ks_seq(s, set_act(c, 0, ig, PEEP(GS(0), 0, cp)));
     if (c->r->input_forget) ks_seq(s, ks_set(p, fg, kx_bin(p, K_SUB, fc(c, 1), rd(c, ig))));
-    else ks_seq(s, set_act(c, 0, fg, add(c, GS(2 * H), PEEP(2 * H, cp))));
+    else ks_seq(s, set_act(c, 0, fg, PEEP(GS(2 * H), 2 * H, cp)));
     ks_seq(s, set_act(c, 1, cg, GS(3 * H)));
     ks_seq(s, ks_set(p, cn, add(c, mul(c, rd(c, fg), rd(c, cp)), mul(c, rd(c, ig), rd(c, cg)))));
-    ks_seq(s, set_act(c, 0, og, add(c, GS(H), PEEP(H, cn))));
+    ks_seq(s, set_act(c, 0, og, PEEP(GS(H), H, cn)));
     ks_seq(s, set_act(c, 2, hn, rd(c, cn)));
     return ks_seq(s, ks_set(p, hn, mul(c, rd(c, og), rd(c, hn))));
 #undef PEEP
@@ -428,24 +475,24 @@ static Stmt *store_y(Cell *c, Expr *v) {
     return ks_store(p, c->y, c->r->batch_major ? idxb : idx, v);
 }
 
-/* Step 3 over all units, guarded by t < sequence_lens[b] when some row is short. */
+/* Step 3 over all units; a batch row past its sequence_lens keeps its state and gets zeros
+ * in Y. The guard is outside the loop over units, which thus only stores. */
 static Stmt *update(Cell *c) {
     Program *p = c->p;
     c->bv = kir_var(c->k);
     c->jv = kir_var(c->k);
     int hn = new_reg(c), cn = c->op == OP_LSTM ? new_reg(c) : -1;
     Stmt *body = cell_update(c, hn, cn);
-    Stmt *st = st2(c, c->hs, ub(c), uj(c), rd(c, hn));
-    if (cn >= 0) ks_seq(st, st2(c, c->cs, ub(c), uj(c), rd(c, cn)));
-    if (c->y) ks_seq(st, store_y(c, rd(c, hn)));
+    ks_seq(body, st2(c, c->hs, ub(c), uj(c), rd(c, hn)));
+    if (cn >= 0) ks_seq(body, st2(c, c->cs, ub(c), uj(c), rd(c, cn)));
+    if (c->y) ks_seq(body, store_y(c, rd(c, hn)));
+    Stmt *st = loop(c, c->jv, 0, c->r->H, body);
     if (c->sl) {
         Expr *len = kx_cast(p, DT_INDEX, kx_load(p, c->sl, (Expr *[]){ub(c)}));
-        Stmt *els = c->y ? store_y(c, fc(c, 0)) : NULL;
-        st = ks_if(p, kx_bin(p, K_LT, time_idx(c), len), ks_seq(body, st), els);
-    } else {
-        st = ks_seq(body, st);
+        Stmt *els = c->y ? loop(c, c->jv, 0, c->r->H, store_y(c, fc(c, 0))) : NULL;
+        st = ks_if(p, kx_bin(p, K_LT, time_idx(c), len), st, els);
     }
-    return units(c, c->bv, c->jv, st);
+    return loop(c, c->bv, 0, c->r->B, st);
 }
 
 /* Before the time loop: the states from initial_h / initial_c or zero. */
@@ -478,8 +525,9 @@ static Buf *scratch(Cell *c, const char *what, int64_t cols) {
 
 static void lower_direction(Lower *L, Node *n, const Rnn *r, Cell *c) {
     Program *p = L->p;
-    Buf *ins[] = {c->x, c->w, c->rw, c->bias, c->sl, c->h0, c->c0, c->peep};
-    c->k = lower_kernel(L, n, KC_GENERIC, COUNTOF(ins), ins, NULL, NULL, NULL);
+    Buf *ins[] = {c->xw, c->rt, c->bias, c->sl, c->h0, c->c0, c->peep};
+    /* KC_CONTRACTION: the schedule vectorises the products' loops over j */
+    c->k = lower_kernel(L, n, KC_CONTRACTION, COUNTOF(ins), ins, NULL, NULL, NULL);
     ParamMode om = r->ndir == 2 ? KP_INOUT : KP_OUT;   /* two kernels write halves */
     Buf *outs[] = {c->y, c->yh, c->yc};
     for (int i = 0; i < COUNTOF(outs); i++)
@@ -494,12 +542,15 @@ static void lower_direction(Lower *L, Node *n, const Rnn *r, Cell *c) {
     if (c->cs) ks_seq(body, init_state(c, c->cs, c->c0));
     c->svar = kir_var(c->k);
     Stmt *step;
-    if (n->op == OP_GRU) {
-        step = gates(c, 0, 2 * H, true);
-        ks_seq(step, gates(c, 2 * H, 3 * H, false));
-        ks_seq(step, gru_recurrent(c));
+    if (n->op != OP_GRU) {
+        step = matvec(c, c->gs, c->hs, 0, r->ngates * H, true);
+    } else if (r->lbr) {
+        step = matvec(c, c->gs, c->hs, 0, 2 * H, true);
+        ks_seq(step, matvec(c, c->rh, c->hs, 2 * H, H, false));
     } else {
-        step = gates(c, 0, r->ngates * H, true);
+        step = matvec(c, c->gs, c->hs, 0, 2 * H, true);
+        ks_seq(step, gru_reset(c));
+        ks_seq(step, matvec(c, c->gs, c->rh, 2 * H, H, true));
     }
     ks_seq(step, update(c));
     ks_seq(body, loop(c, c->svar, 0, r->T, step));
@@ -512,10 +563,26 @@ void lower_rnn(Lower *L, Node *n) {
     Rnn r;
     if (!rnn_parse(NULL, n, &r)) die("lower_rnn %s: node not checked by infer_rnn", n->name);
     Cell c = {.p = L->p, .r = &r, .op = n->op, .t = n->in[0]->dtype};
-    c.x = lower_in(L, n, 0);
-    c.w = lower_in(L, n, 1);
-    c.rw = lower_in(L, n, 2);
-    c.bias = lower_in(L, n, 3);
+    Buf *bias = lower_in(L, n, 3);
+    /* GRU's candidate gate with linear_before_reset adds Rbh in the recurrence */
+    int64_t GH = r.ngates * r.H, nrb = n->op == OP_GRU && r.lbr ? 2 * r.H : GH;
+    c.xw = project(L, n, &r, lower_in(L, n, 0), transposed(L, n, lower_in(L, n, 1)), bias, nrb);
+    /* Constant R with hidden a multiple of the vectors the schedule puts side by side (as in
+     * matmul.c's panels): R in panels [D, gates*H/pw, H, pw], so that the product streams
+     * each panel front to back, where R transposed is read pw columns a row, rows 4*GH
+     * bytes apart (LSTM hidden 128: recurrence 159 -> 117 us). */
+    Buf *rw = lower_in(L, n, 2);
+    int64_t pw = MIN(8 * L->p->vector_bytes / (int64_t)dtype_size(rw->dtype), 128);
+    if (L->p->vector_bytes >= 16 && pw >= 4 && rw->kind == B_CONST && rw->data && !rw->alias &&
+        r.H % pw == 0) {
+        int64_t sd[4] = {r.ndir, GH / pw, pw, r.H};
+        static const int perm[4] = {0, 1, 3, 2};
+        c.rt = rule_relayout(L->p, rw, "_panels", 4, sd, perm);
+        c.pw = pw;
+    } else {
+        c.rt = transposed(L, n, rw);
+    }
+    c.bias = nrb < GH ? bias : NULL;
     c.h0 = lower_in(L, n, 5);
     c.c0 = lower_in(L, n, 6);
     c.peep = lower_in(L, n, 7);

@@ -1,0 +1,36 @@
+#!/bin/sh
+# tests/rnn.sh - RNN, GRU and LSTM with hidden 37, input 19, sequence 7, batch 3, both
+# directions, peepholes, clip, linear_before_reset, sequence_lens, layout 1 and custom
+# activations (tests/rnn/gen.py makes the models and a numpy reference from the ONNX formulas
+# into build/rnn-tests/), checked with `onnxcc check` at every -O: the input projection, the
+# transposed weights and the vectorised recurrence of passes/ops/rnn.c on shapes the ONNX test
+# data lacks. atol 1e-4: the reference computes in float64, the compiled code in float32.
+# Last line: "rnn: N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+ONNXCC=${ONNXCC:-./onnxcc}
+OUT=build/rnn-tests
+rm -rf $OUT && mkdir -p $OUT
+passed=0 failed=0
+if ! $PYTHON tests/rnn/gen.py $OUT; then
+    echo "FAIL rnn: tests/rnn/gen.py"
+    echo "rnn: 0 passed, 1 failed"
+    exit 1
+fi
+for m in $OUT/*/; do
+    name=${m%/}
+    name=${name##*/}
+    for o in -O0 -O1 -O2 -O3; do
+        if $ONNXCC check $o --atol 1e-4 $m/model.onnx >$OUT/$name$o.log 2>&1; then
+            echo "ok   $name $o"
+            passed=$((passed + 1))
+        else
+            echo "FAIL $name $o"
+            tail -n 5 $OUT/$name$o.log
+            failed=$((failed + 1))
+        fi
+    done
+done
+echo "rnn: $passed passed, $failed failed"
+[ $failed = 0 ]
