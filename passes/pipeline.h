@@ -34,7 +34,7 @@ typedef struct Options {
 /* Graph passes (passes/<name>.c). */
 void fix_shapes(Graph *g, const Options *o);   /* apply --shape and --bind, report unresolved symbols */
 void canonicalize(Graph *g);        /* one form per op: old opsets upgraded, attrs -> inputs */
-void infer_shapes(Graph *g);        /* dtype and static shape of every value (rules_*.c) */
+void infer_shapes(Graph *g);        /* dtype and static shape of every value (passes/ops/) */
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
 /* Evaluate one node whose inputs are all constant (kernel IR interpreter); on success its
  * outputs get data, lose their producer and the node dies. Returns whether it folded. */

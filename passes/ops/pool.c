@@ -142,8 +142,6 @@ void lower_global_pool(Lower *L, Node *n) {
     rule_emit_reduce(L, n, x, lower_out(L, n, 0), mask, true, rule_red_kind(n));
 }
 
-/* (GlobalLpPool's row in ir/ops.def names this; it is lower_global_pool.) */
-void lower_global_lppool(Lower *L, Node *n) { lower_global_pool(L, n); }
 
 /* ---- MaxUnpool ---- */
 

@@ -44,8 +44,6 @@ void lower_reduce(Lower *L, Node *n) {
                      !any || ir_attr_int(n, "keepdims", 1) != 0, kind);
 }
 
-/* (The rows of ReduceL1 ... ReduceSumSquare in ir/ops.def name this; it is lower_reduce.) */
-void lower_reduce_more(Lower *L, Node *n) { lower_reduce(L, n); }
 
 /* ---- ArgMax, ArgMin, Hardmax: position of the extreme value ---- */
 

@@ -26,7 +26,7 @@
  * written at step t. So these kernels are not write-once: every scratch buffer is a B_TEMP
  * registered KP_INOUT, which fusion leaves alone and bufferization gives bytes live for this
  * kernel only; the schedule vectorises the loops over j and units because within one run of
- * such a loop its iterations touch distinct elements (tile.c, iterations_independent). Y, Y_h
+ * such a loop its iterations touch distinct elements (passes/loops.c, iterations_independent). Y, Y_h
  * and Y_c are plain KP_OUT (each element stored once with its final value, never read back)
  * when there is one direction; with two, each kernel writes half of them, so both declare them
  * KP_INOUT.
