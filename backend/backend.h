@@ -22,12 +22,12 @@ typedef struct Target {
 void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi);
 /* Frees the strings be_target() made. */
 void be_target_free(Target *t);
-/* Emit the program to `path` (object, assembly or LLVM IR text). opt_level 0..3. */
+/* Emit the program to `path` (object, assembly or LLVM IR text). opt_level 0..3. With
+ * p->profile (--profile, `onnxcc bench`) run() also adds the clock ticks of each kernel's call
+ * to NAME_profile[k] (one uint64_t per kernel, in program order), next to NAME_profile_names
+ * and NAME_profile_macs; the clock is the cycle counter on x86 and elsewhere
+ * NAME_profile_clock(), a function the application defines. Without it there is none of this. */
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path);
-/* be_emit's object with per-kernel timing: NAME_profile, an array of one uint64_t per kernel
- * (in program order) to which NAME_run adds the cycle counter's ticks spent in each kernel.
- * Only `onnxcc bench` makes such objects; be_emit never instruments. */
-void be_emit_profiled(Program *p, const Target *t, int opt_level, const char *path);
 /* Write the self-contained C header describing the program's API (runtime/model.h.in). */
 void be_write_header(Program *p, const char *path);
 
@@ -39,7 +39,7 @@ double be_fma_peak(double seconds);
 typedef int (*RunFn)(const void *const *inputs, void *const *outputs, void *arena);
 RunFn be_load_object(const char *obj_path, const char *name);
 /* The address of the data symbol `sym` in the object be_load_object loaded last (NULL if the
- * object has no such symbol), e.g. NAME_profile of a be_emit_profiled object. */
+ * object has no such symbol), e.g. NAME_profile of a profiled object (Program.profile). */
 void *be_loaded_symbol(const char *sym);
 
 #endif

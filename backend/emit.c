@@ -107,10 +107,12 @@ static void check(Emitter *e, LLVMValueRef fn, LLVMValueRef bad, int code) {
     LLVMPositionBuilderAtEnd(e->B, ok);
 }
 
-/* --profile: NAME_profile, one i64 per kernel, accumulates the cycle counter's ticks spent in
- * that kernel's call (llvm.readcyclecounter before and after it: rdtsc on x86). `onnxcc bench`
- * finds the array through the loader; an object compiled without --profile has neither the
- * array nor a counter read. */
+/* --profile: NAME_profile, one i64 per kernel, accumulates the clock's ticks spent in that
+ * kernel's call (read before and after it): llvm.readcyclecounter on x86 (rdtsc), elsewhere
+ * NAME_profile_clock(), which the application defines (LLVM has no cycle counter for
+ * Cortex-M; a firmware reads SysTick or DWT). NAME_profile_names and NAME_profile_macs
+ * (kir_kernel_cost) say which kernel each counter is. `onnxcc bench` finds the array through
+ * the loader; an object compiled without --profile has none of these and no clock read. */
 typedef struct Profile {
     LLVMValueRef counters, readfn;
     LLVMTypeRef readty;
@@ -124,7 +126,31 @@ static Profile profile_init(Emitter *e) {
     LLVMSetInitializer(pr.counters, LLVMConstNull(at));
     LLVMSetAlignment(pr.counters, 64);
     pr.readty = LLVMFunctionType(e->i64, NULL, 0, 0);
-    pr.readfn = LLVMAddFunction(e->M, "llvm.readcyclecounter", pr.readty);
+    const char *tr = e->t->triple;
+    bool x86 = !strncmp(tr, "x86_64", 6) || !strncmp(tr, "i386", 4) || !strncmp(tr, "i686", 4);
+    pr.readfn = LLVMAddFunction(e->M, x86 ? "llvm.readcyclecounter" : arena_printf(p->arena, "%s_profile_clock", p->name), pr.readty);
+    /* which kernel each counter is, and its multiply-accumulates */
+    LLVMTypeRef nt = LLVMArrayType2(e->ptr, (uint64_t)(p->nkernels > 0 ? p->nkernels : 1));
+    LLVMTypeRef mt = LLVMArrayType2(e->i64, (uint64_t)(p->nkernels > 0 ? p->nkernels : 1));
+    LLVMValueRef *names = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
+    LLVMValueRef *macs = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
+    for (int i = 0; i < p->nkernels; i++) {
+        int64_t m, bytes;
+        kir_kernel_cost(p->kernels[i], &m, &bytes);
+        names[i] = LLVMBuildGlobalStringPtr(e->B, p->kernels[i]->name, "");
+        macs[i] = LLVMConstInt(e->i64, (unsigned long long)m, 0);
+    }
+    if (!p->nkernels) {
+        names[0] = LLVMConstNull(e->ptr);
+        macs[0] = LLVMConstInt(e->i64, 0, 0);
+    }
+    int n = p->nkernels > 0 ? p->nkernels : 1;
+    LLVMValueRef gn = LLVMAddGlobal(e->M, nt, arena_printf(p->arena, "%s_profile_names", p->name));
+    LLVMSetInitializer(gn, LLVMConstArray2(e->ptr, names, (uint64_t)n));
+    LLVMSetGlobalConstant(gn, 1);
+    LLVMValueRef gm = LLVMAddGlobal(e->M, mt, arena_printf(p->arena, "%s_profile_macs", p->name));
+    LLVMSetInitializer(gm, LLVMConstArray2(e->i64, macs, (uint64_t)n));
+    LLVMSetGlobalConstant(gm, 1);
     return pr;
 }
 
@@ -284,7 +310,7 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path, bool profile) {
+static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
     Emitter e = {.p = p, .t = t};
     if (opt_level < 0 || opt_level > 3) die("opt level %d", opt_level);
     if (p->arena_align <= 0 || (p->arena_align & (p->arena_align - 1))) die("arena_align %d", p->arena_align);
@@ -304,7 +330,7 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
 
     LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
     for (int i = 0; i < p->nkernels; i++) kfn[i] = be_kernel(&e, p->kernels[i]);
-    LLVMValueRef run = emit_run(&e, kfn, profile);
+    LLVMValueRef run = emit_run(&e, kfn, p->profile);
     emit_info(&e, td, run);
 
     /* -v times LLVM's two phases like the passes before them */
@@ -322,9 +348,5 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
 }
 
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
-    emit_module(p, t, opt_level, kind, path, false);
-}
-
-void be_emit_profiled(Program *p, const Target *t, int opt_level, const char *path) {
-    emit_module(p, t, opt_level, EMIT_OBJ, path, true);
+    emit_module(p, t, opt_level, kind, path);
 }

@@ -101,6 +101,21 @@ static void typed_run(FILE *f, Program *p) {
             p->ninputs ? "inputs" : "(const void *const *)0", p->noutputs ? "outputs" : "(void *const *)0");
 }
 
+/* --profile only: what the instrumented run() keeps (backend/emit.c). */
+static void profile_decls(FILE *f, Program *p) {
+    if (!p->profile) return;
+    const char *n = p->name;
+    fprintf(f, "\n/* --profile: %s_run adds to %s_profile[k] the clock ticks spent in kernel k (named\n"
+               " * %s_profile_names[k], %s_profile_macs[k] multiply-accumulates per run). The clock is\n"
+               " * the cycle counter on x86; on other targets it is %s_profile_clock(), which you define\n"
+               " * (e.g. from SysTick or the DWT cycle counter). Not for release builds. */\n", n, n, n, n, n);
+    fprintf(f, "#define %s_NUM_KERNELS %d\n", n, p->nkernels > 0 ? p->nkernels : 1);
+    fprintf(f, "extern uint64_t %s_profile[%s_NUM_KERNELS];\n", n, n);
+    fprintf(f, "extern const char *const %s_profile_names[%s_NUM_KERNELS];\n", n, n);
+    fprintf(f, "extern const uint64_t %s_profile_macs[%s_NUM_KERNELS];\n", n, n);
+    fprintf(f, "uint64_t %s_profile_clock(void);\n", n);
+}
+
 static void fill(FILE *f, Program *p, const char *key, size_t len) {
 #define IS(k) (len == strlen(k) && !memcmp(key, k, len))
     if (IS("NAME")) fputs(p->name, f);
@@ -112,6 +127,7 @@ static void fill(FILE *f, Program *p, const char *key, size_t len) {
     else if (IS("IO_DOC")) io_doc(f, p);
     else if (IS("IO_MACROS")) io_macros(f, p);
     else if (IS("TYPED_RUN")) typed_run(f, p);
+    else if (IS("PROFILE")) profile_decls(f, p);
     else die("runtime/model.h.in: unknown placeholder @%.*s@", (int)len, key);
 #undef IS
 }

@@ -6,7 +6,7 @@
  * be_emit), loaded in-process (be_load_object) and run on random inputs (a fixed seed), or on
  * DATA_SET_DIR/input_K.pb. After a warm-up, single runs are timed for --seconds (default 1) and
  * the median and min latency printed. Then the model is compiled a second time with per-kernel
- * cycle counters (be_emit_profiled: the normal object never carries them), run for the same
+ * cycle counters (Program.profile: the normal object never carries them), run for the same
  * time, and each kernel's share of the counted ticks, applied to the instrumented run's mean
  * time, gives its time per run. Its work comes from the kernel IR (kir_kernel_cost): GFLOP/s
  * (2 per multiply-add) where it multiplies-adds, else GB/s over its params' bytes; % of peak

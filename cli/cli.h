@@ -23,7 +23,7 @@ typedef struct Cli {
 const char *cli_identifier(Arena *a, const char *path);
 /* Fill the options that come from the target, then run the whole pipeline. */
 Program *cli_compile(Graph *g, Cli *c, const Target *t);
-/* Writes p's host object (instrumented with `profile`: be_emit_profiled) into this process's
+/* Writes p's host object (instrumented with `profile`: Program.profile) into this process's
  * temporary directory (made on first use, removed at exit) and loads it in-process; user errors
  * end the run. `check` and `bench` run their models so. */
 RunFn cli_load(Program *p, const Target *t, int opt_level, bool profile);

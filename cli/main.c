@@ -40,6 +40,8 @@ static const char usage_text[] =
     "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
     "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
     "  --fp-strict           no FMA contraction at -O2/-O3 (results as the interpreter's)\n"
+    "  --profile             an instrumented object: NAME_run adds the clock ticks of each\n"
+    "                        kernel to NAME_profile[] (the header says how; not for release)\n"
     "  --target TRIPLE       e.g. thumbv7em-none-eabihf (default: the host)\n"
     "  --cpu CPU  --features FEATS  --abi ABI\n"
     "                        target details passed to LLVM\n"
@@ -203,6 +205,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--verify") == 0) c->o.verify = true;
     else if (strcmp(arg, "--no-verify") == 0) c->o.verify = false;
     else if (strcmp(arg, "--fp-strict") == 0) c->o.fp_strict = true;
+    else if (strcmp(arg, "--profile") == 0) c->o.profile = true;
     else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
@@ -256,8 +259,8 @@ RunFn cli_load(Program *p, const Target *t, int opt_level, bool profile) {
         atexit(remove_tmp);
         snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
     }
-    if (profile) be_emit_profiled(p, t, opt_level, tmp_obj);
-    else be_emit(p, t, opt_level, EMIT_OBJ, tmp_obj);
+    p->profile = profile;
+    be_emit(p, t, opt_level, EMIT_OBJ, tmp_obj);
     exit_if_errors();
     return be_load_object(tmp_obj, p->name);
 }
@@ -267,6 +270,7 @@ Program *cli_compile(Graph *g, Cli *c, const Target *t) {
     c->o.arena_align = t->arena_align;
     Program *p = run_pipeline(g, &c->o);
     p->fp_strict = c->o.fp_strict;
+    p->profile = c->o.profile;
     return p;
 }
 

@@ -206,6 +206,7 @@ typedef struct Program {
     int vector_bytes;               /* target's preferred vector width (schedule) */
     int opt_level;                  /* -O0..-O3 */
     bool fp_strict;                 /* no FMA contraction even at -O2 (the backend) */
+    bool profile;                   /* --profile: run() times each kernel (backend/emit.c) */
 } Program;
 
 /* ---- building (ir/kir.c) ---- */

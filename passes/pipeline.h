@@ -20,6 +20,7 @@ typedef struct Options {
     bool print_after_all;
     bool verify;                    /* run the verifiers between passes */
     bool fp_strict;                 /* --fp-strict: no FMA contraction (Program.fp_strict) */
+    bool profile;                   /* --profile: an instrumented run() (Program.profile) */
     bool roundtrip_kir;             /* print, parse and print the kernel IR after each pass */
     const char **shape_names;       /* --shape NAME=1x3x224x224 */
     int64_t (*shape_dims)[MAX_RANK];

@@ -58,6 +58,11 @@ void icount_init(void)
 
 void icount_start(void) { t_start = ticks(); }
 
+/* The raw SysTick count, cheap to read: the clock of a --profile build (main.c), whose counts
+ * icount_insns turns into instructions afterwards. */
+uint64_t icount_ticks(void) { return ticks(); }
+unsigned long icount_insns(uint64_t t) { return ticks_per_insn > 0 ? (unsigned long)((double)t / ticks_per_insn + 0.5) : 0; }
+
 /* Instructions since icount_start, less the cost of the two reads themselves. */
 unsigned long icount_stop(void)
 {

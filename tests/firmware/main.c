@@ -2,7 +2,8 @@
  * from an ONNX test data set) on the target with a static arena and compares every output with
  * the expected one (rtol 1e-3, atol 1e-5). Prints the maximum error per output, the stack the
  * run needed and the instructions it executed (icount.c), then PASS or FAIL; main's status
- * becomes QEMU's exit code (startup.c). */
+ * becomes QEMU's exit code (startup.c). A model compiled with --profile also gets the
+ * instructions of each kernel printed. */
 #include <stdio.h>
 #include "case.h"
 
@@ -12,6 +13,8 @@
 void stack_paint(void);
 unsigned stack_used(void);
 void icount_init(void);
+uint64_t icount_ticks(void);
+unsigned long icount_insns(uint64_t ticks);
 void icount_start(void);
 unsigned long icount_stop(void);
 
@@ -36,6 +39,19 @@ static int check_info(const onnxcc_model_info *info)
     return bad;
 }
 
+#ifdef case_NUM_KERNELS
+/* A --profile build: the model's clock counts instructions, and each kernel's count is
+ * printed with its multiply-accumulates (run.sh makes a table of them). */
+uint64_t case_PROFILE_CLOCK(void) { return icount_ticks(); }
+
+static void print_profile(void)
+{
+    for (int k = 0; k < case_NUM_KERNELS; k++)
+        printf("kernel %s: %lu instructions, %lu MACs\n", case_PROFILE_NAMES[k],
+               icount_insns(case_PROFILE[k]), (unsigned long)case_PROFILE_MACS[k]);
+}
+#endif
+
 int main(void)
 {
     const onnxcc_model_info *info = &case_INFO;
@@ -57,6 +73,9 @@ int main(void)
                (unsigned long)case_checks[i].count);
         bad += nbad != 0;
     }
+#ifdef case_NUM_KERNELS
+    print_profile();
+#endif
     printf("%s\n", bad ? "FAIL" : "PASS");
     return bad != 0;
 }

@@ -5,7 +5,9 @@
 # mps2-an386 board. A case passes when QEMU exits 0 and the program printed PASS. Prints the
 # model object's .text/.rodata sizes, its arena, the stack its run took, the instructions it
 # executed (QEMU's -icount with SysTick, icount.c) and those per multiply-accumulate of the
-# model's Conv/Gemm/MatMul nodes (tests/macs.py). Work files and logs: build/fw/.
+# model's Conv/Gemm/MatMul nodes (tests/macs.py); then the sample models once more, compiled
+# with --profile, with the instructions and multiply-accumulates of each kernel that has any.
+# Work files and logs: build/fw/ (build/fw/prof/ for the profiled builds).
 # Last line: "firmware: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -51,27 +53,36 @@ section_size() {
     arm-none-eabi-size -A "$1" | awk -v s="$2" 'index($1, s) == 1 { n += $2 } END { print n + 0 }'
 }
 
-run_case() { # name model data-set
-    name=$1 log=$FW/$1.log
-    rm -f $FW/$name.o $FW/$name.h $FW/$name.elf $FW/$name.out
-    mkdir -p $FW/$name
-    if ! $ONNXCC "$2" --target thumbv7em-none-eabihf --cpu cortex-m4 -o $FW/$name.o \
+run_case() { # name model data-set [profile]
+    name=$1 D=$FW log=$FW/$1.log opts=""
+    if [ -n "${4:-}" ]; then            # a --profile build of its own, in $FW/prof
+        D=$FW/prof log=$FW/prof/$1.log opts=--profile
+    fi
+    mkdir -p $D/$name
+    rm -f $D/$name.o $D/$name.h $D/$name.elf $D/$name.out
+    if ! $ONNXCC "$2" --target thumbv7em-none-eabihf --cpu cortex-m4 $opts -o $D/$name.o \
             </dev/null >$log 2>&1; then
         fail $name $log "onnxcc failed"; return
     fi
-    if ! $PYTHON $HERE/pb2c.py --model $name "$3" >$FW/$name/case.h 2>>$log; then
+    if ! $PYTHON $HERE/pb2c.py --model $name "$3" >$D/$name/case.h 2>>$log; then
         fail $name $log "pb2c.py failed"; return
     fi
-    if ! arm-none-eabi-gcc $CFLAGS -I$FW/$name -I$FW -I$HERE $LDFLAGS \
-            $HERE/startup.c $HERE/main.c $HERE/icount.c $FW/$name.o -o $FW/$name.elf >>$log 2>&1; then
+    if ! arm-none-eabi-gcc $CFLAGS -I$D/$name -I$D -I$HERE $LDFLAGS \
+            $HERE/startup.c $HERE/main.c $HERE/icount.c $D/$name.o -o $D/$name.elf >>$log 2>&1; then
         fail $name $log "link failed"; return
     fi
     rc=0
-    timeout 30 qemu-system-arm -M mps2-an386 -cpu cortex-m4 $QEMU_ICOUNT $QEMU_IO -kernel $FW/$name.elf \
-        </dev/null >$FW/$name.out 2>>$log || rc=$?
-    cat $FW/$name.out >>$log
-    if [ $rc != 0 ] || ! grep -qx PASS $FW/$name.out; then
+    timeout 30 qemu-system-arm -M mps2-an386 -cpu cortex-m4 $QEMU_ICOUNT $QEMU_IO -kernel $D/$name.elf \
+        </dev/null >$D/$name.out 2>>$log || rc=$?
+    cat $D/$name.out >>$log
+    if [ $rc != 0 ] || ! grep -qx PASS $D/$name.out; then
         fail $name $log "qemu exit status $rc"; return
+    fi
+    if [ -n "${4:-}" ]; then            # the kernels that multiply-accumulate, per MAC
+        sed -n 's/^kernel \([^:]*\): \([0-9]*\) instructions, \([0-9]*\) MACs$/\1 \2 \3/p' $D/$name.out |
+            awk -v m=$name '$3 > 0 { printf "ok   %-26s profile: kernel %-22s insns %7d  MACs %6d (%.2f/MAC)\n", m, $1, $2, $3, $2 / $3 }'
+        passed=$((passed + 1))
+        return
     fi
     err=$(grep -o 'max abs error [^,]*' $FW/$name.out | awk '{ if ($4 > m) m = $4 } END { print m + 0 }')
     stack=$(sed -n 's/.*stack \([0-9]*\) bytes.*/\1/p' $FW/$name.out)
@@ -100,6 +111,14 @@ while read -r name model data; do
     run_case $name $model $data
 done <<END
 $CASES
+END
+# The sample models again, compiled with --profile: instructions per kernel (their clock is
+# the instruction count, main.c), so the figure per multiply-accumulate is the layer's own.
+while read -r name model data; do
+    case $name in *$PATTERN*) ;; *) continue ;; esac
+    run_case $name $model $data profile
+done <<END
+$(echo "$CASES" | grep -E '^(example|cnn|mlp) ')
 END
 echo "firmware: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -1,5 +1,5 @@
 /* test_bench.c - what `onnxcc bench` builds on: kir_kernel_cost (ir/kcost.c), the profile
- * instrumentation of be_emit_profiled (backend/emit.c) and its absence from be_emit's objects.
+ * instrumentation of profiled objects (Program.profile, backend/emit.c) and its absence from be_emit's objects.
  *
  * Programs are built by hand, so the expected counts come from the loop nests written here, not
  * from the code under test:
@@ -161,7 +161,9 @@ static void test_profile(Arena *a, const Target *t) {
     const char *plain = arena_printf(a, "%s/plain.o", dir), *prof = arena_printf(a, "%s/prof.o", dir);
     bufferize(p);
     be_emit(p, t, 2, EMIT_OBJ, plain);
-    be_emit_profiled(p, t, 2, prof);
+    p->profile = true;
+    be_emit(p, t, 2, EMIT_OBJ, prof);
+    p->profile = false;
     const char *what[2] = {plain, prof};
     for (int w = 0; w < 2; w++) {
         int sym = count(arena_printf(a, "nm %s", what[w]), " tb_profile$");
