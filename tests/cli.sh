@@ -225,6 +225,28 @@ then
 else
     fail "bench MAC models" "$(tail -n 1 $B/bench_models.log)"
 fi
+# --profile: an instrumented object whose header declares the counters, for the host and for a
+# target whose clock the application supplies; a normal build declares none of it.
+fresh
+run models/example/model.onnx --profile -o $dir/p.o
+hn=$(grep -c -e '^extern .* p_profile\(_names\|_macs\)*\[p_NUM_KERNELS\];$' -e '^uint64_t p_profile_clock(void);$' $dir/p.h)
+if [ $rc = 0 ] && [ "$hn" = 4 ] && grep -q '^#define p_NUM_KERNELS 4$' $dir/p.h && nm $dir/p.o | grep -q ' p_profile$'; then
+    ok "--profile: counters in the object and the header"
+else
+    fail "--profile" "exit status $rc, $hn declarations"
+fi
+run models/example/model.onnx --profile --target thumbv7em-none-eabihf --cpu cortex-m4 -o $dir/m.o
+if [ $rc = 0 ] && nm $dir/m.o | grep -q ' U m_profile_clock$'; then
+    ok "--profile on Cortex-M4: the clock is the application's m_profile_clock"
+else
+    fail "--profile on Cortex-M4" "exit status $rc or no m_profile_clock import"
+fi
+run models/example/model.onnx -o $dir/n.o
+if [ $rc = 0 ] && ! grep -q profile $dir/n.h && ! nm $dir/n.o | grep -q profile; then
+    ok "no --profile: no counters"
+else
+    fail "no --profile" "a normal build mentions profile"
+fi
 fresh; expect_error "bench --target" 2 1 target -- bench models/mlp/model.onnx --target thumbv7em-none-eabihf
 fresh; expect_error "bench: missing model" 1 1 nosuch -- bench $dir/nosuch.onnx
 
