@@ -884,3 +884,129 @@ bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t
     *back = hi - 1 - last;
     return true;
 }
+
+/* ---- coalescing ---- */
+
+/* loop_coalesce's view of the kernel: the two variables, each buffer's accesses (1: some that
+ * read neither, 2: some in the exact form) and the value of one-iteration loops' variables. */
+typedef struct Coal {
+    Program *p;
+    const Stmt *outer, *inner;
+    int64_t *one;                   /* variable -> its value when its loop runs once */
+    bool *single;
+    int *state;                     /* by Buf id */
+    Buf **view;                     /* by Buf id */
+    bool ok;
+} Coal;
+
+/* Is e exactly variable v, counting one-iteration loops' variables as their value? */
+static bool exact_var(const Coal *c, const Expr *e, int v) {
+    Aff f = {0};
+    if (!affine(e, 1, &f)) return false;
+    int64_t k = f.c;
+    bool seen = false;
+    for (int i = 0; i < f.n; i++) {
+        if (!f.coef[i]) continue;
+        if (f.var[i] == v && f.coef[i] == 1) seen = true;
+        else if (c->single[f.var[i]]) k += f.coef[i] * c->one[f.var[i]];
+        else return false;
+    }
+    return seen && k == 0;
+}
+
+static bool reads_pair(const Coal *c, const Expr *e) {
+    return expr_reads_var(e, c->outer->var) || expr_reads_var(e, c->inner->var);
+}
+
+static void coal_expr(Coal *c, const Expr *e);
+
+static void coal_access(Coal *c, Buf *b, Expr *const *idx) {
+    int n = b->rank;
+    bool reads = false;
+    for (int d = 0; d < n; d++) reads |= reads_pair(c, idx[d]);
+    if (!reads) c->state[b->id] |= 1;
+    else if (n >= 2 && b->dims[n - 2] == trips(c->outer) && b->dims[n - 1] == trips(c->inner) &&
+             exact_var(c, idx[n - 2], c->outer->var) && exact_var(c, idx[n - 1], c->inner->var))
+        c->state[b->id] |= 2, n -= 2;
+    else c->ok = false;
+    for (int d = 0; d < n; d++) coal_expr(c, idx[d]);
+}
+
+static void coal_expr(Coal *c, const Expr *e) {
+    if (e->kind == E_VAR && (e->var == c->outer->var || e->var == c->inner->var)) c->ok = false;
+    else if (e->kind == E_LOAD) coal_access(c, e->buf, e->args);
+    else for (int i = 0; i < e->nargs; i++) coal_expr(c, e->args[i]);
+}
+
+static void coal_stmts(Coal *c, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && const_loop(s) && trips(s) == 1) c->single[s->var] = true, c->one[s->var] = s->lo->i;
+        if (s->lo) coal_expr(c, s->lo);
+        if (s->hi) coal_expr(c, s->hi);
+        if (s->cond) coal_expr(c, s->cond);
+        if (s->val) coal_expr(c, s->val);
+        if (s->kind == S_STORE) coal_access(c, s->buf, s->idx);
+        coal_stmts(c, s->body);
+        coal_stmts(c, s->then);
+        coal_stmts(c, s->els);
+    }
+}
+
+/* Accesses through the views: the pair of indices becomes the outer loop's variable. */
+static void coal_expr_rewrite(const Coal *c, Expr *e) {
+    for (int i = 0; i < e->nargs; i++) coal_expr_rewrite(c, e->args[i]);
+    if (e->kind == E_LOAD && c->view[e->buf->id]) {
+        e->buf = c->view[e->buf->id];
+        e->args[e->buf->rank - 1] = kx_var(c->p, c->outer->var);
+        e->nargs = e->buf->rank;
+    }
+}
+
+static void coal_rewrite(const Coal *c, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->lo) coal_expr_rewrite(c, s->lo);
+        if (s->hi) coal_expr_rewrite(c, s->hi);
+        if (s->cond) coal_expr_rewrite(c, s->cond);
+        if (s->val) coal_expr_rewrite(c, s->val);
+        if (s->kind == S_STORE) {
+            for (int d = 0; d < s->buf->rank; d++) coal_expr_rewrite(c, s->idx[d]);
+            if (c->view[s->buf->id]) {
+                s->buf = c->view[s->buf->id];
+                s->idx[s->buf->rank - 1] = kx_var(c->p, c->outer->var);
+            }
+        }
+        coal_rewrite(c, s->body);
+        coal_rewrite(c, s->then);
+        coal_rewrite(c, s->els);
+    }
+}
+
+bool loop_coalesce(Program *p, Kernel *k, Stmt *outer) {
+    Stmt *in = outer->body;
+    if (outer->kind != S_LOOP || !in || in->kind != S_LOOP || in->next || !const_loop(outer) || !const_loop(in) ||
+        outer->lo->i || in->lo->i || outer->step != 1 || in->step != 1 || in->hints || outer->hints)
+        return false;
+    Coal c = {p, outer, in, ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, bool, k->nvars + 1),
+              ARENA_ARRAY(p->arena, int, p->nbufs + 1), ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1), true};
+    coal_stmts(&c, in->body);
+    int touched = 0;
+    for (int b = 0; b < p->nbufs; b++) touched += c.state[b] == 2;
+    for (int i = 0; i < k->nparams; i++) {
+        if (c.state[k->params[i]->id] == 3) c.ok = false;
+        touched -= c.state[k->params[i]->id] == 2;
+    }
+    if (!c.ok || touched) return false;
+    sched_note(p, k, "coalesce(i%d,i%d)", outer->var, in->var);
+    for (int i = 0; i < k->nparams; i++) {
+        Buf *b = k->params[i];
+        if (c.state[b->id] != 2) continue;
+        int64_t dims[MAX_RANK];
+        memcpy(dims, b->dims, sizeof dims);
+        dims[b->rank - 2] *= dims[b->rank - 1];
+        k->params[i] = c.view[b->id] = kir_view_new(p, b, arena_printf(p->arena, "%s.hw", b->name), b->rank - 1, dims);
+    }
+    coal_rewrite(&c, in->body);
+    outer->hi = kx_index(p, trips(outer) * trips(in));
+    outer->body = in->body;
+    return true;
+}

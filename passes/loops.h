@@ -105,6 +105,15 @@ Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, cons
  * l's variable is provably true (a convolution's interior columns, where no tap reads
  * padding): *front iterations before them and *back after. False if there are none. */
 bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t *back);
+/* Merges outer (for a in 0..A) and the one loop that is its whole body (for b in 0..B), both
+ * plain parallel loops, into one loop over a*B + b (the variable of outer, now 0..A*B), when
+ * every access in the body that reads a or b reads them exactly as its last two indices (a
+ * variable of a loop inside that runs once counts as its value: a 1x1 conv's taps) of a
+ * buffer whose last two dims are (A, B), and a and b appear nowhere else (no condition, no
+ * other index): each such buffer, a kernel parameter, is replaced by a view with those two
+ * dims merged, read and written at the new variable. A 1x1 convolution's pixels so become
+ * one contiguous axis (a GEMM's columns). False, and nothing changed, if not so. */
+bool loop_coalesce(Program *p, Kernel *k, Stmt *outer);
 /* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
 void resolve_conditions(Program *p, Kernel *k);
 

@@ -6,6 +6,9 @@
  * output type in one target vector (p->vector_bytes), and:
  *   - every loop that only accumulates into scalar registers (no store inside) is marked
  *     LH_REDUCTION;
+ *   - contractions whose last two parallel loops appear only as the last two indices of
+ *     buffers of those extents (a 1x1 convolution) get them coalesced into one (a GEMM's
+ *     columns: coalesce_pixels);
  *   - contractions (KC_CONTRACTION): the innermost parallel loop J around a reduction loop
  *     (j of a matmul [i, j, k], the output channel of a conv with weights [C,k..,M], the output
  *     column otherwise) becomes vector loops of W lanes, U of them side by side with their own
@@ -116,6 +119,12 @@ static void vector_tile(Program *p, Kernel *k, Stmt **at, int w, int u) {
 
 /* ---- contractions: operand layouts and borders ---- */
 
+static bool has_reduction_child(const Stmt *s) {
+    for (; s; s = s->next)
+        if (s->kind == S_LOOP && (s->hints & LH_REDUCTION)) return true;
+    return false;
+}
+
 /* Links to the perfect nest of parallel loops at the top of the kernel, outermost first;
  * returns their count. */
 static int parallel_nest(Kernel *k, Stmt ***links) {
@@ -210,6 +219,18 @@ static void pack_panels(Program *p, Kernel *k) {
     loop_pack(p, k, o.b, arena_printf(p->arena, "panels%lld", (long long)pw), 3, pd);
 }
 
+/* A 1x1 convolution (stride 1, no padding): its last two output loops (rows, columns) read
+ * the input and write the output (and any fused residual) only at [.., oh, ow] of buffers
+ * [.., OH, OW]: loop_coalesce makes them one loop p over the OH*OW pixels, so the kernel is a
+ * GEMM y[n, m, p] = sum_c w[m, c] x[n, c, p] whose columns p the contraction policy runs as
+ * U vectors, the output channels m blocked by MR, each w[m, c] broadcast: contiguous loads and
+ * stores where the channel-last form would store each output pixel M floats apart. */
+static void coalesce_pixels(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    if (r >= 3 && has_reduction_child((*nest[r - 1])->body)) loop_coalesce(p, k, *nest[r - 2]);
+}
+
 /* A convolution y[n, m, o...] (loops n, m, o... perfectly nested, the taps and channels
  * reductions inside, padded taps guarded by ifs):
  *   - with a constant one-group weight w[m, c, t...] and at least 8 output channels, the
@@ -259,12 +280,6 @@ static void conv_layout(Program *p, Kernel *k) {
 }
 
 /* ---- contractions: vectors along a parallel loop, blocked by an outer one ---- */
-
-static bool has_reduction_child(const Stmt *s) {
-    for (; s; s = s->next)
-        if (s->kind == S_LOOP && (s->hints & LH_REDUCTION)) return true;
-    return false;
-}
 
 static bool jammable(const Stmt *s) {
     return s->kind == S_LOOP && !(s->hints & (LH_REDUCTION | LH_TILE | LH_VECTOR)) && s->step == 1 &&
@@ -522,6 +537,7 @@ void schedule(Program *p) {
         if (k->dead) continue;
         mark_reductions(k->body);
         if (k->kclass == KC_CONTRACTION) {
+            coalesce_pixels(p, k);
             if (kernel_independent(k)) {   /* the interchanges there assume so */
                 conv_layout(p, k);
                 pack_panels(p, k);
