@@ -10,6 +10,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "backend.h"
+#include "../ir/krange.h"
 
 typedef struct Emitter {
     Program *p;
@@ -24,6 +25,7 @@ typedef struct Emitter {
     Kernel *k;
     LLVMValueRef fn;
     LLVMValueRef *vars, *scalars;   /* allocas of loop variables and scalar registers */
+    KRange *ranges;                 /* of the loop variables at the point being emitted */
     bool contract;                  /* float mul/add may fuse into FMAs (-O2, not --fp-strict) */
     /* inside a vector loop (kernel.c, vloop): its lanes (0 outside), variable and first value;
      * vreg[r] the vector alloca of lane-private register r (NULL: uniform); vcache keeps one

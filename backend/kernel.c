@@ -11,7 +11,9 @@
  * A vector loop (LH_VECTOR, kir.h) is emitted as its body once, on <W x T> values (vloop):
  * expressions that do not depend on the lane stay scalars and are splatted where they meet
  * vectors; a load or store whose linear index has lane coefficient 1 is one contiguous vector
- * access, coefficient 0 a scalar one, anything else a masked gather/scatter. Loops and ifs
+ * access, coefficient 0 a scalar one, a load with a small stride (2..4, or -4..-2) contiguous
+ * vector loads and shuffles, anything else a masked gather/scatter. Indices are first rid of
+ * the divisions and remainders that the loops' constant ranges prove away (ir/krange.h). Loops and ifs
  * inside it have uniform headers and stay ordinary control flow carrying vector registers.
  * At -O2 and above float add/sub/mul carry the `contract` flag (FMA) unless --fp-strict.
  *
@@ -251,20 +253,88 @@ static LLVMValueRef konst(Emitter *e, Expr *x) {
     return LLVMConstInt(be_reg_type(e, x->type), (unsigned long long)x->i, 1);
 }
 
+/* The indices of an access with the divisions and remainders the loop ranges prove away
+ * (krange.h): a copy built with div/mod of a flat index, e.g. [(a*128 + v) / 128,
+ * (a*128 + v) % 128], becomes affine in the lane. */
+static Expr **simple_idx(Emitter *e, const Buf *b, Expr **idx) {
+    Expr **s = idx;
+    for (int d = 0; d < b->rank; d++) {
+        Expr *x = kr_simplify(e->p, e->ranges, idx[d]);
+        if (x == idx[d]) continue;
+        if (s == idx) {
+            s = ARENA_ARRAY(e->p->arena, Expr *, b->rank);
+            memcpy(s, idx, sizeof(Expr *) * (size_t)b->rank);
+        }
+        s[d] = x;
+    }
+    return s;
+}
+
+/* Strides whose loads are contiguous vector loads and a shuffle rather than a gather. */
+enum { MAX_SHUFFLE_STRIDE = 4 };
+
+/* Lanes of v0 and v1 (of n lanes each) picked by mask, as a vector of m lanes. */
+static LLVMValueRef pick(Emitter *e, LLVMValueRef v0, LLVMValueRef v1, const unsigned *mask, unsigned m) {
+    LLVMValueRef k[2 * MAX_SHUFFLE_STRIDE * MAX_LANES];
+    for (unsigned i = 0; i < m; i++) k[i] = LLVMConstInt(e->i32, mask[i], 0);
+    return LLVMBuildShuffleVector(e->B, v0, v1, LLVMConstVector(k, m), "");
+}
+
+/* The w lanes of a load with lane coefficient c, 2 <= |c| <= MAX_SHUFFLE_STRIDE, from
+ * ceil(n / w) contiguous vectors over the n = |c|*(w-1) + 1 elements between the first and
+ * the last lane's, then shuffles. Every lane's element is inside the buffer (kir.h), so the
+ * whole span is: the pieces start at multiples of w from the lowest lane's element, the last
+ * one moved back to end exactly at the highest, and never read past either end. */
+static LLVMValueRef strided_load(Emitter *e, Buf *b, Expr **idx, int64_t c, unsigned w) {
+    LLVMTypeRef mt = be_mem_type(e, b->dtype), vt = LLVMVectorType(mt, w);
+    unsigned align = elem_align(e, b->dtype), s = (unsigned)llabs(c), n = s * (w - 1) + 1, np = (n + w - 1) / w;
+    LLVMValueRef base = elem_ptr(e, b, idx, 0), piece[2 * MAX_SHUFFLE_STRIDE] = {0};
+    if (c < 0) {
+        LLVMValueRef back = LLVMConstInt(e->idx, (unsigned long long)-(int64_t)(n - 1), 1);
+        base = LLVMBuildInBoundsGEP2(e->B, mt, base, &back, 1, "");
+    }
+    unsigned start[2 * MAX_SHUFFLE_STRIDE], mask[2 * MAX_SHUFFLE_STRIDE * MAX_LANES];
+    for (unsigned j = 0; j < np; j++) {
+        start[j] = MIN(j * w, n - w);
+        LLVMValueRef off = LLVMConstInt(e->idx, start[j], 0);
+        piece[j] = LLVMBuildLoad2(e->B, vt, LLVMBuildInBoundsGEP2(e->B, mt, base, &off, 1, ""), "");
+        LLVMSetAlignment(piece[j], align);
+    }
+    /* Concatenate the pieces pairwise (padding with poison) until two vectors of m lanes are
+     * left, each piece j at lanes j*w of the pair; then one shuffle picks the w lanes. */
+    unsigned m = w, np2 = np;
+    while (np2 > 2) {
+        for (unsigned i = 0; i < 2 * m; i++) mask[i] = i;
+        for (unsigned j = 0; j < np2; j += 2)
+            piece[j / 2] = pick(e, piece[j], j + 1 < np2 ? piece[j + 1] : LLVMGetPoison(LLVMTypeOf(piece[j])), mask, 2 * m);
+        np2 = (np2 + 1) / 2;
+        m *= 2;
+    }
+    if (np2 == 1) piece[1] = LLVMGetPoison(LLVMTypeOf(piece[0]));
+    for (unsigned i = 0; i < w; i++) {
+        unsigned pos = c > 0 ? s * i : s * (w - 1 - i), j = MIN(pos / w, np - 1);
+        mask[i] = j * w + pos - start[j];
+    }
+    return pick(e, piece[0], piece[1], mask, w);
+}
+
 static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
     Buf *b = x->buf;
     LLVMTypeRef mt = be_mem_type(e, b->dtype);
     unsigned align = elem_align(e, b->dtype);
-    int64_t c = w ? lane_coef(e, b, x->args) : 0;
+    Expr **idx = simple_idx(e, b, x->args);
+    int64_t c = w ? lane_coef(e, b, idx) : 0;
     LLVMValueRef v;
     if (c == 0) {
-        v = LLVMBuildLoad2(e->B, mt, elem_ptr(e, b, x->args, 0), "");
+        v = LLVMBuildLoad2(e->B, mt, elem_ptr(e, b, idx, 0), "");
         LLVMSetAlignment(v, align);
     } else if (c == 1) {
-        v = LLVMBuildLoad2(e->B, LLVMVectorType(mt, w), elem_ptr(e, b, x->args, 0), "");
+        v = LLVMBuildLoad2(e->B, LLVMVectorType(mt, w), elem_ptr(e, b, idx, 0), "");
         LLVMSetAlignment(v, align);
+    } else if (c != NOT_AFFINE && llabs(c) <= MAX_SHUFFLE_STRIDE) {
+        v = strided_load(e, b, idx, c, w);
     } else {
-        LLVMValueRef ptrs = lane_ptrs(e, b, x->args, c, w);
+        LLVMValueRef ptrs = lane_ptrs(e, b, idx, c, w);
         LLVMTypeRef tys[2] = {LLVMVectorType(mt, w), LLVMTypeOf(ptrs)};
         LLVMValueRef args[4] = {ptrs, LLVMConstInt(e->i32, align, 0), all_lanes(e, w), LLVMGetPoison(tys[0])};
         v = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
@@ -479,8 +549,11 @@ static void vloop(Emitter *e, Stmt *s) {
     e->vw = w;
     e->lanevar = s->var;
     e->lanelo = s->lo->i;
+    KRange saved = e->ranges[s->var];
+    e->ranges[s->var] = kr_loop(s);
     mark_sets(e, s->body, w);
     stmts(e, s->body);
+    e->ranges[s->var] = saved;
     e->vw = 0;
     for (int r = 0; r < e->k->nscalars; r++) e->vreg[r] = NULL;
 }
@@ -532,7 +605,10 @@ static void loop(Emitter *e, Stmt *s) {
     if (s->step <= 0) die("kernel %s: loop step %lld", e->k->name, (long long)s->step);
     LLVMValueRef lo = expr(e, s->lo, 0), hi = expr(e, s->hi, 0);      /* evaluated once, before */
     Loop l = loop_begin(e, s->var, lo, hi, s->step);
+    KRange saved = e->ranges[s->var];
+    e->ranges[s->var] = kr_loop(s);
     stmts(e, s->body);
+    e->ranges[s->var] = saved;
     loop_end(e, l);
 }
 
@@ -638,6 +714,8 @@ static void rloop(Emitter *e, Stmt *s) {
         }
     e->vw = w;
     e->lanevar = s->var;
+    KRange saved = e->ranges[s->var];
+    e->ranges[s->var] = kr_loop(s);
     mark_sets(e, s->body, w);
     if (nmain > 0) {
         Loop l = loop_begin(e, s->var, LLVMConstInt(e->idx, (unsigned long long)lo, 1),
@@ -655,6 +733,7 @@ static void rloop(Emitter *e, Stmt *s) {
         reduction_copy(e, s, acc, accv, u, (int)((j - nmain) / w));
     }
     e->vw = 0;
+    e->ranges[s->var] = saved;
     for (int r = 0; r < k->nscalars; r++) e->vreg[r] = NULL;
     for (int r = 0; r < k->nscalars; r++)
         if (acc[r] != K_COUNT) reduction_fold(e, r, acc[r], accv, u, w);
@@ -669,18 +748,19 @@ static void rloop(Emitter *e, Stmt *s) {
 static void store(Emitter *e, Stmt *s) {
     Buf *b = s->buf;
     unsigned w = e->vw, align = elem_align(e, b->dtype);
-    int64_t c = w ? lane_coef(e, b, s->idx) : 0;
+    Expr **idx = simple_idx(e, b, s->idx);
+    int64_t c = w ? lane_coef(e, b, idx) : 0;
     LLVMValueRef v = expr(e, s->val, c ? w : 0);
     if (c == 0 && varying(e, s->val))
         v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");
     if (b->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, like(v, e->i8), "");
     if (is_half(b->dtype)) v = float_to_half(e, b->dtype, v);
     if (c == 0 || c == 1) {
-        LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, b, s->idx, 0));
+        LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, b, idx, 0));
         LLVMSetAlignment(st, align);
         return;
     }
-    LLVMValueRef ptrs = lane_ptrs(e, b, s->idx, c, w);
+    LLVMValueRef ptrs = lane_ptrs(e, b, idx, c, w);
     LLVMTypeRef tys[2] = {LLVMTypeOf(v), LLVMTypeOf(ptrs)};
     LLVMValueRef args[4] = {v, ptrs, LLVMConstInt(e->i32, align, 0), all_lanes(e, w)};
     call_intrinsic(e, "llvm.masked.scatter", tys, 2, args, 4);
@@ -761,6 +841,7 @@ LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     e->fn = fn;
     LLVMPositionBuilderAtEnd(e->B, block(e, "entry"));
     e->vars = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nvars + 1);
+    e->ranges = ARENA_ARRAY(e->p->arena, KRange, k->nvars + 1);     /* zeroed: unknown */
     e->scalars = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nscalars + 1);
     for (int i = 0; i < k->nvars; i++) e->vars[i] = LLVMBuildAlloca(e->B, e->idx, "");
     for (int i = 0; i < k->nscalars; i++)

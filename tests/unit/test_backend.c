@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "../../backend/backend.h"
@@ -774,6 +775,212 @@ static void test_vectors(Arena *a, const Target *host, const char *dir) {
     }
 }
 
+/* ---- strided and div/mod-indexed loads in vector loops against the interpreter ----
+ * Loads whose lane coefficient is a small stride (2, 3, 4, -2, -3) become contiguous vector
+ * loads and shuffles over the span between the first and the last lane's elements: one
+ * kernel per stride and width (16 and 5 lanes) copies the tiles of x[base + s*i] whose first
+ * read is x[0] and another whose last read is x[n-1] (float and int16 inputs, and a vector
+ * sum over x[base + 2*i] ending at x[n-1]); the input is placed right after and right before
+ * a PROT_NONE page, so that a read outside it faults. The program's LLVM IR must have no
+ * gather. The div/mod copies index [(a*128 + v) / 128, (a*128 + v) % 128] (also as the
+ * /128/1/1, %1 form of a flattened copy) and must compile without gathers too; indices the
+ * ranges do not prove ((v + 8) / 16 across blocks, v*3/2) still must give the interpreter's
+ * values. */
+enum { SN = 203, SMAXO = 64, DM_ROWS = 6 };
+
+static Expr *lane_i(Program *p, int o, int j, int w) { return kx_add(p, kx_mul(p, kx_var(p, o), w), kx_var(p, j)); }
+
+/* for o in 0..t: for j in 0..w [vector]: body(o*w + j) */
+static Stmt *tiles(Program *p, int o, int j, int64_t t, int w, Stmt *body) {
+    Stmt *v = ks_loop(p, j, 0, w, 1, body);
+    v->hints = LH_VECTOR;
+    return ks_loop(p, o, 0, t, 1, v);
+}
+
+static Program *strided_prog(Arena *a, const Target *t, int *nout) {
+    Program *p = prog_new(a, "bstride", t);
+    Buf *x = buf(p, "x", DT_FLOAT, SN, B_INPUT), *h = buf(p, "h", DT_INT16, SN, B_INPUT);
+    static const int strides[] = {2, 3, 4, -2, -3}, widths[] = {16, 5};
+    for (int si = 0; si < COUNTOF(strides); si++)
+        for (int wi = 0; wi < COUNTOF(widths); wi++)
+            for (int hi = 0; hi < 2; hi++) {
+                int64_t s = strides[si], w = widths[wi], as = llabs(s), tw = ((SN - 1) / as + 1) / w * w;
+                /* s > 0: first read x[0] (lo) or last read x[SN-1] (hi); s < 0: the other way */
+                int64_t base = (s > 0) == (hi == 0) ? (s > 0 ? 0 : SN - 1) : (s > 0 ? SN - 1 - s * (tw - 1) : as * (tw - 1));
+                char name[32];
+                snprintf(name, sizeof name, "s%d_w%d_%s", (int)s, (int)w, hi ? "hi" : "lo");
+                Buf *y = buf(p, name, DT_FLOAT, tw, B_OUTPUT);
+                Buf *yh = buf(p, arena_printf(a, "%s_h", name), DT_INT16, tw, B_OUTPUT);
+                Kernel *k = kir_kernel_new(p, name, "test", KC_COPY);
+                kir_param(p, k, x, KP_IN);
+                kir_param(p, k, h, KP_IN);
+                kir_param(p, k, y, KP_OUT);
+                kir_param(p, k, yh, KP_OUT);
+                int o = kir_var(k), j = kir_var(k);
+                Expr *src = kx_addc(p, kx_mul(p, lane_i(p, o, j, (int)w), s), base);
+                Stmt *body = ks_store(p, y, (Expr *[]){lane_i(p, o, j, (int)w)}, vld(p, x, src));
+                body = ks_seq(body, ks_store(p, yh, (Expr *[]){lane_i(p, o, j, (int)w)}, vld(p, h, src)));
+                k->body = tiles(p, o, j, tw / w, (int)w, body);
+            }
+    /* r = 0.25; for i in 0..n [reduction, vector]: r += x[SN - 1 - 2*(n-1) + 2*i] */
+    Buf *r = buf(p, "rsum", DT_FLOAT, 1, B_OUTPUT);
+    Kernel *k = kir_kernel_new(p, "rsum", "test", KC_GENERIC);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, r, KP_OUT);
+    int i = kir_var(k), acc = kir_scalar(p, k, DT_FLOAT);
+    int64_t n = (SN - 1) / 2 + 1 - 3;
+    Expr *src = kx_addc(p, kx_mul(p, kx_var(p, i), 2), SN - 1 - 2 * (n - 1));
+    Stmt *red = ks_red_loop(p, i, n, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), vld(p, x, src))));
+    red->hints |= LH_VECTOR;
+    k->body = ks_seq(ks_set(p, acc, kx_const(p, DT_FLOAT, 0.25)),
+                     ks_seq(red, ks_store(p, r, (Expr *[]){kx_index(p, 0)}, kx_scalar(p, k, acc))));
+    *nout = p->noutputs;
+    return p;
+}
+
+/* size bytes between two PROT_NONE pages, starting right after the first (at_end false) or
+ * ending right before the second; *map and *maplen are what to munmap. */
+static void *guarded(size_t size, bool at_end, void **map, size_t *maplen) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), data = (size + pg - 1) / pg * pg;
+    *maplen = data + 2 * pg;
+    char *m = mmap(NULL, *maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) die("mmap");
+    if (mprotect(m, pg, PROT_NONE) || mprotect(m + pg + data, pg, PROT_NONE)) die("mprotect");
+    *map = m;
+    return at_end ? m + pg + data - size : m + pg;
+}
+
+/* Whether the LLVM IR of p (emitted to path) calls llvm.masked.gather. */
+static bool has_gather(Program *p, const Target *t, const char *path) {
+    be_emit(p, t, 2, EMIT_LLVM, path);
+    FILE *f = fopen(path, "r");
+    if (!f) die("cannot read %s", path);
+    char line[4096];
+    bool g = false;
+    while (fgets(line, sizeof line, f)) g |= strstr(line, "llvm.masked.gather") != NULL;
+    fclose(f);
+    remove(path);
+    return g;
+}
+
+/* Runs p (no temporaries) and the interpreter; every output byte for byte, except float
+ * output fuzzy (within 1e-5 relative: a reassociated sum). */
+static bool same_as_interp(Program *p, RunFn run, const void **in, int fuzzy) {
+    void *out[2][SMAXO];
+    for (int c = 0; c < 2; c++)
+        for (int o = 0; o < p->noutputs; o++) out[c][o] = xalloc(kir_nbytes(p->outputs[o]));
+    bool ok = run(in, out[0], NULL) == 0;
+    kir_interpret(p, in, out[1]);
+    for (int o = 0; o < p->noutputs && ok; o++) {
+        if (o == fuzzy) {
+            float g = *(float *)out[0][o], want = *(float *)out[1][o];
+            ok = fabsf(g - want) <= 1e-5f * fabsf(want);
+        } else {
+            ok = !memcmp(out[0][o], out[1][o], kir_nbytes(p->outputs[o]));
+        }
+        if (!ok) printf("  output %s differs\n", p->outputs[o]->name);
+    }
+    return ok;
+}
+
+static void test_strided(Arena *a, const Target *host, const char *dir) {
+    int nout;
+    Program *p = strided_prog(a, host, &nout);
+    kir_verify(p, "test_backend");
+    bufferize(p);
+    const char *path = arena_printf(a, "%s/%s", dir, p->name);
+    report(!has_gather(p, host, arena_printf(a, "%s.ll", path)), "strided loads: no gather in the LLVM IR");
+    const char *obj = arena_printf(a, "%s.o", path);
+    be_emit(p, host, 2, EMIT_OBJ, obj);
+    RunFn run = be_load_object(obj, p->name);
+    for (int at_end = 0; at_end < 2; at_end++) {
+        void *mx, *mh;
+        size_t lx, lh;
+        float *x = guarded(SN * sizeof(float), at_end, &mx, &lx);
+        int16_t *h = guarded(SN * sizeof(int16_t), at_end, &mh, &lh);
+        for (int i = 0; i < SN; i++) {
+            x[i] = (float)sin(i * 0.91) * 5;
+            h[i] = (int16_t)(i * 37 - 3000);
+        }
+        const void *in[2] = {x, h};
+        char what[160];
+        snprintf(what, sizeof what, "strided loads (2, 3, 4, -2, -3; 16 and 5 lanes; a vector sum) at the "
+                 "%s of a guarded page: as the interpreter", at_end ? "end" : "start");
+        report(same_as_interp(p, run, in, nout - 1), what);
+        munmap(mx, lx);
+        munmap(mh, lh);
+    }
+    remove(obj);
+}
+
+/* y[a, v] = x[(a*128 + v) / 128, (a*128 + v) % 128] over tiles of 16 lanes; flat: the same
+ * through a [rows, 1, 1, 128] view with the /128/1/1, %1 indices of a flattened copy. */
+static Program *divmod_prog(Arena *a, const Target *t, bool provable) {
+    Program *p = prog_new(a, provable ? "bdivmod" : "bdivmod2", t);
+    int64_t d2[2] = {DM_ROWS, 128}, d4[4] = {DM_ROWS, 1, 1, 128};
+    Buf *x = kir_buf_new(p, "x", DT_FLOAT, 2, d2, B_INPUT);
+    x->io_index = p->ninputs;
+    p->inputs[p->ninputs++] = x;
+    Buf *xv = kir_view_new(p, x, "xv", 4, d4);
+    Buf *y = buf(p, "y", DT_FLOAT, DM_ROWS * 128, B_OUTPUT), *z = buf(p, "z", DT_FLOAT, DM_ROWS * 128, B_OUTPUT);
+    Kernel *k = kir_kernel_new(p, "divmod", "test", KC_COPY);
+    kir_param(p, k, x, KP_IN);
+    kir_param(p, k, xv, KP_IN);
+    kir_param(p, k, y, KP_OUT);
+    kir_param(p, k, z, KP_OUT);
+    int r = kir_var(k), t0 = kir_var(k), v = kir_var(k);
+    Expr *col = kx_add(p, kx_var(p, t0), kx_var(p, v));
+    Expr *f = kx_add(p, kx_mul(p, kx_var(p, r), 128), col);
+    Expr *out = f;
+    Expr *c128 = kx_index(p, 128), *c1 = kx_index(p, 1);
+    Stmt *body;
+    if (provable) {
+        Expr *q = kx_bin(p, K_DIV, f, c128);
+        Expr *i2[2] = {q, kx_bin(p, K_REM, f, c128)};
+        body = ks_store(p, y, &out, kx_load(p, x, i2));
+        Expr *i4[4] = {kx_bin(p, K_DIV, kx_bin(p, K_DIV, q, c1), c1), kx_bin(p, K_REM, kx_bin(p, K_DIV, q, c1), c1),
+                       kx_bin(p, K_REM, q, c1), kx_bin(p, K_REM, f, c128)};
+        body = ks_seq(body, ks_store(p, z, &out, kx_load(p, xv, i4)));
+    } else {
+        /* (f + 8) / 16 crosses blocks within a tile; f * 3 / 2 is not affine */
+        Expr *g = kx_addc(p, f, 8);
+        Expr *i2[2] = {kx_bin(p, K_REM, kx_bin(p, K_DIV, g, kx_index(p, 16)), kx_index(p, DM_ROWS)),
+                       kx_bin(p, K_REM, g, c128)};
+        body = ks_store(p, y, &out, kx_load(p, x, i2));
+        Expr *i4[4] = {kx_bin(p, K_DIV, kx_bin(p, K_DIV, kx_mul(p, f, 3), kx_index(p, 2)), kx_index(p, 192)),
+                       kx_index(p, 0), kx_index(p, 0), kx_bin(p, K_REM, kx_bin(p, K_DIV, kx_mul(p, f, 3), kx_index(p, 2)), c128)};
+        body = ks_seq(body, ks_store(p, z, &out, kx_load(p, xv, i4)));
+    }
+    Stmt *vl = ks_loop(p, v, 0, 16, 1, body);
+    vl->hints = LH_VECTOR;
+    Stmt *tl = ks_loop(p, t0, 0, 128, 16, vl);
+    tl->hints = LH_TILE;
+    k->body = ks_loop(p, r, 0, DM_ROWS, 1, tl);
+    return p;
+}
+
+static void test_divmod(Arena *a, const Target *host, const char *dir) {
+    float *x = xalloc(DM_ROWS * 128 * sizeof(float));
+    for (int i = 0; i < DM_ROWS * 128; i++) x[i] = (float)i * 0.5f - 7;
+    for (int provable = 1; provable >= 0; provable--) {
+        Program *p = divmod_prog(a, host, provable);
+        kir_verify(p, "test_backend");
+        bufferize(p);
+        const char *path = arena_printf(a, "%s/%s", dir, p->name);
+        bool g = has_gather(p, host, arena_printf(a, "%s.ll", path));
+        const char *obj = arena_printf(a, "%s.o", path);
+        be_emit(p, host, 2, EMIT_OBJ, obj);
+        RunFn run = be_load_object(obj, p->name);
+        const void *in[1] = {x};
+        char what[160];
+        snprintf(what, sizeof what, "div/mod-indexed copy (%s): %s, as the interpreter",
+                 provable ? "blocks the ranges prove" : "across blocks, not affine",
+                 provable ? "contiguous (no gather)" : "gathers");
+        report(same_as_interp(p, run, in, -1) && g == !provable, what);
+        remove(obj);
+    }
+}
+
 /* ---- vector reductions ([reduction, vector]) against C and the interpreter ----
  * One program per extent (below, equal to and above the host's lanes, multiples and not):
  * a kernel per accumulation r = init; for i [reduction, vector]: r = r OP f(x[i]); out = r.
@@ -998,6 +1205,8 @@ int main(void) {
     test_int(a, &host, dir);
     test_vectors(a, &host, dir);
     test_reductions(a, &host, dir);
+    test_strided(a, &host, dir);
+    test_divmod(a, &host, dir);
     test_firmware(a, &md[0], dir);
     rmdir(dir);
     be_target_free(&host);
