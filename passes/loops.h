@@ -42,9 +42,12 @@ bool body_private(Program *p, const Kernel *k, const Stmt *l);
  * Constant bounds, step 1, independent iterations, private registers not read after l, no loop bound or if condition
  * inside that depends on l's variable or on a register set inside. l must be in k's tree. */
 bool lanes_ok(Program *p, const Kernel *k, const Stmt *l);
-/* e loads consecutive elements for consecutive values of var somewhere: a load whose last
- * index is var plus terms that do not read it, and whose other indices do not read var. */
-bool expr_unit_stride(const Expr *e, int var);
+/* e loads elements at most `max` apart for consecutive values of var somewhere: a load whose
+ * last index is affine in var with a coefficient in [-max, max] other than 0 (1 when max is
+ * 1), and whose other indices do not read var. max 1: consecutive elements; the backend loads
+ * strides up to 4 as whole vectors and a shuffle (STRIDE_LOADS), larger ones gather. */
+bool expr_lane_stride(const Expr *e, int var, int max);
+enum { STRIDE_LOADS = 4 };
 /* If l is a reduction loop (LH_REDUCTION, constant bounds, step 1) whose body is register sets
  * that kir_reduction_form accepts, the size in bytes of its widest accumulator (at least 4
  * for floats); else 0. */

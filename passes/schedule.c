@@ -297,12 +297,13 @@ static bool has_jammable(const Stmt *s) {
  * may have several loops: a convolution's border and interior pieces). */
 enum { PICKED = 1u << 30, BLOCKED = 1u << 29 };
 
-/* How the reduction loops in list s load along var: 2 if some operand contiguously, else 1
- * if some operand depends on var, else 0. */
+/* How the reduction loops in list s load along var: 2 if some operand contiguously or at a
+ * small stride the backend loads as whole vectors (STRIDE_LOADS: a stride-2 depthwise conv or
+ * pool along its output width), else 1 if some operand depends on var (gathers), else 0. */
 static int reduction_stride(const Stmt *s, int var, bool in_red) {
     int st = 0;
     for (; s && st < 2; s = s->next) {
-        if (in_red && s->val) st = MAX(st, expr_unit_stride(s->val, var) ? 2 : expr_reads_var(s->val, var));
+        if (in_red && s->val) st = MAX(st, expr_lane_stride(s->val, var, STRIDE_LOADS) ? 2 : expr_reads_var(s->val, var));
         bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
         st = MAX(st, reduction_stride(s->body, var, red));
         st = MAX(st, MAX(reduction_stride(s->then, var, in_red), reduction_stride(s->els, var, in_red)));
@@ -517,7 +518,7 @@ static void vector_reductions(Program *p, Kernel *k, Stmt *s) {
         if (s->kind == S_LOOP && (s->hints & LH_VECTOR)) continue;
         bool unit = false;
         for (const Stmt *b = s->kind == S_LOOP ? s->body : NULL; b; b = b->next)
-            unit |= b->kind == S_SET && expr_unit_stride(b->val, s->var);
+            unit |= b->kind == S_SET && expr_lane_stride(b->val, s->var, 1);
         int esz = unit ? reduction_acc_size(p, k, s) : 0;
         if (esz) {
             int w = p->vector_bytes / esz;
