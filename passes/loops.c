@@ -807,15 +807,14 @@ static void pack_list(Program *p, Ranges *r, const Pack *pk, Stmt *s) {
     }
 }
 
-Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, const PackDim *pd) {
+Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const PackDim *pd) {
     int64_t dims[MAX_RANK];
     if (rank > MAX_RANK || b->kind != B_CONST || b->alias) die("pack of %s", b->name);
     for (int d = 0; d < rank; d++) {
         int64_t n = b->dims[pd[d].src], B = pd[d].block;
         dims[d] = !B ? n : pd[d].inner ? B : (n + B - 1) / B;
     }
-    sched_note(p, k, "pack(%%%s,%s)", b->name, layout);
-    Buf *nb = kir_buf_new(p, arena_printf(p->arena, "%s_%s", b->name, layout), b->dtype, rank, dims, B_CONST);
+    Buf *nb = kir_buf_new(p, name, b->dtype, rank, dims, B_CONST);
     if (b->data) {          /* element by element; positions past the end (padding) are 0 */
         size_t es = dtype_size(b->dtype);
         char *dst = arena_alloc(p->arena, kir_nbytes(nb));
@@ -834,6 +833,12 @@ Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, cons
         }
         nb->data = dst;
     }
+    return nb;
+}
+
+Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, const PackDim *pd) {
+    sched_note(p, k, "pack(%%%s,%s)", b->name, layout);
+    Buf *nb = pack_const(p, b, arena_printf(p->arena, "%s_%s", b->name, layout), rank, pd);
     Pack pk = {b, nb, rank, pd};
     Ranges r = ranges_new(p, k);
     pack_list(p, &r, &pk, k->body);

@@ -97,6 +97,11 @@ typedef struct PackDim {
     int64_t block;
     bool inner;
 } PackDim;
+/* Constant b re-laid out as the PackDims say (a partial last block padded with zeros): a new
+ * B_CONST buffer `name`; contents follow b's (none for a parsed program). loop_pack's data
+ * half, and what the recurrences (passes/ops/rnn.c) use for the weights of their stateful
+ * kernels, which the schedule does not repack. */
+Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const PackDim *pd);
 /* A constant buffer b re-laid out for kernel k (a permutation and/or blocking of its dims,
  * e.g. weights [M,C,kh,kw] -> [C,kh,kw,M], a [K,N] matrix -> column panels [N/NR,K,NR]; a
  * partial last block is padded with zeros), k's loads of b rewritten to read it: index /

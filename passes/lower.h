@@ -157,12 +157,4 @@ Expr *rule_centered(Program *p, Kernel *k, Buf *b, Expr **bi, Buf *zp, Expr *zi)
 
 bool rule_float_input(Graph *g, Node *n, int i);
 
-/* Constant b re-laid out for a kernel that streams it: its elements read as an array of shape
- * sdims[0..rank) (b's element count), transposed by perm, i.e. numpy's
- * b.reshape(sdims).transpose(perm): a B_CONST buffer named b's name + suffix, of dims
- * sdims[perm[0..rank)]. Layouts are the schedule's business (loop_pack); this is for the
- * recurrences (rnn.c), whose kernels have state, which the schedule does not repack. */
-Buf *rule_relayout(Program *p, const Buf *b, const char *suffix, int rank, const int64_t *sdims,
-                   const int *perm);
-
 #endif

@@ -388,34 +388,3 @@ bool rule_float_input(Graph *g, Node *n, int i) {
     }
     return true;
 }
-
-/* (lower.h) */
-Buf *rule_relayout(Program *p, const Buf *b, const char *suffix, int rank, const int64_t *sdims,
-                   const int *perm) {
-    int64_t dims[MAX_RANK + 1], sst[MAX_RANK + 1], st[MAX_RANK + 1], pos[MAX_RANK + 1] = {0};
-    int64_t count = kir_numel(b), s = 1;
-    size_t es = dtype_size(b->dtype);
-    if (rank > MAX_RANK + 1) die("rule_relayout %s: rank %d", b->name, rank);
-    for (int d = rank - 1; d >= 0; d--) {
-        sst[d] = s;
-        s *= sdims[d];
-    }
-    if (s != count) die("rule_relayout %s: %lld elements, not %lld", b->name, (long long)s,
-                        (long long)count);
-    for (int d = 0; d < rank; d++) {
-        dims[d] = sdims[perm[d]];
-        st[d] = sst[perm[d]];
-    }
-    Buf *r = kir_buf_new(p, arena_printf(p->arena, "%s%s", b->name, suffix), b->dtype, rank, dims,
-                         B_CONST);
-    char *dst = arena_alloc(p->arena, kir_nbytes(b));
-    const char *src = b->data;
-    for (int64_t e = 0; e < count; e++) {
-        int64_t off = 0;
-        for (int d = 0; d < rank; d++) off += pos[d] * st[d];
-        memcpy(dst + (size_t)e * es, src + (size_t)off * es, es);
-        for (int d = rank - 1; d >= 0 && ++pos[d] == dims[d]; d--) pos[d] = 0;
-    }
-    r->data = dst;
-    return r;
-}

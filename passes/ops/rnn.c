@@ -40,6 +40,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../loops.h"
 #include "../lower.h"
 
 /* ---- the node's attributes, checked once ---- */
@@ -231,9 +232,10 @@ void infer_rnn(Graph *g, Node *n) {
  * exported models), else by a copy kernel before the recurrence. */
 static Buf *transposed(Lower *L, Node *n, Buf *w) {
     Program *p = L->p;
-    int64_t sd[3] = {w->dims[0], w->dims[1], w->dims[2]}, td[3] = {sd[0], sd[2], sd[1]};
-    static const int perm[3] = {0, 2, 1};
-    if (w->kind == B_CONST && w->data && !w->alias) return rule_relayout(p, w, "_t", 3, sd, perm);
+    int64_t td[3] = {w->dims[0], w->dims[2], w->dims[1]};
+    static const PackDim swap[3] = {{0, 0, false}, {2, 0, false}, {1, 0, false}};
+    if (w->kind == B_CONST && w->data && !w->alias)
+        return pack_const(p, w, arena_printf(p->arena, "%s_t", w->name), 3, swap);
     Buf *t = kir_buf_new(p, arena_printf(p->arena, "%s_t", w->name), w->dtype, 3, td, B_TEMP);
     int v[3];
     Expr *idx[3];
@@ -575,9 +577,9 @@ void lower_rnn(Lower *L, Node *n) {
     int64_t pw = MIN(8 * L->p->vector_bytes / (int64_t)dtype_size(rw->dtype), 128);
     if (L->p->vector_bytes >= 16 && pw >= 4 && rw->kind == B_CONST && rw->data && !rw->alias &&
         r.H % pw == 0) {
-        int64_t sd[4] = {r.ndir, GH / pw, pw, r.H};
-        static const int perm[4] = {0, 1, 3, 2};
-        c.rt = rule_relayout(L->p, rw, "_panels", 4, sd, perm);
+        /* [D, GH, H] -> [D, GH/pw, H, pw] */
+        PackDim pd[4] = {{0, 0, false}, {1, pw, false}, {2, 0, false}, {1, pw, true}};
+        c.rt = pack_const(L->p, rw, arena_printf(L->p->arena, "%s_panels", rw->name), 4, pd);
         c.pw = pw;
     } else {
         c.rt = transposed(L, n, rw);
