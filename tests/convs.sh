@@ -17,19 +17,7 @@ if ! $PYTHON tests/convs/gen.py $OUT || ! $PYTHON tests/convs/gen_dense.py $OUT;
     echo "convs: 0 passed, 1 failed"
     exit 1
 fi
-for m in $OUT/*/; do
-    name=${m%/}
-    name=${name##*/}
-    for o in -O0 -O2; do
-        if $ONNXCC check $o --atol 1e-4 $m/model.onnx >$OUT/$name$o.log 2>&1; then
-            echo "ok   $name $o"
-            passed=$((passed + 1))
-        else
-            echo "FAIL $name $o"
-            tail -n 5 $OUT/$name$o.log
-            failed=$((failed + 1))
-        fi
-    done
-done
+. tests/check-models.sh
+check_models $OUT "-O0 -O2"
 echo "convs: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -18,19 +18,7 @@ if ! $PYTHON tests/rnn/gen.py $OUT; then
     echo "rnn: 0 passed, 1 failed"
     exit 1
 fi
-for m in $OUT/*/; do
-    name=${m%/}
-    name=${name##*/}
-    for o in -O0 -O1 -O2 -O3; do
-        if $ONNXCC check $o --atol 1e-4 $m/model.onnx >$OUT/$name$o.log 2>&1; then
-            echo "ok   $name $o"
-            passed=$((passed + 1))
-        else
-            echo "FAIL $name $o"
-            tail -n 5 $OUT/$name$o.log
-            failed=$((failed + 1))
-        fi
-    done
-done
+. tests/check-models.sh
+check_models $OUT "-O0 -O1 -O2 -O3"
 echo "rnn: $passed passed, $failed failed"
 [ $failed = 0 ]
