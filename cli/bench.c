@@ -273,5 +273,10 @@ int bench_main(Arena *a, Cli *c) {
         for (int i = shown; i < p->nkernels; i++) us += rows[i].us, m += rows[i].macs, by += rows[i].bytes;
         print_row(arena_printf(a, "(%d more)", p->nkernels - shown), "", us, total, m, by, peak);
     }
+    for (int i = 0; i < p->ninputs; i++) free((void *)b.in[i]);
+    for (int i = 0; i < p->noutputs; i++) free(b.out[i]);
+    free(b.arena);
+    free(pb.arena);
+    be_target_free(&t);
     return 0;
 }

@@ -199,6 +199,7 @@ int main(void) {
     test_conv(a, &t);
     test_triangle(a, &t);
     test_profile(a, &t);
+    be_target_free(&t);
     arena_free(a);
     printf("bench: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed != 0;
