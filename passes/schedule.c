@@ -247,14 +247,15 @@ static void coalesce_pixels(Program *p, Kernel *k) {
  *     that becomes vectors, which needs a body without branches on its variable (with a
  *     guard per column LLVM 19 still vectorised a bare conv, but not one with a fused Relu:
  *     2x slower at 16 channels, 128x128). */
-static void conv_layout(Program *p, Kernel *k) {
+static Buf *conv_layout(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
-    if (r < 3) return;
+    Buf *packed = NULL;
+    if (r < 3) return NULL;
     const Stmt *st = first_store((*nest[r - 1])->body);
-    if (!st || st->buf->rank != r || !dtype_is_float(st->buf->dtype)) return;
+    if (!st || st->buf->rank != r || !dtype_is_float(st->buf->dtype)) return NULL;
     for (int d = 0; d < r; d++)
-        if (!is_var(st->idx[d], (*nest[d])->var)) return;
+        if (!is_var(st->idx[d], (*nest[d])->var)) return NULL;
     Stmt *m = *nest[1], *col = *nest[r - 1];
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
@@ -266,7 +267,7 @@ static void conv_layout(Program *p, Kernel *k) {
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
         for (int d = 0; d < r; d++) pd[d] = (PackDim){(d + 1) % r, 0, false};
-        loop_pack(p, k, o.b, "cm", r, pd);
+        packed = loop_pack(p, k, o.b, "cm", r, pd);
         for (Stmt *x = m; x->body && x->body->kind == S_LOOP && !(x->body->hints & LH_REDUCTION); x = x->body)
             loop_interchange(p, k, x);
         r = parallel_nest(k, nest);
@@ -274,9 +275,25 @@ static void conv_layout(Program *p, Kernel *k) {
     }
     int64_t front, back;
     Stmt **at = cm || border_cm ? nest[r - 2] : nest[r - 1];
-    if (!loop_interior(p, k, col, &front, &back) || (!front && !back)) return;
+    if (!loop_interior(p, k, col, &front, &back) || (!front && !back)) return cm ? packed : NULL;
     Stmt *mid = loop_peel(p, k, at, front, back);
     if (border_cm && mid) loop_interchange(p, k, mid);
+    return cm ? packed : NULL;
+}
+
+/* Channel-last conv weights w [C, kh, kw, M] regrouped as [M/t, C, kh, kw, t], t the
+ * channels of one blocked vector tile: each tile's reduction then streams its weights front
+ * to back, where in [.., M] it read t floats every M (2 KiB apart at M = 512, a new page every
+ * other tap). ResNet-18 layer4 3x3 convs (9.4 MB of weights) ~10% faster (rough). Done after
+ * the vector tiles exist, so that the tile loop's step proves the division away. */
+static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t) {
+    int r = w->rank;
+    if (t <= 0 || w->dims[r - 1] % t || w->dims[r - 1] <= t) return;
+    PackDim pd[MAX_RANK + 1];
+    pd[0] = (PackDim){r - 1, t, false};
+    for (int d = 0; d < r - 1; d++) pd[d + 1] = (PackDim){d, 0, false};
+    pd[r] = (PackDim){r - 1, t, true};
+    loop_pack(p, k, w, arena_printf(p->arena, "t%lld", (long long)t), r + 1, pd);
 }
 
 /* ---- contractions: vectors along a parallel loop, blocked by an outer one ---- */
@@ -539,13 +556,15 @@ void schedule(Program *p) {
         mark_reductions(k->body);
         if (k->kclass == KC_CONTRACTION) {
             coalesce_pixels(p, k);
+            Buf *cmw = NULL;
             if (kernel_independent(k)) {   /* the interchanges there assume so */
-                conv_layout(p, k);
+                cmw = conv_layout(p, k);
                 pack_panels(p, k);
             }
             pick_loops(k->body, lanes(p, k) >= 2);
             block_list(p, k, &k->body);
             vector_list(p, k, &k->body);
+            if (cmw) conv_tiles(p, k, cmw, lanes(p, k) * (vregs(p) >= 32 ? 4 : 2));
         }
         strip_list(p, k, &k->body);
     }
