@@ -247,6 +247,49 @@ static void coalesce_pixels(Program *p, Kernel *k) {
  *     that becomes vectors, which needs a body without branches on its variable (with a
  *     guard per column LLVM 19 still vectorised a bare conv, but not one with a fused Relu:
  *     2x slower at 16 channels, 128x128). */
+/* Peels loop *at at its interior (no-op if it has none or no border); returns the number of
+ * pieces left at *at and the interior piece in *mid (NULL if none). */
+static int peel_interior(Program *p, Kernel *k, Stmt **at, Stmt **mid) {
+    int64_t front, back;
+    *mid = *at;
+    if (!loop_interior(p, k, *at, &front, &back) || (!front && !back)) return 1;
+    *mid = loop_peel(p, k, at, front, back);
+    return (front > 0) + (*mid != NULL) + (back > 0);
+}
+
+/* Splits loop l, whose body is several statements, into one loop per statement. */
+static void distribute(Program *p, Kernel *k, Stmt *l) {
+    Stmt *rest = l->body->next, *next = l->next, *last = l;
+    if (!rest) return;
+    sched_note(p, k, "distribute(i%d)", l->var);
+    l->body->next = NULL;
+    while (rest) {
+        Stmt *x = ARENA_NEW(p->arena, Stmt);
+        *x = *l;
+        x->body = rest;
+        rest = rest->next;
+        x->body->next = NULL;
+        last->next = x;
+        last = x;
+    }
+    last->next = next;
+}
+
+/* A channel-last conv's rows and columns (*at: the row loop, the column loop its body) peeled
+ * at their interiors: rows first, then the columns of each row piece; the interior rows are
+ * then distributed over their column pieces, so that a border column of the interior rows is
+ * a loop over the rows with no row test, which block_list jams (MR rows share each weight
+ * load) where each border pixel alone ran at MR = 1, one FMA per weight vector loaded. */
+static void peel_rows(Program *p, Kernel *k, Stmt **at) {
+    Stmt *rmid;
+    int n = peel_interior(p, k, at, &rmid);
+    for (Stmt *x = *at; n-- > 0; x = x->next) {
+        Stmt *cmid;
+        if (x->body && x->body->kind == S_LOOP && !x->body->next) peel_interior(p, k, &x->body, &cmid);
+    }
+    if (rmid && rmid->body) distribute(p, k, rmid);
+}
+
 static Buf *conv_layout(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
@@ -275,6 +318,10 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     }
     int64_t front, back;
     Stmt **at = cm || border_cm ? nest[r - 2] : nest[r - 1];
+    if (cm && r >= 4) {
+        peel_rows(p, k, nest[r - 3]);
+        return packed;
+    }
     if (!loop_interior(p, k, col, &front, &back) || (!front && !back)) return cm ? packed : NULL;
     Stmt *mid = loop_peel(p, k, at, front, back);
     if (border_cm && mid) loop_interchange(p, k, mid);
