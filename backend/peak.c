@@ -98,6 +98,7 @@ double be_fma_peak(double seconds) {
     LLVMDisposeModule(e.M);
     LLVMContextDispose(e.C);
     LLVMDisposeTargetMachine(tm);
+    be_target_free(&t);
     be_load_buffer(buf, "peak");
     void *addr = be_loaded_symbol("onnxcc_peak");
     if (!addr) die("peak: onnxcc_peak not found");
