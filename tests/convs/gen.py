@@ -1,6 +1,7 @@
 # gen.py OUTDIR - convolution models with constant weights (the paths of passes/ops/conv.c that the
 # ONNX test data does not reach: its conv weights are graph inputs), with a numpy reference.
-# Strided, dilated, asymmetric pads, 1-D/2-D/3-D, batch 2, 8..32 channels, with and without Relu.
+# Strided, dilated, asymmetric pads, 1-D/2-D/3-D, batch 2, 8..32 channels, depthwise, with and
+# without Relu.
 import onnx, numpy as np, os, sys
 from onnx import helper as h, TensorProto as T, numpy_helper as nh
 rng=np.random.default_rng(0)
@@ -29,16 +30,24 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        # channels: weights regrouped per 64-channel tile (conv_tiles)
        ('s1_cm_rows',[1,32,7,9],[192,32,3,3],[1,1],[1,1],[1,1,1,1],1),
        ('s2_cm_rows_asym',[1,16,13,11],[128,16,5,5],[2,2],[1,1],[2,1,1,2],1),
-       ('s1_cm_rows_96',[2,32,14,14],[96,32,3,3],[1,1],[1,1],[1,1,1,1],0)]
+       ('s1_cm_rows_96',[2,32,14,14],[96,32,3,3],[1,1],[1,1],[1,1,1,1],0),
+       # depthwise (group = C = M, weights [M,1,kh,kw]) on maps narrower than a vector, as a
+       # keyword-spotting DS-CNN's 25x5 ones; and one strided with an odd channel count
+       ('dw_narrow',[1,64,25,5],[64,1,3,3],[1,1],[1,1],[1,1,1,1],1,64),
+       ('dw_narrow_s2',[2,24,9,6],[24,1,3,3],[2,2],[1,1],[1,0,1,1],0,24)]
+def gref(x,w,b,s,d,pb,pe,g):
+    cg,mg=x.shape[1]//g,w.shape[0]//g
+    return np.concatenate([ref(x[:,i*cg:(i+1)*cg],w[i*mg:(i+1)*mg],b[i*mg:(i+1)*mg],s,d,pb,pe) for i in range(g)],axis=1)
 os.chdir(sys.argv[1])
-for name,xs,ws,s,d,pads,relu in cases:
+for name,xs,ws,s,d,pads,relu,*grp in cases:
+    g=grp[0] if grp else 1
     os.makedirs(name+'/test_data_set_0',exist_ok=True)
     x=rng.standard_normal(xs).astype(np.float32); w=rng.standard_normal(ws).astype(np.float32); b=rng.standard_normal(ws[0]).astype(np.float32)
     nsp=len(xs)-2
-    y=ref(x.astype(np.float64),w.astype(np.float64),b,s,d,pads[:nsp],pads[nsp:])
+    y=gref(x.astype(np.float64),w.astype(np.float64),b,s,d,pads[:nsp],pads[nsp:],g)
     if relu: y=np.maximum(y,0)
     y=y.astype(np.float32)
-    nodes=[h.make_node('Conv',['x','W','B'],['c' if relu else 'y'],pads=pads,strides=s,dilations=d)]
+    nodes=[h.make_node('Conv',['x','W','B'],['c' if relu else 'y'],pads=pads,strides=s,dilations=d,group=g)]
     if relu: nodes.append(h.make_node('Relu',['c'],['y']))
     g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],[nh.from_array(w,'W'),nh.from_array(b,'B')])
     m=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); m.ir_version=8
