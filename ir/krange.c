@@ -4,15 +4,10 @@
  * (2^28 per coefficient and value) that the sums below cannot overflow. */
 #include "krange.h"
 
-enum { MAX_TERMS = 8 };
+enum { MAX_TERMS = KR_MAX_TERMS };
 #define BIG ((int64_t)1 << 28)
 
-typedef struct Aff {
-    int n;
-    int var[MAX_TERMS];
-    int64_t coef[MAX_TERMS];
-    int64_t c;
-} Aff;
+typedef KAff Aff;
 
 static bool small(int64_t x) { return x > -BIG && x < BIG; }
 
@@ -26,8 +21,7 @@ KRange kr_loop(const Stmt *s) {
     return r;
 }
 
-/* a += mul * e, if e is affine in the loop variables. */
-static bool affine(const Expr *e, int64_t mul, Aff *a) {
+bool kr_affine(const Expr *e, int64_t mul, Aff *a) {
     if (e->type != DT_INDEX || !small(mul)) return false;
     switch (e->kind) {
     case E_CONST:
@@ -44,14 +38,14 @@ static bool affine(const Expr *e, int64_t mul, Aff *a) {
         a->var[a->n] = e->var;
         a->coef[a->n++] = mul;
         return true;
-    case E_UN: return e->op == K_NEG && affine(e->args[0], -mul, a);
+    case E_UN: return e->op == K_NEG && kr_affine(e->args[0], -mul, a);
     case E_BIN:
-        if (e->op == K_ADD) return affine(e->args[0], mul, a) && affine(e->args[1], mul, a);
-        if (e->op == K_SUB) return affine(e->args[0], mul, a) && affine(e->args[1], -mul, a);
+        if (e->op == K_ADD) return kr_affine(e->args[0], mul, a) && kr_affine(e->args[1], mul, a);
+        if (e->op == K_SUB) return kr_affine(e->args[0], mul, a) && kr_affine(e->args[1], -mul, a);
         if (e->op == K_MUL && e->args[1]->kind == E_CONST && small(e->args[1]->i))
-            return affine(e->args[0], mul * e->args[1]->i, a);
+            return kr_affine(e->args[0], mul * e->args[1]->i, a);
         if (e->op == K_MUL && e->args[0]->kind == E_CONST && small(e->args[0]->i))
-            return affine(e->args[1], mul * e->args[0]->i, a);
+            return kr_affine(e->args[1], mul * e->args[0]->i, a);
         return false;
     default: return false;
     }
@@ -71,12 +65,16 @@ static bool aff_bounds(const KRange *r, const Aff *f, int64_t *mn, int64_t *mx) 
     return true;
 }
 
+bool kr_aff_bounds(const KRange *r, const Aff *f, int64_t *mn, int64_t *mx) {
+    if (!aff_bounds(r, f, mn, mx)) return false;
+    *mn += f->c;
+    *mx += f->c;
+    return true;
+}
+
 bool kr_bounds(const KRange *r, const Expr *e, int64_t *mn, int64_t *mx) {
     Aff f = {0};
-    if (!affine(e, 1, &f) || !aff_bounds(r, &f, mn, mx)) return false;
-    *mn += f.c;
-    *mx += f.c;
-    return true;
+    return kr_affine(e, 1, &f) && kr_aff_bounds(r, &f, mn, mx);
 }
 
 static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -101,7 +99,7 @@ static Expr *aff_expr(Program *p, const Aff *f, const bool *take, int64_t div, i
 static Expr *divide(Program *p, const KRange *r, const Expr *a, int64_t b, bool rem) {
     Aff f = {0};
     int64_t mn, mx;
-    if (!affine(a, 1, &f) || !aff_bounds(r, &f, &mn, &mx) || mn + f.c < 0) return NULL;
+    if (!kr_affine(a, 1, &f) || !aff_bounds(r, &f, &mn, &mx) || mn + f.c < 0) return NULL;
     bool aligned[MAX_TERMS], rest[MAX_TERMS];
     Aff fr = {0};
     for (int i = 0; i < f.n; i++) {

@@ -4,9 +4,10 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "../ir/krange.h"
 #include "loops.h"
 
-enum { MAX_JAM = 128, MAX_TERMS = 16 };
+enum { MAX_JAM = 128 };
 
 void sched_note(Program *p, Kernel *k, const char *fmt, ...) {
     char step[256];
@@ -532,90 +533,36 @@ bool loop_interchange(Program *p, Kernel *k, Stmt *outer) {
 
 /* ---- interval analysis of index conditions ---- */
 
-/* What is known of the loop variables at a point: each one's first and last value. */
+/* What is known of the loop variables at a point: each one's first and last value and its
+ * step (ir/krange.h), by variable number. */
 typedef struct Ranges {
-    int64_t *lo, *hi, *step;
-    bool *known;
+    KRange *v;
 } Ranges;
 
 static Ranges ranges_new(Program *p, const Kernel *k) {
-    return (Ranges){ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, int64_t, k->nvars + 1),
-                    ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, bool, k->nvars + 1)};
+    return (Ranges){ARENA_ARRAY(p->arena, KRange, k->nvars + 1)};
 }
 
 /* Enters loop s: its variable's range; *saved keeps what was known before (range_leave). */
-static void range_enter(Ranges *r, const Stmt *s, int64_t *saved) {
-    int v = s->var;
-    saved[0] = r->lo[v], saved[1] = r->hi[v], saved[2] = r->step[v], saved[3] = r->known[v];
-    r->known[v] = const_loop(s) && trips(s) > 0;
-    if (r->known[v]) {
-        r->lo[v] = s->lo->i;
-        r->hi[v] = s->lo->i + (trips(s) - 1) * s->step;
-        r->step[v] = s->step;
-    }
+static void range_enter(Ranges *r, const Stmt *s, KRange *saved) {
+    *saved = r->v[s->var];
+    r->v[s->var] = kr_loop(s);
 }
 
-static void range_leave(Ranges *r, const Stmt *s, const int64_t *saved) {
-    int v = s->var;
-    r->lo[v] = saved[0], r->hi[v] = saved[1], r->step[v] = saved[2], r->known[v] = saved[3] != 0;
-}
-
-typedef struct Aff {
-    int n;
-    int var[MAX_TERMS];
-    int64_t coef[MAX_TERMS];
-    int64_t c;
-} Aff;
-
-/* a += mul * e, if e is affine in the loop variables. */
-static bool affine(const Expr *e, int64_t mul, Aff *a) {
-    if (e->type != DT_INDEX) return false;
-    switch (e->kind) {
-    case E_CONST: a->c += mul * e->i; return true;
-    case E_VAR:
-        for (int i = 0; i < a->n; i++)
-            if (a->var[i] == e->var) { a->coef[i] += mul; return true; }
-        if (a->n == MAX_TERMS) return false;
-        a->var[a->n] = e->var;
-        a->coef[a->n++] = mul;
-        return true;
-    case E_UN: return e->op == K_NEG && affine(e->args[0], -mul, a);
-    case E_BIN:
-        if (e->op == K_ADD) return affine(e->args[0], mul, a) && affine(e->args[1], mul, a);
-        if (e->op == K_SUB) return affine(e->args[0], mul, a) && affine(e->args[1], -mul, a);
-        if (e->op == K_MUL && e->args[1]->kind == E_CONST) return affine(e->args[0], mul * e->args[1]->i, a);
-        if (e->op == K_MUL && e->args[0]->kind == E_CONST) return affine(e->args[1], mul * e->args[0]->i, a);
-        return false;
-    default: return false;
-    }
-}
+static void range_leave(Ranges *r, const Stmt *s, const KRange *saved) { r->v[s->var] = *saved; }
 
 int64_t expr_coef(const Expr *e, int var) {
-    Aff f = {0};
-    if (!affine(e, 1, &f)) return 0;
+    KAff f = {0};
+    if (!kr_affine(e, 1, &f)) return 0;
     for (int i = 0; i < f.n; i++)
         if (f.var[i] == var) return f.coef[i];
     return 0;
 }
 
-/* The smallest and largest value of f; false if unknown. */
-static bool aff_range(const Ranges *r, const Aff *f, int64_t *mn, int64_t *mx) {
-    *mn = *mx = f->c;
-    for (int i = 0; i < f->n; i++) {
-        if (!f->coef[i]) continue;
-        if (!r->known[f->var[i]]) return false;
-        int64_t x = f->coef[i] * r->lo[f->var[i]], y = f->coef[i] * r->hi[f->var[i]];
-        *mn += MIN(x, y);
-        *mx += MAX(x, y);
-    }
-    return true;
-}
-
 /* The smallest and largest value of a - b; false if unknown. */
 static bool diff_range(const Ranges *r, const Expr *a, const Expr *b, int64_t *mn, int64_t *mx) {
-    Aff f = {0};
-    if (!affine(a, 1, &f) || !affine(b, -1, &f)) return false;
-    return aff_range(r, &f, mn, mx);
+    KAff f = {0};
+    return kr_affine(a, 1, &f) && kr_affine(b, -1, &f) && kr_aff_bounds(r->v, &f, mn, mx);
 }
 
 /* 1: true at every point of the ranges, 0: false at every point, -1: unknown. */
@@ -676,10 +623,10 @@ static void resolve_list(Program *p, Ranges *r, Stmt **at) {
             resolve_list(p, r, &s->then);
             resolve_list(p, r, &s->els);
         } else if (s->kind == S_LOOP) {
-            int64_t saved[4];
-            range_enter(r, s, saved);
+            KRange saved;
+            range_enter(r, s, &saved);
             resolve_list(p, r, &s->body);
-            range_leave(r, s, saved);
+            range_leave(r, s, &saved);
         }
         at = &s->next;
     }
@@ -724,50 +671,12 @@ Stmt *loop_peel(Program *p, Kernel *k, Stmt **at, int64_t front, int64_t back) {
 
 /* ---- pack ---- */
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-static Expr *aff_expr(Program *p, const Aff *f, bool *take, int64_t c) {
-    Expr *e = NULL;
-    for (int i = 0; i < f->n; i++) {
-        if (!take[i] || !f->coef[i]) continue;
-        Expr *t = kx_mul(p, kx_var(p, f->var[i]), f->coef[i]);
-        e = e ? kx_add(p, e, t) : t;
-    }
-    return e ? kx_addc(p, e, c) : kx_index(p, c);
-}
-
-/* e / b (inner: e % b) for an index e >= 0, without division where the ranges allow: a
- * constant quotient when e stays within one block, else the terms that are multiples of b on
- * every iteration (a tile loop's variable stepping by b) divided term by term and the rest,
- * which stays in [0, b), as the remainder. */
+/* e / b (inner: e % b) for an index e >= 0, without the division where the ranges allow
+ * (kr_simplify: a constant quotient when e stays within one block, else the terms that are
+ * multiples of b at every point - a tile loop's variable stepping by b - divided term by term
+ * and the rest, in [0, b), as the remainder); else the division. */
 static Expr *block_index(Program *p, const Ranges *r, const Expr *e, int64_t b, bool inner) {
-    Aff f = {0};
-    int64_t mn, mx;
-    if (affine(e, 1, &f) && aff_range(r, &f, &mn, &mx) && mn >= 0) {
-        int64_t q = floor_div(mn, b);
-        if (q == floor_div(mx, b)) return inner ? kx_addc(p, kx_clone(p, e), -q * b) : kx_index(p, q);
-        bool aligned[MAX_TERMS], rest[MAX_TERMS];
-        Aff fr = {0};
-        for (int i = 0; i < f.n; i++) {
-            int v = f.var[i];
-            aligned[i] = (f.coef[i] * r->lo[v]) % b == 0 && (f.coef[i] * r->step[v]) % b == 0;
-            rest[i] = !aligned[i];
-            if (rest[i]) fr.var[fr.n] = v, fr.coef[fr.n++] = f.coef[i];
-        }
-        fr.c = f.c - floor_div(f.c, b) * b;
-        if (aff_range(r, &fr, &mn, &mx) && mn >= 0 && mx < b) {
-            if (inner) return aff_expr(p, &f, rest, fr.c);
-            Expr *d = kx_index(p, floor_div(f.c, b));
-            for (int i = 0; i < f.n; i++) {
-                if (!aligned[i] || !f.coef[i]) continue;
-                Expr *t = f.coef[i] % b == 0 ? kx_mul(p, kx_var(p, f.var[i]), f.coef[i] / b)
-                                            : kx_bin(p, K_DIV, kx_mul(p, kx_var(p, f.var[i]), f.coef[i]), kx_index(p, b));
-                d = kx_add(p, t, d);
-            }
-            return d;
-        }
-    }
-    return kx_bin(p, inner ? K_REM : K_DIV, kx_clone(p, e), kx_index(p, b));
+    return kr_simplify(p, r->v, kx_bin(p, inner ? K_REM : K_DIV, kx_clone(p, e), kx_index(p, b)));
 }
 
 typedef struct Pack {
@@ -795,12 +704,12 @@ static void pack_list(Program *p, Ranges *r, const Pack *pk, Stmt *s) {
         if (s->cond) pack_expr(p, r, pk, s->cond);
         for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) pack_expr(p, r, pk, s->idx[d]);
         if (s->kind == S_LOOP) {
-            int64_t saved[4];
+            KRange saved;
             pack_expr(p, r, pk, s->lo);
             pack_expr(p, r, pk, s->hi);
-            range_enter(r, s, saved);
+            range_enter(r, s, &saved);
             pack_list(p, r, pk, s->body);
-            range_leave(r, s, saved);
+            range_leave(r, s, &saved);
         }
         pack_list(p, r, pk, s->then);
         pack_list(p, r, pk, s->els);
@@ -856,10 +765,10 @@ Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, cons
 static bool path_to(Ranges *r, const Stmt *s, const Stmt *l) {
     for (; s; s = s->next) {
         if (s == l) return true;
-        int64_t saved[4];
-        if (s->kind == S_LOOP) range_enter(r, s, saved);
+        KRange saved;
+        if (s->kind == S_LOOP) range_enter(r, s, &saved);
         if (path_to(r, s->body, l) || path_to(r, s->then, l) || path_to(r, s->els, l)) return true;
-        if (s->kind == S_LOOP) range_leave(r, s, saved);
+        if (s->kind == S_LOOP) range_leave(r, s, &saved);
     }
     return false;
 }
@@ -876,10 +785,10 @@ static bool conds_true(Ranges *r, const Stmt *s, int var) {
     for (; s; s = s->next) {
         if (s->kind == S_IF && expr_reads_var(s->cond, var) && truth(r, s->cond) != 1) return false;
         if (s->val && !expr_conds_true(r, s->val, var)) return false;
-        int64_t saved[4];
-        if (s->kind == S_LOOP) range_enter(r, s, saved);
+        KRange saved;
+        if (s->kind == S_LOOP) range_enter(r, s, &saved);
         bool ok = conds_true(r, s->body, var) && conds_true(r, s->then, var) && conds_true(r, s->els, var);
-        if (s->kind == S_LOOP) range_leave(r, s, saved);
+        if (s->kind == S_LOOP) range_leave(r, s, &saved);
         if (!ok) return false;
     }
     return true;
@@ -889,10 +798,8 @@ bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t
     Ranges r = ranges_new(p, k);
     if (!const_loop(l) || l->step != 1 || !path_to(&r, k->body, l)) return false;
     int64_t lo = l->lo->i, hi = l->hi->i, first = -1, last = -1;
-    r.known[l->var] = true;
-    r.step[l->var] = 1;
     for (int64_t x = lo; x < hi; x++) {
-        r.lo[l->var] = r.hi[l->var] = x;
+        r.v[l->var] = (KRange){x, x, 1, true};
         if (!conds_true(&r, l->body, l->var)) continue;
         if (first < 0) first = x;
         last = x;
@@ -919,8 +826,8 @@ typedef struct Coal {
 
 /* Is e exactly variable v, counting one-iteration loops' variables as their value? */
 static bool exact_var(const Coal *c, const Expr *e, int v) {
-    Aff f = {0};
-    if (!affine(e, 1, &f)) return false;
+    KAff f = {0};
+    if (!kr_affine(e, 1, &f)) return false;
     int64_t k = f.c;
     bool seen = false;
     for (int i = 0; i < f.n; i++) {
