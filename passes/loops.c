@@ -488,29 +488,9 @@ void loop_vectorize_reduction(Program *p, Kernel *k, Stmt *l) {
     l->hints |= LH_VECTOR;
 }
 
-/* The constant coefficient *c of var in x if x is affine in it (sums, differences, products
- * with constants; other terms must not read var). */
-static bool var_coef(const Expr *x, int var, int64_t *c) {
-    int64_t a, b;
-    if (!expr_reads_var(x, var)) return *c = 0, true;
-    if (x->kind == E_VAR) return *c = 1, true;
-    if (x->kind != E_BIN) return false;
-    if (x->op == K_ADD || x->op == K_SUB) {
-        if (!var_coef(x->args[0], var, &a) || !var_coef(x->args[1], var, &b)) return false;
-        *c = x->op == K_ADD ? a + b : a - b;
-        return true;
-    }
-    if (x->op == K_MUL && x->args[1]->kind == E_CONST && var_coef(x->args[0], var, &a))
-        return *c = a * x->args[1]->i, true;
-    if (x->op == K_MUL && x->args[0]->kind == E_CONST && var_coef(x->args[1], var, &a))
-        return *c = a * x->args[0]->i, true;
-    return false;
-}
-
 bool expr_lane_stride(const Expr *e, int var, int max) {
-    int64_t c;
-    if (e->kind == E_LOAD && e->nargs && var_coef(e->args[e->nargs - 1], var, &c) && c != 0 &&
-        c >= -max && c <= max) {
+    int64_t c = e->kind == E_LOAD && e->nargs ? expr_coef(e->args[e->nargs - 1], var) : 0;
+    if (c != 0 && c >= -max && c <= max) {
         bool rest = false;
         for (int d = 0; d < e->nargs - 1; d++) rest |= expr_reads_var(e->args[d], var);
         if (!rest && (max > 1 || c == 1)) return true;
