@@ -6,6 +6,7 @@
  *   int NAME_run(const void *const *inputs, void *const *outputs, void *arena)
  *     checks its arguments and calls the kernels in order, giving each the storage of its
  *     params: inputs[i] / outputs[i], a constant global, or arena + offset for temporaries;
+ *     control kernels (If, Loop, Scan) become branches and loops around the calls;
  *   const onnxcc_model_info NAME_info
  *     the description of runtime/model.h.in, laid out with the target's pointer and size_t
  *     width so that it matches what the target's C compiler makes of the header.
@@ -165,6 +166,91 @@ static void profile_add(Emitter *e, const Profile *pr, int k, LLVMValueRef t0) {
     LLVMBuildStore(e->B, LLVMBuildAdd(e->B, LLVMBuildLoad2(e->B, e->i64, slot, ""), dt, ""), slot);
 }
 
+/* Element 0 of a one-element integer or bool buffer, as an i64 (control kernels). */
+static LLVMValueRef load_scalar(Emitter *e, RunState *rs, Buf *b) {
+    LLVMTypeRef t = LLVMIntTypeInContext(e->C, (unsigned)(8 * dtype_size(b->dtype)));
+    LLVMValueRef v = LLVMBuildLoad2(e->B, t, storage(e, rs, b), "");
+    return dtype_is_unsigned(b->dtype) || b->dtype == DT_BOOL ? LLVMBuildZExt(e->B, v, e->i64, "")
+                                                              : LLVMBuildSExt(e->B, v, e->i64, "");
+}
+
+typedef struct Calls {
+    LLVMValueRef fn, *kfn;
+    RunState *rs;
+    Profile *pr;                    /* NULL without --profile */
+} Calls;
+
+static void emit_kernels(Emitter *e, Calls *c, int lo, int hi);
+
+/* if (cond[]) then-kernels else else-kernels; returns the index of the region's end. */
+static int emit_if(Emitter *e, Calls *c, int i) {
+    Program *p = e->p;
+    Kernel *k = p->kernels[i];
+    int m = kir_ctl_match(p, i), end = p->kernels[m]->ctl == KCTL_ELSE ? kir_ctl_match(p, m) : m;
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->C, c->fn, "then");
+    LLVMBasicBlockRef els = LLVMAppendBasicBlockInContext(e->C, c->fn, "else");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->C, c->fn, "endif");
+    LLVMValueRef cond = LLVMBuildICmp(e->B, LLVMIntNE, load_scalar(e, c->rs, k->cond), LLVMConstInt(e->i64, 0, 0), "");
+    LLVMBuildCondBr(e->B, cond, then, els);
+    LLVMPositionBuilderAtEnd(e->B, then);
+    emit_kernels(e, c, i + 1, m);
+    LLVMBuildBr(e->B, join);
+    LLVMPositionBuilderAtEnd(e->B, els);
+    if (m != end) emit_kernels(e, c, m + 1, end);
+    LLVMBuildBr(e->B, join);
+    LLVMPositionBuilderAtEnd(e->B, join);
+    return end;
+}
+
+/* The loop of kir.h's KCTL_LOOP; returns the index of its end. */
+static int emit_loop(Emitter *e, Calls *c, int i) {
+    Program *p = e->p;
+    Kernel *k = p->kernels[i];
+    int end = kir_ctl_match(p, i);
+    LLVMValueRef trip = k->trip ? load_scalar(e, c->rs, k->trip)
+                      : k->ntrip >= 0 ? LLVMConstInt(e->i64, (unsigned long long)k->ntrip, 0) : NULL;
+    LLVMValueRef counter = storage(e, c->rs, k->counter);
+    LLVMBuildStore(e->B, LLVMConstInt(e->i64, 0, 0), counter);
+    LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(e->C, c->fn, "loop");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->C, c->fn, "body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(e->C, c->fn, "endloop");
+    LLVMBuildBr(e->B, head);
+    LLVMPositionBuilderAtEnd(e->B, head);
+    LLVMValueRef n = LLVMBuildLoad2(e->B, e->i64, counter, "iter");
+    LLVMValueRef go = LLVMConstInt(e->i1, 1, 0);
+    if (trip) go = LLVMBuildICmp(e->B, LLVMIntSLT, n, trip, "");
+    if (k->cond) {
+        LLVMValueRef cv = LLVMBuildICmp(e->B, LLVMIntNE, load_scalar(e, c->rs, k->cond), LLVMConstInt(e->i64, 0, 0), "");
+        go = LLVMBuildAnd(e->B, go, cv, "");
+    }
+    LLVMBuildCondBr(e->B, go, body, exit);
+    LLVMPositionBuilderAtEnd(e->B, body);
+    if (k->max >= 0)                /* the arena holds `max` iterations' scan outputs */
+        check(e, c->fn, LLVMBuildICmp(e->B, LLVMIntSGE, n, LLVMConstInt(e->i64, (unsigned long long)k->max, 0), ""), 4);
+    emit_kernels(e, c, i + 1, end);
+    LLVMValueRef n1 = LLVMBuildLoad2(e->B, e->i64, counter, "");
+    LLVMBuildStore(e->B, LLVMBuildAdd(e->B, n1, LLVMConstInt(e->i64, 1, 0), ""), counter);
+    LLVMBuildBr(e->B, head);
+    LLVMPositionBuilderAtEnd(e->B, exit);
+    return end;
+}
+
+static void emit_kernels(Emitter *e, Calls *c, int lo, int hi) {
+    Program *p = e->p;
+    for (int i = lo; i < hi; i++) {
+        Kernel *k = p->kernels[i];
+        if (k->dead) continue;
+        if (k->ctl == KCTL_IF) { i = emit_if(e, c, i); continue; }
+        if (k->ctl == KCTL_LOOP) { i = emit_loop(e, c, i); continue; }
+        if (k->ctl) die("control kernel %s outside its region", k->name);
+        LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, k->nparams + 1);
+        for (int j = 0; j < k->nparams; j++) args[j] = storage(e, c->rs, k->params[j]);
+        LLVMValueRef t0 = c->pr ? profile_now(e, c->pr) : NULL;
+        LLVMBuildCall2(e->B, LLVMGlobalGetValueType(c->kfn[i]), c->kfn[i], args, (unsigned)k->nparams, "");
+        if (c->pr) profile_add(e, c->pr, i, t0);
+    }
+}
+
 static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, bool profile) {
     Program *p = e->p;
     LLVMTypeRef pt[3] = {e->ptr, e->ptr, e->ptr};
@@ -184,16 +270,14 @@ static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, bool profile) {
     check(e, fn, LLVMBuildICmp(e->B, LLVMIntNE, mis, LLVMConstNull(e->idx), ""), 2);
     if (p->ninputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.in, null, ""), 3);
     if (p->noutputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.out, null, ""), 3);
+    /* Every storage pointer up front: computed inside a branch or loop, it would not
+     * dominate its uses after it. */
+    for (int i = 0; i < p->nkernels; i++)
+        for (int j = 0; j < p->kernels[i]->nparams; j++) storage(e, &rs, p->kernels[i]->params[j]);
     Profile pr = {0};
     if (profile) pr = profile_init(e);
-    for (int i = 0; i < p->nkernels; i++) {
-        Kernel *k = p->kernels[i];
-        LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, k->nparams + 1);
-        for (int j = 0; j < k->nparams; j++) args[j] = storage(e, &rs, k->params[j]);
-        LLVMValueRef t0 = profile ? profile_now(e, &pr) : NULL;
-        LLVMBuildCall2(e->B, LLVMGlobalGetValueType(kfn[i]), kfn[i], args, (unsigned)k->nparams, "");
-        if (profile) profile_add(e, &pr, i, t0);
-    }
+    Calls c = {fn, kfn, &rs, profile ? &pr : NULL};
+    emit_kernels(e, &c, 0, p->nkernels);
     LLVMBuildRet(e->B, LLVMConstInt(e->i32, 0, 0));
     return fn;
 }
@@ -343,7 +427,8 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     init_types(&e);
 
     LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
-    for (int i = 0; i < p->nkernels; i++) kfn[i] = be_kernel(&e, p->kernels[i]);
+    for (int i = 0; i < p->nkernels; i++)
+        if (!p->kernels[i]->ctl) kfn[i] = be_kernel(&e, p->kernels[i]);
     LLVMValueRef run = emit_run(&e, kfn, p->profile);
     emit_info(&e, td, run);
 

@@ -50,6 +50,8 @@ static const char usage_text[] =
     "                        TensorProto (repeatable); it is no longer an input of the\n"
     "                        compiled model. check binds integer inputs that fix shapes\n"
     "                        (Reshape's shape, Slice's starts, ...) from each data set\n"
+    "  --max-trip NODE=N     at most N iterations of Loop NODE, whose trip count is known\n"
+    "                        only at run time: sizes its scan outputs (repeatable)\n"
     "  --print-after=PASS    print the IR after PASS to stdout\n"
     "  --print-after-all     print the IR after every pass\n"
     "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
@@ -143,6 +145,17 @@ static void add_shape(Arena *a, Cli *c, const char *arg) {
     if (o->shape_ranks[k] < 0) usage("bad --shape '%s': expected NAME=D0xD1x... (e.g. x=1x3x224x224)", arg);
 }
 
+/* NODE=N: the last '=' ends the node name. */
+static void add_max_trip(Arena *a, Cli *c, const char *arg) {
+    const char *eq = strrchr(arg, '=');
+    Options *o = &c->o;
+    char *end;
+    long long n = eq && eq != arg && eq[1] ? strtoll(eq + 1, &end, 10) : -1;
+    if (n < 0 || *end) usage("bad --max-trip '%s': expected NODE=N (a Loop node's name, N >= 0)", arg);
+    o->trip_nodes[o->ntrips] = arena_printf(a, "%.*s", (int)(eq - arg), arg);
+    o->trip_max[o->ntrips++] = n;
+}
+
 /* NAME=FILE.pb: the first '=' ends the name (a path is likelier to hold one than an input
  * name). The file is read at once, so a bad one is reported before anything is compiled. */
 static void add_binding(Arena *a, Cli *c, const char *arg) {
@@ -215,6 +228,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--abi", argc, argv, i))) c->abi = v;
     else if ((v = opt_value("--shape", argc, argv, i))) add_shape(a, c, v);
     else if ((v = opt_value("--bind", argc, argv, i))) add_binding(a, c, v);
+    else if ((v = opt_value("--max-trip", argc, argv, i))) add_max_trip(a, c, v);
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
     else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);
@@ -230,6 +244,8 @@ static void parse_args(Arena *a, Cli *c, int argc, char **argv, bool check) {
     c->o.shape_dims = arena_alloc(a, sizeof(int64_t[MAX_RANK]) * (size_t)argc);
     c->o.shape_ranks = ARENA_ARRAY(a, int, argc);
     c->o.binds = ARENA_ARRAY(a, Binding, argc);
+    c->o.trip_nodes = ARENA_ARRAY(a, const char *, argc);
+    c->o.trip_max = ARENA_ARRAY(a, int64_t, argc);
     c->dirs = ARENA_ARRAY(a, const char *, argc);
     bool dashdash = false;
     for (int i = check ? 2 : 1; i < argc; i++) {

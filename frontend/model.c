@@ -13,11 +13,12 @@
 #include "tensor.h"
 
 typedef struct Parser {
-    Graph *g;
+    Graph *g;                       /* the graph being read: the model's or a subgraph */
     const char *path;
     const Onnx__ModelProto *m;
-    Value **tab;                    /* open-addressing hash of values by name */
+    Value **tab;                    /* open-addressing hash of values by name (this scope) */
     int cap, count;
+    struct Parser *up;              /* a subgraph's enclosing scope, whose names it may use */
 } Parser;
 
 /* ---- values by name ---- */
@@ -45,10 +46,21 @@ static void grow_table(Parser *p) {
 
 static Value *lookup(Parser *p, const char *name) { return *slot(p, name); }
 
+/* The value called `name` in this scope or an enclosing one (a subgraph's outer reference). */
+static Value *lookup_scoped(Parser *p, const char *name) {
+    for (; p; p = p->up) {
+        Value *v = lookup(p, name);
+        if (v) return v;
+    }
+    return NULL;
+}
+
 /* The value called `name`, created (untyped, no producer) on first mention. */
 static Value *intern(Parser *p, const char *name) {
     if (2 * (p->count + 1) > p->cap) grow_table(p);
     Value **s = slot(p, name);
+    Value *outer = *s || !p->up ? NULL : lookup_scoped(p->up, name);
+    if (outer) return outer;
     if (!*s) {
         *s = ir_value_new(p->g, name);
         p->count++;
@@ -201,6 +213,8 @@ static char *bytes_str(Arena *a, ProtobufCBinaryData b) {
     return s;
 }
 
+static Graph *read_subgraph(Parser *p, Node *owner, const Onnx__GraphProto *gp);
+
 /* Fill `at` from `ap`. Returns false if the attribute makes the node unsupported (subgraphs,
  * sparse tensors, type protos); a bad tensor inside is an error() of its own. */
 static bool read_attr(Parser *p, Node *n, Attr *at, const Onnx__AttributeProto *ap) {
@@ -239,8 +253,12 @@ static bool read_attr(Parser *p, Node *n, Attr *at, const Onnx__AttributeProto *
         for (int i = 0; i < at->n; i++) at->strings[i] = bytes_str(a, ap->strings[i]);
         break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+        at->type = A_GRAPH;             /* If's branches, Loop's and Scan's body */
+        if (!ap->g) return false;
+        at->g = read_subgraph(p, n, ap->g);
+        break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
-        at->type = A_GRAPH;             /* If/Loop/Scan bodies: onnxcc compiles flat graphs */
+        at->type = A_GRAPH;             /* lists of graphs: no op onnxcc knows takes one */
         return false;
     default:
         at->type = A_UNDEF;             /* sparse tensors, type protos, tensor lists */
@@ -361,6 +379,90 @@ static void read_outputs(Parser *p, const Onnx__GraphProto *gp) {
         read_type(p, v, vi->type, "output");
         g->outputs[g->noutputs++] = v;
     }
+}
+
+/* ---- subgraphs ----
+ * A subgraph (If's branches, Loop's and Scan's body) is read like the model's graph, in a
+ * scope of its own whose lookups fall back to the enclosing scopes: a name the body does not
+ * define is an outer value, and the body's nodes point at that Value itself. Body inputs may
+ * come without a type or shape (the owner's rule infers them); body outputs may be any value
+ * in scope. */
+
+static void read_body_inputs(Parser *p, const Onnx__GraphProto *gp) {
+    Graph *g = p->g;
+    g->inputs = ARENA_ARRAY(g->arena, Value *, gp->n_input + 1);
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        const char *name = vi->name ? vi->name : "";
+        if (!*name || lookup(p, name)) {
+            error(ir_where(p->up->g, g->owner), "body input #%zu ('%s') has no name or is listed twice", i, name);
+            continue;
+        }
+        Value *v = intern(p, name);
+        if (v->data || v->producer || v->is_input) {  /* an outer value of that name */
+            error(ir_where(p->up->g, g->owner), "body input '%s' has the name of an outer value", name);
+            continue;
+        }
+        v->is_input = true;
+        const Onnx__TypeProto *tp = vi->type;
+        if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+            tp->tensor_type->has_elem_type && dtype_supported((DType)tp->tensor_type->elem_type))
+            v->dtype = (DType)tp->tensor_type->elem_type;
+        else if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->value_case != 0)
+            error(ir_where(p->up->g, g->owner), "body input '%s' is not a tensor "
+                  "(sequences, maps and optionals are not supported)", name);
+        g->inputs[g->ninputs++] = v;
+    }
+}
+
+/* Every node input of the body is defined before it: in the body (an input, a constant, an
+ * earlier node) or outside (looked up through the enclosing scopes at read time). */
+static void check_body_order(Parser *p) {
+    Graph *g = p->g;
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        for (int j = 0; j < n->nin; j++) {
+            Value *v = n->in[j];
+            if (!v || v->is_input || v->data || lookup(p, v->name) != v) continue;
+            if (v->producer && v->producer->id < n->id) continue;
+            error(ir_where(g, n), "uses value '%s', which is not defined before it in the body "
+                  "or outside", v->name);
+        }
+    }
+}
+
+static void read_body_outputs(Parser *p, const Onnx__GraphProto *gp) {
+    Graph *g = p->g;
+    g->outputs = ARENA_ARRAY(g->arena, Value *, gp->n_output + 1);
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name ? gp->output[i]->name : "";
+        Value *v = *name ? lookup_scoped(p, name) : NULL;
+        if (!v || !(v->producer || v->is_input || v->data)) {
+            error(ir_where(p->up->g, g->owner), "body output '%s' is not defined", name);
+            continue;
+        }
+        g->outputs[g->noutputs++] = v;
+    }
+}
+
+static Graph *read_subgraph(Parser *p, Node *owner, const Onnx__GraphProto *gp) {
+    Parser q = {.g = ir_subgraph_new(p->g, owner), .path = p->path, .m = p->m, .up = p};
+    grow_table(&q);
+    if (gp->n_sparse_initializer) error(ir_where(p->g, owner), "sparse initializers are not supported");
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !*tp->name || lookup_scoped(&q, tp->name)) {
+            error(ir_where(p->g, owner), "body initializer #%zu has no name or is defined twice", i);
+            continue;
+        }
+        make_const(&q, tp, ir_where(p->g, owner), arena_printf(p->g->arena, "initializer '%s'", tp->name), true);
+    }
+    read_body_inputs(&q, gp);
+    for (size_t i = 0; i < gp->n_node; i++) read_node(&q, gp->node[i], (int)i);
+    check_body_order(&q);
+    read_value_info(&q, gp);
+    read_body_outputs(&q, gp);
+    return q.g;
 }
 
 Graph *fe_parse_model(Arena *a, const uint8_t *buf, size_t size, const char *path) {

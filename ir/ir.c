@@ -59,7 +59,41 @@ Graph *ir_graph_new(Arena *a) {
     return g;
 }
 
+Graph *ir_root(Graph *g) {
+    while (g->parent) g = g->parent;
+    return g;
+}
+
+Graph *ir_subgraph_new(Graph *parent, Node *owner) {
+    Graph *g = ir_graph_new(parent->arena);
+    g->name = arena_printf(parent->arena, "%s.body", owner->name);
+    g->path = parent->path;
+    g->opset = parent->opset;
+    g->parent = parent;
+    g->owner = owner;
+    return g;
+}
+
+int ir_subgraphs(const Node *n, Graph **out, int max) {
+    int k = 0;
+    for (int i = 0; i < n->nattrs && k < max; i++)
+        if (n->attrs[i].type == A_GRAPH && n->attrs[i].g) out[k++] = n->attrs[i].g;
+    return k;
+}
+
+void ir_each_subgraph(Graph *g, void (*f)(Graph *)) {
+    for (int i = 0; i < g->nnodes; i++) {
+        Graph *sub[4];
+        if (g->nodes[i]->dead) continue;
+        for (int j = 0, ns = ir_subgraphs(g->nodes[i], sub, 4); j < ns; j++) {
+            ir_each_subgraph(sub[j], f);
+            f(sub[j]);
+        }
+    }
+}
+
 Value *ir_value_new(Graph *g, const char *name) {
+    g = ir_root(g);                 /* one id space for the model and its subgraphs */
     g->values = arena_grow(g->arena, g->values, g->nvalues, &g->capvalues, g->nvalues + 1, sizeof(Value *));
     Value *v = ARENA_NEW(g->arena, Value);
     v->id = g->nvalues;
@@ -125,20 +159,29 @@ void ir_replace_uses(Graph *g, Value *from, Value *to) {
         Node *n = g->nodes[i];
         for (int j = 0; j < n->nin; j++)
             if (n->in[j] == from) n->in[j] = to;
+        Graph *sub[4];
+        for (int j = 0, ns = ir_subgraphs(n, sub, 4); j < ns; j++) ir_replace_uses(sub[j], from, to);
     }
     for (int i = 0; i < g->noutputs; i++)
         if (g->outputs[i] == from) g->outputs[i] = to;
 }
 
-void ir_count_uses(Graph *g) {
-    for (int i = 0; i < g->nvalues; i++) g->values[i]->nuses = 0;
+static void count_uses(Graph *g) {
     for (int i = 0; i < g->nnodes; i++) {
         Node *n = g->nodes[i];
         if (n->dead) continue;
         for (int j = 0; j < n->nin; j++)
             if (n->in[j]) n->in[j]->nuses++;
+        Graph *sub[4];
+        for (int j = 0, ns = ir_subgraphs(n, sub, 4); j < ns; j++) count_uses(sub[j]);
     }
     for (int i = 0; i < g->noutputs; i++) g->outputs[i]->nuses++;
+}
+
+void ir_count_uses(Graph *g) {
+    g = ir_root(g);
+    for (int i = 0; i < g->nvalues; i++) g->values[i]->nuses = 0;
+    count_uses(g);
 }
 
 void ir_dce(Graph *g) {
@@ -153,6 +196,15 @@ void ir_dce(Graph *g) {
         n->dead = true;
         for (int j = 0; j < n->nin; j++)
             if (n->in[j]) n->in[j]->nuses--;
+    }
+    /* Bodies last: a dead node's body no longer counts as a user, recounted next time. */
+    for (int i = 0; i < g->nnodes; i++) {
+        Graph *sub[4];
+        if (g->nodes[i]->dead) continue;
+        for (int j = 0, ns = ir_subgraphs(g->nodes[i], sub, 4); j < ns; j++) {
+            ir_dce(sub[j]);
+            ir_compact(sub[j]);
+        }
     }
 }
 

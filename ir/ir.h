@@ -95,6 +95,7 @@ typedef struct Attr {
     int64_t i;
     char *s;                        /* A_STRING (NUL-terminated) */
     Value *t;                       /* A_TENSOR: a constant Value not in g->values */
+    Graph *g;                       /* A_GRAPH: a subgraph (If's branches, Loop's and Scan's body) */
     float *floats;                  /* A_FLOATS */
     int64_t *ints;                  /* A_INTS */
     char **strings;                 /* A_STRINGS */
@@ -125,6 +126,11 @@ struct Graph {
     int nnodes, capnodes;
     Value **inputs, **outputs;      /* graph order; initializers are not inputs */
     int ninputs, noutputs;
+    /* A subgraph (an A_GRAPH attribute of `owner`, a node of `parent`) has its own nodes,
+     * inputs and outputs, but its values live in the root graph's `values`, so that a Value id
+     * is unique in the whole model and a body names an outer value by pointing at it. */
+    Graph *parent;
+    Node *owner;
 };
 
 /* ---- building and editing (ir/ir.c) ---- */
@@ -135,10 +141,21 @@ Value *ir_const_new(Graph *g, const char *name, DType t, int rank, const int64_t
 Node *ir_node_new(Graph *g, Op op, const char *name, int nin, int nout); /* appended at end */
 /* Insert a node right before `before` (keeps topological order when before is a consumer). */
 Node *ir_node_insert_before(Graph *g, Node *before, Op op, const char *name, int nin, int nout);
-void ir_replace_uses(Graph *g, Value *from, Value *to);  /* all node inputs and graph outputs */
-void ir_count_uses(Graph *g);                             /* fills Value.nuses (outputs count) */
+/* All node inputs and graph outputs, in subgraphs too. */
+void ir_replace_uses(Graph *g, Value *from, Value *to);
+/* Fills Value.nuses over the whole model (from the root; outputs count, and so does a
+ * subgraph's use of an outer value or of its own outputs). */
+void ir_count_uses(Graph *g);
 void ir_compact(Graph *g);                                /* drops dead nodes, renumbers */
-void ir_dce(Graph *g);          /* marks nodes dead whose outputs are all unused */
+void ir_dce(Graph *g);          /* marks nodes dead whose outputs are all unused (subgraphs too) */
+/* Subgraphs. A subgraph of n is created by ir_subgraph_new; ir_subgraphs lists n's (at most
+ * `max`) in attribute order; ir_root is the graph holding all values. */
+Graph *ir_subgraph_new(Graph *parent, Node *owner);
+int ir_subgraphs(const Node *n, Graph **out, int max);
+Graph *ir_root(Graph *g);
+/* How graph passes reach bodies: f(sub) for each subgraph of each
+ * live node of g, innermost first. */
+void ir_each_subgraph(Graph *g, void (*f)(Graph *));
 
 int64_t ir_numel(const Value *v);                          /* product of dims; 1 for rank 0 */
 size_t ir_nbytes(const Value *v);

@@ -388,20 +388,57 @@ static void alloc_temps(Interp *in) {
     }
 }
 
+static void run_kernel(Interp *in, Kernel *k) {
+    in->k = k;
+    in->vars = calloc((size_t)k->nvars + 1, sizeof *in->vars);
+    in->regs = calloc((size_t)k->nscalars + 1, sizeof *in->regs);
+    if (!in->vars || !in->regs) die("out of memory");
+    exec(in, k->body);
+    free(in->vars);
+    free(in->regs);
+}
+
+/* Element 0 of a one-element integer or bool buffer (control kernels). */
+static int64_t scalar_of(Interp *in, Buf *b) { return load(b->dtype, base_of(in, b)).i; }
+
+/* Kernels lo..hi-1, following the control kernels' regions (kir.h, KernelCtl). */
+static void run_kernels(Interp *in, int lo, int hi) {
+    Program *p = in->p;
+    for (int i = lo; i < hi; i++) {
+        Kernel *k = p->kernels[i];
+        if (k->dead) continue;
+        if (!k->ctl) {
+            run_kernel(in, k);
+            continue;
+        }
+        int m = kir_ctl_match(p, i);
+        if (k->ctl == KCTL_IF) {
+            int end = p->kernels[m]->ctl == KCTL_ELSE ? kir_ctl_match(p, m) : m;
+            if (scalar_of(in, k->cond)) run_kernels(in, i + 1, m);
+            else if (m != end) run_kernels(in, m + 1, end);
+            i = end;
+        } else if (k->ctl == KCTL_LOOP) {
+            int64_t trip = k->trip ? scalar_of(in, k->trip) : k->ntrip;
+            unsigned char *c = base_of(in, k->counter);
+            store(DT_INT64, c, ival(DT_INT64, 0));
+            for (int64_t n = 0;; n++) {
+                if ((trip >= 0 && n >= trip) || (k->cond && !scalar_of(in, k->cond))) break;
+                if (k->max >= 0 && n >= k->max)
+                    die("loop %s runs past its bound of %lld iterations", k->name, (long long)k->max);
+                run_kernels(in, i + 1, m);
+                store(DT_INT64, c, ival(DT_INT64, n + 1));
+            }
+            i = m;
+        } else {
+            die("control kernel %s outside its region", k->name);
+        }
+    }
+}
+
 void kir_interpret(Program *p, const void *const *inputs, void *const *outputs) {
     Interp in = {.p = p, .inputs = inputs, .outputs = outputs};
     alloc_temps(&in);
-    for (int i = 0; i < p->nkernels; i++) {
-        Kernel *k = p->kernels[i];
-        if (k->dead) continue;
-        in.k = k;
-        in.vars = calloc((size_t)k->nvars + 1, sizeof *in.vars);
-        in.regs = calloc((size_t)k->nscalars + 1, sizeof *in.regs);
-        if (!in.vars || !in.regs) die("out of memory");
-        exec(&in, k->body);
-        free(in.vars);
-        free(in.regs);
-    }
+    run_kernels(&in, 0, p->nkernels);
     for (int i = 0; i < p->nbufs; i++) free(in.temp[i]);
     free(in.temp);
     free(in.arena);

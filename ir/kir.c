@@ -121,6 +121,33 @@ void kir_compact(Program *p) {
     p->nkernels = n;
 }
 
+Kernel *kir_ctl_new(Program *p, const char *name, KernelCtl c, Buf *counter, Buf *trip,
+                    int64_t ntrip, Buf *cond, int64_t max) {
+    static const char *const ops[] = {"", "Loop", "If", "Else", "End"};
+    Kernel *k = kir_kernel_new(p, name, ops[c], KC_GENERIC);
+    k->ctl = c;
+    k->counter = counter;
+    k->trip = trip;
+    k->cond = cond;
+    k->ntrip = trip ? -1 : ntrip;
+    k->max = max;
+    if (counter) kir_param(p, k, counter, KP_INOUT);
+    if (trip) kir_param(p, k, trip, KP_IN);
+    if (cond) kir_param(p, k, cond, KP_IN);
+    return k;
+}
+
+int kir_ctl_match(const Program *p, int i) {
+    int depth = 0;
+    for (int j = i + 1; j < p->nkernels; j++) {
+        KernelCtl c = p->kernels[j]->ctl;
+        if (c == KCTL_LOOP || c == KCTL_IF) depth++;
+        else if (c == KCTL_END && depth-- == 0) return j;
+        else if (c == KCTL_ELSE && depth == 0 && p->kernels[i]->ctl == KCTL_IF) return j;
+    }
+    die("control kernel %s has no end", p->kernels[i]->name);
+}
+
 /* ---- expressions ---- */
 static Expr *mk(Program *p, ExprKind kind, DType t, int nargs) {
     Expr *e = ARENA_NEW(p->arena, Expr);

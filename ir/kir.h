@@ -175,6 +175,24 @@ typedef enum KernelClass {
     KC_COPY,        /* pure data movement (transpose, concat, pad, gather, ...) */
 } KernelClass;
 
+/* Control kernels delimit structured regions of the kernel list, the kernel IR's form of If,
+ * Loop and Scan: they compute nothing themselves, run() branches and loops around the
+ * kernels between them. Regions nest and are balanced (kir_verify):
+ *   KCTL_LOOP ... KCTL_END   counter[] = 0;
+ *                            while ((no trip || counter[] < trip) && (!cond || cond[])) {
+ *                                if (max >= 0 && counter[] >= max) return ERR_TRIP;
+ *                                ...; counter[] += 1; }
+ *                            trip is the buffer `trip` (read once on entry) or the constant
+ *                            `ntrip` (-1: none); `max` bounds arena buffers sized for it
+ *                            (scan outputs) when the trip count is known only at run time.
+ *   KCTL_IF [KCTL_ELSE] KCTL_END   if (cond[]) ... else ...
+ * counter is an int64 scalar buffer (the body reads the iteration number from it), trip an
+ * integer and cond a bool one-element buffer; all are params of the control kernel (counter
+ * inout, the others in), so liveness and the verifier see them. Kernels inside a loop region
+ * run once per iteration: bufferize keeps every temporary touched there live over the whole
+ * region, and fuse never fuses across a control kernel. */
+typedef enum KernelCtl { KCTL_NONE, KCTL_LOOP, KCTL_IF, KCTL_ELSE, KCTL_END } KernelCtl;
+
 typedef struct Kernel {
     int id;
     char *name;                     /* e.g. "conv1" (the node name), unique in the program */
@@ -190,6 +208,9 @@ typedef struct Kernel {
     bool dead;                      /* removed by a pass; dropped by kir_compact */
     char *sched;                    /* the loop primitives the schedule pass applied, in order
                                        ("split(i1,16) jam(i0,6) ..."), or NULL */
+    KernelCtl ctl;                  /* KCTL_NONE for a kernel that computes */
+    Buf *counter, *trip, *cond;     /* control kernels (above) */
+    int64_t ntrip, max;
 } Kernel;
 
 typedef struct Program {
@@ -221,6 +242,11 @@ void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+
 int kir_var(Kernel *k);                         /* a fresh loop variable */
 int kir_scalar(Program *p, Kernel *k, DType t); /* a fresh scalar register */
 void kir_compact(Program *p);                   /* drop dead kernels, renumber */
+/* A control kernel (counter/trip/cond may be NULL where the kind has none; ntrip, max -1). */
+Kernel *kir_ctl_new(Program *p, const char *name, KernelCtl c, Buf *counter, Buf *trip,
+                    int64_t ntrip, Buf *cond, int64_t max);
+/* The index of the KCTL_ELSE (if any, else of the KCTL_END) matching control kernel i. */
+int kir_ctl_match(const Program *p, int i);
 
 Expr *kx_const(Program *p, DType t, double v); /* float or integer constant of type t */
 Expr *kx_int(Program *p, DType t, int64_t v);  /* integer constant keeping all 64 bits */

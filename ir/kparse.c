@@ -661,8 +661,54 @@ static void kernel(Parser *P) {
     k->body = block(P, 1);
     if (next_line(P)) {
         P->s = P->lines[P->ln] + indent_of(P);
-        if (strncmp(P->s, "kernel ", 7)) perr(P, "expected a statement or 'kernel'");
+        if (strncmp(P->s, "kernel ", 7) && strncmp(P->s, "loop ", 5) && strncmp(P->s, "if ", 3) &&
+            strncmp(P->s, "else ", 5) && strncmp(P->s, "end ", 4))
+            perr(P, "expected a statement or 'kernel'");
     }
+}
+
+static Buf *ctl_buf(Parser *P) {
+    expect(P, "%");
+    const char *at = P->s;
+    char *name = token(P, ",()", "a buffer name");
+    Buf *b = find_buf(P->p, name);
+    if (!b) { P->s = at; perr(P, "unknown buffer %%%s", name); }
+    return b;
+}
+
+/* A control kernel's line (kprint.c's print_ctl); the verifier checks the nesting. */
+static void control(Parser *P, KernelCtl c) {
+    char *name = token(P, " (:", "a name");
+    for (int i = 0; i < P->p->nkernels; i++)
+        if (strcmp(P->p->kernels[i]->name, name) == 0) perr(P, "a second kernel named %s", name);
+    Buf *counter = NULL, *trip = NULL, *cond = NULL;
+    int64_t ntrip = -1, max = -1;
+    if (c == KCTL_LOOP) {
+        expect(P, "(");
+        expect(P, "counter");
+        counter = ctl_buf(P);
+        while (accept(P, ",")) {
+            if (accept(P, "trip")) {
+                skip_sp(P);
+                if (*P->s == '%') trip = ctl_buf(P);
+                else ntrip = integer(P, "a trip count");
+            } else if (accept(P, "while")) {
+                cond = ctl_buf(P);
+            } else {
+                expect(P, "max");
+                max = integer(P, "a bound");
+            }
+        }
+        expect(P, ")");
+    } else if (c == KCTL_IF) {
+        expect(P, "(");
+        cond = ctl_buf(P);
+        expect(P, ")");
+    }
+    expect(P, ":");
+    expect_end(P);
+    P->ln++;
+    kir_ctl_new(P->p, name, c, counter, trip, ntrip, cond, max);
 }
 
 static void header(Parser *P) {
@@ -723,7 +769,11 @@ static Program *parse(Arena *a, const char *path, const char *text, bool interna
     p->noutputs = nio[1];
     while (next_line(&P)) {
         if (indent_of(&P) != 0) perr(&P, "expected 'kernel' (buffers come before the kernels)");
-        kernel(&P);
+        if (accept(&P, "loop")) control(&P, KCTL_LOOP);
+        else if (accept(&P, "if")) control(&P, KCTL_IF);
+        else if (accept(&P, "else")) control(&P, KCTL_ELSE);
+        else if (accept(&P, "end")) control(&P, KCTL_END);
+        else kernel(&P);
     }
     return p;
 }

@@ -208,7 +208,29 @@ static void print_stmts(FILE *f, const Stmt *s, int depth) {
     }
 }
 
+/* A control kernel is one line: `loop NAME (counter %c, trip %m | trip N, while %b, max N):`,
+ * `if NAME (%b):`, `else NAME:`, `end NAME:`. */
+static void print_ctl(FILE *f, const Kernel *k) {
+    static const char *const word[] = {"", "loop", "if", "else", "end"};
+    fprintf(f, "%s %s", word[k->ctl], k->name);
+    if (k->ctl == KCTL_LOOP) {
+        fprintf(f, " (counter %%%s", k->counter->name);
+        if (k->trip) fprintf(f, ", trip %%%s", k->trip->name);
+        else if (k->ntrip >= 0) fprintf(f, ", trip %lld", (long long)k->ntrip);
+        if (k->cond) fprintf(f, ", while %%%s", k->cond->name);
+        if (k->max >= 0) fprintf(f, ", max %lld", (long long)k->max);
+        fputc(')', f);
+    } else if (k->ctl == KCTL_IF) {
+        fprintf(f, " (%%%s)", k->cond->name);
+    }
+    fputs(":\n", f);
+}
+
 static void print_kernel(FILE *f, const Kernel *k) {
+    if (k->ctl) {
+        print_ctl(f, k);
+        return;
+    }
     if (k->sched) fprintf(f, "; schedule %s: %s\n", k->name, k->sched);
     fprintf(f, "kernel %s (%s, %s)%s (", k->name, k->ops, kir_kclass_name[k->kclass],
             k->dead ? " dead" : "");

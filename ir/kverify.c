@@ -419,14 +419,57 @@ static void check_arena(Check *c) {
     }
 }
 
+static bool one_element(const Buf *b, bool integer) {
+    return kir_numel(b) == 1 && (integer ? !dtype_is_float(b->dtype) && b->dtype != DT_BOOL : b->dtype == DT_BOOL);
+}
+
+/* A control kernel: its buffers (kir.h, KernelCtl) and the nesting of the regions. `stack`
+ * holds the open KCTL_LOOP/KCTL_IF kernels (depth entries). */
+static void check_ctl(Check *c, Kernel **stack, int *depth) {
+    Kernel *k = c->k;
+    if (k->body || k->nscalars || k->nvars) fail(c, "a control kernel with a body");
+    switch (k->ctl) {
+    case KCTL_LOOP:
+        if (!k->counter || k->counter->dtype != DT_INT64 || k->counter->rank != 0 ||
+            param_mode(k, k->counter) != KP_INOUT)
+            fail(c, "the loop counter must be an int64 scalar inout parameter");
+        if (k->trip && (!one_element(k->trip, true) || param_mode(k, k->trip) != KP_IN))
+            fail(c, "the trip count must be a one-element integer input");
+        if (k->cond && (!one_element(k->cond, false) || param_mode(k, k->cond) != KP_IN))
+            fail(c, "the loop condition must be a one-element bool input");
+        /* fallthrough */
+    case KCTL_IF:
+        if (k->ctl == KCTL_IF && (!k->cond || !one_element(k->cond, false)))
+            fail(c, "the condition must be a one-element bool buffer");
+        if (*depth >= 64) fail(c, "control regions nested too deep");
+        stack[(*depth)++] = k;
+        break;
+    case KCTL_ELSE:
+        if (!*depth || stack[*depth - 1]->ctl != KCTL_IF) fail(c, "else outside an if");
+        stack[*depth - 1] = k;
+        break;
+    case KCTL_END:
+        if (!*depth) fail(c, "end outside a region");
+        (*depth)--;
+        break;
+    default: fail(c, "control kind %d", k->ctl);
+    }
+}
+
 void kir_verify(Program *p, const char *after) {
     Check c = {p, NULL, after, NULL, NULL, NULL};
+    Kernel *stack[64];
+    int depth = 0;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         c.k = k;
         if (k->id != i) fail(&c, "id %d at position %d", k->id, i);
         if (k->dead) continue;
         check_params(&c);
+        if (k->ctl) {
+            check_ctl(&c, stack, &depth);
+            continue;
+        }
         c.in_scope = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
         c.vreg = ARENA_ARRAY(p->arena, bool, k->nscalars + 1);
         c.vloop = NULL;
@@ -435,6 +478,7 @@ void kir_verify(Program *p, const char *after) {
         check_vreg_reads(&c, k->body);
     }
     c.k = NULL;
+    if (depth) fail(&c, "region of %s not closed", stack[depth - 1]->name);
     for (int i = 0; i < p->ninputs; i++)
         if (kir_root(p->inputs[i])->kind != B_INPUT) fail(&c, "input %d is not an input buffer", i);
     for (int i = 0; i < p->noutputs; i++)

@@ -105,6 +105,27 @@ static void print_node(FILE *f, const Node *n) {
     fprintf(f, "  # %s\n", n->name);
 }
 
+/* A subgraph, indented under its node: its inputs, nodes and outputs. */
+static void print_body(FILE *f, Graph *g, int depth) {
+    for (int i = 0; i < g->ninputs; i++) {
+        fprintf(f, "%*s  input  %%%s: ", 2 * depth, "", g->inputs[i]->name);
+        print_type(f, g->inputs[i]);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead) continue;
+        fprintf(f, "%*s", 2 * depth, "");
+        print_node(f, n);
+        Graph *sub[4];
+        for (int j = 0, ns = ir_subgraphs(n, sub, 4); j < ns; j++) {
+            fprintf(f, "%*s  body %s:\n", 2 * depth, "", sub[j]->name);
+            print_body(f, sub[j], depth + 2);
+        }
+    }
+    for (int i = 0; i < g->noutputs; i++) fprintf(f, "%*s  output %%%s\n", 2 * depth, "", g->outputs[i]->name);
+}
+
 void ir_print(FILE *f, Graph *g) {
     fprintf(f, "graph %s (opset %d)\n", g->name, g->opset);
     for (int i = 0; i < g->ninputs; i++) {
@@ -124,7 +145,7 @@ void ir_print(FILE *f, Graph *g) {
         print_data(f, v);
         fputc('\n', f);
     }
-    for (int i = 0; i < g->nnodes; i++)
-        if (!g->nodes[i]->dead) print_node(f, g->nodes[i]);
-    for (int i = 0; i < g->noutputs; i++) fprintf(f, "  output %%%s\n", g->outputs[i]->name);
+    Graph body = *g;                /* nodes and outputs as a body at depth 0 */
+    body.ninputs = 0;
+    print_body(f, &body, 0);
 }

@@ -46,17 +46,14 @@ static void check_use(const Node *n, const Value *v, const bool *defined, const 
             n ? n->name : "graph output", v->name);
 }
 
-void ir_verify(Graph *g, const char *after) {
-    bool *defined = ARENA_ARRAY(g->arena, bool, g->nvalues + 1);
-    bool shapes = shapes_final(after);
-    for (int i = 0; i < g->nvalues; i++) {
-        Value *v = g->values[i];
-        if (v->id != i) die("verifier after %s: value '%s' has id %d at %d", after, v->name, v->id, i);
-        if (v->data && v->rank < 0) die("verifier after %s: constant '%s' has no shape", after, v->name);
-        defined[i] = v->is_input || v->data;
-    }
-    for (int i = 0; i < g->ninputs; i++)
+/* The nodes and outputs of g (the root or a subgraph; `defined` is shared, since value ids
+ * are global). A subgraph is checked where its node stands: it may read what is defined
+ * before that node, its own inputs and what its own nodes write. */
+static void verify_nodes(Graph *g, bool *defined, bool shapes, const char *after) {
+    for (int i = 0; i < g->ninputs; i++) {
         if (!g->inputs[i]->is_input) die("verifier after %s: input '%s' not marked", after, g->inputs[i]->name);
+        defined[g->inputs[i]->id] = true;
+    }
     for (int i = 0; i < g->nnodes; i++) {
         Node *n = g->nodes[i];
         if (n->id != i) die("verifier after %s: node '%s' has id %d at %d", after, n->name, n->id, i);
@@ -64,6 +61,12 @@ void ir_verify(Graph *g, const char *after) {
         check_counts(n, after);
         for (int j = 0; j < n->nin; j++)
             if (n->in[j]) check_use(n, n->in[j], defined, after);
+        Graph *sub[4];
+        for (int j = 0, ns = ir_subgraphs(n, sub, 4); j < ns; j++) {
+            if (sub[j]->parent != g || sub[j]->owner != n)
+                die("verifier after %s: a subgraph of '%s' has another parent", after, n->name);
+            verify_nodes(sub[j], defined, shapes, after);
+        }
         for (int j = 0; j < n->nout; j++) {
             Value *v = n->out[j];
             if (!v) continue;
@@ -79,4 +82,15 @@ void ir_verify(Graph *g, const char *after) {
         check_use(NULL, g->outputs[i], defined, after);
         if (shapes) check_shape(g->outputs[i], after);
     }
+}
+
+void ir_verify(Graph *g, const char *after) {
+    bool *defined = ARENA_ARRAY(g->arena, bool, g->nvalues + 1);
+    for (int i = 0; i < g->nvalues; i++) {
+        Value *v = g->values[i];
+        if (v->id != i) die("verifier after %s: value '%s' has id %d at %d", after, v->name, v->id, i);
+        if (v->data && v->rank < 0) die("verifier after %s: constant '%s' has no shape", after, v->name);
+        defined[i] = v->data != NULL;
+    }
+    verify_nodes(g, defined, shapes_final(after), after);
 }

@@ -26,6 +26,25 @@ typedef struct Group {
 
 static bool is_temp_root(const Buf *b) { return b->kind == B_TEMP && !b->alias; }
 
+/* A loop region runs its kernels again and again: a temporary touched anywhere in it (a
+ * body value, a loop-carried value, an outer value the body reads) must keep its bytes from
+ * the loop's first kernel to its last, or the next iteration would find them reused. */
+static void widen_to_loops(Program *p) {
+    for (int lo = 0; lo < p->nkernels; lo++) {
+        if (p->kernels[lo]->ctl != KCTL_LOOP) continue;
+        int hi = kir_ctl_match(p, lo);
+        for (int ki = lo; ki <= hi; ki++) {
+            Kernel *k = p->kernels[ki];
+            for (int i = 0; i < k->nparams; i++) {
+                Buf *r = kir_root(k->params[i]);
+                if (!is_temp_root(r)) continue;
+                r->first = MIN(r->first, lo);
+                r->last = MAX(r->last, hi);
+            }
+        }
+    }
+}
+
 static void live_ranges(Program *p) {
     for (int i = 0; i < p->nbufs; i++) p->bufs[i]->first = p->bufs[i]->last = -1;
     for (int ki = 0; ki < p->nkernels; ki++) {
@@ -37,6 +56,7 @@ static void live_ranges(Program *p) {
             r->last = ki;
         }
     }
+    widen_to_loops(p);
 }
 
 /* ---- in-place pairs ---- */

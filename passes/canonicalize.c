@@ -270,7 +270,7 @@ static void canon_constant(Graph *g, Node *n) {
     n->dead = true;
 }
 
-void canonicalize(Graph *g) {
+static void canonicalize_graph(Graph *g) {
     ir_count_uses(g);
     for (int i = 0; i < g->nnodes; i++) {
         Node *n = g->nodes[i];
@@ -300,5 +300,10 @@ void canonicalize(Graph *g) {
         }
     }
     ir_compact(g);
+}
+
+void canonicalize(Graph *g) {
+    ir_each_subgraph(g, canonicalize_graph);    /* bodies of If/Loop/Scan alike */
+    canonicalize_graph(g);
     exit_if_errors();
 }

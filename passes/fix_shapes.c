@@ -118,7 +118,31 @@ static void check_static(Graph *g, const Value *v) {
     }
 }
 
+/* The Loop node called `name`, in g or any body. */
+static Node *find_node(Graph *g, const char *name) {
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i], *r;
+        if (strcmp(n->name, name) == 0) return n;
+        Graph *sub[4];
+        for (int j = 0, ns = ir_subgraphs(n, sub, 4); j < ns; j++)
+            if ((r = find_node(sub[j], name))) return r;
+    }
+    return NULL;
+}
+
+/* --max-trip NODE=N becomes the node's attribute onnxcc.max_trip, read by the Loop rule. */
+static void apply_max_trip(Graph *g, const Options *o, int k) {
+    Node *n = find_node(g, o->trip_nodes[k]);
+    if (!n || n->op != OP_Loop) {
+        error(g->path, "--max-trip %s=%lld: the model has no Loop node named '%s'", o->trip_nodes[k],
+              (long long)o->trip_max[k], o->trip_nodes[k]);
+        return;
+    }
+    ir_attr_set_int(g, n, "onnxcc.max_trip", o->trip_max[k]);
+}
+
 void fix_shapes(Graph *g, const Options *o) {
+    for (int k = 0; o && k < o->ntrips; k++) apply_max_trip(g, o, k);
     for (int k = 0; o && k < o->nshapes; k++) apply_shape(g, o, k);
     for (int k = 0; o && k < o->nbinds; k++) apply_binding(g, &o->binds[k]);
     for (int i = 0; i < g->ninputs; i++) check_static(g, g->inputs[i]);

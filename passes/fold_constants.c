@@ -88,6 +88,8 @@ bool fold_node(Graph *g, Node *n) {
         kill_folded(n);
         return true;
     }
+    Graph *sub[1];
+    if (ir_subgraphs(n, sub, 1)) return false;  /* a body may read outer run-time values */
     if (!all_inputs_constant(n) || !outputs_foldable(n)) return false;
     Graph *t = single_node_graph(g, n);
     Program *p = lower(t, NULL);
@@ -103,7 +105,13 @@ bool fold_node(Graph *g, Node *n) {
     return true;
 }
 
+static void fold_graph(Graph *g) {
+    for (int i = 0; i < g->nnodes; i++)
+        if (!g->nodes[i]->dead) fold_node(g, g->nodes[i]);
+}
+
 void fold_constants(Graph *g) {
+    ir_each_subgraph(g, fold_graph);
     int folded = 0;
     for (int i = 0; i < g->nnodes; i++)
         if (!g->nodes[i]->dead) folded += fold_node(g, g->nodes[i]);

@@ -7,7 +7,8 @@
  *   - B is a root temporary with no views, read by C alone and written by P alone (KP_OUT,
  *     so by the write-once invariant every element of B is stored exactly once);
  *   - C's output has B's shape and C reads B only at its own loop index [v0..vn-1];
- *   - nothing between P and C (P included) writes what C reads or touches C's output.
+ *   - nothing between P and C (P included) writes what C reads or touches C's output, and
+ *     no control kernel (a loop or branch boundary) stands between them.
  * Then every `STORE B[idx] = val` in P becomes `STORE Cout[idx] = C's expression` with the
  * loads of B replaced by val and C's loop variables by idx, so C's other operands (a bias, a
  * residual) are read at their broadcast index of idx. P inherits C's parameters and C dies.
@@ -110,6 +111,7 @@ static Kernel *producer(Program *p, Kernel *c, Buf *b, const EwForm *m) {
     Buf *oroot = kir_root(out);
     for (int i = pk->id; i < c->id; i++) {
         Kernel *k = p->kernels[i];
+        if (k->ctl) return NULL;    /* another region: C would move into or out of a loop/branch */
         if (k->dead) continue;
         if (touches(k, oroot, KP_INOUT)) return NULL;
         for (int j = 0; j < c->nparams; j++)

@@ -5,7 +5,9 @@
  * constant is folded at once (fold_node), so that the rule of a later node sees constant data
  * where it needs it: Reshape's target shape is often computed by a Shape -> Gather -> Concat
  * subgraph. Every problem is reported (error()) and the pass exits only at the end, so a model
- * with several bad nodes gets every message at once. */
+ * with several bad nodes gets every message at once. Subgraphs (If's branches, Loop's and
+ * Scan's bodies) are inferred by their owner's rule (passes/ops/control.c), through
+ * infer_graph, once the owner knows the types of the body's inputs. */
 #include "pipeline.h"
 
 static bool has_shape(const Value *v) {
@@ -68,8 +70,12 @@ static void infer_node(Graph *g, Node *n) {
     fold_node(g, n);
 }
 
-void infer_shapes(Graph *g) {
+void infer_graph(Graph *g) {
     for (int i = 0; i < g->nnodes; i++)
         if (!g->nodes[i]->dead) infer_node(g, g->nodes[i]);
+}
+
+void infer_shapes(Graph *g) {
+    infer_graph(g);
     exit_if_errors();
 }

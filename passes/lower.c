@@ -56,14 +56,36 @@ static char *sanitize(Arena *a, const char *s) {
     return r;
 }
 
-const char *lower_kname(Lower *L, Node *n) {
-    char *s = sanitize(L->p->arena, n->name);
+const char *lower_name(Lower *L, const char *base) {
+    char *s = sanitize(L->p->arena, base);
     for (int i = 0, dup = 1; i < L->p->nkernels; i++)
         if (strcmp(L->p->kernels[i]->name, s) == 0) {   /* taken: try name_2, name_3, ... */
-            s = sanitize(L->p->arena, arena_printf(L->p->arena, "%s_%d", n->name, ++dup));
+            s = sanitize(L->p->arena, arena_printf(L->p->arena, "%s_%d", base, ++dup));
             i = -1;
         }
     return s;
+}
+
+const char *lower_kname(Lower *L, Node *n) { return lower_name(L, n->name); }
+
+void lower_nodes(Lower *L, Graph *g) {
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead) continue;
+        bool folded = true;                 /* constant results need no kernel */
+        for (int j = 0; j < n->nout; j++)
+            if (n->out[j] && !n->out[j]->data) folded = false;
+        if (folded) continue;
+        op_info[n->op].lower(L, n);
+    }
+}
+
+Buf *lower_value(Lower *L, Value *v) {
+    if (!L->vbuf[v->id]) {
+        if (!v->data) die("lowering: value '%s' has no buffer", v->name);
+        L->vbuf[v->id] = const_buf(L, v);
+    }
+    return L->vbuf[v->id];
 }
 
 void lower_vars(Kernel *k, int rank, int *vars) {
@@ -170,15 +192,7 @@ Program *lower(Graph *g, const Options *o) {
         else if (v->data) src[i] = const_buf(&L, v);
         else L.vbuf[v->id] = b;
     }
-    for (int i = 0; i < g->nnodes; i++) {
-        Node *n = g->nodes[i];
-        if (n->dead) continue;
-        bool folded = true;                 /* constant results need no kernel */
-        for (int j = 0; j < n->nout; j++)
-            if (n->out[j] && !n->out[j]->data) folded = false;
-        if (folded) continue;
-        op_info[n->op].lower(&L, n);
-    }
+    lower_nodes(&L, g);
     for (int i = 0; i < g->noutputs; i++)
         if (src[i]) {
             Kernel *k = lower_copy(&L, arena_printf(g->arena, "output_%d", i), p->outputs[i], src[i]);

@@ -23,8 +23,13 @@ Buf *lower_out(Lower *L, Node *n, int i);
 /* Make output i of n a view of `of` with the output's shape (Reshape, Flatten, ...). If the
  * output is a graph output a copy kernel is emitted instead. */
 void lower_view(Lower *L, Node *n, int i, Buf *of);
-/* Kernel name for a node: its (sanitised) node name, made unique. */
+/* Kernel name for a node: its (sanitised) node name, made unique; lower_name from any base. */
 const char *lower_kname(Lower *L, Node *n);
+const char *lower_name(Lower *L, const char *base);
+/* Lower the live nodes of g (the model's graph or a body) in order, each by its rule. */
+void lower_nodes(Lower *L, Graph *g);
+/* The buffer holding v (a B_CONST made on first use for a constant). */
+Buf *lower_value(Lower *L, Value *v);
 
 /* The prologue of every rule's kernel: a kernel of class c named after n, with the non-NULL
  * ins[0..nin) registered as inputs and then out (unless NULL) as its output, in that order;

@@ -28,6 +28,9 @@ typedef struct Options {
     int nshapes;
     Binding *binds;                 /* --bind NAME=FILE.pb */
     int nbinds;
+    const char **trip_nodes;        /* --max-trip NODE=N: a bound on a Loop's trip count */
+    int64_t *trip_max;
+    int ntrips;
     int vector_bytes;               /* from the target */
     int arena_align;                /* from the target */
 } Options;
@@ -36,6 +39,8 @@ typedef struct Options {
 void fix_shapes(Graph *g, const Options *o);   /* apply --shape and --bind, report unresolved symbols */
 void canonicalize(Graph *g);        /* one form per op: old opsets upgraded, attrs -> inputs */
 void infer_shapes(Graph *g);        /* dtype and static shape of every value (passes/ops/) */
+/* The same over one graph or subgraph without stopping at errors (control-flow rules). */
+void infer_graph(Graph *g);
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
 /* Evaluate one node whose inputs are all constant (kernel IR interpreter); on success its
  * outputs get data, lose their producer and the node dies. Returns whether it folded. */

@@ -4,7 +4,9 @@
  * Squeeze, Unsqueeze) whose output shape equals its input shape is a no-op once shapes are
  * static.
  * Their consumers read the input directly. A node whose output is a graph output is kept: the
- * output's name is part of the compiled API, and lowering turns such a node into a copy. */
+ * output's name is part of the compiled API, and lowering turns such a node into a copy.
+ * Bodies of If/Loop/Scan are simplified the same way (a body output is kept like a graph
+ * output: the owner's rule reads it). */
 #include "pipeline.h"
 
 static bool is_noop(const Node *n) {
@@ -24,7 +26,7 @@ static bool is_graph_output(const Graph *g, const Value *v) {
     return false;
 }
 
-void simplify(Graph *g) {
+static void simplify_graph(Graph *g) {
     ir_count_uses(g);
     for (int i = 0; i < g->nnodes; i++) {
         Node *n = g->nodes[i];
@@ -34,4 +36,9 @@ void simplify(Graph *g) {
     }
     ir_dce(g);
     ir_compact(g);
+}
+
+void simplify(Graph *g) {
+    ir_each_subgraph(g, simplify_graph);
+    simplify_graph(g);
 }

@@ -87,6 +87,23 @@ fresh; expect_error "unwritable output path" 1 1 -- models/mlp/model.onnx -o /no
 fresh; expect_error "check with another model's test data" 1 any -- \
     check models/mlp/model.onnx models/cnn/test_data_set_0
 
+# Control flow: a scan output sized by a run-time trip count needs --max-trip; If branches
+# must agree on their shapes.
+fresh; expect_error "Loop scan output without a bound" 1 1 loop_node "max-trip loop_node=N" -- \
+    $B/loop_scan.onnx -o $dir/x.o
+fresh; expect_error "--max-trip of an unknown node" 1 1 nosuch -- \
+    $B/loop_scan.onnx --max-trip nosuch=4 -o $dir/x.o
+fresh; expect_error "bad --max-trip" 2 1 -- $B/loop_scan.onnx --max-trip loop_node=x -o $dir/x.o
+fresh; expect_error "If branches of different shapes" 1 1 if_node "\[2,3\]" "\[3,2\]" -- \
+    $B/if_shapes.onnx -o $dir/x.o
+fresh
+run $B/loop_scan.onnx --max-trip loop_node=8 -o $dir/ls.o
+if [ $rc = 0 ] && grep -q '#define ls_OUTPUT_1_NUMEL 24' $dir/ls.h && grep -q 'ls_ERR_TRIP 4' $dir/ls.h; then
+    ok "--max-trip sizes the scan output (8 rows)"
+else
+    fail "--max-trip sizes the scan output (8 rows)" "status $rc or header without OUTPUT_1_NUMEL 24"
+fi
+
 # --bind: a shape input fixed at compile time (ONNX's reshape test: inputs 'data', 'shape').
 R=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_reshape_reordered_all_dims
 fresh; expect_error "--bind of an unknown input" 1 1 nosuch -- \

@@ -2,7 +2,9 @@
 """cli_models.py OUTDIR - writes the small models that tests/cli.sh feeds to onnxcc's error
 paths: unknown_ops.onnx (two nodes of made-up op types around one valid node, so that every
 unsupported op must be reported, each naming its node) and symbolic.onnx (an input whose first
-dimension is the symbol "batch", which only --shape resolves)."""
+dimension is the symbol "batch", which only --shape resolves), loop_scan.onnx (a Loop named
+loop_node with a run-time trip count and a scan output, which needs --max-trip) and
+if_shapes.onnx (an If named if_node whose branches give different shapes)."""
 import os
 import sys
 
@@ -30,6 +32,23 @@ def main():
     save(model([helper.make_node("Relu", ["x"], ["y"], name="relu_node")],
                [f32("x", ["batch", 4])], [f32("y", ["batch", 4])], "symbolic"),
          os.path.join(out, "symbolic.onnx"))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Add", ["v_in", "v_in"], ["v_out"]),
+         helper.make_node("Identity", ["v_out"], ["row"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), f32("v_in", [3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), f32("v_out", [3]), f32("row", [3])])
+    save(model([helper.make_node("Loop", ["n", "", "x"], ["y", "rows"], body=body, name="loop_node")],
+               [helper.make_tensor_value_info("n", TensorProto.INT64, []), f32("x", [3])],
+               [f32("y", [3]), f32("rows", ["t", 3])], "loop_scan"),
+         os.path.join(out, "loop_scan.onnx"))
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "then", [], [f32("a", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Transpose", ["x"], ["b"])], "else", [], [f32("b", [3, 2])])
+    save(model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if_node")],
+               [helper.make_tensor_value_info("c", TensorProto.BOOL, []), f32("x", [2, 3])],
+               [f32("y", None)], "if_shapes"),
+         os.path.join(out, "if_shapes.onnx"))
 
 
 if __name__ == "__main__":

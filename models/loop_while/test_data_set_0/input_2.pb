@@ -1,0 +1,1 @@
+BlimitJ¶¼BA
