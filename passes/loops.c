@@ -915,3 +915,49 @@ bool loop_coalesce(Program *p, Kernel *k, Stmt *outer) {
     outer->body = in->body;
     return true;
 }
+
+/* ---- layouts of temporaries ---- */
+
+static void permute_access(const int *perm, Expr **idx, int n) {
+    Expr *old[MAX_RANK];
+    memcpy(old, idx, sizeof(Expr *) * (size_t)n);
+    for (int d = 0; d < n; d++) idx[d] = old[perm[d]];
+}
+
+/* The accesses through b in e (then in the list s) with their indices permuted; whether
+ * there were any. */
+
+static bool permute_expr(Buf *b, const int *perm, Expr *e) {
+    bool hit = false;
+    for (int i = 0; i < e->nargs; i++) hit |= permute_expr(b, perm, e->args[i]);
+    if (e->kind == E_LOAD && e->buf == b) permute_access(perm, e->args, e->nargs), hit = true;
+    return hit;
+}
+
+static bool permute_list(Buf *b, const int *perm, Stmt *s) {
+    bool hit = false;
+    for (; s; s = s->next) {
+        if (s->lo) hit |= permute_expr(b, perm, s->lo);
+        if (s->hi) hit |= permute_expr(b, perm, s->hi);
+        if (s->cond) hit |= permute_expr(b, perm, s->cond);
+        if (s->val) hit |= permute_expr(b, perm, s->val);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) hit |= permute_expr(b, perm, s->idx[d]);
+        if (s->kind == S_STORE && s->buf == b) permute_access(perm, s->idx, b->rank), hit = true;
+        hit |= permute_list(b, perm, s->body) | permute_list(b, perm, s->then) | permute_list(b, perm, s->els);
+    }
+    return hit;
+}
+
+bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout) {
+    if (b->kind != B_TEMP || b->alias) return false;
+    for (int i = 0; i < p->nbufs; i++)
+        if (p->bufs[i]->alias == b) return false;
+    int64_t dims[MAX_RANK];
+    for (int d = 0; d < b->rank; d++) dims[d] = b->dims[perm[d]];
+    memcpy(b->dims, dims, sizeof(int64_t) * (size_t)b->rank);
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        if (!k->dead && permute_list(b, perm, k->body)) sched_note(p, k, "layout(%%%s,%s)", b->name, layout);
+    }
+    return true;
+}

@@ -122,6 +122,14 @@ bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t
  * dims merged, read and written at the new variable. A 1x1 convolution's pixels so become
  * one contiguous axis (a GEMM's columns). False, and nothing changed, if not so. */
 bool loop_coalesce(Program *p, Kernel *k, Stmt *outer);
+/* Temporary b (a root B_TEMP without views) stored in another order: its dim d becomes the
+ * original dim perm[d] (e.g. {0, 2, 3, 1}: NCHW -> NHWC), and every access of every kernel
+ * has its indices permuted alike, so every kernel still computes the same thing and only
+ * the memory order changes (no reorder kernel is needed: each producer and consumer reads and
+ * writes the new order directly; whether that is fast is the caller's choice). Each kernel
+ * touching b notes `layout(%b,LAYOUT)`. False, and nothing changed, if b is not such a
+ * temporary. */
+bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout);
 /* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
 void resolve_conditions(Program *p, Kernel *k);
 

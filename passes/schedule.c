@@ -6,6 +6,9 @@
  * output type in one target vector (p->vector_bytes), and:
  *   - every loop that only accumulates into scalar registers (no store inside) is marked
  *     LH_REDUCTION;
+ *   - first, with vectors, the 4-d temporaries around depthwise convolutions and their
+ *     neighbours through convs and pools are stored NHWC (channel_last_layouts), and the
+ *     kernels touching them run with the channels innermost as vectors;
  *   - contractions whose last two parallel loops appear only as the last two indices of
  *     buffers of those extents (a 1x1 convolution) get them coalesced into one (a GEMM's
  *     columns: coalesce_pixels);
@@ -163,6 +166,7 @@ typedef struct Operand {
     bool transposed;                /* a matrix read as b[j, k] */
     bool other_reads;               /* another buffer's load reads `avoid` */
     int64_t stride;                 /* largest coefficient of `col` in other buffers' indices */
+    bool col_last;                  /* another buffer's load reads `col` in its last index */
 } Operand;
 
 static void find_operand(const Kernel *k, const Expr *e, const bool *red, int v, int kv, int col, Operand *o) {
@@ -184,6 +188,7 @@ static void find_operand(const Kernel *k, const Expr *e, const bool *red, int v,
         if (kv < 0 && expr_reads_var(e->args[d], v)) o->other_reads = true;
         o->stride = MAX(o->stride, llabs(expr_coef(e->args[d], col)));
     }
+    if (e->nargs && expr_reads_var(e->args[e->nargs - 1], col)) o->col_last = true;
 }
 
 /* The loads inside the reduction loops of the list (in_red: the list is in one). */
@@ -293,6 +298,236 @@ static void peel_rows(Program *p, Kernel *k, Stmt **at) {
     if (rmid && rmid->body) distribute(p, k, rmid);
 }
 
+/* The policy's own marks in `hints`, cleared before the pass ends: PICKED, the loops it will
+ * vectorise (a loop variable may have several loops: a convolution's border and interior
+ * pieces), BLOCKED, those with rows blocked around them, and SHARED, the loops whose copies
+ * may be blocked around them although the input they read ties them to the vectors (a
+ * depthwise conv's columns: the copies still share every weight vector). */
+enum { PICKED = 1u << 30, BLOCKED = 1u << 29, SHARED = 1u << 28 };
+
+/* ---- channel-last activations around depthwise convolutions ----
+ * A depthwise conv along its output width vectorises poorly on narrow maps (a DS-CNN's 25x5,
+ * MobileNet's 7x7: rows shorter than a vector, every lane near a border), and across its
+ * channels in NCHW it would gather every input and scatter every output (measured 2.2x
+ * slower). So the 4-d temporaries it reads and writes are stored channel-last (NHWC,
+ * buf_permute): each tap is then one contiguous vector load per block of channels, with
+ * weights packed [1, kh, kw, M] and the border tests on rows and columns (uniform across
+ * the lanes) peeled away. The convs that produce and consume those temporaries (1x1
+ * expansions and projections, a stem) then run channel-innermost too (conv_layout's cm form:
+ * pixels blocked, each input element broadcast, weight vectors contiguous), which an NHWC
+ * operand requires anyway. Reorders are never needed: every kernel reads the new order
+ * directly. */
+
+/* Is the store y[n, h.., w, m] in the nest n, m, h.., w (a conv's output channel-last)? */
+static bool store_channel_last(const Stmt *st, Stmt **const *nest, int r) {
+    if (r < 3 || st->buf->rank != r || !is_var(st->idx[0], (*nest[0])->var) || !is_var(st->idx[r - 1], (*nest[1])->var))
+        return false;
+    for (int d = 1; d < r - 1; d++)
+        if (!is_var(st->idx[d], (*nest[d + 1])->var)) return false;
+    return true;
+}
+
+/* The first load in e, other than of `w`, whose channel index (1, or the last when
+ * channel-last) reads variable m. */
+static const Expr *channel_load(const Expr *e, const Buf *w, int m, bool last) {
+    if (e->kind == E_LOAD && e->buf != w && e->nargs >= 3 && expr_reads_var(e->args[last ? e->nargs - 1 : 1], m))
+        return e;
+    for (int i = 0; i < e->nargs; i++) {
+        const Expr *x = channel_load(e->args[i], w, m, last);
+        if (x) return x;
+    }
+    return NULL;
+}
+
+static const Expr *channel_load_in(const Stmt *s, const Buf *w, int m, bool last) {
+    for (; s; s = s->next) {
+        const Expr *x = s->val ? channel_load(s->val, w, m, last) : NULL;
+        if (!x) x = channel_load_in(s->body, w, m, last);
+        if (!x) x = channel_load_in(s->then, w, m, last);
+        if (!x) x = channel_load_in(s->els, w, m, last);
+        if (x) return x;
+    }
+    return NULL;
+}
+
+static bool expr_loads_only(const Expr *e, const Buf *b) {
+    if (e->kind == E_LOAD && e->buf != b) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!expr_loads_only(e->args[i], b)) return false;
+    return true;
+}
+
+static bool loads_only(const Stmt *s, const Buf *b) {
+    for (; s; s = s->next)
+        if ((s->val && !expr_loads_only(s->val, b)) || (s->cond && !expr_loads_only(s->cond, b)) ||
+            !loads_only(s->body, b) || !loads_only(s->then, b) || !loads_only(s->els, b))
+            return false;
+    return true;
+}
+
+/* A channel-wise window kernel (nest n, m, h, w around reductions over a window; the input
+ * read at channel m + c, c a reduction of one iteration): a depthwise convolution (constant
+ * float weights w[m, c, kh, kw] with one input channel per group, returned in *w) or a pool
+ * (no other operand, *w NULL); the input load in *x. `last`: the input and output
+ * channel-last. */
+static bool channelwise(Program *p, Kernel *k, bool last, const Expr **x, Buf **w) {
+    Stmt **nest[MAX_RANK + 1];
+    if (k->kclass != KC_CONTRACTION || parallel_nest(k, nest) != 4) return false;
+    Stmt *m = *nest[1], *col = *nest[3];
+    const Stmt *st = first_store(col->body);
+    if (!st || !dtype_is_float(st->buf->dtype) || st->buf->rank != 4) return false;
+    for (int d = 0; d < 4 && !last; d++)
+        if (!is_var(st->idx[d], (*nest[d])->var)) return false;
+    if (last && !store_channel_last(st, nest, 4)) return false;
+    Operand o = {0};
+    bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+    find_operands(k, col->body, rv, false, m->var, -1, col->var, &o);
+    if (o.b && (o.b->rank != 4 || o.b->dims[1] != 1 || !o.other_reads)) return false;
+    *w = o.b;
+    *x = channel_load_in(col->body, o.b, m->var, last);
+    return *x && (*x)->buf->rank == 4 && expr_coef((*x)->args[last ? 3 : 1], m->var) == 1 &&
+           (o.b || loads_only(col->body, (*x)->buf));
+}
+
+/* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
+ * around reductions) that conv_layout or channelwise_layout run channel-innermost? */
+static bool channel_last_user(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    if (k->dead || k->kclass != KC_CONTRACTION || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
+    const Stmt *st = first_store((*nest[3])->body);
+    if (!st || st->buf->rank != 4 || !dtype_is_float(st->buf->dtype)) return false;
+    const Expr *x;
+    Buf *w;
+    if (channelwise(p, k, false, &x, &w)) return true;
+    Operand o = {0};
+    bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+    find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
+    return o.b && o.b->rank == 4 && !o.other_reads && trips(*nest[1]) >= 8;
+}
+
+static Stmt *innermost_parallel(Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    return *nest[r - 1];
+}
+
+static bool has_views(const Program *p, const Buf *b) {
+    for (int i = 0; i < p->nbufs; i++)
+        if (p->bufs[i]->alias == b) return true;
+    return false;
+}
+
+static bool touches(const Kernel *k, const Buf *b) {
+    for (int i = 0; i < k->nparams; i++)
+        if (kir_root(k->params[i]) == b) return true;
+    return false;
+}
+
+/* The 4-d float temporaries kernel k reads or writes not seen yet, appended to list[*n]
+ * (each once: state 3, queued). */
+static void kernel_temps(const Kernel *k, char *state, Buf **list, int *n) {
+    for (int i = 0; i < k->nparams; i++) {
+        Buf *b = kir_root(k->params[i]);
+        if (!state[b->id] && b->kind == B_TEMP && b->rank == 4 && dtype_is_float(b->dtype))
+            state[b->id] = 3, list[(*n)++] = b;
+    }
+}
+
+/* Makes NHWC the temporaries that depthwise convs read or write, and from there, through the
+ * convs that touch them, their neighbours (a MobileNet block's expansion input, projection
+ * output and residual), as long as every kernel touching one can use that order
+ * (channel_last_user): a conv that reads NHWC and writes NCHW scatters its stores, one
+ * scatter per vector of output channels, which cost the 16- and 24-channel projections of
+ * MobileNetV2 2x. All decided on the program as lowered, then all permuted; a channel-wise
+ * kernel gets both sides permuted or neither. Only with
+ * vectors of 16 bytes or more: without them a depthwise conv gains nothing from channels
+ * side by side. */
+static void channel_last_layouts(Program *p) {
+    static const int nhwc[4] = {0, 2, 3, 1};
+    if (p->vector_bytes < 16) return;
+    int n = 0;
+    Buf **work = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1);
+    char *state = ARENA_ARRAY(p->arena, char, p->nbufs + 1);     /* 1 rejected, 2 chosen, 3 queued */
+    bool *user = ARENA_ARRAY(p->arena, bool, p->nkernels + 1);
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        const Expr *x;
+        Buf *w;
+        user[i] = channel_last_user(p, k);
+        if (user[i] && channelwise(p, k, false, &x, &w) && w) kernel_temps(k, state, work, &n);
+    }
+    int nchosen = 0;
+    Buf **chosen = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1);
+    while (n > 0) {
+        Buf *b = work[--n];
+        bool ok = !b->alias && !has_views(p, b);
+        for (int i = 0; i < p->nkernels && ok; i++)
+            if (!p->kernels[i]->dead && touches(p->kernels[i], b)) ok = user[i];
+        state[b->id] = ok ? 2 : 1;
+        if (!ok) continue;
+        chosen[nchosen++] = b;
+        for (int i = 0; i < p->nkernels; i++)
+            if (!p->kernels[i]->dead && touches(p->kernels[i], b)) kernel_temps(p->kernels[i], state, work, &n);
+    }
+    /* a channel-wise kernel with one side NHWC and the other not would run along the
+     * width, gathering or scattering the NHWC side: neither side then */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < p->nkernels; i++) {
+            const Expr *x;
+            Buf *w;
+            Kernel *k = p->kernels[i];
+            if (!user[i] || !channelwise(p, k, false, &x, &w)) continue;
+            Buf *in = kir_root(x->buf), *out = kir_root(first_store(innermost_parallel(k)->body)->buf);
+            if ((state[in->id] == 2) != (state[out->id] == 2)) state[in->id] = state[out->id] = 1, changed = true;
+        }
+    }
+    for (int c = 0; c < nchosen; c++)
+        if (state[chosen[c]->id] == 2) buf_permute(p, chosen[c], nhwc, "nhwc");
+}
+
+/* Marks SHARED the loops over variable v. */
+static void mark_columns(Stmt *s, int v) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && s->var == v) s->hints |= SHARED;
+        mark_columns(s->body, v);
+        mark_columns(s->then, v);
+        mark_columns(s->els, v);
+    }
+}
+
+static void clear_shared(Stmt *s) {
+    for (; s; s = s->next) {
+        s->hints &= ~(unsigned)SHARED;
+        clear_shared(s->body);
+        clear_shared(s->then);
+        clear_shared(s->els);
+    }
+}
+
+/* A channel-wise kernel on channel-last operands: the channel loop sunk below the rows and
+ * columns (vectors across channels), rows and columns peeled at their interiors (no tap test
+ * left inside; the border pixels keep theirs, which do not depend on the channel). A
+ * depthwise conv's weights are packed [1, kh, kw, M] (`cm`) and its columns marked SHARED,
+ * so that block_list blocks pixels around the channel vectors: each weight vector loaded
+ * then feeds several FMAs, where alone every FMA waited on two loads. */
+static bool channelwise_layout(Program *p, Kernel *k) {
+    const Expr *x;
+    Buf *w;
+    if (!channelwise(p, k, true, &x, &w)) return false;
+    Stmt **nest[MAX_RANK + 1];
+    parallel_nest(k, nest);
+    PackDim pd[4];
+    for (int d = 0; d < 4; d++) pd[d] = (PackDim){(d + 1) % 4, 0, false};
+    if (w) loop_pack(p, k, w, "cm", 4, pd);
+    for (Stmt *s = *nest[1]; s->body && s->body->kind == S_LOOP && !(s->body->hints & LH_REDUCTION); s = s->body)
+        loop_interchange(p, k, s);
+    parallel_nest(k, nest);
+    peel_rows(p, k, nest[1]);
+    if (w) mark_columns(k->body, (*nest[2])->var);
+    return true;
+}
+
 static Buf *conv_layout(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
@@ -300,7 +535,8 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     if (r < 3) return NULL;
     const Stmt *st = first_store((*nest[r - 1])->body);
     if (!st || st->buf->rank != r || !dtype_is_float(st->buf->dtype)) return NULL;
-    for (int d = 0; d < r; d++)
+    bool cl = store_channel_last(st, nest, r);
+    for (int d = 0; d < r && !cl; d++)
         if (!is_var(st->idx[d], (*nest[d])->var)) return NULL;
     Stmt *m = *nest[1], *col = *nest[r - 1];
     Operand o = {0};
@@ -308,7 +544,8 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     find_operands(k, col->body, rv, false, m->var, -1, col->var, &o);
     int64_t mg = trips(m), esz = (int64_t)dtype_size(st->buf->dtype);
     bool can = o.b && o.b->rank == r && !o.other_reads && mg >= 8;
-    bool cm = can && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes);
+    /* a channel-last output or input (channel_last_layouts) leaves no contiguous width */
+    bool cm = can && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
     bool border_cm = can && !cm && p->vector_bytes >= 16;
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
@@ -360,9 +597,6 @@ static bool has_jammable(const Stmt *s) {
     return false;
 }
 
-/* Tile's own mark, in `hints` while it runs, of the loops it will vectorise (a loop variable
- * may have several loops: a convolution's border and interior pieces). */
-enum { PICKED = 1u << 30, BLOCKED = 1u << 29 };
 
 /* How the reduction loops in list s load along var: 2 if some operand contiguously or at a
  * small stride the backend loads as whole vectors (STRIDE_LOADS: a stride-2 depthwise conv or
@@ -481,7 +715,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
         bool *vv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
         if (s->kind == S_LOOP) picked_vars(s->body, vv);
         if (in == 1 && s->kind == S_LOOP && !(s->hints & (PICKED | LH_REDUCTION)) && s->step == 1 &&
-            const_loop(s) && !stmt_ties(s->body, s->var, vv, false)) {
+            const_loop(s) && ((s->hints & SHARED) || !stmt_ties(s->body, s->var, vv, false))) {
             int f = block_factor(p, k, s, inner_vector(s->body));
             if (f >= 2 && iterations_independent(p, k, s) && body_private(p, k, s)) {
                 /* the rows left over get one narrower block */
@@ -600,19 +834,23 @@ static void vector_reductions(Program *p, Kernel *k, Stmt *s) {
 
 void schedule(Program *p) {
     if (p->opt_level < 2) return;
+    for (int i = 0; i < p->nkernels; i++)
+        if (!p->kernels[i]->dead) mark_reductions(p->kernels[i]->body);
+    channel_last_layouts(p);
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         if (k->dead) continue;
-        mark_reductions(k->body);
         if (k->kclass == KC_CONTRACTION) {
             coalesce_pixels(p, k);
             Buf *cmw = NULL;
             if (kernel_independent(k)) {   /* the interchanges there assume so */
-                cmw = conv_layout(p, k);
+                /* a depthwise conv's weights are a few rows of M, its tiles up to 8 vectors */
+                if (!channelwise_layout(p, k)) cmw = conv_layout(p, k);
                 pack_panels(p, k);
             }
             pick_loops(k->body, lanes(p, k) >= 2);
             block_list(p, k, &k->body);
+            clear_shared(k->body);
             vector_list(p, k, &k->body);
             if (cmw) conv_tiles(p, k, cmw, lanes(p, k) * (vregs(p) >= 32 ? 4 : 2));
         }

@@ -76,7 +76,7 @@ void lower_conv(Lower *L, Node *n) {
     lower_var_idx(p, y->rank, ov, oi);
     Expr *m = oi[1], *c = kx_var(p, cv);
     xi[0] = oi[0];
-    xi[1] = grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
+    xi[1] = grp == 1 ? c : kx_add(p, kx_mul(p, mg == 1 ? m : kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
     wi[0] = m;
     wi[1] = c;
     for (int i = 0; i < w.nsp; i++) {

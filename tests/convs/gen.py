@@ -54,3 +54,37 @@ for name,xs,ws,s,d,pads,relu,*grp in cases:
     onnx.save(m,name+'/model.onnx')
     open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
     open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+# Depthwise-separable blocks (1x1 expansion + Relu, 3x3 depthwise + Relu, 1x1 projection, at
+# stride 1 with a residual Add and a GlobalAveragePool): the temporaries around the depthwise
+# conv are stored NHWC at -O2 (passes/schedule.c, channel_last_layouts), which single convs on
+# graph inputs never reach.
+def block(name,xs,e,s,res):
+    C=xs[1]; M=C*e
+    we=rng.standard_normal([M,C,1,1]).astype(np.float32); be=rng.standard_normal(M).astype(np.float32)
+    wd=rng.standard_normal([M,1,3,3]).astype(np.float32); bd=rng.standard_normal(M).astype(np.float32)
+    wp=rng.standard_normal([C,M,1,1]).astype(np.float32); bp=rng.standard_normal(C).astype(np.float32)
+    x=rng.standard_normal(xs).astype(np.float32)
+    x64=x.astype(np.float64)
+    t=np.maximum(gref(x64,we.astype(np.float64),be,[1,1],[1,1],[0,0],[0,0],1),0)
+    u=np.maximum(gref(t,wd.astype(np.float64),bd,[s,s],[1,1],[1,1],[1,1],M),0)
+    v=gref(u,wp.astype(np.float64),bp,[1,1],[1,1],[0,0],[0,0],1)
+    nodes=[h.make_node('Conv',['x','We','Be'],['t0']),h.make_node('Relu',['t0'],['t']),
+           h.make_node('Conv',['t','Wd','Bd'],['u0'],pads=[1,1,1,1],strides=[s,s],group=M),
+           h.make_node('Relu',['u0'],['u']),h.make_node('Conv',['u','Wp','Bp'],['v'])]
+    if res:
+        v=v+x64
+        nodes+=[h.make_node('Add',['v','x'],['r']),h.make_node('GlobalAveragePool',['r'],['y'])]
+        y=v.mean(axis=(2,3),keepdims=True)
+    else:
+        nodes[-1].output[0]='y'
+        y=v
+    y=y.astype(np.float32)
+    init=[nh.from_array(a,n) for a,n in [(we,'We'),(be,'Be'),(wd,'Wd'),(bd,'Bd'),(wp,'Wp'),(bp,'Bp')]]
+    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],init)
+    m=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); m.ir_version=8
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    onnx.save(m,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
+    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+block('dw_block_res_gap',[1,8,10,7],4,1,True)
+block('dw_block_s2',[2,12,9,11],3,2,False)
