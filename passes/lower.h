@@ -14,12 +14,17 @@ typedef struct Lower {
     Graph *g;
     Program *p;
     Buf **vbuf;                     /* by Value id: the Buf holding that value, or NULL */
+    Buf **vdims;                    /* by Value id: a dyn graph output's dims output, or NULL */
 } Lower;
 
 /* The buffer of a node input (NULL for an absent optional input). Constants become B_CONST. */
 Buf *lower_in(Lower *L, Node *n, int i);
 /* The buffer for output i of n: the graph output's B_OUTPUT buffer or a fresh B_TEMP. */
 Buf *lower_out(Lower *L, Node *n, int i);
+/* Where the rule of a data-dependent output i of n (Value.dyn, or one whose shape rule found
+ * it static from constant inputs) stores its actual dims: int64[rank], written once by the
+ * rule. For a graph output it is the dims output run() reports; otherwise a temporary. */
+Buf *lower_dims(Lower *L, Node *n, int i);
 /* Make output i of n a view of `of` with the output's shape (Reshape, Flatten, ...). If the
  * output is a graph output a copy kernel is emitted instead. */
 void lower_view(Lower *L, Node *n, int i, Buf *of);

@@ -30,6 +30,12 @@ def main():
     save(model([helper.make_node("Relu", ["x"], ["y"], name="relu_node")],
                [f32("x", ["batch", 4])], [f32("y", ["batch", 4])], "symbolic"),
          os.path.join(out, "symbolic.onnx"))
+    # a data-dependent shape (NonZero's) feeding another op: onnxcc wants it as an output
+    save(model([helper.make_node("NonZero", ["x"], ["nz"], name="nz_node"),
+                helper.make_node("Neg", ["nz"], ["y"], name="neg_node")],
+               [f32("x", [2, 3])], [helper.make_tensor_value_info("y", TensorProto.INT64, [2, None])],
+               "dyn_consumer"),
+         os.path.join(out, "dyn_consumer.onnx"))
 
 
 if __name__ == "__main__":
