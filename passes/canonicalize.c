@@ -129,11 +129,12 @@ static void canon_dropout(Graph *g, Node *n) {
 
 static bool value_used(const Value *v) { return v && v->nuses > 0; }
 
+/* Training mode (opset 14+: batch statistics, running statistics as outputs 1 and 2) keeps
+ * its outputs; older exporters' unused extra outputs are dropped. */
 static void canon_batchnorm(Graph *g, Node *n) {
-    if (ir_attr_int(n, "training_mode", 0) ||
-        (n->nout > 1 && (value_used(n->out[1]) || (n->nout > 2 && value_used(n->out[2]))))) {
-        error(ir_where(g, n), "training mode not supported (only the inference form of "
-                              "BatchNormalization, with one output, is)");
+    if (ir_attr_int(n, "training_mode", 0)) return;
+    if (n->nout > 1 && (value_used(n->out[1]) || (n->nout > 2 && value_used(n->out[2])))) {
+        error(ir_where(g, n), "running statistics outputs (opsets 6 to 9, training) are not supported");
         return;
     }
     if (ir_attr_int(n, "spatial", 1) == 0)
