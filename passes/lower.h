@@ -162,4 +162,11 @@ Expr *rule_centered(Program *p, Kernel *k, Buf *b, Expr **bi, Buf *zp, Expr *zi)
 
 bool rule_float_input(Graph *g, Node *n, int i);
 
+/* The random generator (helpers.c): Philox-4x32-10 of the counter ctr[0..4) (32-bit values of
+ * any integer type, consumed) under the 64-bit key: the code that leaves the four words (as
+ * uint64 values < 2^32) in registers w[0..4). Deterministic for a given key and counter. */
+Stmt *rule_philox(Program *p, Kernel *k, Expr *const ctr[4], uint64_t key, int w[4]);
+/* A float32 uniform in [0, 1) from the Philox word in register `word`. */
+Expr *rule_uniform01(Program *p, Kernel *k, int word);
+
 #endif
