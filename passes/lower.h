@@ -166,6 +166,9 @@ bool rule_float_input(Graph *g, Node *n, int i);
  * any integer type, consumed) under the 64-bit key: the code that leaves the four words (as
  * uint64 values < 2^32) in registers w[0..4). Deterministic for a given key and counter. */
 Stmt *rule_philox(Program *p, Kernel *k, Expr *const ctr[4], uint64_t key, int w[4]);
+/* The Philox words of a random op's element `index` (consumed) in registers w[0..4): counter
+ * (index, 0, a hash of n's first output name, 0), key n's seed attribute (0 without one). */
+Stmt *rule_random(Program *p, Kernel *k, const Node *n, Expr *index, int w[4]);
 /* A float32 uniform in [0, 1) from the Philox word in register `word`. */
 Expr *rule_uniform01(Program *p, Kernel *k, int word);
 

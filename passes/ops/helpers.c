@@ -430,6 +430,15 @@ Stmt *rule_philox(Program *p, Kernel *k, Expr *const ctr[4], uint64_t key, int w
     return s;
 }
 
+Stmt *rule_random(Program *p, Kernel *k, const Node *n, Expr *index, int w[4]) {
+    Attr *a = ir_attr(n, "seed");   /* a float in the random ops, an int in Dropout */
+    uint64_t key = !a ? 0 : a->type == A_INT ? (uint64_t)a->i : (uint64_t)(int64_t)a->f;
+    uint32_t h = 2166136261u;       /* FNV-1a of the first output's name: the stream */
+    for (const char *s = n->out[0]->name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    Expr *ctr[4] = {index, kx_index(p, 0), kx_int(p, DT_UINT64, h), kx_index(p, 0)};
+    return rule_philox(p, k, ctr, key, w);
+}
+
 Expr *rule_uniform01(Program *p, Kernel *k, int word) {
     /* the top 24 bits: every float32 in [0, 1) that is a multiple of 2^-24, equally likely */
     Expr *top = kx_bin(p, K_DIV, kx_scalar(p, k, word), u64(p, 256));

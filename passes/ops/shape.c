@@ -156,8 +156,8 @@ void infer_size(Graph *g, Node *n) {
 
 /* Dropout with a training_mode input that is not a constant false (canonicalize keeps its
  * ratio and training_mode inputs then): where training_mode is true at run time, element i is
- * kept when a uniform [0, 1) number from the Philox generator (counter i, key `seed`, 0 when
- * absent) is >= ratio, and scaled by 1 / (1 - ratio); the mask says which were kept. With
+ * kept when a uniform [0, 1) number from the Philox generator (rule_random: counter i, key
+ * `seed`, 0 when absent) is >= ratio, and scaled by 1 / (1 - ratio); the mask says which were kept. With
  * training_mode false it is the identity. The numbers cannot match numpy's generator. */
 void lower_dropout(Lower *L, Node *n) {
     if (n->nin < 3 || !n->in[2]) {
@@ -175,9 +175,8 @@ void lower_dropout(Lower *L, Node *n) {
     Expr *lin = kx_index(p, 0);
     for (int d = 0; d < x->rank; d++) lin = kx_add(p, kx_mul(p, lin, x->dims[d]), kx_var(p, vars[d]));
     if (kir_numel(x) > 0xffffffffll) die("lower_dropout: %s: more elements than a 32-bit counter", n->name);
-    Expr *ctr[4] = {lin, kx_index(p, 0), kx_index(p, 0), kx_index(p, 0)};
     int w[4], keep = kir_scalar(p, k, DT_BOOL), on = kir_scalar(p, k, DT_BOOL);
-    Stmt *body = rule_philox(p, k, ctr, (uint64_t)ir_attr_int(n, "seed", 0), w);
+    Stmt *body = rule_random(p, k, n, lin, w);
     Expr *r = ratio ? kx_cast(p, DT_FLOAT, rule_load_first(p, k, ratio)) : kx_const(p, DT_FLOAT, 0.5);
     ks_seq(body, ks_set(p, keep, kx_bin(p, K_GE, rule_uniform01(p, k, w[0]), kx_clone(p, r))));
     ks_seq(body, ks_set(p, on, kx_cast(p, DT_BOOL, rule_load_first(p, k, train))));
