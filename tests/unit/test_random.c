@@ -139,6 +139,7 @@ int main(void) {
     stats(uo, "key 7");
 
     free(arena);
+    be_target_free(&host);
     rmdir(dir);
     arena_free(a);
     printf("random: %d passed, %d failed\n", passed, failed);
