@@ -289,8 +289,8 @@ typedef struct InfoTypes { LLVMTypeRef size, tensor, model; } InfoTypes;
 static InfoTypes info_types(Emitter *e, LLVMTargetDataRef td) {
     InfoTypes it;
     it.size = LLVMIntPtrTypeInContext(e->C, td);            /* size_t */
-    LLVMTypeRef tf[5] = {e->ptr, e->i32, e->i32, e->ptr, it.size};
-    it.tensor = LLVMStructTypeInContext(e->C, tf, 5, 0);
+    LLVMTypeRef tf[6] = {e->ptr, e->i32, e->i32, e->ptr, it.size, e->i32};
+    it.tensor = LLVMStructTypeInContext(e->C, tf, 6, 0);
     LLVMTypeRef mf[8] = {e->ptr, it.size, it.size, e->i32, e->i32, e->ptr, e->ptr, e->ptr};
     it.model = LLVMStructTypeInContext(e->C, mf, 8, 0);
     return it;
@@ -307,12 +307,13 @@ static LLVMValueRef tensor_infos(Emitter *e, InfoTypes *it, Buf **bufs, int n, c
             for (int j = 0; j < b->rank; j++) d[j] = LLVMConstInt(e->i64, (unsigned long long)b->dims[j], 1);
             dims = private_const(e, LLVMConstArray2(e->i64, d, (uint64_t)b->rank), "dims", 8);
         }
-        LLVMValueRef f[5] = {
+        LLVMValueRef f[6] = {
             cstring(e, b->name), LLVMConstInt(e->i32, (unsigned long long)b->dtype, 0),
             LLVMConstInt(e->i32, (unsigned long long)b->rank, 0), dims,
             LLVMConstInt(it->size, kir_nbytes(b), 0),
+            LLVMConstInt(e->i32, (unsigned long long)(int64_t)kir_dims_output(e->p, b), 1),
         };
-        elems[i] = LLVMConstNamedStruct(it->tensor, f, 5);
+        elems[i] = LLVMConstNamedStruct(it->tensor, f, 6);
     }
     return private_const(e, LLVMConstArray2(it->tensor, elems, (uint64_t)n), what, 0);
 }

@@ -53,7 +53,11 @@ static void io_doc(FILE *f, Program *p) {
             put_name(f, bufs[i]->name);
             fputs("\"  ", f);
             put_shape(f, bufs[i]);
-            fprintf(f, "  %zu bytes\n", kir_nbytes(bufs[i]));
+            fprintf(f, "  %zu bytes", kir_nbytes(bufs[i]));
+            int d = io ? kir_dims_output(p, bufs[i]) : -1;
+            if (d >= 0) fprintf(f, " at most: the shape depends on the data, its dims go to output %d", d);
+            if (bufs[i]->dims_of) fprintf(f, ": the actual dims of output %d", bufs[i]->dims_of->io_index);
+            fputc('\n', f);
         }
     }
 }

@@ -182,10 +182,32 @@ static DType data_dtype(const Tensor *t, DType model) {
     return t->dtype == DT_UINT16 && model == DT_BFLOAT16 ? DT_BFLOAT16 : t->dtype;
 }
 
-static bool same_dims(const Buf *b, const Tensor *t) {
-    if (b->rank != t->rank) return false;
-    for (int d = 0; d < b->rank; d++)
-        if (b->dims[d] != t->dims[d]) return false;
+static bool same_dims(int rank, const int64_t *dims, const Tensor *t) {
+    if (rank != t->rank) return false;
+    for (int d = 0; d < rank; d++)
+        if (dims[d] != t->dims[d]) return false;
+    return true;
+}
+
+/* The dims run() reported for a data-dependent output (`dims`, int64[rank]) into shape[];
+ * false, after a message, if they do not fit the capacity or the rest of the buffer is not
+ * zero as the header promises. */
+static bool reported_dims(const Buf *b, const int64_t *dims, int64_t *shape, const void *got) {
+    int64_t n = 1;
+    for (int d = 0; d < b->rank; d++) {
+        shape[d] = dims[d];
+        if (dims[d] < 0 || dims[d] > b->dims[d]) {
+            printf("MISMATCH: reported dim %d is %lld, the capacity %lld\n", d, (long long)dims[d], (long long)b->dims[d]);
+            return false;
+        }
+        n *= dims[d];
+    }
+    size_t es = dtype_size(b->dtype), used = (size_t)n * es;
+    for (size_t i = used; i < kir_nbytes(b); i++)
+        if (((const unsigned char *)got)[i]) {
+            printf("MISMATCH: byte %zu after the %lld valid elements is not zero\n", i, (long long)n);
+            return false;
+        }
     return true;
 }
 
@@ -195,22 +217,29 @@ static const char *dims_str(Arena *a, int rank, const int64_t *dims) {
     return arena_printf(a, "%s]", s);
 }
 
-/* Compare one output; prints its line; returns whether it matches. */
-static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const void *got, const Tensor *want) {
+/* Compare one output; prints its line; returns whether it matches. A data-dependent output
+ * (dims: the int64 dims run() reported, else NULL) is compared in its valid part. */
+static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const void *got,
+                    const int64_t *dims, const Tensor *want) {
     printf("  %s: output '%s': ", set, b->name);
     if (data_dtype(want, b->dtype) != b->dtype) {
         printf("MISMATCH: dtype %s, expected %s\n", dtype_name(b->dtype), dtype_name(want->dtype));
         return false;
     }
-    if (!same_dims(b, want)) {
-        printf("MISMATCH: shape %s, expected %s\n", dims_str(a, b->rank, b->dims),
+    int64_t shape[MAX_RANK];
+    memcpy(shape, b->dims, sizeof shape);
+    if (dims && !reported_dims(b, dims, shape, got)) return false;
+    if (!same_dims(b->rank, shape, want)) {
+        printf("MISMATCH: %sshape %s, expected %s\n", dims ? "reported " : "", dims_str(a, b->rank, shape),
                dims_str(a, want->rank, want->dims));
         return false;
     }
+    if (dims) printf("reported shape %s, ", dims_str(a, b->rank, shape));
     Value vg = {.dtype = b->dtype, .data = (void *)got}, vw = {.dtype = b->dtype, .data = want->data};
     bool fl = dtype_is_float(b->dtype);
     double max_abs = 0, max_rel = 0;
-    int64_t bad = -1, n = kir_numel(b);
+    int64_t bad = -1, n = 1;
+    for (int d = 0; d < b->rank; d++) n *= shape[d];
     for (int64_t i = 0; i < n; i++) {
         double x = ir_const_float(&vg, i), y = ir_const_float(&vw, i);
         bool ok;
@@ -266,11 +295,13 @@ static int run_set(Arena *a, const Cli *c, Program *p, RunFn run, const DataSet 
         failed = MAX(p->noutputs, 1);
     }
     for (int i = 0; i < p->noutputs && !rc; i++) {
+        if (p->outputs[i]->dims_of) continue;       /* compared with its tensor */
+        int dj = kir_dims_output(p, p->outputs[i]);
         if (i >= d->nout) {
             printf("  %s: output '%s': no expected data: skipped\n", d->name, p->outputs[i]->name);
             continue;
         }
-        if (compare(a, c, d->name, p->outputs[i], outs[i], &d->out[i])) ++*passed;
+        if (compare(a, c, d->name, p->outputs[i], outs[i], dj >= 0 ? outs[dj] : NULL, &d->out[i])) ++*passed;
         else failed++;
     }
     for (int i = 0; i < p->ninputs; i++) free((void *)ins[i]);

@@ -13,7 +13,8 @@
  *   numel(v) elements of its dtype, packed, native byte order.
  * - An optional input that is absent is NULL in Node.in[].
  * - After shape inference every live value has dtype != DT_UNDEF and rank >= 0 and all dims
- *   >= 0 (static shapes: symbolic dims are fixed by --shape or reported as errors). */
+ *   >= 0 (static shapes: symbolic dims are fixed by --shape or reported as errors). A value
+ *   marked dyn holds a data-dependent shape within those dims (its capacity). */
 #ifndef ONNXCC_IR_H
 #define ONNXCC_IR_H
 #include <stdbool.h>
@@ -81,6 +82,9 @@ typedef struct Value {
     void *data;                     /* compile-time constant contents, NULL if not constant */
     Node *producer;
     bool is_input, is_output;       /* graph input (not an initializer) / graph output */
+    bool dyn;                       /* data-dependent shape (NonZero, Unique, ...): dims are a
+                                       capacity, the actual dims are computed at run time; only
+                                       a graph output may be such a value (infer_shapes) */
     int nuses;                      /* filled by ir_count_uses */
 } Value;
 

@@ -39,6 +39,9 @@ typedef struct Buf {
     int io_index;                   /* B_INPUT/B_OUTPUT: position in the run() arrays */
     const void *data;               /* B_CONST: contents */
     struct Buf *alias;              /* non-NULL: a view of alias's storage (root via kir_root) */
+    struct Buf *dims_of;            /* B_OUTPUT int64[rank of dims_of]: run() writes here the
+                                       actual dims of output dims_of, a data-dependent shape
+                                       whose dims above are its capacity (text: "dims of %x") */
     int64_t offset;                 /* B_TEMP roots: byte offset in the arena (bufferize); -1 before */
     int first, last;                /* B_TEMP roots: live range in kernel indices (bufferize) */
 } Buf;
@@ -235,6 +238,7 @@ Program *kir_program_new(Arena *a, const char *name);
 Buf *kir_buf_new(Program *p, const char *name, DType t, int rank, const int64_t *dims, BufKind k);
 Buf *kir_view_new(Program *p, Buf *of, const char *name, int rank, const int64_t *dims);
 Buf *kir_root(Buf *b);                          /* follow alias to the storage owner */
+int kir_dims_output(const Program *p, const Buf *b); /* output holding b's run-time dims, or -1 */
 int64_t kir_numel(const Buf *b);
 size_t kir_nbytes(const Buf *b);
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);

@@ -245,6 +245,16 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
         if (ios[io][i]) { P->s = at; perr(P, "two %ss at position %lld", kir_bufkind_name[kind], (long long)i); }
         ios[io][i] = b;
         b->io_index = (int)i;
+        if (io && accept(P, "dims")) {
+            expect(P, "of");
+            expect(P, "%");
+            const char *of_at = P->s;
+            char *ofname = token(P, "", "a buffer name");
+            Buf *of = find_buf(p, ofname);
+            if (!of || of->kind != B_OUTPUT) { P->s = of_at; perr(P, "dims of %%%s, which is not an earlier output", ofname); }
+            if (t != DT_INT64 || rank != 1 || d[0] != of->rank) { P->s = at; perr(P, "the dims of %%%s must be int64[%d]", ofname, of->rank); }
+            b->dims_of = of;
+        }
     } else if (kind == B_TEMP) temp_place(P, b);
     expect_end(P);
 }

@@ -11,7 +11,7 @@
  *     output %y
  *
  * "_" is an absent optional input; "?" an unknown dtype, rank or dim; symbolic dims print
- * their name. Only constants that something live uses are listed. */
+ * their name; "dyn" after the dims marks a data-dependent shape (they are its capacity). Only constants that something live uses are listed. */
 #include <inttypes.h>
 #include <string.h>
 
@@ -29,6 +29,7 @@ static void print_type(FILE *f, const Value *v) {
         else fputs(v->sym[d] ? v->sym[d] : "?", f);
     }
     fputc(']', f);
+    if (v->dyn) fputs(" dyn", f);
 }
 
 static void print_elem(FILE *f, const Value *v, int64_t i) {

@@ -117,23 +117,28 @@ static void canon_softmax(Graph *g, Node *n) {
     ir_attr_set_int(g, n, "legacy", old(n, 13));
 }
 
-/* Inference ignores the ratio; training mode (random masks) is not compiled. A Constant that
- * feeds training_mode has already been turned into data: it comes earlier in the node order. */
+/* Inference ignores the ratio: a Dropout whose training_mode is absent or a constant false
+ * keeps only its data input. Otherwise (training mode, possibly chosen at run time) it keeps
+ * ratio and training_mode (passes/ops/shape.c: lower_dropout). A Constant that feeds
+ * training_mode has already been turned into data: it comes earlier in the node order. */
 static void canon_dropout(Graph *g, Node *n) {
     Value *train = n->nin > 2 ? n->in[2] : NULL;
-    if (train && (!train->data || train->dtype != DT_BOOL || ir_numel(train) != 1 ||
-                  *(const uint8_t *)train->data))
-        error(ir_where(g, n), "training mode not supported (training_mode must be a constant false)");
+    if (train && (train->dtype != DT_BOOL || ir_numel(train) != 1)) {
+        error(ir_where(g, n), "training_mode must be a single bool");
+        return;
+    }
+    if (train && (!train->data || *(const uint8_t *)train->data)) return;
     n->nin = 1;
 }
 
 static bool value_used(const Value *v) { return v && v->nuses > 0; }
 
+/* Training mode (opset 14+: batch statistics, running statistics as outputs 1 and 2) keeps
+ * its outputs; older exporters' unused extra outputs are dropped. */
 static void canon_batchnorm(Graph *g, Node *n) {
-    if (ir_attr_int(n, "training_mode", 0) ||
-        (n->nout > 1 && (value_used(n->out[1]) || (n->nout > 2 && value_used(n->out[2]))))) {
-        error(ir_where(g, n), "training mode not supported (only the inference form of "
-                              "BatchNormalization, with one output, is)");
+    if (ir_attr_int(n, "training_mode", 0)) return;
+    if (n->nout > 1 && (value_used(n->out[1]) || (n->nout > 2 && value_used(n->out[2])))) {
+        error(ir_where(g, n), "running statistics outputs (opsets 6 to 9, training) are not supported");
         return;
     }
     if (ir_attr_int(n, "spatial", 1) == 0)

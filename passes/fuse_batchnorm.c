@@ -161,7 +161,7 @@ void fuse_batchnorm(Graph *g) {
     ir_count_uses(g);
     for (int i = 0; i < g->nnodes; i++) {
         Node *n = g->nodes[i];
-        if (!n->dead && n->op == OP_BatchNormalization) fuse_one(g, n);
+        if (!n->dead && n->op == OP_BatchNormalization && !ir_attr_int(n, "training_mode", 0)) fuse_one(g, n);
     }
     ir_compact(g);
 }

@@ -7,7 +7,9 @@
  * subgraph. Every problem is reported (error()) and the pass exits only at the end, so a model
  * with several bad nodes gets every message at once. Subgraphs (If's branches, Loop's and
  * Scan's bodies) are inferred by their owner's rule (passes/ops/control.c), through
- * infer_graph, once the owner knows the types of the body's inputs. */
+ * infer_graph, once the owner knows the types of the body's inputs. A rule may mark an output
+ * dyn (its shape depends on the data: NonZero, Unique, ...); such a value must not feed another
+ * node. */
 #include "pipeline.h"
 
 static bool has_shape(const Value *v) {
@@ -25,6 +27,7 @@ static void forget_outputs(Node *n) {
         if (!v || v->data) continue;
         v->dtype = DT_UNDEF;
         v->rank = -1;
+        v->dyn = false;
         for (int d = 0; d < MAX_RANK; d++) v->sym[d] = NULL;
     }
 }
@@ -48,7 +51,23 @@ static bool inputs_known(const Node *n) {
     return true;
 }
 
+/* A data-dependent shape (Value.dyn) is known only at run time, and every rule needs static
+ * shapes: such a value may be a graph output, not an operand. */
+static bool inputs_static(Graph *g, const Node *n) {
+    for (int i = 0; i < n->nin; i++) {
+        Value *v = n->in[i];
+        if (v && v->dyn) {
+            error(ir_where(g, n), "input '%s' has a data-dependent shape (output of %s '%s'); "
+                  "onnxcc supports such values only as graph outputs", v->name,
+                  v->producer->op_type, v->producer->name);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void infer_node(Graph *g, Node *n) {
+    if (!inputs_static(g, n)) return;
     if (!inputs_known(n)) {
         /* Only possible downstream of a node that already reported an error. */
         if (!error_count) die("infer_shapes: %s has an input without shape", n->name);

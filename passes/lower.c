@@ -37,6 +37,13 @@ Buf *lower_out(Lower *L, Node *n, int i) {
     return L->vbuf[v->id] = kir_buf_new(L->p, v->name, v->dtype, v->rank, v->dims, B_TEMP);
 }
 
+Buf *lower_dims(Lower *L, Node *n, int i) {
+    Value *v = n->out[i];
+    if (L->vdims[v->id]) return L->vdims[v->id];
+    int64_t r = v->rank;
+    return L->vdims[v->id] = kir_buf_new(L->p, arena_printf(L->p->arena, "%s.dims", v->name), DT_INT64, 1, &r, B_TEMP);
+}
+
 void lower_view(Lower *L, Node *n, int i, Buf *of) {
     Value *v = n->out[i];
     Buf *ob = L->vbuf[v->id];
@@ -170,7 +177,7 @@ Program *lower(Graph *g, const Options *o) {
     p->opt_level = o ? o->opt_level : 2;
     p->vector_bytes = o && o->vector_bytes ? o->vector_bytes : 16;
     p->arena_align = o && o->arena_align ? o->arena_align : 16;
-    Lower L = {g, p, ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1)};
+    Lower L = {g, p, ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1), ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1)};
 
     p->ninputs = g->ninputs;
     p->inputs = ARENA_ARRAY(g->arena, Buf *, g->ninputs + 1);
@@ -181,7 +188,7 @@ Program *lower(Graph *g, const Options *o) {
         p->inputs[i] = L.vbuf[v->id] = b;
     }
     p->noutputs = g->noutputs;
-    p->outputs = ARENA_ARRAY(g->arena, Buf *, g->noutputs + 1);
+    p->outputs = ARENA_ARRAY(g->arena, Buf *, 2 * g->noutputs + 1);   /* room for dims outputs */
     Buf **src = ARENA_ARRAY(g->arena, Buf *, g->noutputs + 1); /* outputs needing a copy */
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
@@ -191,6 +198,18 @@ Program *lower(Graph *g, const Options *o) {
         if (L.vbuf[v->id]) src[i] = L.vbuf[v->id];          /* also an input or an earlier output */
         else if (v->data) src[i] = const_buf(&L, v);
         else L.vbuf[v->id] = b;
+    }
+    /* A data-dependent output reports its actual dims in an extra output after the tensors
+     * (the header contract, runtime/model.h.in). */
+    for (int i = 0; i < g->noutputs; i++) {
+        Value *v = g->outputs[i];
+        if (!v->dyn || L.vdims[v->id]) continue;
+        if (L.vbuf[v->id] != p->outputs[i]) die("lower: dyn output '%s' is not produced by a node", v->name);
+        int64_t r = v->rank;
+        Buf *d = kir_buf_new(p, arena_printf(g->arena, "%s.dims", v->name), DT_INT64, 1, &r, B_OUTPUT);
+        d->dims_of = p->outputs[i];
+        d->io_index = p->noutputs;
+        p->outputs[p->noutputs++] = L.vdims[v->id] = d;
     }
     lower_nodes(&L, g);
     for (int i = 0; i < g->noutputs; i++)

@@ -14,12 +14,17 @@ typedef struct Lower {
     Graph *g;
     Program *p;
     Buf **vbuf;                     /* by Value id: the Buf holding that value, or NULL */
+    Buf **vdims;                    /* by Value id: a dyn graph output's dims output, or NULL */
 } Lower;
 
 /* The buffer of a node input (NULL for an absent optional input). Constants become B_CONST. */
 Buf *lower_in(Lower *L, Node *n, int i);
 /* The buffer for output i of n: the graph output's B_OUTPUT buffer or a fresh B_TEMP. */
 Buf *lower_out(Lower *L, Node *n, int i);
+/* Where the rule of a data-dependent output i of n (Value.dyn, or one whose shape rule found
+ * it static from constant inputs) stores its actual dims: int64[rank], written once by the
+ * rule. For a graph output it is the dims output run() reports; otherwise a temporary. */
+Buf *lower_dims(Lower *L, Node *n, int i);
 /* Make output i of n a view of `of` with the output's shape (Reshape, Flatten, ...). If the
  * output is a graph output a copy kernel is emitted instead. */
 void lower_view(Lower *L, Node *n, int i, Buf *of);
@@ -161,5 +166,15 @@ Value *rule_opt_in(const Node *n, int i);
 Expr *rule_centered(Program *p, Kernel *k, Buf *b, Expr **bi, Buf *zp, Expr *zi);
 
 bool rule_float_input(Graph *g, Node *n, int i);
+
+/* The random generator (helpers.c): Philox-4x32-10 of the counter ctr[0..4) (32-bit values of
+ * any integer type, consumed) under the 64-bit key: the code that leaves the four words (as
+ * uint64 values < 2^32) in registers w[0..4). Deterministic for a given key and counter. */
+Stmt *rule_philox(Program *p, Kernel *k, Expr *const ctr[4], uint64_t key, int w[4]);
+/* The Philox words of a random op's element `index` (consumed) in registers w[0..4): counter
+ * (index, 0, a hash of n's first output name, 0), key n's seed attribute (0 without one). */
+Stmt *rule_random(Program *p, Kernel *k, const Node *n, Expr *index, int w[4]);
+/* A float32 uniform in [0, 1) from the Philox word in register `word`. */
+Expr *rule_uniform01(Program *p, Kernel *k, int word);
 
 #endif

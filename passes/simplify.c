@@ -12,6 +12,7 @@
 static bool is_noop(const Node *n) {
     switch (n->op) {
     case OP_Dropout:                /* the mask output, if used, still needs the node */
+        if (n->nin > 2 && n->in[2]) return false;   /* training mode (canonicalize) */
         return n->nout < 2 || !n->out[1] || !n->out[1]->nuses;
     default:                        /* the views (OPF_VIEW in ir/ops.def) */
         return (op_info[n->op].flags & OPF_VIEW) && ir_same_shape(n->in[0], n->out[0]) &&

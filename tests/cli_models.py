@@ -49,6 +49,12 @@ def main():
                [helper.make_tensor_value_info("c", TensorProto.BOOL, []), f32("x", [2, 3])],
                [f32("y", None)], "if_shapes"),
          os.path.join(out, "if_shapes.onnx"))
+    # a data-dependent shape (NonZero's) feeding another op: onnxcc wants it as an output
+    save(model([helper.make_node("NonZero", ["x"], ["nz"], name="nz_node"),
+                helper.make_node("Neg", ["nz"], ["y"], name="neg_node")],
+               [f32("x", [2, 3])], [helper.make_tensor_value_info("y", TensorProto.INT64, [2, None])],
+               "dyn_consumer"),
+         os.path.join(out, "dyn_consumer.onnx"))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 #   - the same for a gzip-compressed copy of one (onnxcc reads .onnx.gz transparently),
 #   - mlp and cnn compiled separately and linked into ONE C program (models/link_two.c) that
 #     checks the header contract and that runs are independent of the arena's contents,
+#   - models/detect (outputs of data-dependent shape) linked into models/dyn_contract.c, which
+#     checks the header contract for them (dims outputs, valid part, zeroed rest),
 #   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove.
 # Work files: build/models/. Last line: "models: N passed, N failed".
 set -u
@@ -71,6 +73,24 @@ if [ $built = 1 ] && $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$OUT -I
     [ $rc != 0 ] && [ $f = 0 ] && fail "link_two exited with status $rc" $OUT/link_two.out
 else
     fail "mlp + cnn linked into one program (models/link_two.c)" $log
+fi
+
+# Outputs of data-dependent shape (models/detect) as a user's program sees them.
+log=$OUT/dyn_contract.log
+rm -f $OUT/detect.o $OUT/detect.h
+if $ONNXCC models/detect/model.onnx -o $OUT/detect.o </dev/null >$log 2>&1 &&
+        $PYTHON tests/firmware/pb2c.py --prefix t_detect models/detect/test_data_set_1 >$OUT/t_detect.h 2>>$log &&
+        $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$OUT -Itests/firmware \
+            models/dyn_contract.c $OUT/detect.o -o $OUT/dyn_contract >>$log 2>&1; then
+    rc=0
+    $OUT/dyn_contract >$OUT/dyn_contract.out 2>&1 || rc=$?
+    cat $OUT/dyn_contract.out
+    n=$(grep -c '^ok' $OUT/dyn_contract.out)
+    f=$(grep -c '^FAIL' $OUT/dyn_contract.out)
+    passed=$((passed + n)) failed=$((failed + f))
+    [ $rc != 0 ] && [ $f = 0 ] && fail "dyn_contract exited with status $rc" $OUT/dyn_contract.out
+else
+    fail "detect linked into models/dyn_contract.c" $log
 fi
 
 # The generated code needs no runtime library: at most the C library's mem* functions.

@@ -3,7 +3,8 @@
 #   unit tests (tests/unit/test_*.c: IR and passes), tests/passes.sh (single passes, text in,
 #   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
 #   (convolutions with constant weights against numpy), tests/rnn.sh (RNN/GRU/LSTM against
-#   numpy), tests/cli.sh (command line and error
+#   numpy), tests/random.sh (the random ops' distributions against numpy's), tests/cli.sh
+#   (command line and error
 #   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
 #   tests/models.sh (the sample models, two models in one program) and tests/firmware/run.sh
 #   (Cortex-M4 under QEMU).
@@ -108,6 +109,7 @@ runner passes sh tests/passes.sh
 runner kir-passes sh tests/kir-passes.sh
 runner convs sh tests/convs.sh
 runner rnn sh tests/rnn.sh
+runner random-ops sh tests/random.sh
 runner cli sh tests/cli.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 for o in -O0 -O1 -O3; do

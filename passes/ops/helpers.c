@@ -388,3 +388,59 @@ bool rule_float_input(Graph *g, Node *n, int i) {
     }
     return true;
 }
+
+/* ---- the random generator: Philox-4x32-10 (Salmon et al., SC'11) ----
+ * Counter-based: the words for element i are a pure function of (i, key), so every element is
+ * computed independently, in any order, vectorised or not, and a run gives the same numbers
+ * for the same seed on every target. 32-bit words live in uint64 registers; a 32x32 product
+ * is exact in 64 bits, and its halves are a division and a remainder by 2^32 (shifts after
+ * LLVM). The round keys depend only on the seed, so they are folded here. */
+enum { PHILOX_ROUNDS = 10 };
+static const uint64_t philox_m[2] = {0xD2511F53u, 0xCD9E8D57u}, philox_w[2] = {0x9E3779B9u, 0xBB67AE85u};
+
+static Expr *u64(Program *p, uint64_t v) { return kx_int(p, DT_UINT64, (int64_t)v); }
+
+Stmt *rule_philox(Program *p, Kernel *k, Expr *const ctr[4], uint64_t key, int w[4]) {
+    uint64_t k0 = key & 0xffffffffu, k1 = key >> 32;
+    Stmt *s = NULL;
+    for (int i = 0; i < 4; i++) {
+        w[i] = kir_scalar(p, k, DT_UINT64);
+        s = ks_seq(s, ks_set(p, w[i], kx_cast(p, DT_UINT64, ctr[i])));
+    }
+    int t[4];
+    for (int i = 0; i < 4; i++) t[i] = kir_scalar(p, k, DT_UINT64);
+    for (int r = 0; r < PHILOX_ROUNDS; r++) {
+        Expr *p0 = kx_bin(p, K_MUL, u64(p, philox_m[0]), kx_scalar(p, k, w[0]));
+        Expr *p1 = kx_bin(p, K_MUL, u64(p, philox_m[1]), kx_scalar(p, k, w[2]));
+        s = ks_seq(s, ks_set(p, t[0], p0));                             /* M0 * c0 */
+        s = ks_seq(s, ks_set(p, t[1], p1));                             /* M1 * c2 */
+        Expr *hi0 = kx_bin(p, K_DIV, kx_scalar(p, k, t[0]), u64(p, 1ull << 32));
+        Expr *hi1 = kx_bin(p, K_DIV, kx_scalar(p, k, t[1]), u64(p, 1ull << 32));
+        Expr *c0 = kx_bin(p, K_XOR, kx_bin(p, K_XOR, hi1, kx_scalar(p, k, w[1])), u64(p, k0));
+        Expr *c2 = kx_bin(p, K_XOR, kx_bin(p, K_XOR, hi0, kx_scalar(p, k, w[3])), u64(p, k1));
+        s = ks_seq(s, ks_set(p, t[2], c0));
+        s = ks_seq(s, ks_set(p, t[3], c2));
+        s = ks_seq(s, ks_set(p, w[1], kx_bin(p, K_REM, kx_scalar(p, k, t[1]), u64(p, 1ull << 32))));
+        s = ks_seq(s, ks_set(p, w[3], kx_bin(p, K_REM, kx_scalar(p, k, t[0]), u64(p, 1ull << 32))));
+        s = ks_seq(s, ks_set(p, w[0], kx_scalar(p, k, t[2])));
+        s = ks_seq(s, ks_set(p, w[2], kx_scalar(p, k, t[3])));
+        k0 = (k0 + philox_w[0]) & 0xffffffffu;
+        k1 = (k1 + philox_w[1]) & 0xffffffffu;
+    }
+    return s;
+}
+
+Stmt *rule_random(Program *p, Kernel *k, const Node *n, Expr *index, int w[4]) {
+    Attr *a = ir_attr(n, "seed");   /* a float in the random ops, an int in Dropout */
+    uint64_t key = !a ? 0 : a->type == A_INT ? (uint64_t)a->i : (uint64_t)(int64_t)a->f;
+    uint32_t h = 2166136261u;       /* FNV-1a of the first output's name: the stream */
+    for (const char *s = n->out[0]->name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    Expr *ctr[4] = {index, kx_index(p, 0), kx_int(p, DT_UINT64, h), kx_index(p, 0)};
+    return rule_philox(p, k, ctr, key, w);
+}
+
+Expr *rule_uniform01(Program *p, Kernel *k, int word) {
+    /* the top 24 bits: every float32 in [0, 1) that is a multiple of 2^-24, equally likely */
+    Expr *top = kx_bin(p, K_DIV, kx_scalar(p, k, word), u64(p, 256));
+    return kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, top), kx_const(p, DT_FLOAT, 1.0 / 16777216.0));
+}

@@ -1,4 +1,5 @@
-/* matmul.c - the matrix-product family: Gemm, MatMul, MatMulInteger, QLinearMatMul, Einsum.
+/* matmul.c - the matrix-product family: Gemm, MatMul, MatMulInteger, QLinearMatMul, Einsum,
+ * and Det.
  *
  * Kernels keep the shape fusion and tiling rely on: parallel loops over the output dims
  * outermost (in natural order), the reduction loop inside accumulating into a scalar
@@ -389,4 +390,67 @@ void lower_matmul_integer(Lower *L, Node *n) {
     }
     ks_seq(body, ks_store(p, y, oi, v));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
+/* ---- Det ---- */
+/* Gaussian elimination with partial pivoting on a copy of each matrix (a scratch temporary the
+ * kernel reads back, KP_INOUT): the determinant is the product of the pivots, negated per row
+ * swap. Loops keep constant bounds: "rows below the pivot" is a guard, not a bound. */
+
+void infer_det(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (x->rank < 2 || x->dims[x->rank - 1] != x->dims[x->rank - 2] || !dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input '%s' %s is not a batch of square float matrices", x->name,
+              rule_dims_str(g, x->rank, x->dims));
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank - 2, x->dims);
+}
+
+void lower_det(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int64_t m = x->dims[x->rank - 1], nb = kir_numel(y);
+    int64_t sd[3] = {nb, m, m};
+    Buf *xs = kir_view_new(p, x, arena_printf(p->arena, "%s.mats", x->name), 3, sd);
+    Buf *s = kir_buf_new(p, arena_printf(p->arena, "%s.lu", lower_kname(L, n)), x->dtype, 3, sd, B_TEMP);
+    Buf *ys = kir_view_new(p, y, arena_printf(p->arena, "%s.dets", y->name), 1, &nb);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(xs), ys, NULL, NULL);
+    kir_param(p, k, s, KP_INOUT);
+    DType t = x->dtype;
+    int bv = kir_var(k), iv = kir_var(k), jv = kir_var(k), cv = kir_var(k), rv = kir_var(k);
+    int det = kir_scalar(p, k, t), piv = kir_scalar(p, k, DT_INDEX), pv = kir_scalar(p, k, t);
+    int tmp = kir_scalar(p, k, t), f = kir_scalar(p, k, t);
+#define AT(r, c) (Expr *[]){kx_var(p, bv), (r), (c)}
+#define V(x_) kx_var(p, x_)
+#define S(r_) kx_scalar(p, k, r_)
+    Stmt *body = ks_loop(p, iv, 0, m, 1, ks_loop(p, jv, 0, m, 1, ks_store(p, s, AT(V(iv), V(jv)), kx_load(p, xs, AT(V(iv), V(jv))))));
+    ks_seq(body, ks_set(p, det, kx_const(p, t, 1)));
+    /* column c: the pivot is the largest |s[r][c]| for r >= c */
+    Stmt *col = ks_set(p, piv, V(cv));
+    ks_seq(col, ks_set(p, pv, kx_un(p, K_ABS, kx_load(p, s, AT(V(cv), V(cv))))));
+    Expr *cand = kx_un(p, K_ABS, kx_load(p, s, AT(V(rv), V(cv))));
+    ks_seq(col, ks_loop(p, rv, 0, m, 1,
+                        ks_if(p, kx_bin(p, K_AND, kx_bin(p, K_GT, V(rv), V(cv)), kx_bin(p, K_GT, cand, S(pv))),
+                              ks_seq(ks_set(p, piv, V(rv)), ks_set(p, pv, kx_un(p, K_ABS, kx_load(p, s, AT(V(rv), V(cv)))))), NULL)));
+    Stmt *swap = ks_set(p, det, kx_un(p, K_NEG, S(det)));
+    Stmt *sw = ks_set(p, tmp, kx_load(p, s, AT(V(cv), V(jv))));
+    ks_seq(sw, ks_store(p, s, AT(V(cv), V(jv)), kx_load(p, s, AT(S(piv), V(jv)))));
+    ks_seq(sw, ks_store(p, s, AT(S(piv), V(jv)), S(tmp)));
+    ks_seq(swap, ks_loop(p, jv, 0, m, 1, sw));
+    ks_seq(col, ks_if(p, kx_bin(p, K_NE, S(piv), V(cv)), swap, NULL));
+    ks_seq(col, ks_set(p, det, kx_bin(p, K_MUL, S(det), kx_load(p, s, AT(V(cv), V(cv))))));
+    /* rows below: s[r][j] -= s[r][c] / s[c][c] * s[c][j] */
+    Stmt *row = ks_set(p, f, kx_bin(p, K_DIV, kx_load(p, s, AT(V(rv), V(cv))), kx_load(p, s, AT(V(cv), V(cv)))));
+    Expr *upd = kx_bin(p, K_SUB, kx_load(p, s, AT(V(rv), V(jv))), kx_bin(p, K_MUL, S(f), kx_load(p, s, AT(V(cv), V(jv)))));
+    ks_seq(row, ks_loop(p, jv, 0, m, 1, ks_if(p, kx_bin(p, K_GE, V(jv), V(cv)), ks_store(p, s, AT(V(rv), V(jv)), upd), NULL)));
+    Expr *go = kx_bin(p, K_NE, kx_load(p, s, AT(V(cv), V(cv))), kx_const(p, t, 0));
+    ks_seq(col, ks_if(p, go, ks_loop(p, rv, 0, m, 1, ks_if(p, kx_bin(p, K_GT, V(rv), V(cv)), row, NULL)), NULL));
+    ks_seq(body, ks_loop(p, cv, 0, m, 1, col));
+    Expr *bi = V(bv);
+    ks_seq(body, ks_store(p, ys, &bi, S(det)));
+    k->body = ks_loop(p, bv, 0, nb, 1, body);
+#undef AT
+#undef V
+#undef S
 }

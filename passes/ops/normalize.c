@@ -1,7 +1,9 @@
 /* normalize.c - the normalisation family: BatchNormalization, InstanceNormalization,
  * LayerNormalization, MeanVarianceNormalization, LRN, Softmax and LogSoftmax.
  *
- * BatchNormalization in inference form is a per-channel affine map (an elementwise kernel).
+ * BatchNormalization in inference form is a per-channel affine map (an elementwise kernel); in
+ * training mode it normalises with the batch's statistics like InstanceNormalization over
+ * every dim but the channel, and also writes the running statistics.
  * The others need several passes over the normalised dims (max or mean, then sum, then the
  * store), so their kernels are KC_GENERIC: the passes are reduction loops into scalar
  * registers inside the parallel loops over the remaining dims. */
@@ -25,13 +27,19 @@ void infer_batchnorm(Graph *g, Node *n) {
             error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
             return;
         }
+    bool training = ir_attr_int(n, "training_mode", 0) != 0;
     for (int i = 1; i < n->nout; i++)
         if (n->out[i]) {
-            error(ir_where(g, n), "training-mode outputs are not supported");
-            return;
+            if (!training) {
+                error(ir_where(g, n), "running statistics are outputs only in training mode");
+                return;
+            }
+            ir_set_shape(n->out[i], n->in[i + 2]->dtype, 1, &x->dims[1]);
         }
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
 }
+
+static void lower_bn_training(Lower *L, Node *n, Buf *x, Buf *y);    /* with the normalisations */
 
 /* Per-channel operands are read through [C, 1, ..., 1] views so that lower_map's numpy
  * broadcasting lines them up with dim 1 of x. */
@@ -67,6 +75,10 @@ static Expr *bn_full(Lower *L, Node *n, Expr **v, void *ctx) {
  * with s, t computed here once; otherwise the formula is evaluated per element. */
 void lower_batchnorm(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    if (ir_attr_int(n, "training_mode", 0)) {
+        lower_bn_training(L, n, x, y);
+        return;
+    }
     bool konst = x->dtype == DT_FLOAT;
     for (int i = 1; i < 5; i++) konst = konst && n->in[i]->data;
     if (konst) {
@@ -154,6 +166,10 @@ typedef struct Norm {
     int axis;                   /* AF_TRAILING: scale/bias broadcast to x.shape[axis:] */
     Buf *scale, *bias;          /* NULL: 1 / 0 */
     Buf *mean_out, *inv_out;    /* LayerNormalization's optional outputs (keepdims shape) */
+    /* BatchNormalization in training mode: run_mean[c] = mean_in[c] * momentum + mean *
+     * (1 - momentum), the same for the variance (either output may be NULL) */
+    Buf *mean_in, *var_in, *run_mean, *run_var;
+    double momentum;
 } Norm;
 
 static Expr *affine_load(Program *p, const Norm *nm, Buf *b, int rank, Expr **idx) {
@@ -176,6 +192,8 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, nm->scale, nm->bias), y, NULL, NULL);
     if (nm->mean_out) kir_param(p, k, nm->mean_out, KP_OUT);
     if (nm->inv_out) kir_param(p, k, nm->inv_out, KP_OUT);
+    if (nm->run_mean) kir_param(p, k, nm->mean_in, KP_IN), kir_param(p, k, nm->run_mean, KP_OUT);
+    if (nm->run_var) kir_param(p, k, nm->var_in, KP_IN), kir_param(p, k, nm->run_var, KP_OUT);
     int sm = kir_scalar(p, k, t), mean = kir_scalar(p, k, t), inv = kir_scalar(p, k, t);
     Expr *idx[MAX_RANK], *kidx[MAX_RANK];
     for (int d = 0; d < r; d++) {
@@ -203,6 +221,18 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
     Expr *var = kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc), *eps = kx_const(p, t, nm->eps);
     Expr *den = nm->eps_outside ? kx_bin(p, K_ADD, kx_un(p, K_SQRT, var), eps)
                                 : kx_un(p, K_SQRT, kx_bin(p, K_ADD, var, eps));
+    if (nm->run_var) {      /* before var is consumed by den below */
+        Expr *c = kx_clone(p, kidx[1]), *c2 = kx_clone(p, kidx[1]);
+        Expr *old = kx_bin(p, K_MUL, kx_load(p, nm->var_in, &c), kx_const(p, t, nm->momentum));
+        ks_seq(body, ks_store(p, nm->run_var, &c2, kx_bin(p, K_ADD, old, kx_bin(p, K_MUL, kx_clone(p, var),
+                                                                                 kx_const(p, t, 1 - nm->momentum)))));
+    }
+    if (nm->run_mean) {
+        Expr *c = kx_clone(p, kidx[1]), *c2 = kx_clone(p, kidx[1]);
+        Expr *old = kx_bin(p, K_MUL, kx_load(p, nm->mean_in, &c), kx_const(p, t, nm->momentum));
+        ks_seq(body, ks_store(p, nm->run_mean, &c2, kx_bin(p, K_ADD, old, kx_bin(p, K_MUL, kx_scalar(p, k, mean),
+                                                                                   kx_const(p, t, 1 - nm->momentum)))));
+    }
     ks_seq(body, ks_set(p, inv, kx_un(p, K_RECIP, den)));
     if (nm->mean_out) ks_seq(body, ks_store(p, nm->mean_out, kidx, kx_scalar(p, k, mean)));
     if (nm->inv_out) ks_seq(body, ks_store(p, nm->inv_out, kidx, kx_scalar(p, k, inv)));
@@ -278,6 +308,21 @@ void infer_instnorm(Graph *g, Node *n) {
             return;
         }
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* BatchNormalization with training_mode=1: the statistics of this batch over every dim but
+ * the channel (the population variance, as ONNX's reference), and the running statistics. */
+static void lower_bn_training(Lower *L, Node *n, Buf *x, Buf *y) {
+    Norm nm = {.eps = ir_attr_float(n, "epsilon", 1e-5f), .af = AF_CHANNEL};
+    for (int d = 0; d < x->rank; d++) nm.mask[d] = d != 1;
+    nm.scale = lower_in(L, n, 1);
+    nm.bias = lower_in(L, n, 2);
+    nm.momentum = ir_attr_float(n, "momentum", 0.9f);
+    nm.mean_in = lower_in(L, n, 3);
+    nm.var_in = lower_in(L, n, 4);
+    if (n->nout > 1 && n->out[1]) nm.run_mean = lower_out(L, n, 1);
+    if (n->nout > 2 && n->out[2]) nm.run_var = lower_out(L, n, 2);
+    emit_norm(L, n, x, y, &nm);
 }
 
 void lower_instnorm(Lower *L, Node *n) {

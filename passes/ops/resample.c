@@ -1,6 +1,6 @@
 /* resample.c - the resampling family: Resize (Upsample is rewritten into Resize by
- * canonicalize.c) and GridSample (bilinear, nearest and bicubic sampling with
- * zeros/border/reflection padding).
+ * canonicalize.c), GridSample (bilinear, nearest and bicubic sampling with
+ * zeros/border/reflection padding) and RoiAlign (bilinear samples averaged per bin).
  *
  * Resize computes its sampling positions at compile time (every size is static) into small
  * constant tables, so that the kernel is a gather or a short weighted sum whatever the
@@ -455,4 +455,99 @@ void lower_grid_sample(Lower *L, Node *n) {
     }
     ks_seq(body, ks_store(p, out, idx, gs_sample(&s, mode, reg[0], reg[1])));
     k->body = lower_wrap(p, 4, out->dims, vars, body);
+}
+
+/* ---- RoiAlign ---- */
+/* Each output bin [r, c, ph, pw] averages a sampling_ratio x sampling_ratio grid of bilinear
+ * samples of X[batch_indices[r], c] inside the bin (ONNX opset 16, avg mode). A sample more
+ * than one pixel outside the image counts as 0. sampling_ratio 0 (a grid sized from each
+ * ROI at run time) would need data-dependent loop counts and is rejected. */
+
+void infer_roi_align(Graph *g, Node *n) {
+    Value *x = n->in[0], *rois = n->in[1], *bi = n->in[2];
+    if (x->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 || bi->dims[0] != rois->dims[0]) {
+        error(ir_where(g, n), "X, rois, batch_indices must be [N,C,H,W], [R,4], [R]");
+        return;
+    }
+    if (!rule_float_input(g, n, 0) || !rule_float_input(g, n, 1)) return;
+    if (strcmp(ir_attr_str(n, "mode", "avg"), "avg") != 0) {
+        error(ir_where(g, n), "mode '%s' is not supported (only avg)", ir_attr_str(n, "mode", "avg"));
+        return;
+    }
+    if (ir_attr_int(n, "sampling_ratio", 0) <= 0) {
+        error(ir_where(g, n), "sampling_ratio 0 (a grid sized from each ROI at run time) is not supported; give sampling_ratio > 0");
+        return;
+    }
+    const char *ctm = ir_attr_str(n, "coordinate_transformation_mode", "half_pixel");
+    if (strcmp(ctm, "half_pixel") != 0 && strcmp(ctm, "output_half_pixel") != 0) {
+        error(ir_where(g, n), "coordinate_transformation_mode '%s'", ctm);
+        return;
+    }
+    int64_t d[4] = {rois->dims[0], x->dims[1], ir_attr_int(n, "output_height", 1), ir_attr_int(n, "output_width", 1)};
+    ir_set_shape(n->out[0], x->dtype, 4, d);
+}
+
+void lower_roi_align(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *rois = lower_in(L, n, 1), *bidx = lower_in(L, n, 2), *y = lower_out(L, n, 0);
+    int vars[4];
+    Expr *idx[4];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, rois, bidx), y, vars, idx);
+    int64_t g = ir_attr_int(n, "sampling_ratio", 0), oh = y->dims[2], ow = y->dims[3];
+    int64_t h = x->dims[2], w = x->dims[3];
+    bool half = strcmp(ir_attr_str(n, "coordinate_transformation_mode", "half_pixel"), "half_pixel") == 0;
+    double scale = ir_attr_float(n, "spatial_scale", 1.0f), off = half ? 0.5 : 0;
+    DType f = DT_FLOAT;
+    Expr *(*C)(Program *, DType, double) = kx_const;
+#define RV(j) kx_cast(p, f, kx_load(p, rois, (Expr *[]){kx_var(p, vars[0]), kx_index(p, j)}))
+    int b = kir_scalar(p, k, DT_INDEX), y0 = kir_scalar(p, k, f), x0 = kir_scalar(p, k, f);
+    int bh = kir_scalar(p, k, f), bw = kir_scalar(p, k, f), acc = kir_scalar(p, k, f);
+    int sy = kir_scalar(p, k, f), sx = kir_scalar(p, k, f), fy = kir_scalar(p, k, f), fx = kir_scalar(p, k, f);
+    Expr *bb = kx_cast(p, DT_INDEX, kx_load(p, bidx, (Expr *[]){kx_var(p, vars[0])}));
+    Stmt *s = ks_set(p, b, kx_bin(p, K_MIN, kx_bin(p, K_MAX, bb, kx_index(p, 0)), kx_index(p, x->dims[0] - 1)));
+    ks_seq(s, ks_set(p, x0, kx_bin(p, K_SUB, kx_bin(p, K_MUL, RV(0), C(p, f, scale)), C(p, f, off))));
+    ks_seq(s, ks_set(p, y0, kx_bin(p, K_SUB, kx_bin(p, K_MUL, RV(1), C(p, f, scale)), C(p, f, off))));
+    Expr *rw = kx_bin(p, K_SUB, kx_bin(p, K_SUB, kx_bin(p, K_MUL, RV(2), C(p, f, scale)), C(p, f, off)), kx_scalar(p, k, x0));
+    Expr *rh = kx_bin(p, K_SUB, kx_bin(p, K_SUB, kx_bin(p, K_MUL, RV(3), C(p, f, scale)), C(p, f, off)), kx_scalar(p, k, y0));
+    if (!half) {                    /* the old behaviour: rois at least one pixel */
+        rw = kx_bin(p, K_MAX, rw, C(p, f, 1));
+        rh = kx_bin(p, K_MAX, rh, C(p, f, 1));
+    }
+    ks_seq(s, ks_set(p, bw, kx_bin(p, K_DIV, rw, C(p, f, (double)ow))));
+    ks_seq(s, ks_set(p, bh, kx_bin(p, K_DIV, rh, C(p, f, (double)oh))));
+    ks_seq(s, ks_set(p, acc, C(p, f, 0)));
+    /* sample (iy, ix) of bin (ph, pw) */
+    int iy = kir_var(k), ix = kir_var(k);
+    Expr *py = kx_bin(p, K_ADD, kx_bin(p, K_ADD, kx_scalar(p, k, y0), kx_bin(p, K_MUL, kx_cast(p, f, kx_var(p, vars[2])), kx_scalar(p, k, bh))),
+                      kx_bin(p, K_DIV, kx_bin(p, K_MUL, kx_bin(p, K_ADD, kx_cast(p, f, kx_var(p, iy)), C(p, f, 0.5)), kx_scalar(p, k, bh)), C(p, f, (double)g)));
+    Expr *px = kx_bin(p, K_ADD, kx_bin(p, K_ADD, kx_scalar(p, k, x0), kx_bin(p, K_MUL, kx_cast(p, f, kx_var(p, vars[3])), kx_scalar(p, k, bw))),
+                      kx_bin(p, K_DIV, kx_bin(p, K_MUL, kx_bin(p, K_ADD, kx_cast(p, f, kx_var(p, ix)), C(p, f, 0.5)), kx_scalar(p, k, bw)), C(p, f, (double)g)));
+    Stmt *smp = ks_set(p, sy, py);
+    ks_seq(smp, ks_set(p, sx, px));
+    /* inside (NaN is not): -1 <= y <= H, -1 <= x <= W */
+    Expr *inside = kx_bin(p, K_AND, kx_bin(p, K_AND, kx_bin(p, K_GE, kx_scalar(p, k, sy), C(p, f, -1)), kx_bin(p, K_LE, kx_scalar(p, k, sy), C(p, f, (double)h))),
+                          kx_bin(p, K_AND, kx_bin(p, K_GE, kx_scalar(p, k, sx), C(p, f, -1)), kx_bin(p, K_LE, kx_scalar(p, k, sx), C(p, f, (double)w))));
+    /* clamped to [0, dim - 1]: low corner, fraction; at the last row/column both corners coincide */
+    Stmt *in = ks_set(p, sy, kx_bin(p, K_MIN, kx_bin(p, K_MAX, kx_scalar(p, k, sy), C(p, f, 0)), C(p, f, (double)(h - 1))));
+    ks_seq(in, ks_set(p, sx, kx_bin(p, K_MIN, kx_bin(p, K_MAX, kx_scalar(p, k, sx), C(p, f, 0)), C(p, f, (double)(w - 1)))));
+    ks_seq(in, ks_set(p, fy, kx_un(p, K_FLOOR, kx_scalar(p, k, sy))));
+    ks_seq(in, ks_set(p, fx, kx_un(p, K_FLOOR, kx_scalar(p, k, sx))));
+    Expr *ly = kx_bin(p, K_SUB, kx_scalar(p, k, sy), kx_scalar(p, k, fy));
+    Expr *lx = kx_bin(p, K_SUB, kx_scalar(p, k, sx), kx_scalar(p, k, fx));
+    Expr *yl = kx_cast(p, DT_INDEX, kx_scalar(p, k, fy)), *xl = kx_cast(p, DT_INDEX, kx_scalar(p, k, fx));
+    Expr *yh = kx_bin(p, K_MIN, kx_addc(p, kx_clone(p, yl), 1), kx_index(p, h - 1));
+    Expr *xh = kx_bin(p, K_MIN, kx_addc(p, kx_clone(p, xl), 1), kx_index(p, w - 1));
+#define XV(yy, xx) kx_cast(p, f, kx_load(p, x, (Expr *[]){kx_scalar(p, k, b), kx_var(p, vars[1]), kx_clone(p, yy), kx_clone(p, xx)}))
+    Expr *top = kx_bin(p, K_ADD, kx_bin(p, K_MUL, XV(yl, xl), kx_bin(p, K_SUB, C(p, f, 1), kx_clone(p, lx))), kx_bin(p, K_MUL, XV(yl, xh), kx_clone(p, lx)));
+    Expr *bot = kx_bin(p, K_ADD, kx_bin(p, K_MUL, XV(yh, xl), kx_bin(p, K_SUB, C(p, f, 1), kx_clone(p, lx))), kx_bin(p, K_MUL, XV(yh, xh), lx));
+    Expr *v = kx_bin(p, K_ADD, kx_bin(p, K_MUL, top, kx_bin(p, K_SUB, C(p, f, 1), kx_clone(p, ly))), kx_bin(p, K_MUL, bot, ly));
+    ks_seq(in, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), v)));
+    ks_seq(smp, ks_if(p, inside, in, NULL));
+    ks_seq(s, ks_loop(p, iy, 0, g, 1, ks_loop(p, ix, 0, g, 1, smp)));
+    Expr *res = kx_bin(p, K_DIV, kx_scalar(p, k, acc), C(p, f, (double)(g * g)));
+    if (res->type != y->dtype) res = kx_cast(p, y->dtype, res);
+    ks_seq(s, ks_store(p, y, idx, res));
+    k->body = lower_wrap(p, 4, y->dims, vars, s);
+#undef RV
+#undef XV
 }

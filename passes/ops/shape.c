@@ -153,3 +153,40 @@ void infer_size(Graph *g, Node *n) {
     ir_set_shape(n->out[0], DT_INT64, 0, NULL);
     n->out[0]->data = data;
 }
+
+/* Dropout with a training_mode input that is not a constant false (canonicalize keeps its
+ * ratio and training_mode inputs then): where training_mode is true at run time, element i is
+ * kept when a uniform [0, 1) number from the Philox generator (rule_random: counter i, key
+ * `seed`, 0 when absent) is >= ratio, and scaled by 1 / (1 - ratio); the mask says which were kept. With
+ * training_mode false it is the identity. The numbers cannot match numpy's generator. */
+void lower_dropout(Lower *L, Node *n) {
+    if (n->nin < 3 || !n->in[2]) {
+        lower_identity(L, n);
+        return;
+    }
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *ratio = lower_in(L, n, 1), *train = lower_in(L, n, 2);
+    Buf *y = lower_out(L, n, 0), *mask = n->nout > 1 && n->out[1] ? lower_out(L, n, 1) : NULL;
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, vars, idx);
+    if (mask) kir_param(p, k, mask, KP_OUT);
+    DType t = x->dtype;
+    Expr *lin = kx_index(p, 0);
+    for (int d = 0; d < x->rank; d++) lin = kx_add(p, kx_mul(p, lin, x->dims[d]), kx_var(p, vars[d]));
+    if (kir_numel(x) > 0xffffffffll) die("lower_dropout: %s: more elements than a 32-bit counter", n->name);
+    int w[4], keep = kir_scalar(p, k, DT_BOOL), on = kir_scalar(p, k, DT_BOOL);
+    Stmt *body = rule_random(p, k, n, lin, w);
+    Expr *r = ratio ? kx_cast(p, DT_FLOAT, rule_load_first(p, k, ratio)) : kx_const(p, DT_FLOAT, 0.5);
+    ks_seq(body, ks_set(p, keep, kx_bin(p, K_GE, rule_uniform01(p, k, w[0]), kx_clone(p, r))));
+    ks_seq(body, ks_set(p, on, kx_cast(p, DT_BOOL, rule_load_first(p, k, train))));
+    Expr *scaled = kx_bin(p, K_DIV, kx_load(p, x, idx), kx_cast(p, t, kx_bin(p, K_SUB, kx_const(p, DT_FLOAT, 1), r)));
+    Expr *dropped = kx_select(p, kx_scalar(p, k, keep), scaled, kx_const(p, t, 0));
+    Expr *yv = kx_select(p, kx_scalar(p, k, on), dropped, kx_load(p, x, idx));
+    ks_seq(body, ks_store(p, y, idx, yv));
+    if (mask) {
+        Expr *mv = kx_bin(p, K_OR, kx_un(p, K_NOT, kx_scalar(p, k, on)), kx_scalar(p, k, keep));
+        ks_seq(body, ks_store(p, mask, idx, mv));
+    }
+    k->body = lower_wrap(p, x->rank, x->dims, vars, body);
+}

@@ -1,0 +1,37 @@
+#!/bin/sh
+# tests/random.sh - distributions of the random ops (RandomUniform, RandomNormal, their Like
+# forms, Bernoulli, Multinomial): tests/random/gen.py writes models that draw 10^6 numbers and
+# reduce them to statistics, with numpy's statistics of 10^7 draws as the expected outputs,
+# into build/random-tests/; each is checked with `onnxcc check --rtol 0 --atol A` (A from the
+# case's atol file, several standard errors) at -O0 and -O2. The generator itself (known
+# answers, bit-exact determinism) is tests/unit/test_random.c's.
+# Last line: "random-ops: N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-/usr/bin/python3}
+ONNXCC=${ONNXCC:-./onnxcc}
+OUT=build/random-tests
+rm -rf $OUT && mkdir -p $OUT
+passed=0 failed=0
+if ! $PYTHON tests/random/gen.py $OUT; then
+    echo "FAIL random-ops: tests/random/gen.py"
+    echo "random-ops: 0 passed, 1 failed"
+    exit 1
+fi
+for m in $OUT/*/; do
+    name=${m%/}
+    name=${name##*/}
+    atol=$(cat $m/atol)
+    for o in -O0 -O2; do
+        if $ONNXCC check $o --rtol 0 --atol $atol $m/model.onnx >$OUT/$name$o.log 2>&1; then
+            echo "ok   $name $o"
+            passed=$((passed + 1))
+        else
+            echo "FAIL $name $o"
+            tail -n 5 $OUT/$name$o.log
+            failed=$((failed + 1))
+        fi
+    done
+done
+echo "random-ops: $passed passed, $failed failed"
+[ $failed = 0 ]
