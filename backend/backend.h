@@ -16,6 +16,7 @@ typedef struct Target {
     int fma_bits;                   /* fused multiply-adds the backend writes as llvm.fma: 0 none,
                                        32 float, 64 float and double (target.c, explicit_fma) */
     int arena_align;                /* alignment the generated code requires of the arena */
+    bool vnni;                      /* x86 AVX-512 VNNI: r + dot4(a, b) is one vpdpbusd */
 } Target;
 
 /* triple NULL: the host (LLVMGetHostCPUName/Features). Unknown triple/cpu: fatal(). */

@@ -447,11 +447,63 @@ static LLVMValueRef fused(Emitter *e, Expr *x, unsigned w) {
     return LLVMBuildCall2(e->B, LLVMIntrinsicGetType(e->C, id, &ty, 1), fn, ab, 3, "");
 }
 
+/* r + dot4(a, b) as one vpdpbusd on vectors of 4, 8 or 16 int32 lanes where the target has
+ * AVX-512 VNNI; NULL where not. The intrinsics' operand types changed between LLVM versions
+ * (<16 x i32> or <64 x i8>), so the operands are bitcast to whatever the declaration takes. */
+static LLVMValueRef vnni_dot(Emitter *e, Expr *x, unsigned w) {
+    static const char *const names[] = {"llvm.x86.avx512.vpdpbusd.128", "llvm.x86.avx512.vpdpbusd.256",
+                                        "llvm.x86.avx512.vpdpbusd.512"};
+    if (x->op != K_ADD || !e->t->vnni || w < 2 || w > 16) return NULL;
+    int di = x->args[1]->kind == E_BIN && x->args[1]->op == K_DOT4 ? 1
+           : x->args[0]->kind == E_BIN && x->args[0]->op == K_DOT4 ? 0 : -1;
+    if (di < 0) return NULL;
+    Expr *d = x->args[di];
+    LLVMValueRef args[3] = {expr(e, x->args[1 - di], w), expr(e, d->args[0], w), expr(e, d->args[1], w)};
+    /* other widths (a 13-lane rest) run in the next wider instruction, the extra lanes
+     * undefined and dropped */
+    unsigned n = w <= 4 ? 4 : w <= 8 ? 8 : 16;
+    const char *name = names[n == 4 ? 0 : n == 8 ? 1 : 2];
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) return NULL;
+    LLVMTypeRef ft = LLVMIntrinsicGetType(e->C, id, NULL, 0), pt[3];
+    LLVMGetParamTypes(ft, pt);
+    LLVMValueRef m[MAX_LANES];
+    for (unsigned i = 0; i < n; i++) m[i] = i < w ? LLVMConstInt(e->i32, i, 0) : LLVMGetPoison(e->i32);
+    for (int i = 0; i < 3 && n != w; i++)
+        args[i] = LLVMBuildShuffleVector(e->B, args[i], LLVMGetPoison(LLVMTypeOf(args[i])), LLVMConstVector(m, n), "");
+    for (int i = 0; i < 3; i++) args[i] = LLVMBuildBitCast(e->B, args[i], pt[i], "");
+    LLVMValueRef r = LLVMBuildBitCast(e->B, LLVMBuildCall2(e->B, ft, LLVMGetIntrinsicDeclaration(e->M, id, NULL, 0), args, 3, ""),
+                                      wide(e->i32, n), "");
+    if (n == w) return r;
+    for (unsigned i = 0; i < w; i++) m[i] = LLVMConstInt(e->i32, i, 0);
+    return LLVMBuildShuffleVector(e->B, r, LLVMGetPoison(LLVMTypeOf(r)), LLVMConstVector(m, w), "");
+}
+
+/* dot4(a, b) with plain vector arithmetic: the operands' bytes as <4w x i8>, a's widened
+ * unsigned and b's signed to i32, multiplied, and each lane's four products summed by
+ * shuffles (kir.h). LLVM turns this into pmaddwd-style code where it can. */
+static LLVMValueRef dot4(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
+    LLVMBuilderRef B = e->B;
+    unsigned w = width_of(a), n = w ? w : 1;
+    LLVMTypeRef bytes = LLVMVectorType(e->i8, 4 * n), words = LLVMVectorType(e->i32, 4 * n);
+    LLVMValueRef ab = LLVMBuildZExt(B, LLVMBuildBitCast(B, a, bytes, ""), words, "");
+    LLVMValueRef bb = LLVMBuildSExt(B, LLVMBuildBitCast(B, b, bytes, ""), words, "");
+    LLVMValueRef prod = LLVMBuildMul(B, ab, bb, ""), sum = NULL;
+    for (unsigned j = 0; j < 4; j++) {
+        LLVMValueRef m[MAX_LANES];
+        for (unsigned i = 0; i < n; i++) m[i] = LLVMConstInt(e->i32, 4 * i + j, 0);
+        LLVMValueRef part = LLVMBuildShuffleVector(B, prod, LLVMGetPoison(words), LLVMConstVector(m, n), "");
+        sum = sum ? LLVMBuildAdd(B, sum, part, "") : part;
+    }
+    return w ? sum : LLVMBuildExtractElement(B, sum, LLVMConstInt(e->i32, 0, 0), "");
+}
+
 static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     LLVMBuilderRef B = e->B;
     DType t = x->args[0]->type;
     LLVMValueRef fma = fused(e, x, w);
     if (fma) return fma;
+    if ((fma = vnni_dot(e, x, w))) return fma;
     LLVMValueRef a = expr(e, x->args[0], w), b = expr(e, x->args[1], w);
     bool f = is_float(t), u = is_unsigned(t), ix = t == DT_INDEX;
     if (f && be_math_op(x->op)) return be_math(e, x->op, t, a, b);
@@ -468,6 +520,7 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     case K_AND: return LLVMBuildAnd(B, a, b, "");
     case K_OR: return LLVMBuildOr(B, a, b, "");
     case K_XOR: return LLVMBuildXor(B, a, b, "");
+    case K_DOT4: return dot4(e, a, b);
     default: die("binary %s on dtype %d", kop_name[x->op], t);
     }
 }

@@ -115,6 +115,7 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
         fatal(NULL, "unknown target '%s': %d-bit pointers are not supported", t->triple, t->ptr_bits);
     t->vector_bytes = vector_width(t);
     t->fma_bits = explicit_fma(t);
+    t->vnni = has_feature(t->features, "+avx512vnni") && has_feature(t->features, "+avx512vl");
     /* Loads use natural alignment, so the arena needs only the widest element (8 bytes);
      * on the host a cache line keeps vector loops from splitting lines. */
     t->arena_align = t->ptr_bits == 64 ? 64 : 8;

@@ -80,7 +80,10 @@ typedef enum ExprKind {
  *   Fusing a half store into its load drops that rounding, so fused code may be more precise
  *   than the kernels one by one. The backend converts with integer code on the bits (no
  *   compiler-rt half calls); kir_interpret with the same arithmetic.
- * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers). */
+ * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers).
+ * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
+ *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of
+ *   x86's vpdpbusd without the accumulation (the backend folds r + dot4(a, b) into one). */
 /* The operator table: X(name, arity, flags). Arity (1 or 2) and the flags are looked up
  * (kop_arity[], kop_flags[]); no code tells operators apart by their position, except that
  * K_LT..K_NE stay contiguous and in this order: backend/kernel.c's compare() indexes its
@@ -103,7 +106,7 @@ enum {
     X(MAX, 2, 0) X(POW, 2, 0) \
     X(LT, 2, KF_CMP) X(LE, 2, KF_CMP) X(GT, 2, KF_CMP) X(GE, 2, KF_CMP) X(EQ, 2, KF_CMP) \
     X(NE, 2, KF_CMP) \
-    X(AND, 2, KF_BITWISE) X(OR, 2, KF_BITWISE) X(XOR, 2, KF_BITWISE)
+    X(AND, 2, KF_BITWISE) X(OR, 2, KF_BITWISE) X(XOR, 2, KF_BITWISE) X(DOT4, 2, 0)
 typedef enum KOp {
 #define X(n, arity, flags) K_##n,
     KOPS(X)

@@ -86,7 +86,9 @@ static void infer_node(Graph *g, Node *n) {
             return;
         }
     }
-    fold_node(g, n);
+    /* DequantizeLinear of constant weights is left for fuse_qdq, which keeps the 8-bit data;
+     * fold_constants folds what it does not take */
+    if (n->op != OP_DequantizeLinear) fold_node(g, n);
 }
 
 void infer_graph(Graph *g) {

@@ -21,6 +21,7 @@ const Pass passes[] = {
     {"canonicalize", 0, PASS_GRAPH, {.graph = canonicalize}, "one form per op; Constant -> data"},
     {"infer_shapes", 0, PASS_GRAPH, {.graph = infer_shapes}, "static shapes; folds shape subgraphs"},
     {"simplify", 0, PASS_GRAPH, {.graph = simplify}, "drop Identity, Dropout, no-op reshapes"},
+    {"fuse_qdq", 1, PASS_GRAPH, {.graph = fuse_qdq}, "DQ -> Conv/Gemm/MaxPool... -> Q as integer ops"},
     {"fuse_batchnorm", 1, PASS_GRAPH, {.graph = fuse_batchnorm}, "BN into Conv/Gemm weights"},
     {"fold_constants", 0, PASS_GRAPH, {.graph = fold_constants}, "whatever became constant since"},
     {"lower", 0, PASS_LOWER, {.lower = lower}, "graph IR -> kernel IR (passes/ops/)"},

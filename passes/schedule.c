@@ -61,11 +61,28 @@ enum { ROW_PEEL_BYTES = 64 * 1024 };
 
 /* ---- vectors ---- */
 
-/* Elements of the output type in one target vector. */
+/* Integer contractions (QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger, and the QDQ
+ * groups fuse_qdq turns into them): the size of their widest integer accumulator, whose
+ * lanes (not the 8-bit output's) the vectors are made of; 0 for every other kernel. */
+static int int_acc_size(const Kernel *k) {
+    int esz = 0;
+    if (k->kclass != KC_CONTRACTION) return 0;
+    for (int r = 0; r < k->nscalars; r++)
+        if (!dtype_is_float(k->scalars[r])) esz = MAX(esz, (int)dtype_size(k->scalars[r]));
+    return esz;
+}
+
+/* The operand and output types whose layouts the contraction policy changes: float, and
+ * any in an integer contraction (8-bit weights, 8-bit or int32 outputs). */
+static bool layout_type(const Kernel *k, DType t) { return dtype_is_float(t) || int_acc_size(k) > 0; }
+
+/* Elements of the output type in one target vector; of the accumulators when wider (an
+ * integer convolution sums 8-bit products in int32 registers: int_acc_size). */
 static int lanes(const Program *p, const Kernel *k) {
     int esz = 4;
     for (int i = 0; i < k->nparams; i++)
         if (k->modes[i] & KP_OUT) esz = (int)dtype_size(k->params[i]->dtype);
+    esz = MAX(esz, int_acc_size(k));
     int w = p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
     return MIN(w, MAX_LANES);
 }
@@ -173,7 +190,7 @@ static void find_operand(const Kernel *k, const Expr *e, const bool *red, int v,
     for (int i = 0; i < e->nargs; i++) find_operand(k, e->args[i], red, v, kv, col, o);
     if (e->kind != E_LOAD) return;
     bool mine = false;
-    if (packable(k, e->buf) && dtype_is_float(e->buf->dtype) && !o->b) {
+    if (packable(k, e->buf) && layout_type(k, e->buf->dtype) && !o->b) {
         if (kv < 0 && e->nargs >= 2 && is_var(e->args[0], v)) {
             mine = true;
             for (int d = 1; d < e->nargs; d++) mine &= e->args[d]->kind == E_VAR && red[e->args[d]->var];
@@ -534,7 +551,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     Buf *packed = NULL;
     if (r < 3) return NULL;
     const Stmt *st = first_store((*nest[r - 1])->body);
-    if (!st || st->buf->rank != r || !dtype_is_float(st->buf->dtype)) return NULL;
+    if (!st || st->buf->rank != r || !layout_type(k, st->buf->dtype)) return NULL;
     bool cl = store_channel_last(st, nest, r);
     for (int d = 0; d < r && !cl; d++)
         if (!is_var(st->idx[d], (*nest[d])->var)) return NULL;

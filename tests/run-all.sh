@@ -6,7 +6,8 @@
 #   numpy), tests/random.sh (the random ops' distributions against numpy's), tests/cli.sh
 #   (command line and error
 #   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
-#   tests/models.sh (the sample models, two models in one program) and tests/firmware/run.sh
+#   tests/models.sh (the sample models, two models in one program), tests/int8.sh (quantized
+#   models against onnxruntime's outputs) and tests/firmware/run.sh
 #   (Cortex-M4 under QEMU).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
 # runner's failures and that line, and sums them up. Full logs: $B/test/NAME.log.
@@ -116,6 +117,7 @@ for o in -O0 -O1 -O3; do
     runner golden$o sh tests/golden.sh $o ${GOLDEN_PATTERN:-}
 done
 runner models sh tests/models.sh
+runner int8 sh tests/int8.sh
 runner firmware sh tests/firmware/run.sh
 
 # Sanitizer reports, wherever they came from (a test may have expected its process to fail).

@@ -282,56 +282,220 @@ static Expr *per_channel(Program *p, Kernel *k, Buf *b, Expr *m) {
     return kx_load(p, b, &m);
 }
 
-/* acc[n, m, o...] = sum over c < C/group and taps t, skipping padding, of
+/* A zero point known to be 0 (a constant of zeros) needs no subtraction. */
+static bool zero_const(const Buf *zp) {
+    if (!zp || zp->kind != B_CONST || zp->alias || !zp->data) return !zp;
+    const uint8_t *d = zp->data;
+    for (int64_t i = 0; i < kir_numel(zp); i++)
+        if (d[i]) return false;
+    return true;
+}
+
+/* ---- the dot4 form: 8-bit operands four at a time ----
+ * With constant int8 weights whose zero point is 0 (symmetric, as quantizers write them), an
+ * integer convolution is a matrix product over K = C/group * taps, four terms at a time:
+ *   x4[n, g, k4, p] = the bytes xu[n, g, 4 k4 + j, p], j = 0..3, in one int32 (im2col of
+ *                     x, a padded position holding the zero point; xu = x for uint8, x + 128
+ *                     for int8, so that every byte is unsigned)
+ *   w4[m, k4]       = the int8 weights w[m, 4 k4 + j] likewise (0 beyond K)
+ *   acc[n, m, p]    = bias[m] - xzu * sum_k w[m, k] + sum_k4 dot4(x4[n, g(m), k4, p], w4[m, k4])
+ * since sum_k (xu - xzu) w = sum_k xu w - xzu sum_k w, the second sum a constant folded into
+ * the bias. dot4 is one lane of vpdpbusd (kir.h): on AVX-512 VNNI each instruction does 64
+ * multiply-accumulates; elsewhere it is four multiplies. The pack costs one pass over K x P
+ * bytes, against M times as many multiply-accumulates. */
+
+static bool dot4_form(const Node *n, const Buf *x, const Buf *w, const Buf *xzp, const Buf *wzp, const Buf *b) {
+    (void)n;
+    return w->kind == B_CONST && !w->alias && w->data && w->dtype == DT_INT8 && zero_const(wzp) &&
+           (!xzp || (xzp->kind == B_CONST && xzp->data && kir_numel(xzp) == 1)) &&
+           (!b || (b->kind == B_CONST && b->data && !b->alias)) && rule_quant_type(x->dtype);
+}
+
+/* x with the window's padding made real, as unsigned bytes xu (the zero point xzu in the
+ * padding), and in *pc the window over it (no padding left); x itself when it has no
+ * padding and is uint8. */
+static Buf *dot4_pad(Lower *L, Node *n, Buf *x, const Window *c, int64_t xzu, Window *pc) {
+    Program *p = L->p;
+    bool pads = false;
+    *pc = *c;
+    int64_t dims[MAX_RANK];
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1];
+    for (int i = 0; i < c->nsp; i++) {
+        pads |= c->pb[i] || c->pe[i];
+        pc->in[i] = c->in[i] + c->pb[i] + c->pe[i];
+        pc->pb[i] = pc->pe[i] = 0;
+        dims[2 + i] = pc->in[i];
+    }
+    if (!pads && x->dtype == DT_UINT8) return x;
+    Buf *xp = kir_buf_new(p, arena_printf(p->arena, "%s_padded", x->name), DT_UINT8, x->rank, dims, B_TEMP);
+    int v[MAX_RANK];
+    Expr *oi[MAX_RANK], *xi[MAX_RANK], *in = NULL;
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), xp, v, oi);
+    k->name = arena_printf(p->arena, "%s_pad", k->name);
+    xi[0] = kx_var(p, v[0]);
+    xi[1] = kx_var(p, v[1]);
+    for (int i = 0; i < c->nsp; i++) {
+        Expr *ix = kx_addc(p, kx_var(p, v[2 + i]), -c->pb[i]);
+        if (c->pb[i]) in = kx_and(p, in, kx_bin(p, K_GE, kx_clone(p, ix), kx_index(p, 0)));
+        if (c->pe[i]) in = kx_and(p, in, kx_bin(p, K_LT, kx_clone(p, ix), kx_index(p, c->in[i])));
+        if (c->pb[i] || c->pe[i])
+            ix = kx_bin(p, K_MIN, kx_bin(p, K_MAX, ix, kx_index(p, 0)), kx_index(p, c->in[i] - 1));
+        xi[2 + i] = ix;
+    }
+    Expr *byte = kx_cast(p, DT_INT32, kx_load(p, x, xi));
+    if (x->dtype == DT_INT8) byte = kx_bin(p, K_ADD, byte, kx_const(p, DT_INT32, 128));
+    if (in) byte = kx_select(p, in, byte, kx_const(p, DT_INT32, (double)xzu));
+    k->body = lower_wrap(p, xp->rank, xp->dims, v, ks_store(p, xp, oi, kx_cast(p, DT_UINT8, byte)));
+    return xp;
+}
+
+/* The packed activations x4[n, g, k4, p], as a view [N, G, K4, o...] (returned):
+ * word (k4, o) holds the bytes of k = 4 k4 + j, (channel, taps) = divmod(k, taps), read from
+ * the padded input; k4 and so the division are the same for a whole row of o, whose loads
+ * are then contiguous (stride 1) or strided by the conv's stride. Past K the last k is read
+ * again: its weight byte is 0. */
+static Buf *dot4_pack(Lower *L, Node *n, Buf *x, const Window *c, int64_t grp, int64_t cg, int64_t K,
+                      int64_t xzu) {
+    Program *p = L->p;
+    Window pc;
+    Buf *xp = dot4_pad(L, n, x, c, xzu, &pc);
+    int64_t K4 = (K + 3) / 4, T = K / cg, P = 1, dims[MAX_RANK];
+    for (int i = 0; i < c->nsp; i++) P *= c->out[i];
+    int64_t fd[4] = {x->dims[0], grp, K4, P};
+    Buf *flat = kir_buf_new(p, arena_printf(p->arena, "%s_x4", x->name), DT_INT32, 4, fd, B_TEMP);
+    dims[0] = x->dims[0];
+    dims[1] = grp;
+    dims[2] = K4;
+    for (int i = 0; i < c->nsp; i++) dims[3 + i] = c->out[i];
+    Buf *x4 = kir_view_new(p, flat, flat->name, 3 + c->nsp, dims);
+    int v[MAX_RANK];
+    Expr *oi[MAX_RANK], *word = NULL;
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(xp), x4, v, oi);
+    k->name = arena_printf(p->arena, "%s_pack", k->name);
+    for (int j = 0; j < 4; j++) {
+        Expr *kk = kx_addc(p, kx_mul(p, kx_var(p, v[2]), 4), j), *xi[MAX_RANK];
+        if (4 * (K4 - 1) + j >= K) kk = kx_bin(p, K_MIN, kk, kx_index(p, K - 1));
+        Expr *ch = T == 1 ? kk : kx_bin(p, K_DIV, kx_clone(p, kk), kx_index(p, T));
+        xi[0] = kx_var(p, v[0]);
+        xi[1] = grp == 1 ? ch : kx_add(p, kx_mul(p, kx_var(p, v[1]), cg), ch);
+        int64_t inner = T;
+        for (int i = 0; i < c->nsp; i++) {
+            inner /= c->k[i];
+            Expr *t = T == 1 ? kx_index(p, 0)
+                             : kx_bin(p, K_REM, kx_bin(p, K_DIV, kx_clone(p, kk), kx_index(p, inner)), kx_index(p, c->k[i]));
+            Expr *cond;
+            xi[2 + i] = rule_tap_index(p, &pc, i, kx_var(p, v[3 + i]), t, &cond);
+        }
+        Expr *byte = kx_cast(p, DT_INT32, kx_load(p, xp, xi));
+        if (xp->dtype == DT_INT8) byte = kx_bin(p, K_ADD, byte, kx_const(p, DT_INT32, 128));
+        if (j) byte = kx_bin(p, K_MUL, byte, kx_const(p, DT_INT32, (double)(1 << (8 * j))));
+        word = word ? kx_bin(p, K_ADD, word, byte) : byte;
+    }
+    k->body = lower_wrap(p, x4->rank, x4->dims, v, ks_store(p, x4, oi, word));
+    return x4;
+}
+
+static Buf *int32_const(Lower *L, const char *name, int rank, const int64_t *dims, int32_t *data) {
+    Buf *b = kir_buf_new(L->p, name, DT_INT32, rank, dims, B_CONST);
+    b->data = data;
+    return b;
+}
+
+/* y[n, m, o...] = requantise(b'[m] + sum_k4 dot4(x4[n, m / (M/group), k4, o...], w4[m, k4])):
+ * over y's own shape, so that fuse can merge an elementwise consumer (a residual Add), and
+ * the schedule coalesces the output rows and columns into one loop as in a 1x1 conv. */
+static void lower_conv_dot4(Lower *L, Node *n, Buf *x, Buf *w, Buf *xzp, Buf *b, Buf *y, const Window *c) {
+    Program *p = L->p;
+    int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], M = w->dims[0], mg = M / grp;
+    int64_t K = kir_numel(w) / M, K4 = (K + 3) / 4;
+    int64_t xz = xzp ? (xzp->dtype == DT_INT8 ? ((const int8_t *)xzp->data)[0] : ((const uint8_t *)xzp->data)[0]) : 0;
+    int64_t xzu = x->dtype == DT_INT8 ? xz + 128 : xz;
+    const int8_t *wd = w->data;
+    int32_t *w4 = ARENA_ARRAY(p->arena, int32_t, M * K4), *bd = ARENA_ARRAY(p->arena, int32_t, M);
+    for (int64_t m = 0; m < M; m++) {
+        int64_t sum = 0;
+        for (int64_t kk = 0; kk < K; kk++) {
+            sum += wd[m * K + kk];
+            w4[m * K4 + kk / 4] = (int32_t)((uint32_t)w4[m * K4 + kk / 4] | (uint32_t)(uint8_t)wd[m * K + kk] << (8 * (kk % 4)));
+        }
+        bd[m] = (int32_t)((b ? ((const int32_t *)b->data)[m] : 0) - xzu * sum);
+    }
+    int64_t wdims[2] = {M, K4};
+    Buf *wb = int32_const(L, arena_printf(p->arena, "%s_w4", w->name), 2, wdims, w4);
+    Buf *bb = int32_const(L, arena_printf(p->arena, "%s_b4", w->name), 1, &M, bd);
+    Buf *x4 = dot4_pack(L, n, x, c, grp, cg, K, xzu);
+    int ov[MAX_RANK], kv, acc;
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x4, wb, bb), y, ov, NULL);
+    kv = kir_var(k);
+    acc = kir_scalar(p, k, DT_INT32);
+    Expr *oi[MAX_RANK], *xi[MAX_RANK];
+    lower_var_idx(p, y->rank, ov, oi);
+    xi[0] = kx_clone(p, oi[0]);
+    xi[1] = grp == 1 ? kx_index(p, 0) : kx_bin(p, K_DIV, kx_clone(p, oi[1]), kx_index(p, mg));
+    xi[2] = kx_var(p, kv);
+    for (int i = 0; i < c->nsp; i++) xi[3 + i] = kx_clone(p, oi[2 + i]);
+    Expr *wi[2] = {kx_clone(p, oi[1]), kx_var(p, kv)};
+    Expr *dot = kx_bin(p, K_DOT4, kx_load(p, x4, xi), kx_load(p, wb, wi));
+    Stmt *body = ks_set(p, acc, kx_load(p, bb, (Expr *[]){kx_clone(p, oi[1])}));
+    ks_seq(body, ks_red_loop(p, kv, K4, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), dot))));
+    Expr *v = kx_scalar(p, k, acc);
+    if (n->op == OP_QLinearConv) {
+        Expr *mul = kx_bin(p, K_MUL, rule_load_first(p, k, lower_in(L, n, 1)),
+                           per_channel(p, k, lower_in(L, n, 4), kx_clone(p, oi[1])));
+        mul = kx_bin(p, K_DIV, mul, rule_load_first(p, k, lower_in(L, n, 6)));
+        v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), mul),
+                          rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
+    }
+    ks_seq(body, ks_store(p, y, oi, v));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
+/* acc[n, m, o...] = bias[m] + sum over c < C/group and taps t, skipping padding, of
  *   (x[n, group_of(m) * C/group + c, o*s + t*d - pb] - xzp) * (w[m, c, t] - wzp[m])
- * then as lower_matmul_integer (QLinearConv adds the bias and requantises). */
+ * in int32: the nest of lower_conv (the same tap indices and per-dim guards, each at the
+ * level of its own tap loop, so that the schedule peels the borders off and the interior has
+ * no test), a padded tap contributing (xzp - xzp) * w = 0. ConvInteger stores acc;
+ * QLinearConv requantises it: saturate(round(acc * (x_scale * w_scale[m] / y_scale)) + yzp),
+ * in float32 (docs/int8.md). */
 void lower_conv_integer(Lower *L, Node *n) {
     Program *p = L->p;
     IntConvIn ix = intconv_in(n);
     Buf *x = lower_in(L, n, ix.x), *w = lower_in(L, n, ix.w), *y = lower_out(L, n, 0);
     Buf *xzp = lower_in(L, n, ix.xzp), *wzp = lower_in(L, n, ix.wzp);
+    Buf *b = n->op == OP_QLinearConv ? lower_in(L, n, 8) : NULL;
     Window c;
     if (!intconv_geom(NULL, n, &c)) die("lower_conv_integer %s: unchecked", n->name);
+    if (L->p->opt_level >= 1 && dot4_form(n, x, w, xzp, wzp, b)) {
+        lower_conv_dot4(L, n, x, w, xzp, b, y, &c);
+        return;
+    }
     int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
     int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
     Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, w), y, ov, NULL);
     cv = kir_var(k);
     lower_vars(k, c.nsp, tv);
     acc = kir_scalar(p, k, DT_INT32);
-    Expr *oi[MAX_RANK], *xi[MAX_RANK], *wi[MAX_RANK], *cond = NULL;
+    Expr *oi[MAX_RANK], *xi[MAX_RANK], *wi[MAX_RANK], *conds[MAX_RANK];
     lower_var_idx(p, y->rank, ov, oi);
     Expr *m = oi[1], *ch = kx_var(p, cv);
-    xi[0] = oi[0];
-    xi[1] = grp == 1 ? ch : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, kx_clone(p, m), kx_index(p, mg)), cg),
-                                   ch);
+    xi[0] = kx_clone(p, oi[0]);
+    xi[1] = grp == 1 ? ch : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, kx_clone(p, m), kx_index(p, mg)), cg), ch);
     wi[0] = kx_clone(p, m);
     wi[1] = kx_var(p, cv);
     for (int i = 0; i < c.nsp; i++) {
         wi[2 + i] = kx_var(p, tv[i]);
-        xi[2 + i] = kx_addc(p, kx_add(p, kx_mul(p, oi[2 + i], c.s[i]), kx_mul(p, kx_var(p, tv[i]), c.d[i])),
-                            -c.pb[i]);
-        int64_t hi = (c.out[i] - 1) * c.s[i] + (c.k[i] - 1) * c.d[i] - c.pb[i];
-        Expr *in = NULL;
-        if (c.pb[i] > 0) in = kx_bin(p, K_GE, kx_clone(p, xi[2 + i]), kx_index(p, 0));
-        if (hi >= c.in[i]) {
-            Expr *lt = kx_bin(p, K_LT, kx_clone(p, xi[2 + i]), kx_index(p, c.in[i]));
-            in = in ? kx_bin(p, K_AND, in, lt) : lt;
-        }
-        if (in) cond = cond ? kx_bin(p, K_AND, cond, in) : in;
+        xi[2 + i] = rule_tap_index(p, &c, i, kx_clone(p, oi[2 + i]), kx_var(p, tv[i]), &conds[i]);
     }
-    Expr *xv = rule_centered(p, k, x, xi, xzp, NULL);
+    Expr *xv = rule_centered(p, k, x, xi, zero_const(xzp) ? NULL : xzp, NULL);
     Expr *wv = kx_cast(p, DT_INT32, kx_load(p, w, wi));
-    if (wzp) wv = kx_bin(p, K_SUB, wv, kx_cast(p, DT_INT32, per_channel(p, k, wzp, kx_clone(p, m))));
-    Stmt *s = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, xv, wv)));
-    if (cond) s = ks_if(p, cond, s, NULL);
-    for (int i = c.nsp - 1; i >= 0; i--) s = ks_loop(p, tv[i], 0, c.k[i], 1, s);
-    s = ks_loop(p, cv, 0, cg, 1, s);
-    s->hints |= LH_REDUCTION;
-    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, DT_INT32, 0)), s);
+    if (!zero_const(wzp))
+        wv = kx_bin(p, K_SUB, wv, kx_cast(p, DT_INT32, per_channel(p, k, wzp, kx_clone(p, m))));
+    Stmt *taps = rule_wrap_taps(p, &c, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, xv, wv))));
+    Stmt *body = ks_set(p, acc, b ? per_channel(p, k, b, kx_clone(p, m)) : kx_const(p, DT_INT32, 0));
+    ks_seq(body, ks_red_loop(p, cv, cg, taps));
     Expr *v = kx_scalar(p, k, acc);
     if (n->op == OP_QLinearConv) {
-        Buf *b = lower_in(L, n, 8);
-        if (b) v = kx_bin(p, K_ADD, v, per_channel(p, k, b, kx_clone(p, m)));
         Expr *mul = kx_bin(p, K_MUL, rule_load_first(p, k, lower_in(L, n, 1)),
                            per_channel(p, k, lower_in(L, n, 4), kx_clone(p, m)));
         mul = kx_bin(p, K_DIV, mul, rule_load_first(p, k, lower_in(L, n, 6)));

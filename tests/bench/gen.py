@@ -14,6 +14,13 @@ Writes each model as OUTDIR/NAME/model.onnx (generated, never committed):
   without PyTorch, instead of its models (and saying so on stderr):
     convnet   1x3x256x256 image -> stride-2 conv stem, two ResNet-style basic blocks (conv-BN-relu-
               conv-BN + skip, relu) at 128x128x16 and 64x64x32, global average pool, 10-way Gemm.
+  always (committed, tests/int8/gen.py):
+    NAME_i8   the quantized models of tests/int8 (lenet, kws, mlp: QDQ; lenet_qop: QOperator),
+    NAME_f32  the float models they were quantized from, for the speed of int8 against float;
+              each int8 row gets OUTDIR/NAME/tol, the largest scaled output difference from
+              onnxruntime that bench.sh accepts: four output quanta (onnxruntime runs the QDQ
+              groups as its own fused integer kernels, whose requantisation may round a
+              layer's value the other way, a difference the following layers carry on).
 Models given on the command line are added as they are, named after their folder.
 Then, for every model, writes one random input set as raw little-endian files
 OUTDIR/NAME/input_K.bin (K in graph order, initializers excluded), the layout both
@@ -177,6 +184,16 @@ def main():
         os.makedirs(os.path.join(out, name), exist_ok=True)
         paths[name] = os.path.join(out, name, "model.onnx")
         torch_models.export(make, paths[name])
+    int8 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "int8")
+    tols = {}
+    for name in sorted(os.listdir(int8)):
+        d = os.path.join(int8, name)
+        if not os.path.isfile(os.path.join(d, "model.onnx")):
+            continue
+        paths[name + "_i8"] = os.path.join(d, "model.onnx")
+        paths[name + "_f32"] = os.path.join(d, "float.onnx")
+        with open(os.path.join(d, "atol")) as f:
+            tols[name + "_i8"] = 4 * float(f.read())
     for path in sys.argv[2:]:
         name = re.sub(r"\W", "_", os.path.basename(os.path.dirname(os.path.abspath(path))))
         paths[name] = path
@@ -186,6 +203,9 @@ def main():
         if os.path.abspath(path) != os.path.abspath(os.path.join(d, "model.onnx")):
             shutil.copyfile(path, os.path.join(d, "model.onnx"))
         write_inputs(path, d)
+        if name in tols:
+            with open(os.path.join(d, "tol"), "w") as f:
+                print("%.6g" % tols[name], file=f)
         with open(os.path.join(d, "macs"), "w") as f:
             print(macs.count_model(load(path)), file=f)
         print(name)

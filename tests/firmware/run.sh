@@ -18,8 +18,8 @@ HERE=tests/firmware
 DATA=/usr/share/libonnx-testdata/data/node
 PATTERN=${1:-}
 
-# name model data-set: the sample models and node tests covering conv, pooling, gemm, softmax
-# and batch normalisation
+# name model data-set: the sample models, node tests covering conv, pooling, gemm, softmax
+# and batch normalisation, and the int8 models of tests/int8
 CASES="example models/example/model.onnx models/example/test_data_set_0
 cnn models/cnn/model.onnx models/cnn/test_data_set_0
 mlp models/mlp/model.onnx models/mlp/test_data_set_0
@@ -27,7 +27,11 @@ conv_with_strides_padding $DATA/test_conv_with_strides_padding/model.onnx $DATA/
 softmax_axis_1 $DATA/test_softmax_axis_1/model.onnx $DATA/test_softmax_axis_1/test_data_set_0
 gemm_all_attributes $DATA/test_gemm_all_attributes/model.onnx $DATA/test_gemm_all_attributes/test_data_set_0
 maxpool_2d_pads $DATA/test_maxpool_2d_pads/model.onnx $DATA/test_maxpool_2d_pads/test_data_set_0
-batchnorm_example $DATA/test_batchnorm_example/model.onnx $DATA/test_batchnorm_example/test_data_set_0"
+batchnorm_example $DATA/test_batchnorm_example/model.onnx $DATA/test_batchnorm_example/test_data_set_0
+lenet_i8 tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
+kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
+mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
+lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0"
 
 CM4="-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard"
 # -ffp-contract=off: keep GCC from fusing the comparison's arithmetic differently from the host.
@@ -67,7 +71,10 @@ run_case() { # name model data-set [profile]
     if ! $PYTHON $HERE/pb2c.py --model $name "$3" >$D/$name/case.h 2>>$log; then
         fail $name $log "pb2c.py failed"; return
     fi
-    if ! arm-none-eabi-gcc $CFLAGS -I$D/$name -I$D -I$HERE $LDFLAGS \
+    # the int8 models (tests/int8): within one output quantum, as on the host
+    tol=
+    [ -f "${2%/*}/atol" ] && tol="-DATOL=$(cat "${2%/*}/atol") -DRTOL=0"
+    if ! arm-none-eabi-gcc $CFLAGS $tol -I$D/$name -I$D -I$HERE $LDFLAGS \
             $HERE/startup.c $HERE/main.c $HERE/icount.c $D/$name.o -o $D/$name.elf >>$log 2>&1; then
         fail $name $log "link failed"; return
     fi

@@ -10,6 +10,9 @@ checked by hand (a folded BatchNormalization, say).
   canon_clip_softmax  opset 9 Clip (min/max attributes) and Softmax (default axis 1, legacy)
   infer_reshape       Shape -> Gather -> Concat -> Reshape: infer_shapes folds it to a constant
   simplify_identity   Identity -> Relu -> Dropout -> Exp: simplify drops Identity and Dropout
+  fuse_qdq            QDQ Conv (per-channel int8 weights, int32 bias) and Relu: the conv
+                      becomes QLinearConv on the 8-bit data, the Relu stays float between its
+                      DequantizeLinear and QuantizeLinear
   fuse_batchnorm      Conv -> BatchNormalization -> Relu: BN folds into the conv's weights
   lower_gemm          one Gemm (transB=1, alpha, beta, bias): its loop nest
   fuse_conv_add_relu  Conv -> Add -> Relu: the Add and Relu join the conv's loop nest
@@ -81,6 +84,25 @@ def fuse_batchnorm():
     return model("fuse_batchnorm", nodes, [vi("x", [1, 2, 3, 3])], [vi("y", [1, 2, 3, 3])], inits)
 
 
+def fuse_qdq():
+    # x quantized by (0.5, 128); weights 2 and -3 with per-channel scales 0.25 and 0.125; the
+    # bias 4 and -8 at the scales x_scale * w_scale = 0.125 and 0.0625 (zero point 0), so
+    # QLinearConv takes it as it is; the conv's output quantized by (0.1, 10).
+    q = lambda t, s, z, o: helper.make_node("QuantizeLinear", [t, s, z], [o], o)
+    dq = lambda t, s, z, o, **a: helper.make_node("DequantizeLinear", [t, s, z], [o], o, **a)
+    nodes = [q("x", "xs", "xz", "xq"), dq("xq", "xs", "xz", "xd"),
+             dq("w", "ws", "wz", "wd", axis=0), dq("b", "bs", "bz", "bd", axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], "conv"),
+             q("c", "cs", "cz", "cq"), dq("cq", "cs", "cz", "cd"),
+             helper.make_node("Relu", ["cd"], ["r"], "relu"),
+             q("r", "cs", "cz", "rq"), dq("rq", "cs", "cz", "y")]
+    inits = [const("xs", 0.5), const("xz", 128, np.uint8), const("w", [[[[2]]], [[[-3]]]], np.int8),
+             const("ws", [0.25, 0.125]), const("wz", [0, 0], np.int8), const("b", [4, -8], np.int32),
+             const("bs", [0.125, 0.0625]), const("bz", [0, 0], np.int32), const("cs", 0.1),
+             const("cz", 10, np.uint8)]
+    return model("fuse_qdq", nodes, [vi("x", [1, 1, 2, 2])], [vi("y", [1, 2, 2, 2])], inits)
+
+
 def lower_gemm():
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], "gemm", transB=1, alpha=0.5, beta=2.0)]
     inits = [const("w", np.arange(12).reshape(3, 4) / 8), const("b", [1.0, 2.0, 3.0])]
@@ -110,7 +132,7 @@ def bufferize_chain():
     return model("bufferize_chain", nodes, [vi("x", [2, 4])], [vi("y", [2, 4])], inits)
 
 
-MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_batchnorm, lower_gemm,
+MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_qdq, fuse_batchnorm, lower_gemm,
           fuse_conv_add_relu, schedule_matmul, bufferize_chain]
 
 

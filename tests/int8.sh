@@ -1,0 +1,74 @@
+#!/bin/sh
+# tests/int8.sh - integer inference on the quantized models of tests/int8/ (made by
+# tests/int8/gen.py, goldens from onnxruntime):
+#   - `onnxcc check` at -O0..-O3 on the host, within one quantum of the output (tests/int8/NAME/
+#     atol; the models end in a DequantizeLinear, so a quantum is the output scale): -O0 runs
+#     the QDQ groups in float as the standard defines them, -O1 and up as integer ops;
+#   - fuse_qdq rewrote every Conv and Gemm of the QDQ models (-v names what stays float);
+#   - the weights stay 8-bit: the object's read-only data at most 0.35x the float model's
+#     (tests/int8/NAME/float.onnx), on the host and for Cortex-M4. Not 0.25: per-channel
+#     scales and int32 biases stay 4 bytes, and the small KWS model's 64-channel layers have
+#     few weights per channel (it lands at 0.33). Whole flash (code too) is printed, not
+#     checked: the integer kernels' code is still bigger than the float ones' (docs/int8.md).
+# Work files: build/int8/. Last line: "int8: N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+ONNXCC=${ONNXCC:-./onnxcc}
+OUT=build/int8
+passed=0 failed=0
+mkdir -p $OUT
+
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { # what log
+    echo "FAIL $1"
+    [ -f "$2" ] && tail -n 10 "$2" | sed 's/^/    /'
+    failed=$((failed + 1))
+}
+
+# read-only data of an object: the .rodata* sections (weights, tables)
+rodata() { size -A "$1" | awk '$1 ~ /^\.rodata/ { s += $2 } END { print s + 0 }'; }
+
+for d in tests/int8/*/; do
+    d=${d%/}
+    name=${d##*/}
+    [ -f $d/model.onnx ] || continue
+    atol=$(cat $d/atol)
+    for opt in -O0 -O1 -O2 -O3; do
+        log=$OUT/check_$name$opt.log
+        if $ONNXCC check $opt --atol $atol --rtol 0 $d/model.onnx </dev/null >$log 2>&1; then
+            ok "check $opt $d (atol $atol)"
+        else
+            fail "check $opt $d (atol $atol)" $log
+        fi
+    done
+    log=$OUT/fuse_$name.log
+    $ONNXCC -v -O2 $d/model.onnx -o $OUT/$name.o </dev/null >$log 2>&1
+    if grep -q "^onnxcc: fuse_qdq: .*(\(Conv\|Gemm\|MatMul\)) stays float" $log; then
+        fail "$d: a Conv or Gemm stayed float" $log
+    elif [ "$name" = lenet_qop ] || grep -q "fuse_qdq: .*QLinearConv" $log; then
+        ok "$d: Conv and Gemm as integer ops"
+    else
+        fail "$d: fuse_qdq rewrote nothing" $log
+    fi
+    for target in host thumbv7em-none-eabihf; do
+        opts=
+        [ $target = host ] || opts="--target $target"
+        log=$OUT/size_${name}_$target.log
+        if $ONNXCC $opts $d/model.onnx -o $OUT/$name.$target.o >$log 2>&1 &&
+           $ONNXCC $opts $d/float.onnx -o $OUT/${name}_float.$target.o >>$log 2>&1; then
+            q=$(rodata $OUT/$name.$target.o) f=$(rodata $OUT/${name}_float.$target.o)
+            echo "info $d: $target flash (text + data) $(size $OUT/$name.$target.o | awk 'NR == 2 { print $4 }')" \
+                 "bytes, float $(size $OUT/${name}_float.$target.o | awk 'NR == 2 { print $4 }')"
+            if [ $((q * 100)) -le $((f * 35)) ]; then
+                ok "$d: $target read-only data $q bytes, float $f"
+            else
+                echo "rodata $q bytes, float model $f" >>$log
+                fail "$d: $target read-only data $q bytes > 0.35 x float $f" $log
+            fi
+        else
+            fail "$d: $target compile" $log
+        fi
+    done
+done
+echo "int8: $passed passed, $failed failed"
+[ $failed = 0 ]
