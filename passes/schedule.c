@@ -50,6 +50,7 @@
  * make), so at --fp-strict results are bitwise those of the scalar loops. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loops.h"
 #include "pipeline.h"
@@ -370,9 +371,11 @@ static bool has_conds(const Stmt *s) {
 
 static bool finite_data(const Buf *b) {
     if (!b->data || b->dtype != DT_FLOAT) return b->dtype == DT_FLOAT;   /* a parsed program: no contents */
-    const float *f = b->data;
-    for (int64_t i = 0; i < kir_numel(b); i++)
-        if (!isfinite(f[i])) return false;
+    for (int64_t i = 0; i < kir_numel(b); i++) {
+        float f;                    /* contents may sit unaligned in the model's bytes */
+        memcpy(&f, (const char *)b->data + i * (int64_t)sizeof f, sizeof f);
+        if (!isfinite(f)) return false;
+    }
     return true;
 }
 
