@@ -961,3 +961,213 @@ bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout) {
     }
     return true;
 }
+
+/* ---- padding ---- */
+
+/* loop_pad's view of the kernel: the smallest and largest index of each dim of x's loads. */
+typedef struct Pad {
+    Program *p;
+    const Kernel *k;
+    Buf *x, *xp;
+    int64_t mn[MAX_RANK], mx[MAX_RANK], before[MAX_RANK];
+    bool ok;
+} Pad;
+
+static void pad_scan_expr(Pad *pd, const Ranges *r, const Expr *e) {
+    for (int i = 0; i < e->nargs; i++) pad_scan_expr(pd, r, e->args[i]);
+    if (e->kind != E_LOAD || e->buf != pd->x) return;
+    for (int d = 0; d < e->nargs; d++) {
+        int64_t mn, mx;
+        if (!kr_bounds(r->v, e->args[d], &mn, &mx)) pd->ok = false;
+        else pd->mn[d] = MIN(pd->mn[d], mn), pd->mx[d] = MAX(pd->mx[d], mx);
+    }
+}
+
+/* Loads of x anywhere: their index ranges over the loops around them (ifs do not narrow them:
+ * these are the positions a guard keeps the loads from). A store or a loop bound reading x is
+ * not padded (ok = false). */
+static void pad_scan(Pad *pd, Ranges *r, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->val) pad_scan_expr(pd, r, s->val);
+        if (s->cond) pad_scan_expr(pd, r, s->cond);
+        if (s->kind == S_STORE && s->buf == pd->x) pd->ok = false;
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) pad_scan_expr(pd, r, s->idx[d]);
+        if (s->kind == S_LOOP) {
+            KRange saved;
+            pad_scan_expr(pd, r, s->lo);
+            pad_scan_expr(pd, r, s->hi);
+            range_enter(r, s, &saved);
+            pad_scan(pd, r, s->body);
+            range_leave(r, s, &saved);
+        }
+        pad_scan(pd, r, s->then);
+        pad_scan(pd, r, s->els);
+    }
+}
+
+/* Is a - b + c - e identically 0 (e an index of x at dim d)? */
+static bool aff_same(const Expr *a, const Expr *b, int64_t c, const Expr *e) {
+    KAff f = {0};
+    if (!kr_affine(a, 1, &f) || !kr_affine(b, -1, &f) || !kr_affine(e, -1, &f)) return false;
+    int64_t sum = f.c + c;
+    for (int i = 0; i < f.n; i++) {
+        int64_t v = 0;
+        for (int j = 0; j < f.n; j++)
+            if (f.var[j] == f.var[i]) v += f.coef[j];
+        if (v) return false;
+    }
+    return sum == 0;
+}
+
+/* Does comparison cond say that index e of dim d is inside x (e >= 0 or e < dims[d])? */
+static bool bound_test(const Pad *pd, const Expr *cond, const Expr *e, int d) {
+    if (cond->kind != E_BIN) return false;
+    if (cond->op == K_GE) return aff_same(cond->args[0], cond->args[1], 0, e);
+    if (cond->op == K_LT) return aff_same(cond->args[0], cond->args[1], pd->x->dims[d], e);
+    return false;
+}
+
+/* The load of x that is a factor of product t, or NULL. */
+static const Expr *x_factor(const Pad *pd, const Expr *t) {
+    if (t->kind == E_LOAD && t->buf == pd->x) return t;
+    if (t->kind != E_BIN || t->op != K_MUL) return NULL;
+    const Expr *f = x_factor(pd, t->args[0]);
+    return f ? f : x_factor(pd, t->args[1]);
+}
+
+/* Does every statement of the list accumulate r = r + (... * x[idx] * ...) with idx at some
+ * dim making cond (one comparison) a bounds test of it, and store nothing? Then where cond is
+ * false each of them adds a product with a padded zero. */
+static bool guards_terms(const Pad *pd, const Expr *cond, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE) return false;
+        if (s->kind == S_SET) {
+            const Expr *v = s->val, *x;
+            if (v->kind != E_BIN || v->op != K_ADD || v->args[0]->kind != E_SCALAR || v->args[0]->var != s->var ||
+                !(x = x_factor(pd, v->args[1])))
+                return false;
+            bool test = false;
+            for (int d = 0; d < x->nargs && !test; d++) test = bound_test(pd, cond, x->args[d], d);
+            if (!test) return false;
+        }
+        if (!guards_terms(pd, cond, s->body) || !guards_terms(pd, cond, s->then) || !guards_terms(pd, cond, s->els))
+            return false;
+    }
+    return true;
+}
+
+/* Is every comparison of the conjunction cond a bounds test of the terms of list s? */
+static bool guard_only(const Pad *pd, const Expr *cond, const Stmt *s) {
+    if (cond->kind == E_BIN && cond->op == K_AND && cond->type == DT_BOOL)
+        return guard_only(pd, cond->args[0], s) && guard_only(pd, cond->args[1], s);
+    return guards_terms(pd, cond, s);
+}
+
+/* Drops the guards guard_only accepts (dry: counts them) and redirects x's loads to xp. */
+static int pad_rewrite(Pad *pd, Stmt **at, bool dry) {
+    int n = 0;
+    while (*at) {
+        Stmt *s = *at;
+        if (s->kind == S_IF && !s->els && s->then && guard_only(pd, s->cond, s->then)) {
+            n++;
+            if (!dry) {
+                replace(at, s->then, s->next);
+                continue;           /* the spliced statements are looked at next */
+            }
+        }
+        n += pad_rewrite(pd, &s->body, dry) + pad_rewrite(pd, &s->then, dry) + pad_rewrite(pd, &s->els, dry);
+        at = &s->next;
+    }
+    return n;
+}
+
+static Expr *index_plus(Program *p, Expr *e, int64_t c) {
+    if (!c) return e;
+    if (e->kind == E_BIN && e->op == K_ADD && e->args[1]->kind == E_CONST) {
+        int64_t v = e->args[1]->i + c;
+        return v ? kx_addc(p, e->args[0], v) : e->args[0];
+    }
+    return kx_addc(p, e, c);
+}
+
+static void pad_loads(Pad *pd, Expr *e) {
+    for (int i = 0; i < e->nargs; i++) pad_loads(pd, e->args[i]);
+    if (e->kind != E_LOAD || e->buf != pd->x) return;
+    e->buf = pd->xp;
+    for (int d = 0; d < e->nargs; d++) e->args[d] = index_plus(pd->p, e->args[d], pd->before[d]);
+}
+
+static void pad_list(Pad *pd, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->val) pad_loads(pd, s->val);
+        if (s->cond) pad_loads(pd, s->cond);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) pad_loads(pd, s->idx[d]);
+        pad_list(pd, s->body);
+        pad_list(pd, s->then);
+        pad_list(pd, s->els);
+    }
+}
+
+/* The copy kernel's loops from dim d in: xp[v...] = x[v - before...] inside x, 0 around it;
+ * a dim with padding is cut in three loops (the pad before, x's extent, the pad after), so that
+ * each element is stored once and no load leaves x. */
+static Stmt *pad_nest(Pad *pd, Kernel *c, const int *vars, int d, bool in) {
+    Program *p = pd->p;
+    Buf *x = pd->x, *xp = pd->xp;
+    if (d == xp->rank) {
+        Expr *oi[MAX_RANK], *xi[MAX_RANK];
+        for (int i = 0; i < xp->rank; i++) {
+            oi[i] = kx_var(p, vars[i]);
+            xi[i] = kx_addc(p, kx_var(p, vars[i]), -pd->before[i]);
+        }
+        return ks_store(p, xp, oi, in ? kx_load(p, x, xi) : kx_const(p, x->dtype, 0));
+    }
+    int64_t b = pd->before[d], e = b + x->dims[d], n = xp->dims[d];
+    if (!in || (b == 0 && e == n)) return ks_loop(p, vars[d], 0, n, 1, pad_nest(pd, c, vars, d + 1, in));
+    Stmt *head = NULL;
+    if (b) head = ks_seq(head, ks_loop(p, vars[d], 0, b, 1, pad_nest(pd, c, vars, d + 1, false)));
+    head = ks_seq(head, ks_loop(p, vars[d], b, e, 1, pad_nest(pd, c, vars, d + 1, true)));
+    if (e < n) head = ks_seq(head, ks_loop(p, vars[d], e, n, 1, pad_nest(pd, c, vars, d + 1, false)));
+    return head;
+}
+
+Kernel *loop_pad(Program *p, Kernel *k, Buf *x) {
+    Pad pd = {p, k, x, NULL, {0}, {0}, {0}, true};
+    int r = x->rank, at = -1;
+    for (int d = 0; d < r; d++) pd.mn[d] = 0, pd.mx[d] = x->dims[d] - 1;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == x && k->modes[i] != KP_IN) pd.ok = false;
+    for (int i = 0; i < p->nkernels; i++)
+        if (p->kernels[i] == k) at = i;
+    Ranges rg = ranges_new(p, k);
+    pad_scan(&pd, &rg, k->body);
+    bool any = false;
+    for (int d = 0; d < r; d++) any |= pd.mn[d] < 0 || pd.mx[d] >= x->dims[d];
+    if (!pd.ok || !any || at < 0 || !pad_rewrite(&pd, &k->body, true)) return NULL;
+
+    int64_t dims[MAX_RANK];
+    char pads[256] = "";
+    for (int d = 0; d < r; d++) {
+        pd.before[d] = -pd.mn[d];
+        dims[d] = pd.mx[d] + 1 + pd.before[d];
+        snprintf(pads + strlen(pads), sizeof pads - strlen(pads), ",%lld:%lld", (long long)pd.before[d],
+                 (long long)(dims[d] - x->dims[d] - pd.before[d]));
+    }
+    sched_note(p, k, "pad(%%%s%s)", x->name, pads);
+    pd.xp = kir_buf_new(p, arena_printf(p->arena, "%s_pad", x->name), x->dtype, r, dims, B_TEMP);
+    pad_rewrite(&pd, &k->body, false);
+    pad_list(&pd, k->body);
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == x) k->params[i] = pd.xp;
+
+    Kernel *c = kir_kernel_new(p, arena_printf(p->arena, "%s_pad", k->name), "Pad", KC_COPY);
+    kir_param(p, c, x, KP_IN);
+    kir_param(p, c, pd.xp, KP_OUT);
+    int vars[MAX_RANK];
+    for (int d = 0; d < r; d++) vars[d] = kir_var(c);
+    c->body = pad_nest(&pd, c, vars, 0, true);
+    for (int i = p->nkernels - 1; i > at; i--) p->kernels[i] = p->kernels[i - 1];  /* c runs before k */
+    p->kernels[at] = c;
+    for (int i = 0; i < p->nkernels; i++) p->kernels[i]->id = i;
+    return c;
+}

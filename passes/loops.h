@@ -130,6 +130,17 @@ bool loop_coalesce(Program *p, Kernel *k, Stmt *outer);
  * touching b notes `layout(%b,LAYOUT)`. False, and nothing changed, if b is not such a
  * temporary. */
 bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout);
+
+/* Reads of input x (a KP_IN parameter of k, loaded at affine indices) redirected to a
+ * zero-padded copy: a new B_TEMP xp as large as the index ranges of x's loads over their loops
+ * (x[i] is xp[i + before]), written by a new KC_COPY kernel `k_pad` (ops "Pad") inserted just
+ * before k, and the ifs dropped whose conditions only say that an index of x is in bounds
+ * (e >= 0, e < dim) of a body that stores nothing and only accumulates r = r + (.. * x[..] * ..)
+ * with that index: where they were false each such term now adds 0 times the other factors,
+ * which the caller knows to be finite (a product with a padded zero is then +-0: results may
+ * differ from the guarded ones by the sign of a zero). Returns the copy kernel; NULL, and
+ * nothing changed, if no load leaves x or no guard can go. */
+Kernel *loop_pad(Program *p, Kernel *k, Buf *x);
 /* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
 void resolve_conditions(Program *p, Kernel *k);
 

@@ -31,6 +31,14 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('s1_cm_rows',[1,32,7,9],[192,32,3,3],[1,1],[1,1],[1,1,1,1],1),
        ('s2_cm_rows_asym',[1,16,13,11],[128,16,5,5],[2,2],[1,1],[2,1,1,2],1),
        ('s1_cm_rows_96',[2,32,14,14],[96,32,3,3],[1,1],[1,1],[1,1,1,1],0),
+       # at least 16 input channels on AVX-512: a zero-padded copy of the input (loop_pad) and
+       # blocks of 32 output channels by a row of pixels (a row of 31: 11 + 11 + 9), also 1-D
+       # dilated, 3-D, and padded only after
+       ('pad_7x7',[1,64,7,7],[64,64,3,3],[1,1],[1,1],[1,1,1,1],1),
+       ('pad_row31',[1,16,5,31],[64,16,3,3],[1,1],[1,1],[1,1,1,1],0),
+       ('pad_1d_dil',[2,16,20],[32,16,3],[1],[2],[2,2],1),
+       ('pad_3d',[1,16,4,5,6],[32,16,3,3,3],[1,1,1],[1,1,1],[1,1,1,1,1,1],0),
+       ('pad_after_s2',[1,24,9,10],[64,24,3,3],[2,2],[1,1],[0,0,1,2],1),
        # depthwise (group = C = M, weights [M,1,kh,kw]) on maps narrower than a vector, as a
        # keyword-spotting DS-CNN's 25x5 ones; and one strided with an odd channel count
        ('dw_narrow',[1,64,25,5],[64,1,3,3],[1,1],[1,1],[1,1,1,1],1,64),
