@@ -19,7 +19,9 @@
  *                 c[i, jo + W*u + ji] = r_u
  *     then narrower pieces for the rest: the tiles left over jammed as one and unrolled, one
  *     vector of the lanes left (at least 2, split off and unrolled) and the last element as
- *     a scalar loop. Before that, the innermost enclosing parallel loop L whose copies share
+ *     a scalar loop; in a contraction whose iterations may be redone (kernel_independent),
+ *     lanes left that are not a power of two are instead one block with the tiles left
+ *     over, grown back to whole vectors (overlap, `[redo N]`). Before that, the innermost enclosing parallel loop L whose copies share
  *     J's loads (no load in a reduction reads both: the row i of a matmul, an output pixel of a
  *     conv) is jammed by MR rows, so that each broadcast a[i+m,k] and each vector of b feeds
  *     several FMAs; MR*U accumulators fill most of the vector registers (6 x 4 vectors with
@@ -55,6 +57,12 @@ enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 2 
 /* Conv weights from which peel_rows pays: beyond L1, a border pixel at MR = 1 waits on its
  * weight loads (ResNet-18's 37 KB stem ran ~3% slower with it, its 147 KB layer1 ~5% faster). */
 enum { ROW_PEEL_BYTES = 64 * 1024 };
+/* Taps per output (C x kh x kw) up to which a conv on a map of two vectors' width or more runs
+ * its vectors along the width (conv_layout). Along the channels each output vector is a
+ * scatter into NCHW (16 stores 12 KiB apart for a 112-wide map) paid once per reduction: with
+ * ResNet-18's stem, 147 taps, ~40% of the FMA peak against ~75% along the width; its 3x3
+ * convs (576 taps and more) reach 80-90% along the channels and stay so. */
+enum { WIDTH_TAPS = 256 };
 
 /* ---- vectors ---- */
 
@@ -93,11 +101,26 @@ static void vectorize_var(Program *p, Kernel *k, Stmt *s, const Stmt *stop, int 
 /* Loop *at (lanes_ok) as vectors of w lanes, u of them side by side: split by w, the tile
  * loop jammed by u (the tiles left over jammed again as one, or unrolled when one tile), the
  * lanes left (at least 2) split off as one narrower vector, a last single one kept as a
- * scalar loop. Every vector gets registers of its own (split renames them), so that the
+ * scalar loop. With `redo` (iterations that may be done twice: loop_overlap), lanes left
+ * that are not a power of two (which LLVM splits into pieces: a 13-lane stride-2 load became
+ * 8 loads and inserts) instead join the tiles left over in one block of whole vectors,
+ * started back early enough: the loop is peeled after its whole u-tiles, and the piece
+ * grown back to whole vectors (ResNet-18's stem, 109 interior columns: 4 + 3 vectors, the
+ * last redoing 3 columns; 13 lanes alone ran ~15% slower). Every vector gets registers of its own (split renames them), so that the
  * scalar loops of the same variable elsewhere (the rest, a conv's border) stay scalar. */
-static void vector_tile(Program *p, Kernel *k, Stmt **at, int w, int u) {
+static void vector_tile(Program *p, Kernel *k, Stmt **at, int w, int u, bool redo) {
     Stmt *l = *at;
     int64_t n = trips(l), t = n / w, r = n % w;
+    if (redo && t >= 1 && r >= 2 && (r & (r - 1))) {
+        int64_t back = t >= u ? t % u * w + r : r;
+        loop_peel(p, k, at, 0, back);
+        Stmt *tail = l->next;
+        vector_tile(p, k, at, w, u, false);
+        loop_overlap(p, k, tail, w - r);
+        while (*at != tail) at = &(*at)->next;
+        vector_tile(p, k, at, w, (int)(back + w - r) / w, false);
+        return;
+    }
     Stmt *in = loop_split(p, k, at, w);
     if (in) {
         Stmt **o = at;
@@ -245,6 +268,13 @@ static void coalesce_pixels(Program *p, Kernel *k) {
  *     them scalar along the width) when the target has vectors, the interior running along
  *     the width (16 channels at stride 1 run faster so). On AVX-512: stride-2 3x3 convs 2-6x
  *     faster, 32 -> 32 channels at 64x64 1.5x;
+ *   - except with few taps per output (WIDTH_TAPS: a network's stem, 3 channels x 7x7) on a
+ *     map of two target vectors' width or more read at a stride the backend loads as whole
+ *     vectors: then only the border columns run channel-innermost and the interior along
+ *     the width (contiguous stores, the output channels blocked around broadcast weights);
+ *     the rows are distributed over the column pieces and each border column loop put
+ *     outside its rows, so that block_list jams rows there (MR rows share each weight
+ *     vector), where a border column alone ran at MR = 1;
  *   - the last spatial loop is peeled into a left border, an interior whose windows lie
  *     inside the input (no column test left) and a right border: the interior is the loop
  *     that becomes vectors, which needs a body without branches on its variable (with a
@@ -308,7 +338,9 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     find_operands(k, col->body, rv, false, m->var, -1, col->var, &o);
     int64_t mg = trips(m), esz = (int64_t)dtype_size(st->buf->dtype);
     bool can = o.b && o.b->rank == r && !o.other_reads && mg >= 8;
-    bool cm = can && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes);
+    int64_t taps = can ? kir_numel(o.b) / o.b->dims[0] : 0;
+    bool wide = can && taps <= WIDTH_TAPS && o.stride <= STRIDE_LOADS && trips(col) >= 2 * lanes(p, k);
+    bool cm = can && !wide && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes);
     bool border_cm = can && !cm && p->vector_bytes >= 16;
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
@@ -326,8 +358,15 @@ static Buf *conv_layout(Program *p, Kernel *k) {
         return packed;
     }
     if (!loop_interior(p, k, col, &front, &back) || (!front && !back)) return cm ? packed : NULL;
+    int cv = col->var;
     Stmt *mid = loop_peel(p, k, at, front, back);
     if (border_cm && mid) loop_interchange(p, k, mid);
+    if (wide && r >= 4) {
+        int row = (*nest[r - 3])->var;
+        distribute(p, k, *nest[r - 3]);
+        for (Stmt *x = *nest[r - 3]; x && (x->var == row || x->var == cv); x = x->next)
+            if (x->body->var == cv) loop_interchange(p, k, x);
+    }
     return cm ? packed : NULL;
 }
 
@@ -538,7 +577,7 @@ static void vector_list(Program *p, Kernel *k, Stmt **at) {
         if (s->kind == S_LOOP && (s->hints & PICKED)) {
             int w = lanes(p, k), u = vector_copies(p, k, s, s->hints & BLOCKED);
             s->hints &= ~(unsigned)(PICKED | BLOCKED);
-            if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u);
+            if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u, kernel_independent(k));
             else if (w < 2) scalar_tile(p, k, at);
         } else {
             vector_list(p, k, &s->body);
@@ -565,7 +604,7 @@ static void strip_list(Program *p, Kernel *k, Stmt **at) {
         Stmt *s = *at, *next = s->next;
         if (s->kind == S_LOOP && !(s->hints & (LH_VECTOR | LH_REDUCTION | LH_TILE)) && stores_only(s->body)) {
             int w = lanes(p, k);
-            if (w >= 2 && lanes_ok(p, k, s) && trips(s) >= 2) vector_tile(p, k, at, w, 1);
+            if (w >= 2 && lanes_ok(p, k, s) && trips(s) >= 2) vector_tile(p, k, at, w, 1, false);
         } else if (!(s->kind == S_LOOP && (s->hints & LH_VECTOR))) {
             strip_list(p, k, &s->body);
             strip_list(p, k, &s->then);
