@@ -52,8 +52,10 @@
 #include "loops.h"
 #include "pipeline.h"
 
-/* SCALAR_COPIES x SCALAR_ROWS: the register block of a target without float vectors. */
-enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 2 };
+/* The register block of a target without float vectors: SCALAR_COPIES (at most) side by side
+ * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
+ * accumulators (scalar_rows). */
+enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 4, SCALAR_ACCS = 24 };
 /* Conv weights from which peel_rows pays: beyond L1, a border pixel at MR = 1 waits on its
  * weight loads (ResNet-18's 37 KB stem ran ~3% slower with it, its 147 KB layer1 ~5% faster). */
 enum { ROW_PEEL_BYTES = 64 * 1024 };
@@ -61,7 +63,10 @@ enum { ROW_PEEL_BYTES = 64 * 1024 };
  * its vectors along the width (conv_layout). Along the channels each output vector is a
  * scatter into NCHW (16 stores 12 KiB apart for a 112-wide map) paid once per reduction: with
  * ResNet-18's stem, 147 taps, ~40% of the FMA peak against ~75% along the width; its 3x3
- * convs (576 taps and more) reach 80-90% along the channels and stay so. */
+ * convs (576 taps and more) reach 80-90% along the channels and stay so. Without vectors
+ * (Cortex-M4) the same choice keeps the channels outside the columns that scalar_tile jams,
+ * each input element loaded feeding several channels: models/example's conv (1 input
+ * channel, 9 taps) 2.28 instructions per multiply-accumulate against 3.21 channel-innermost. */
 enum { WIDTH_TAPS = 256 };
 
 /* ---- vectors ---- */
@@ -495,10 +500,30 @@ static const Stmt *inner_vector(const Stmt *s) {
     return NULL;
 }
 
+/* Copies side by side of a loop of n iterations on a target without float vectors: a divisor
+ * of n from SCALAR_COPIES down to 4 (no rest loop, no padding), else SCALAR_COPIES or n. */
+static int scalar_copies(int64_t n) {
+    for (int d = SCALAR_COPIES; d >= 4; d--)
+        if (n % d == 0) return d;
+    return (int)MIN(SCALAR_COPIES, n);
+}
+
+/* Rows blocked around scalar_copies(n) copies: up to SCALAR_ROWS while rows x copies stay
+ * within SCALAR_ACCS accumulators of the 32 single registers, at least 2 (16 x 2 measured
+ * best when the convs had 2 rows whatever their copies). A conv with one input channel has 9
+ * taps per output: 4 channels x 6 columns (the 8x8 samples) share each input load 4 times,
+ * where 2 x 6 left the store, bias and Relu of every output a bigger share: the first convs
+ * of models/example and models/cnn from 2.54 and 2.55 to 2.28 and 2.19 instructions per
+ * multiply-accumulate (with the one-compare Relu of backend/kernel.c), models/cnn's second
+ * conv from 2.06 to 1.92 (QEMU counts, --profile). */
+static int scalar_rows(int64_t n) {
+    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / scalar_copies(n)));
+}
+
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
-    if (lanes(p, k) < 2) return (int)MIN(SCALAR_ROWS, trips(l));
+    if (lanes(p, k) < 2) return (int)MIN(scalar_rows(trips(inner)), trips(l));
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
@@ -542,7 +567,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
  * J (the input of a dense layer, an input pixel of a conv run channel-innermost) feeds U
  * accumulators; a constant 2-d operand read b[k, j] or b[j, k] (a dense layer's weights) is
  * packed as [N/U, K, U] when U divides N, so that the U weights of one k are adjacent. With
- * the rows or pixels around J blocked by SCALAR_ROWS, up to 32 accumulators of the 32 single
+ * the rows or pixels around J blocked (scalar_rows), up to 32 accumulators of the 32 single
  * registers (LLVM spills what does not fit). Measured on the firmware samples (QEMU
  * instruction counts): with separate vmul + vadd 8 x 2 beat 4 x 2, 4 x 3 and 2 x 4; once
  * the backend wrote vfma, 16 copies took the dense layers from 2.6-2.9 to 2.3-2.6
@@ -551,9 +576,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
 static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
-    int u = (int)MIN(SCALAR_COPIES, n);
-    for (int d = SCALAR_COPIES; d >= 4; d--)    /* a divisor of n: no rest, no padding */
-        if (n % d == 0) { u = d; break; }
+    int u = scalar_copies(n);
     if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
