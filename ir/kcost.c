@@ -93,8 +93,10 @@ static int64_t loop_macs(const Stmt *s, Env *env) {
     if (hi <= lo) return 0;
     int64_t trips = (hi - lo + step - 1) / step;
     if (!bounds_read(s->body, s->var)) {
-        /* the body's count may still read the variable's value through an if; price it once */
-        return trips * list_macs(s->body, env);
+        /* the body's count may still read the variable's value through an if; price it once.
+         * Values redone (LH_REDO) were counted in the loops that did them first. */
+        int64_t n = trips * list_macs(s->body, env);
+        return s->hints & LH_REDO ? n - n * s->redo / (hi - lo) : n;
     }
     int64_t n = 0;
     env->known[s->var] = true;

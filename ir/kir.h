@@ -141,6 +141,7 @@ typedef struct Stmt {
     int64_t step;
     struct Stmt *body;
     unsigned hints;                 /* LH_* */
+    int64_t redo;                   /* LH_REDO: values of var from lo done before (below) */
     /* S_STORE: buf[idx[0..rank)] = val */
     Buf *buf;
     Expr **idx;
@@ -166,8 +167,12 @@ typedef struct Stmt {
  * differently, as FMA contraction does; float MIN/MAX may pick the other zero of -0/+0),
  * while kir_interpret runs it in order. At -O0/-O1 and with --fp-strict the backend emits
  * float accumulations as the scalar loop. kir_reduction_form checks the body. */
+/* LH_REDO (`[redo N]`): the loop's first N values of its variable (lo .. lo+N-1) store again
+ * what loops before it stored already, the same values (a rest grown back into a whole vector:
+ * passes/loops.h loop_overlap). The loop still runs them; the mark only keeps them out of
+ * kir_kernel_cost's count of the work. Constant bounds, 0 < N <= hi - lo. */
 /* Loop hints; their words in the text form are kir_hint_name[bit] (ORDER LH). */
-enum { LH_TILE = 1, LH_REDUCTION = 2, LH_VECTOR = 4 };
+enum { LH_TILE = 1, LH_REDUCTION = 2, LH_VECTOR = 4, LH_REDO = 8 };
 enum { MAX_LANES = 64 };
 
 typedef enum ParamMode { KP_IN = 1, KP_OUT = 2, KP_INOUT = 3 } ParamMode;

@@ -483,11 +483,14 @@ static void use_var(Parser *P, int v) {
     P->k->nvars = MAX(P->k->nvars, v + 1);
 }
 
-/* One hint word (kir_hint_name[bit]) with its optional number. No hint carries a number yet;
- * one that does gets its case here. */
+/* One hint word (kir_hint_name[bit]) with its number: `redo N` has one, the others none. */
 static void set_hint(Parser *P, Stmt *s, int bit, bool has_n, int64_t n, const char *at) {
-    if (has_n) { P->s = at; perr(P, "loop hint '%s' takes no number", kir_hint_name[bit]); }
-    (void)n;
+    bool wants = 1u << bit == LH_REDO;
+    if (has_n != wants) {
+        P->s = at;
+        perr(P, wants ? "loop hint '%s' needs a number" : "loop hint '%s' takes no number", kir_hint_name[bit]);
+    }
+    if (wants) s->redo = n;
     s->hints |= 1u << bit;
 }
 

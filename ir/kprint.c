@@ -17,7 +17,7 @@
 const char *const kir_bufkind_name[] = {"temp", "input", "output", "const"};           /* BufKind */
 const char *const kir_kclass_name[] = {"generic", "elementwise", "contraction", "copy"}; /* KernelClass */
 const char *const kir_mode_name[] = {"?", "in", "out", "inout"};                     /* ParamMode */
-const char *const kir_hint_name[] = {"tile", "reduction", "vector", NULL}; /* LH_* bit i */
+const char *const kir_hint_name[] = {"tile", "reduction", "vector", "redo", NULL}; /* LH_* bit i */
 
 static void indent(FILE *f, int depth) {
     for (int i = 0; i < depth; i++) fputs("  ", f);
@@ -160,11 +160,13 @@ static void print_expr(FILE *f, const Expr *e) {
     die("kir_print: expression kind %d", e->kind);
 }
 
-static void print_hints(FILE *f, unsigned h) {
+static void print_hints(FILE *f, const Stmt *s) {
+    unsigned h = s->hints;
     if (!h) return;
     fputs(" [", f);
     for (int i = 0, first = 1; kir_hint_name[i]; i++)
         if (h & (1u << i)) { fprintf(f, "%s%s", first ? "" : ", ", kir_hint_name[i]); first = 0; }
+    if (h & LH_REDO) fprintf(f, " %lld", (long long)s->redo);
     fputc(']', f);
 }
 
@@ -178,7 +180,7 @@ static void print_stmts(FILE *f, const Stmt *s, int depth) {
             fputs("..", f);
             print_expr(f, s->hi);
             if (s->step != 1) fprintf(f, " step %lld", (long long)s->step);
-            print_hints(f, s->hints);
+            print_hints(f, s);
             fputs(":\n", f);
             print_stmts(f, s->body, depth + 1);
             break;

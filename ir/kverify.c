@@ -347,6 +347,9 @@ static void check_stmts(Check *c, const Stmt *s) {
         if (c->vloop && (lane_dependent(c, s->lo) || lane_dependent(c, s->hi)))
             fail(c, "bounds of loop over i%d depend on the lane of vector loop over i%d", s->var, c->vloop->var);
         if (s->hints & LH_VECTOR) check_vector_loop(c, s);
+        if ((s->hints & LH_REDO) && (s->lo->kind != E_CONST || s->hi->kind != E_CONST || s->redo <= 0 ||
+                                     s->redo > s->hi->i - s->lo->i))
+            fail(c, "loop over i%d redoes %lld of its values", s->var, (long long)s->redo);
         c->in_scope[s->var] = true;
         check_stmts(c, s->body);
         c->in_scope[s->var] = false;

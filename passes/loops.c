@@ -416,7 +416,10 @@ Stmt *loop_split(Program *p, Kernel *k, Stmt **at, int64_t f) {
     m.sub[0][l->var] = kx_add(p, kx_var(p, o), kx_var(p, ii));
     Stmt *in = ks_loop(p, ii, 0, f, 1, copy_stmts(&m, l->body, 0));
     Stmt *out = ks_loop(p, o, lo, mid, f, in);
-    out->hints = LH_TILE;
+    out->hints = LH_TILE | (l->hints & LH_REDO);     /* the values redone come first */
+    out->redo = l->redo;
+    l->hints &= ~(unsigned)LH_REDO;
+    l->redo = 0;
     if (mid < hi) {
         l->lo = kx_index(p, mid);
         out->next = l;
@@ -436,7 +439,10 @@ Stmt *loop_jam(Program *p, Kernel *k, Stmt **at, int u) {
     for (int c = 0; c < u; c++) m.sub[c][l->var] = kx_addc(p, kx_var(p, jt), c * l->step);
     int64_t lo = l->lo->i, n = trips(l), mid = lo + n / u * u * l->step;
     Stmt *main = ks_loop(p, jt, lo, mid, u * l->step, jam(&m, l->body));
-    main->hints = LH_TILE;
+    main->hints = LH_TILE | (l->hints & LH_REDO);
+    main->redo = l->redo;
+    l->hints &= ~(unsigned)LH_REDO;
+    l->redo = 0;
     if (n % u) {
         l->lo = kx_index(p, mid);
         main->next = l;
@@ -449,7 +455,7 @@ Stmt *loop_jam(Program *p, Kernel *k, Stmt **at, int u) {
 
 void loop_unroll(Program *p, Kernel *k, Stmt **at) {
     Stmt *l = *at;
-    if (!const_loop(l)) die("unroll of loop i%d without constant bounds", l->var);
+    if (!const_loop(l) || (l->hints & LH_REDO)) die("unroll of loop i%d", l->var);
     sched_note(p, k, "unroll(i%d)", l->var);
     Jam m = jam_new(p, k, l->body, 1, false);
     Stmt *head = NULL;
@@ -498,6 +504,14 @@ bool expr_lane_stride(const Expr *e, int var, int max) {
     for (int i = 0; i < e->nargs; i++)
         if (expr_lane_stride(e->args[i], var, max)) return true;
     return false;
+}
+
+void loop_overlap(Program *p, Kernel *k, Stmt *l, int64_t n) {
+    if (!const_loop(l) || l->step != 1 || n < 0) die("overlap of loop i%d by %lld", l->var, (long long)n);
+    sched_note(p, k, "overlap(i%d,%lld)", l->var, (long long)n);
+    l->lo = kx_index(p, l->lo->i - n);
+    l->hints |= LH_REDO;
+    l->redo = n;
 }
 
 bool loop_interchange(Program *p, Kernel *k, Stmt *outer) {

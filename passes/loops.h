@@ -81,6 +81,13 @@ bool loop_vectorize(Program *p, Kernel *k, Stmt *l);
 /* Marks l `[reduction, vector]`: the backend then keeps vector accumulators and reassociates
  * the accumulation (kir.h). The caller checked reduction_acc_size(l). */
 void loop_vectorize_reduction(Program *p, Kernel *k, Stmt *l);
+/* Starts l (constant bounds, step 1) `n` iterations earlier, so that it also redoes the last
+ * n iterations of the loops before it over the same variable (a rest loop grown into one
+ * whole vector). The caller knows that redoing an iteration stores again what it stored: the
+ * kernel never loads what it stores (kernel_independent) and is not made to work in place
+ * later (bufferize does so only for elementwise kernels), and l's first n iterations were
+ * done before it. */
+void loop_overlap(Program *p, Kernel *k, Stmt *l, int64_t n);
 /* Swaps outer with the one loop that is its whole body. Both must be parallel loops of
  * independent iterations (the caller knows) with constant bounds; false if they are not
  * perfectly nested. */

@@ -22,7 +22,9 @@
  *                 c[i, jo + W*u + ji] = r_u
  *     then narrower pieces for the rest: the tiles left over jammed as one and unrolled, one
  *     vector of the lanes left (at least 2, split off and unrolled) and the last element as
- *     a scalar loop. Before that, the innermost enclosing parallel loop L whose copies share
+ *     a scalar loop; in a contraction whose iterations may be redone (kernel_independent),
+ *     lanes left that are not a power of two are instead one block with the tiles left
+ *     over, grown back to whole vectors (overlap, `[redo N]`). Before that, the innermost enclosing parallel loop L whose copies share
  *     J's loads (no load in a reduction reads both: the row i of a matmul, an output pixel of a
  *     conv) is jammed by MR rows, so that each broadcast a[i+m,k] and each vector of b feeds
  *     several FMAs; MR*U accumulators fill most of the vector registers (6 x 4 vectors with
@@ -58,11 +60,22 @@
 #include "loops.h"
 #include "pipeline.h"
 
-/* SCALAR_COPIES x SCALAR_ROWS: the register block of a target without float vectors. */
-enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 2 };
+/* The register block of a target without float vectors: SCALAR_COPIES (at most) side by side
+ * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
+ * accumulators (scalar_rows). */
+enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 4, SCALAR_ACCS = 24 };
 /* Conv weights from which peel_rows pays: beyond L1, a border pixel at MR = 1 waits on its
  * weight loads (ResNet-18's 37 KB stem ran ~3% slower with it, its 147 KB layer1 ~5% faster). */
 enum { ROW_PEEL_BYTES = 64 * 1024 };
+/* Taps per output (C x kh x kw) up to which a conv on a map of two vectors' width or more runs
+ * its vectors along the width (conv_layout). Along the channels each output vector is a
+ * scatter into NCHW (16 stores 12 KiB apart for a 112-wide map) paid once per reduction: with
+ * ResNet-18's stem, 147 taps, ~40% of the FMA peak against ~75% along the width; its 3x3
+ * convs (576 taps and more) reach 80-90% along the channels and stay so. Without vectors
+ * (Cortex-M4) the same choice keeps the channels outside the columns that scalar_tile jams,
+ * each input element loaded feeding several channels: models/example's conv (1 input
+ * channel, 9 taps) 2.28 instructions per multiply-accumulate against 3.21 channel-innermost. */
+enum { WIDTH_TAPS = 256 };
 
 /* ---- vectors ---- */
 
@@ -118,11 +131,26 @@ static void vectorize_var(Program *p, Kernel *k, Stmt *s, const Stmt *stop, int 
 /* Loop *at (lanes_ok) as vectors of w lanes, u of them side by side: split by w, the tile
  * loop jammed by u (the tiles left over jammed again as one, or unrolled when one tile), the
  * lanes left (at least 2) split off as one narrower vector, a last single one kept as a
- * scalar loop. Every vector gets registers of its own (split renames them), so that the
+ * scalar loop. With `redo` (iterations that may be done twice: loop_overlap), lanes left
+ * that are not a power of two (which LLVM splits into pieces: a 13-lane stride-2 load became
+ * 8 loads and inserts) instead join the tiles left over in one block of whole vectors,
+ * started back early enough: the loop is peeled after its whole u-tiles, and the piece
+ * grown back to whole vectors (ResNet-18's stem, 109 interior columns: 4 + 3 vectors, the
+ * last redoing 3 columns; 13 lanes alone ran ~15% slower). Every vector gets registers of its own (split renames them), so that the
  * scalar loops of the same variable elsewhere (the rest, a conv's border) stay scalar. */
-static void vector_tile(Program *p, Kernel *k, Stmt **at, int w, int u) {
+static void vector_tile(Program *p, Kernel *k, Stmt **at, int w, int u, bool redo) {
     Stmt *l = *at;
     int64_t n = trips(l), t = n / w, r = n % w;
+    if (redo && t >= 1 && r >= 2 && (r & (r - 1))) {
+        int64_t back = t >= u ? t % u * w + r : r;
+        loop_peel(p, k, at, 0, back);
+        Stmt *tail = l->next;
+        vector_tile(p, k, at, w, u, false);
+        loop_overlap(p, k, tail, w - r);
+        while (*at != tail) at = &(*at)->next;
+        vector_tile(p, k, at, w, (int)(back + w - r) / w, false);
+        return;
+    }
     Stmt *in = loop_split(p, k, at, w);
     if (in) {
         Stmt **o = at;
@@ -272,6 +300,13 @@ static void coalesce_pixels(Program *p, Kernel *k) {
  *     them scalar along the width) when the target has vectors, the interior running along
  *     the width (16 channels at stride 1 run faster so). On AVX-512: stride-2 3x3 convs 2-6x
  *     faster, 32 -> 32 channels at 64x64 1.5x;
+ *   - except with few taps per output (WIDTH_TAPS: a network's stem, 3 channels x 7x7) on a
+ *     map of two target vectors' width or more read at a stride the backend loads as whole
+ *     vectors: then only the border columns run channel-innermost and the interior along
+ *     the width (contiguous stores, the output channels blocked around broadcast weights);
+ *     the rows are distributed over the column pieces and each border column loop put
+ *     outside its rows, so that block_list jams rows there (MR rows share each weight
+ *     vector), where a border column alone ran at MR = 1;
  *   - the last spatial loop is peeled into a left border, an interior whose windows lie
  *     inside the input (no column test left) and a right border: the interior is the loop
  *     that becomes vectors, which needs a body without branches on its variable (with a
@@ -567,7 +602,10 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     int64_t mg = trips(m), esz = (int64_t)dtype_size(st->buf->dtype);
     bool can = o.b && o.b->rank == r && !o.other_reads && mg >= 8;
     /* a channel-last output or input (channel_last_layouts) leaves no contiguous width */
-    bool cm = can && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
+    int64_t taps = can ? kir_numel(o.b) / o.b->dims[0] : 0;
+    bool wide = can && !cl && o.col_last && taps <= WIDTH_TAPS && o.stride <= STRIDE_LOADS &&
+                trips(col) >= 2 * lanes(p, k);
+    bool cm = can && !wide && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
     bool border_cm = can && !cm && p->vector_bytes >= 16;
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
@@ -585,8 +623,15 @@ static Buf *conv_layout(Program *p, Kernel *k) {
         return packed;
     }
     if (!loop_interior(p, k, col, &front, &back) || (!front && !back)) return cm ? packed : NULL;
+    int cv = col->var;
     Stmt *mid = loop_peel(p, k, at, front, back);
     if (border_cm && mid) loop_interchange(p, k, mid);
+    if (wide && r >= 4) {
+        int row = (*nest[r - 3])->var;
+        distribute(p, k, *nest[r - 3]);
+        for (Stmt *x = *nest[r - 3]; x && (x->var == row || x->var == cv); x = x->next)
+            if (x->body->var == cv) loop_interchange(p, k, x);
+    }
     return cm ? packed : NULL;
 }
 
@@ -833,10 +878,30 @@ static const Stmt *inner_vector(const Stmt *s) {
     return NULL;
 }
 
+/* Copies side by side of a loop of n iterations on a target without float vectors: a divisor
+ * of n from SCALAR_COPIES down to 4 (no rest loop, no padding), else SCALAR_COPIES or n. */
+static int scalar_copies(int64_t n) {
+    for (int d = SCALAR_COPIES; d >= 4; d--)
+        if (n % d == 0) return d;
+    return (int)MIN(SCALAR_COPIES, n);
+}
+
+/* Rows blocked around scalar_copies(n) copies: up to SCALAR_ROWS while rows x copies stay
+ * within SCALAR_ACCS accumulators of the 32 single registers, at least 2 (16 x 2 measured
+ * best when the convs had 2 rows whatever their copies). A conv with one input channel has 9
+ * taps per output: 4 channels x 6 columns (the 8x8 samples) share each input load 4 times,
+ * where 2 x 6 left the store, bias and Relu of every output a bigger share: the first convs
+ * of models/example and models/cnn from 2.54 and 2.55 to 2.28 and 2.19 instructions per
+ * multiply-accumulate (with the one-compare Relu of backend/kernel.c), models/cnn's second
+ * conv from 2.06 to 1.92 (QEMU counts, --profile). */
+static int scalar_rows(int64_t n) {
+    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / scalar_copies(n)));
+}
+
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
-    if (lanes(p, k) < 2) return (int)MIN(SCALAR_ROWS, trips(l));
+    if (lanes(p, k) < 2) return (int)MIN(scalar_rows(trips(inner)), trips(l));
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
@@ -880,7 +945,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
  * J (the input of a dense layer, an input pixel of a conv run channel-innermost) feeds U
  * accumulators; a constant 2-d operand read b[k, j] or b[j, k] (a dense layer's weights) is
  * packed as [N/U, K, U] when U divides N, so that the U weights of one k are adjacent. With
- * the rows or pixels around J blocked by SCALAR_ROWS, up to 32 accumulators of the 32 single
+ * the rows or pixels around J blocked (scalar_rows), up to 32 accumulators of the 32 single
  * registers (LLVM spills what does not fit). Measured on the firmware samples (QEMU
  * instruction counts): with separate vmul + vadd 8 x 2 beat 4 x 2, 4 x 3 and 2 x 4; once
  * the backend wrote vfma, 16 copies took the dense layers from 2.6-2.9 to 2.3-2.6
@@ -889,9 +954,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
 static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
-    int u = (int)MIN(SCALAR_COPIES, n);
-    for (int d = SCALAR_COPIES; d >= 4; d--)    /* a divisor of n: no rest, no padding */
-        if (n % d == 0) { u = d; break; }
+    int u = scalar_copies(n);
     if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
@@ -915,7 +978,7 @@ static void vector_list(Program *p, Kernel *k, Stmt **at) {
         if (s->kind == S_LOOP && (s->hints & PICKED)) {
             int w = lanes(p, k), u = vector_copies(p, k, s, s->hints & BLOCKED);
             s->hints &= ~(unsigned)(PICKED | BLOCKED);
-            if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u);
+            if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u, kernel_independent(k));
             else if (w < 2) scalar_tile(p, k, at);
         } else {
             vector_list(p, k, &s->body);
@@ -942,7 +1005,7 @@ static void strip_list(Program *p, Kernel *k, Stmt **at) {
         Stmt *s = *at, *next = s->next;
         if (s->kind == S_LOOP && !(s->hints & (LH_VECTOR | LH_REDUCTION | LH_TILE)) && stores_only(s->body)) {
             int w = lanes(p, k);
-            if (w >= 2 && lanes_ok(p, k, s) && trips(s) >= 2) vector_tile(p, k, at, w, 1);
+            if (w >= 2 && lanes_ok(p, k, s) && trips(s) >= 2) vector_tile(p, k, at, w, 1, false);
         } else if (!(s->kind == S_LOOP && (s->hints & LH_VECTOR))) {
             strip_list(p, k, &s->body);
             strip_list(p, k, &s->then);

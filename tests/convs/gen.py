@@ -39,6 +39,12 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('pad_1d_dil',[2,16,20],[32,16,3],[1],[2],[2,2],1),
        ('pad_3d',[1,16,4,5,6],[32,16,3,3,3],[1,1,1],[1,1,1],[1,1,1,1,1,1],0),
        ('pad_after_s2',[1,24,9,10],[64,24,3,3],[2,2],[1,1],[0,0,1,2],1),
+       # few taps per output (3 x 7x7, a network's stem) on wide maps: vectors along the
+       # width, stride-2 loads, the columns left over as a whole vector redone back
+       # (passes/schedule.c conv_layout, vector_tile); 20 channels: blocks of 6 and a rest
+       ('s2_stem',[2,3,9,225],[20,3,7,7],[2,2],[1,1],[3,3,3,3],1),
+       ('s2_stem_narrow',[1,3,12,81],[16,3,7,7],[2,2],[1,1],[3,2,3,3],0),
+       ('s1_few_taps',[1,1,12,50],[8,1,5,5],[1,1],[1,1],[2,2,2,2],1),
        # depthwise (group = C = M, weights [M,1,kh,kw]) on maps narrower than a vector, as a
        # keyword-spotting DS-CNN's 25x5 ones; and one strided with an odd channel count
        ('dw_narrow',[1,64,25,5],[64,1,3,3],[1,1],[1,1],[1,1,1,1],1,64),
