@@ -6,7 +6,7 @@
 #   numpy), tests/cli.sh (command line and error
 #   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
 #   tests/models.sh (the sample models, two models in one program) and tests/firmware/run.sh
-#   (Cortex-M4 under QEMU).
+#   (Cortex-M4 and RV32IMAFC under QEMU).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
 # runner's failures and that line, and sums them up. Full logs: $B/test/NAME.log.
 # Last line: "test: N passed, N failed"; exit 1 if anything failed.
