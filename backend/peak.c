@@ -77,6 +77,7 @@ double be_fma_peak(double seconds) {
     int chains = t.vector_bytes >= 64 ? 24 : 12;
     Emitter e = {.t = &t};
     e.C = LLVMContextCreate();
+    be_listen_remarks(e.C, NULL);       /* frame-size remarks may be on (facts.c) */
     e.M = LLVMModuleCreateWithNameInContext("peak", e.C);
     e.B = LLVMCreateBuilderInContext(e.C);
     e.f32 = LLVMFloatTypeInContext(e.C);

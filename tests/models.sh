@@ -5,7 +5,9 @@
 #   - the same for a gzip-compressed copy of one (onnxcc reads .onnx.gz transparently),
 #   - mlp and cnn compiled separately and linked into ONE C program (models/link_two.c) that
 #     checks the header contract and that runs are independent of the arena's contents,
-#   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove.
+#   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove,
+#   - the header's NAME_STACK_SIZE against a painted-stack measurement on the host
+#     (tests/host_stack.c), NAME_FLASH_SIZE against size(1), NAME_MACS against tests/macs.py.
 # Work files: build/models/. Last line: "models: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -82,6 +84,38 @@ for name in mlp cnn; do
     else
         echo "$extra" >$OUT/nm_$name.log
         fail "nm -u $name.o: needs $(echo $extra)" /dev/null
+    fi
+done
+
+# The header's facts on the host: the stack bound against a painted-stack measurement
+# (tests/host_stack.c), flash against `size`'s text column, work against tests/macs.py.
+for name in example cnn mlp; do
+    D=$OUT/facts/$name log=$OUT/facts_$name.log
+    mkdir -p $D
+    if ! { $ONNXCC models/$name/model.onnx -o $D/$name.o &&
+           $PYTHON tests/firmware/pb2c.py --model $name models/$name/test_data_set_0 >$D/case.h &&
+           $CC -std=c11 -O2 -Wall -Wextra -I$D -Itests/firmware tests/host_stack.c $D/$name.o \
+               -pthread -o $D/host_stack; } </dev/null >$log 2>&1; then
+        fail "header facts of $name: build" $log; continue
+    fi
+    if $D/host_stack >$D/out 2>&1; then
+        ok "$name on the host: $(sed -n 's/.*\(stack .*\)/\1/p' $D/out)"
+    else
+        fail "$name on the host: stack bound or outputs" $D/out
+    fi
+    flash=$(sed -n "s/^#define ${name}_FLASH_SIZE //p" $D/$name.h)
+    text=$(size $D/$name.o | awk 'NR == 2 { print $1 }')
+    if [ -n "$flash" ] && [ "$flash" = "$text" ]; then
+        ok "$name: ${name}_FLASH_SIZE $flash = size's text"
+    else
+        fail "$name: ${name}_FLASH_SIZE ${flash:-missing}, size's text $text" /dev/null
+    fi
+    macs=$(sed -n "s/^#define ${name}_MACS //p" $D/$name.h)
+    ref=$($PYTHON tests/macs.py models/$name/model.onnx 2>>$log)
+    if [ -n "$macs" ] && [ "$macs" = "$ref" ]; then
+        ok "$name: ${name}_MACS $macs = macs.py"
+    else
+        fail "$name: ${name}_MACS ${macs:-missing}, macs.py $ref" $log
     fi
 done
 

@@ -6,7 +6,9 @@
 #         and picolibc's semihosting crt0, run on QEMU's virt board;
 # each with main.c and the inputs and expected outputs as C arrays from pb2c.py. A case passes
 # when QEMU exits 0 and the program printed PASS. Prints the model object's .text/.rodata
-# sizes, its arena, the stack its run took, the instructions it executed (QEMU's -icount, read
+# sizes, its arena, the stack its run took (which must not exceed the header's NAME_STACK_SIZE;
+# the header's NAME_FLASH_SIZE must equal `size`'s text and NAME_MACS agree with macs.py), the
+# instructions it executed (QEMU's -icount, read
 # through SysTick on the M4 (icount.c) and the cycle CSR on RV32 (rv32.c)) and those per
 # multiply-accumulate of the model's Conv/Gemm/MatMul nodes (tests/macs.py); then the sample
 # models once more, compiled with --profile, with the instructions and multiply-accumulates of
@@ -120,9 +122,27 @@ run_case() { # name model data-set [profile]
     insns=$(sed -n 's/.* \([0-9]*\) instructions.*/\1/p' $FW/$name.out)
     macs=$($PYTHON tests/macs.py "$2" 2>>$log)
     per=$(awk -v i="${insns:-0}" -v m="${macs:-0}" 'BEGIN { if (m > 0) printf "%.2f", i / m; else print "-" }')
-    printf 'ok   %-4s %-26s .text %6d B  .rodata %6d B  arena %6d B  stack %5d B  insns %8d  MACs %7d (%s/MAC)  max err %s\n' \
+    # The header's facts against independent figures: flash against `size` (its text column:
+    # the object's read-only allocated sections), work against macs.py. main.c checked the stack.
+    hflash=$(sed -n "s/^#define ${name}_FLASH_SIZE //p" $FW/$name.h)
+    hstack=$(sed -n "s/^#define ${name}_STACK_SIZE //p" $FW/$name.h)
+    hmacs=$(sed -n "s/^#define ${name}_MACS //p" $FW/$name.h)
+    text=$($SIZE $FW/$name.o | awk 'NR == 2 { print $1 }')
+    if [ "${hflash:-x}" != "$text" ]; then
+        fail $name $log "header FLASH_SIZE ${hflash:-missing}, size(1) says text $text"; return
+    fi
+    # NAME_MACS counts every multiply-add of the loop nests, macs.py only Conv/Gemm/MatMul/RNN
+    # products: equal on the sample models and the plain convolution, never fewer elsewhere.
+    case $name in
+    example|cnn|mlp|conv_*) exact=1 ;;
+    *) exact= ;;
+    esac
+    if [ -z "$hmacs" ] || [ "$hmacs" -lt "${macs:-0}" ] || { [ -n "$exact" ] && [ "$hmacs" != "$macs" ]; }; then
+        fail $name $log "header MACS ${hmacs:-missing}, macs.py counts ${macs:-?}"; return
+    fi
+    printf 'ok   %-4s %-26s .text %6d B  .rodata %6d B  flash %6d B  arena %6d B  stack %5d B (bound %5d)  insns %8d  MACs %7d (%s/MAC)  max err %s\n' \
         $BOARD $name "$(section_size $FW/$name.o .text)" "$(section_size $FW/$name.o .rodata)" \
-        "${arena:-0}" "${stack:-0}" "${insns:-0}" "${macs:-0}" "$per" "$err"
+        "$hflash" "${arena:-0}" "${stack:-0}" "$hstack" "${insns:-0}" "${macs:-0}" "$per" "$err"
     passed=$((passed + 1))
 }
 
