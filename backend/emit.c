@@ -360,7 +360,7 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
 
     LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
     for (int i = 0; i < p->nkernels; i++) kfn[i] = be_kernel(&e, p->kernels[i]);
-    LLVMValueRef run = emit_run(&e, kfn, p->profile);
+    LLVMValueRef run = be_cpu_guard(&e, emit_run(&e, kfn, p->profile), 4);   /* NAME_ERR_CPU */
     emit_info(&e, td, run);
 
     /* -v times LLVM's two phases like the passes before them */

@@ -58,6 +58,10 @@ int64_t be_stack_bound(Emitter *e, Frames *fr, LLVMValueRef run);
 /* Bytes of the allocated read-only sections of an object in memory; -1 if not ELF. */
 int64_t be_flash_size(const char *obj, size_t size);
 
+/* x86: wrap run in a NAME_run that returns `code` on a CPU lacking the features the object
+ * was compiled for (cpucheck.c); returns the function to export (run itself elsewhere). */
+LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code);
+
 /* Link an object held in memory into a fresh in-process JIT (load.c; takes ownership of buf);
  * be_loaded_symbol then finds its symbols. */
 void be_load_buffer(LLVMMemoryBufferRef buf, const char *where);

@@ -7,7 +7,9 @@
 #     checks the header contract and that runs are independent of the arena's contents,
 #   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove,
 #   - the header's NAME_STACK_SIZE against a painted-stack measurement on the host
-#     (tests/host_stack.c), NAME_FLASH_SIZE against size(1), NAME_MACS against tests/macs.py.
+#     (tests/host_stack.c), NAME_FLASH_SIZE against size(1), NAME_MACS against tests/macs.py,
+#   - x86 hosts: run() of an object compiled for CPU features this machine lacks returns
+#     NAME_ERR_CPU (tests/cpu_guard.c), whatever /proc/cpuinfo says is lacking.
 # Work files: build/models/. Last line: "models: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -118,6 +120,44 @@ for name in example cnn mlp; do
         fail "$name: ${name}_MACS ${macs:-missing}, macs.py $ref" $log
     fi
 done
+
+# Host objects check the CPU (backend/cpucheck.c): compiled for a feature this machine lacks,
+# run returns NAME_ERR_CPU (4) and writes nothing; /proc/cpuinfo says which it has (LLVM
+# feature name, cpuinfo flag). The default baseline (x86-64-v3) and native must run.
+# Lines: what | onnxcc options | cpuinfo flag of the feature that decides.
+if [ "$(uname -m)" = x86_64 ] && [ -r /proc/cpuinfo ]; then
+    flags=" $(grep -m 1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    D=$OUT/cpu
+    mkdir -p $D
+    $PYTHON tests/firmware/pb2c.py --model cg models/mlp/test_data_set_0 >$D/case.h 2>$D/pb2c.log
+    while IFS='|' read -r what opts flag; do
+        log=$D/$what.log
+        want=0
+        case "$flags" in *" $flag "*) ;; *) want=4 ;; esac
+        rm -f $D/cg.o $D/cg.h $D/guard
+        if ! { $ONNXCC models/mlp/model.onnx --name cg $opts -o $D/cg.o &&
+               $CC -std=c11 -O1 -Wall -I$D -Itests/firmware tests/cpu_guard.c $D/cg.o -o $D/guard; } \
+                </dev/null >$log 2>&1; then
+            fail "cpu check $what: build" $log; continue
+        fi
+        got=$($D/guard 2>&1)
+        st=$?
+        if [ $st = 0 ] && [ "$got" = "run returned $want" ]; then
+            ok "cpu check $what: run returned $want (cpuinfo flag $flag$( [ $want = 4 ] && echo ' absent'))"
+        else
+            echo "$got" >>$log
+            fail "cpu check $what: want $want, $got (exit $st)" $log
+        fi
+    done <<END
+default||avx2
+native|--cpu=native|sse2
+x86-64-v4|--cpu=x86-64-v4|avx512vl
+xop|--features=+xop|xop
+fma4|--features=+fma4|fma4
+avx512vnni|--cpu=x86-64-v4 --features=+avx512vnni|avx512_vnni
+avx512fp16|--cpu=x86-64-v4 --features=+avx512fp16|avx512_fp16
+END
+fi
 
 echo "models: $passed passed, $failed failed"
 [ $failed = 0 ]
