@@ -1,5 +1,6 @@
 # onnxcc - plain Makefile. `make` builds ./onnxcc; `make run` compiles and runs the example;
-# `make test` runs every test. Missing Debian packages are installed first (tools/install-deps.sh).
+# `make test` runs every test; `make install` (PREFIX, DESTDIR) installs the compiler, its man page
+# and the CMake module. Missing Debian packages are installed first (tools/install-deps.sh).
 # Variables: LLVM_CONFIG, CC, SANITIZE=1 (ASan+UBSan build), DEBUG=1 (no optimisation).
 # `make SANITIZE=1 test` builds onnxcc and the unit tests with ASan+UBSan into build-san/ (the
 # binary: build-san/onnxcc, so that objects of the two variants never mix) and runs every test;
@@ -28,7 +29,14 @@ SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend
 OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o $(B)/gen/header_template.o
 DEPS_STAMP := $(B)/.deps
 
-.PHONY: all run test bench clean deps
+# `make install`: the compiler, its manual page and the CMake module (tools/cmake/onnxcc.cmake)
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man/man1
+CMAKEDIR = $(PREFIX)/share/onnxcc/cmake
+
+.PHONY: all run test bench clean deps install uninstall
 all: $(BIN)
 
 deps: $(DEPS_STAMP)
@@ -80,6 +88,16 @@ test: $(BIN)
 
 bench: $(BIN)
 	@ONNXCC=./$(BIN) sh tests/bench.sh
+
+install: $(BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(CMAKEDIR)
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/onnxcc
+	install -m 644 docs/onnxcc.1 $(DESTDIR)$(MANDIR)/onnxcc.1
+	install -m 644 tools/cmake/onnxcc.cmake $(DESTDIR)$(CMAKEDIR)/onnxcc.cmake
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/onnxcc $(DESTDIR)$(MANDIR)/onnxcc.1 $(DESTDIR)$(CMAKEDIR)/onnxcc.cmake
+	-rmdir $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(PREFIX)/share/onnxcc 2>/dev/null
 
 clean:
 	rm -rf $(B) $(BIN)

@@ -29,6 +29,10 @@ void be_target_free(Target *t);
  * and NAME_profile_macs; the clock is the cycle counter on x86 and elsewhere
  * NAME_profile_clock(), a function the application defines. Without it there is none of this. */
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path);
+/* Multiply-accumulates of one run: kir_kernel_cost over the kernels (facts.c). After be_emit,
+ * p->flash_size and p->stack_size hold the object's read-only bytes and the stack one call of
+ * NAME_run uses at most (-1: unknown). */
+int64_t be_macs(const Program *p);
 /* Write the self-contained C header describing the program's API (runtime/model.h.in). */
 void be_write_header(Program *p, const char *path);
 

@@ -383,15 +383,31 @@ static void optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, int opt_level) {
     LLVMDisposePassBuilderOptions(o);
 }
 
-/* Write to PATH.tmp, then rename: a failure never leaves a half-written PATH. */
-static void write_out(LLVMModuleRef M, LLVMTargetMachineRef tm, EmitKind kind, const char *path) {
+/* Write to PATH.tmp, then rename: a failure never leaves a half-written PATH. An object is
+ * generated in memory first, so that its sections can be measured (facts.c): p->flash_size;
+ * for assembly and IR text one is generated for the measurement alone. */
+static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, EmitKind kind, const char *path) {
     size_t n = strlen(path) + 5;
     char *tmp = malloc(n);
     if (!tmp) die("out of memory");
     snprintf(tmp, n, "%s.tmp", path);
     char *err = NULL;
     LLVMBool bad = kind == EMIT_LLVM ? LLVMPrintModuleToFile(M, tmp, &err)
-                 : LLVMTargetMachineEmitToFile(tm, M, tmp, kind == EMIT_OBJ ? LLVMObjectFile : LLVMAssemblyFile, &err);
+                 : kind == EMIT_ASM ? LLVMTargetMachineEmitToFile(tm, M, tmp, LLVMAssemblyFile, &err) : 0;
+    LLVMMemoryBufferRef obj = NULL;
+    if (!bad) bad = LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj);
+    if (!bad) {
+        const char *bytes = LLVMGetBufferStart(obj);
+        size_t size = LLVMGetBufferSize(obj);
+        p->flash_size = be_flash_size(bytes, size);
+        if (kind == EMIT_OBJ) {
+            FILE *f = fopen(tmp, "wb");
+            bad = !f || fwrite(bytes, 1, size, f) != size;
+            if (f) bad |= fclose(f) != 0;
+            if (bad) err = strerror(errno);
+        }
+        LLVMDisposeMemoryBuffer(obj);
+    }
     if (bad) {
         remove(tmp);
         fatal(path, "cannot write: %s", err ? err : "unknown LLVM error");
@@ -430,7 +446,7 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
     for (int i = 0; i < p->nkernels; i++)
         if (!p->kernels[i]->ctl) kfn[i] = be_kernel(&e, p->kernels[i]);
-    LLVMValueRef run = emit_run(&e, kfn, p->profile);
+    LLVMValueRef run = be_cpu_guard(&e, emit_run(&e, kfn, p->profile), 5);   /* NAME_ERR_CPU */
     emit_info(&e, td, run);
 
     /* -v times LLVM's two phases like the passes before them */
@@ -438,8 +454,12 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     optimize(e.M, tm, opt_level);
     progress("%-15s %8.2f ms", "llvm-opt", now_ms() - t0);
     t0 = now_ms();
-    write_out(e.M, tm, kind, path);
+    Frames fr = {0};
+    be_listen_remarks(e.C, &fr);
+    write_out(p, e.M, tm, kind, path);
     progress("%-15s %8.2f ms", kind == EMIT_LLVM ? "llvm-print" : "llvm-codegen", now_ms() - t0);
+    p->stack_size = be_stack_bound(&e, &fr, run);
+    be_frames_free(&fr);
     LLVMDisposeBuilder(e.B);
     LLVMDisposeModule(e.M);
     LLVMContextDispose(e.C);
@@ -449,4 +469,7 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
 
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
     emit_module(p, t, opt_level, kind, path);
+    progress("memory: flash %lld B (code and constants), arena %lld B (align %d), stack %lld B at most; "
+             "%lld multiply-accumulates per run", (long long)p->flash_size, (long long)p->arena_size,
+             p->arena_align, (long long)p->stack_size, (long long)be_macs(p));
 }

@@ -1,7 +1,8 @@
 /* header.c - the model's C header, written next to its object: runtime/model.h.in (embedded
  * into onnxcc at build time as be_header_template) with its @KEY@ placeholders filled from
- * the Program: the model name, arena size and alignment, and per input/output a documentation
- * line, size macros and a parameter of the typed convenience wrapper NAME_run_typed(). */
+ * the Program: the model name, arena size and alignment, flash, stack and work, and per
+ * input/output a documentation line, size macros and a parameter of the typed convenience
+ * wrapper NAME_run_typed(). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,18 @@ static void profile_decls(FILE *f, Program *p) {
     fprintf(f, "uint64_t %s_profile_clock(void);\n", n);
 }
 
+/* What the object costs (backend/facts.c): flash, stack, work. */
+static void cost_facts(FILE *f, Program *p) {
+    const char *n = p->name;
+    fprintf(f, "/* flash: code and read-only data of the object, in bytes (what `size` calls text) */\n");
+    fprintf(f, "#define %s_FLASH_SIZE %lld\n", n, (long long)(p->flash_size < 0 ? 0 : p->flash_size));
+    fprintf(f, "/* stack: bytes one call of %s_run uses at most below the caller's stack pointer, on the\n"
+               " * target it was compiled for, a library memcpy/memset included */\n", n);
+    fprintf(f, "#define %s_STACK_SIZE %lld\n", n, (long long)(p->stack_size < 0 ? 0 : p->stack_size));
+    fprintf(f, "/* multiply-accumulates per run (padding included, as in op-level counts) */\n");
+    fprintf(f, "#define %s_MACS %lld\n", n, (long long)be_macs(p));
+}
+
 static void fill(FILE *f, Program *p, const char *key, size_t len) {
 #define IS(k) (len == strlen(k) && !memcmp(key, k, len))
     if (IS("NAME")) fputs(p->name, f);
@@ -132,6 +145,7 @@ static void fill(FILE *f, Program *p, const char *key, size_t len) {
     else if (IS("IO_MACROS")) io_macros(f, p);
     else if (IS("TYPED_RUN")) typed_run(f, p);
     else if (IS("PROFILE")) profile_decls(f, p);
+    else if (IS("COST_FACTS")) cost_facts(f, p);
     else die("runtime/model.h.in: unknown placeholder @%.*s@", (int)len, key);
 #undef IS
 }

@@ -44,6 +44,24 @@ LLVMTargetMachineRef be_machine(const Target *t, int opt_level);
 void be_fn_attrs(Emitter *e, LLVMValueRef fn);
 void be_enum_attr(Emitter *e, LLVMValueRef fn, unsigned idx, const char *name);
 
+/* Frame sizes LLVM's code generator reported, by function name (facts.c). */
+typedef struct Frames {
+    char **name;
+    int64_t *bytes;
+    int n, cap;
+} Frames;
+/* Take C's diagnostics: errors abort, warnings go to -v, frame sizes to fr (may be NULL). */
+void be_listen_remarks(LLVMContextRef C, Frames *fr);
+void be_frames_free(Frames *fr);
+/* Bytes of stack one call of `run` uses at most, from fr and e->M's call graph. */
+int64_t be_stack_bound(Emitter *e, Frames *fr, LLVMValueRef run);
+/* Bytes of the allocated read-only sections of an object in memory; -1 if not ELF. */
+int64_t be_flash_size(const char *obj, size_t size);
+
+/* x86: wrap run in a NAME_run that returns `code` on a CPU lacking the features the object
+ * was compiled for (cpucheck.c); returns the function to export (run itself elsewhere). */
+LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code);
+
 /* Link an object held in memory into a fresh in-process JIT (load.c; takes ownership of buf);
  * be_loaded_symbol then finds its symbols. */
 void be_load_buffer(LLVMMemoryBufferRef buf, const char *where);

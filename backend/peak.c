@@ -72,11 +72,12 @@ static void build(Emitter *e, int lanes, int chains) {
 
 double be_fma_peak(double seconds) {
     Target t;
-    be_target(&t, NULL, NULL, NULL, NULL);
+    be_target(&t, NULL, "native", NULL, NULL);    /* this core, whatever objects default to */
     int lanes = t.vector_bytes / 4 < 1 ? 1 : t.vector_bytes / 4;
     int chains = t.vector_bytes >= 64 ? 24 : 12;
     Emitter e = {.t = &t};
     e.C = LLVMContextCreate();
+    be_listen_remarks(e.C, NULL);       /* frame-size remarks may be on (facts.c) */
     e.M = LLVMModuleCreateWithNameInContext("peak", e.C);
     e.B = LLVMCreateBuilderInContext(e.C);
     e.f32 = LLVMFloatTypeInContext(e.C);

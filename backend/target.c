@@ -1,7 +1,8 @@
-/* target.c - which machine the code is for: the host (its exact CPU and features, so that
- * LLVM vectorises for what it runs on) or a named triple such as thumbv7em-none-eabihf for a
- * Cortex-M4. be_target() fills the Target that the pipeline reads (vector width for tiling,
+/* target.c - which machine the code is for: the host (by default a baseline CPU of its
+ * architecture, so that the object runs on other machines too; `--cpu native` is this exact
+ * CPU with its features) or a named triple such as thumbv7em-none-eabihf for a Cortex-M4. be_target() fills the Target that the pipeline reads (vector width for tiling,
  * arena alignment for bufferization); be_machine() makes the LLVM TargetMachine for emission. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,20 +77,79 @@ static int explicit_fma(const Target *t) {
     return 0;
 }
 
+/* The x86-64 microarchitecture levels, spelled out as features: the vector width and the
+ * run-time CPU check (cpucheck.c) read the feature list, and LLVM's CPU name alone leaves it
+ * empty. Each level includes the one before it. */
+static const struct { const char *cpu, *features; } x86_levels[] = {
+    {"x86-64", ""},
+    {"x86-64-v2", "+cx16,+popcnt,+sahf,+sse3,+ssse3,+sse4.1,+sse4.2"},
+    {"x86-64-v3", "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"},
+    {"x86-64-v4", "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl"},
+};
+
+/* "a,b" of two comma-separated lists, either possibly empty or NULL. */
+static char *join(const char *a, const char *b) {
+    a = a ? a : "", b = b ? b : "";
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *r = malloc(n);
+    if (!r) die("out of memory");
+    snprintf(r, n, "%s%s%s", a, *a && *b ? "," : "", b);
+    return r;
+}
+
+/* The features of an x86-64 level CPU name (those of the levels up to it), else "". */
+static char *level_features(const char *cpu) {
+    size_t n = sizeof x86_levels / sizeof x86_levels[0], k = n;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(cpu, x86_levels[i].cpu)) k = i;
+    char *r = dup("");
+    for (size_t i = 0; k < n && i <= k; i++) {
+        char *r2 = join(r, x86_levels[i].features);
+        free(r);
+        r = r2;
+    }
+    return r;
+}
+
+/* The CPU's implied features (x86-64 levels) followed by the user's. */
+static char *cpu_features(const char *cpu, const char *user) {
+    char *lev = level_features(cpu), *r = join(lev, user);
+    free(lev);
+    return r;
+}
+
+/* The CPU a host object is compiled for unless --cpu says otherwise: x86-64-v3 (AVX2 and FMA:
+ * Intel since Haswell, 2013, AMD since Excavator and every Zen) keeps most of the speed of
+ * 256-bit vectors, and a CPU below it gets NAME_ERR_CPU from run(); AArch64's generic CPU
+ * (ARMv8.0-A with NEON) is the baseline there. Elsewhere: this machine's CPU. */
+static const char *host_baseline(const char *triple) {
+    if (starts(triple, "x86_64")) return "x86-64-v3";
+    if (starts(triple, "aarch64") || starts(triple, "arm64")) return "generic";
+    return "native";
+}
+
 void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi) {
     init_llvm();
     memset(t, 0, sizeof *t);
     t->host = triple == NULL;
     if (t->host) {
-        char *tr = LLVMGetDefaultTargetTriple(), *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
-        /* An explicit CPU replaces the host's, with its own default features. */
+        char *tr = LLVMGetDefaultTargetTriple();
         t->triple = dup(tr);
-        t->cpu = dup(cpu ? cpu : c);
-        t->features = dup(features ? features : cpu ? "" : f);
         LLVMDisposeMessage(tr);
-        LLVMDisposeMessage(c);
-        LLVMDisposeMessage(f);
+        if (!cpu) cpu = host_baseline(t->triple);
+        if (!strcmp(cpu, "native")) {
+            char *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
+            t->cpu = dup(c);
+            t->features = join(f, features);
+            LLVMDisposeMessage(c);
+            LLVMDisposeMessage(f);
+        } else {
+            t->cpu = dup(cpu);
+            t->features = cpu_features(cpu, features);
+        }
     } else {
+        if (cpu && !strcmp(cpu, "native"))
+            fatal(NULL, "--cpu native means this machine's CPU: it does not go with --target");
         /* Normalise: raw "thumbv7em-none-eabihf" reads "eabihf" as the OS and silently
          * loses the hard-float ABI. */
         char *tr = LLVMNormalizeTargetTriple(triple);
@@ -98,7 +158,7 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
         /* A bare Cortex-M triple means the M4 (the chip whose FPU eabihf expects). */
         if (!cpu && starts(triple, "thumbv7em")) cpu = "cortex-m4";
         t->cpu = dup(cpu ? cpu : "generic");
-        t->features = dup(features);
+        t->features = cpu_features(t->cpu, features);
     }
     t->abi = abi && *abi ? dup(abi) : NULL;
 

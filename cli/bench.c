@@ -221,7 +221,8 @@ int bench_main(Arena *a, Cli *c) {
     const char *dir = c->ndirs ? c->dirs[0] : NULL;
     if (c->ndirs > 1) fatal(c->dirs[1], "bench takes one data set directory");
     Target t;
-    be_target(&t, NULL, c->cpu, c->features, c->abi);
+    /* what this machine can do, not the distributable baseline objects default to */
+    be_target(&t, NULL, c->cpu ? c->cpu : "native", c->features, c->abi);
 
     Bench b = build(a, c, &t, false);
     Program *p = b.p;

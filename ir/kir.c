@@ -27,6 +27,7 @@ Program *kir_program_new(Arena *a, const char *name) {
     p->arena_align = 16;
     p->vector_bytes = 16;
     p->opt_level = 2;
+    p->flash_size = p->stack_size = -1;
     return p;
 }
 

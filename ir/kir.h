@@ -239,6 +239,7 @@ typedef struct Program {
     int opt_level;                  /* -O0..-O3 */
     bool fp_strict;                 /* no FMA contraction even at -O2 (the backend) */
     bool profile;                   /* --profile: run() times each kernel (backend/emit.c) */
+    int64_t flash_size, stack_size; /* of the emitted object, -1 unknown (backend/facts.c) */
 } Program;
 
 /* ---- building (ir/kir.c) ---- */

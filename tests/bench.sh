@@ -97,7 +97,7 @@ for m in $models; do
     for opt in $OPTS; do
         mkdir -p $d/$opt
         rm -f $d/$opt/model.o $d/$opt/harness $d/onnxcc_${opt}_output_*.bin
-        if ! $ONNXCC -$opt --name model $d/model.onnx -o $d/$opt/model.o >$d/$opt/log 2>&1 </dev/null ||
+        if ! $ONNXCC -$opt --cpu native --name model $d/model.onnx -o $d/$opt/model.o >$d/$opt/log 2>&1 </dev/null ||
            ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Wpedantic -I$d/$opt \
                 tests/bench/harness.c $d/$opt/model.o -o $d/$opt/harness >>$d/$opt/log 2>&1 ||
            ! $d/$opt/harness --dump onnxcc_$opt $d >>$d/$opt/log 2>&1; then

@@ -7,7 +7,11 @@
 #     checks the header contract and that runs are independent of the arena's contents,
 #   - models/detect (outputs of data-dependent shape) linked into models/dyn_contract.c, which
 #     checks the header contract for them (dims outputs, valid part, zeroed rest),
-#   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove.
+#   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove,
+#   - the header's NAME_STACK_SIZE against a painted-stack measurement on the host
+#     (tests/host_stack.c), NAME_FLASH_SIZE against size(1), NAME_MACS against tests/macs.py,
+#   - x86 hosts: run() of an object compiled for CPU features this machine lacks returns
+#     NAME_ERR_CPU (tests/cpu_guard.c), whatever /proc/cpuinfo says is lacking.
 # Work files: build/models/. Last line: "models: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -104,6 +108,76 @@ for name in mlp cnn; do
         fail "nm -u $name.o: needs $(echo $extra)" /dev/null
     fi
 done
+
+# The header's facts on the host: the stack bound against a painted-stack measurement
+# (tests/host_stack.c), flash against `size`'s text column, work against tests/macs.py.
+for name in example cnn mlp; do
+    D=$OUT/facts/$name log=$OUT/facts_$name.log
+    mkdir -p $D
+    if ! { $ONNXCC models/$name/model.onnx -o $D/$name.o &&
+           $PYTHON tests/firmware/pb2c.py --model $name models/$name/test_data_set_0 >$D/case.h &&
+           $CC -std=c11 -O2 -Wall -Wextra -I$D -Itests/firmware tests/host_stack.c $D/$name.o \
+               -pthread -o $D/host_stack; } </dev/null >$log 2>&1; then
+        fail "header facts of $name: build" $log; continue
+    fi
+    if $D/host_stack >$D/out 2>&1; then
+        ok "$name on the host: $(sed -n 's/.*\(stack .*\)/\1/p' $D/out)"
+    else
+        fail "$name on the host: stack bound or outputs" $D/out
+    fi
+    flash=$(sed -n "s/^#define ${name}_FLASH_SIZE //p" $D/$name.h)
+    text=$(size $D/$name.o | awk 'NR == 2 { print $1 }')
+    if [ -n "$flash" ] && [ "$flash" = "$text" ]; then
+        ok "$name: ${name}_FLASH_SIZE $flash = size's text"
+    else
+        fail "$name: ${name}_FLASH_SIZE ${flash:-missing}, size's text $text" /dev/null
+    fi
+    macs=$(sed -n "s/^#define ${name}_MACS //p" $D/$name.h)
+    ref=$($PYTHON tests/macs.py models/$name/model.onnx 2>>$log)
+    if [ -n "$macs" ] && [ "$macs" = "$ref" ]; then
+        ok "$name: ${name}_MACS $macs = macs.py"
+    else
+        fail "$name: ${name}_MACS ${macs:-missing}, macs.py $ref" $log
+    fi
+done
+
+# Host objects check the CPU (backend/cpucheck.c): compiled for a feature this machine lacks,
+# run returns NAME_ERR_CPU (5) and writes nothing; /proc/cpuinfo says which it has (LLVM
+# feature name, cpuinfo flag). The default baseline (x86-64-v3) and native must run.
+# Lines: what | onnxcc options | cpuinfo flag of the feature that decides.
+if [ "$(uname -m)" = x86_64 ] && [ -r /proc/cpuinfo ]; then
+    flags=" $(grep -m 1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    D=$OUT/cpu
+    mkdir -p $D
+    $PYTHON tests/firmware/pb2c.py --model cg models/mlp/test_data_set_0 >$D/case.h 2>$D/pb2c.log
+    while IFS='|' read -r what opts flag; do
+        log=$D/$what.log
+        want=0
+        case "$flags" in *" $flag "*) ;; *) want=5 ;; esac
+        rm -f $D/cg.o $D/cg.h $D/guard
+        if ! { $ONNXCC models/mlp/model.onnx --name cg $opts -o $D/cg.o &&
+               $CC -std=c11 -O1 -Wall -I$D -Itests/firmware tests/cpu_guard.c $D/cg.o -o $D/guard; } \
+                </dev/null >$log 2>&1; then
+            fail "cpu check $what: build" $log; continue
+        fi
+        got=$($D/guard 2>&1)
+        st=$?
+        if [ $st = 0 ] && [ "$got" = "run returned $want" ]; then
+            ok "cpu check $what: run returned $want (cpuinfo flag $flag$( [ $want = 4 ] && echo ' absent'))"
+        else
+            echo "$got" >>$log
+            fail "cpu check $what: want $want, $got (exit $st)" $log
+        fi
+    done <<END
+default||avx2
+native|--cpu=native|sse2
+x86-64-v4|--cpu=x86-64-v4|avx512vl
+xop|--features=+xop|xop
+fma4|--features=+fma4|fma4
+avx512vnni|--cpu=x86-64-v4 --features=+avx512vnni|avx512_vnni
+avx512fp16|--cpu=x86-64-v4 --features=+avx512fp16|avx512_fp16
+END
+fi
 
 echo "models: $passed passed, $failed failed"
 [ $failed = 0 ]

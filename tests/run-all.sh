@@ -7,8 +7,9 @@
 #   (command line and error
 #   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
 #   tests/models.sh (the sample models, two models in one program), tests/int8.sh (quantized
-#   models against onnxruntime's outputs) and tests/firmware/run.sh
-#   (Cortex-M4 under QEMU).
+#   models against onnxruntime's outputs) and tests/firmware/run.sh (Cortex-M4 and RV32IMAFC
+#   under QEMU), tests/install.sh (make install, the man page, the CMake module for the host and
+#   a Cortex-M4).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
 # runner's failures and that line, and sums them up. Full logs: $B/test/NAME.log.
 # Last line: "test: N passed, N failed"; exit 1 if anything failed.
@@ -119,6 +120,7 @@ done
 runner models sh tests/models.sh
 runner int8 sh tests/int8.sh
 runner firmware sh tests/firmware/run.sh
+runner install sh tests/install.sh
 
 # Sanitizer reports, wherever they came from (a test may have expected its process to fail).
 if [ -n "$SANITIZE" ]; then

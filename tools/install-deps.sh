@@ -3,8 +3,9 @@
 # Run as root (the README's commands call it through make). Prints nothing when all is there.
 set -eu
 PKGS="build-essential pkg-config llvm-19-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
-      libonnx-dev libonnx-testdata python3-onnx python3-numpy
-      gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+      libonnx-dev libonnx-testdata python3-onnx python3-numpy cmake
+      gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+      gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed || missing="$missing $p"

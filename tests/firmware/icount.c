@@ -64,10 +64,18 @@ uint64_t icount_ticks(void) { return ticks(); }
 unsigned long icount_insns(uint64_t t) { return ticks_per_insn > 0 ? (unsigned long)((double)t / ticks_per_insn + 0.5) : 0; }
 
 /* Instructions since icount_start, less the cost of the two reads themselves. */
-unsigned long icount_stop(void)
+/* The end of a measurement: two reads and nothing else, so that the stack below main's frame
+ * still shows what the measured call used (main.c reads the painted stack after this). */
+static uint64_t t_end, t_end2;
+void icount_stop(void)
 {
-    uint64_t t = ticks();
-    uint64_t t2 = ticks();          /* one empty measurement: what the reads cost */
-    double n = ((double)(t - t_start) - (double)(t2 - t)) / ticks_per_insn;
+    t_end = ticks();
+    t_end2 = ticks();               /* one empty measurement: what the reads cost */
+}
+
+/* Instructions between icount_start and icount_stop, less the cost of the reads. */
+unsigned long icount_result(void)
+{
+    double n = ((double)(t_end - t_start) - (double)(t_end2 - t_end)) / ticks_per_insn;
     return ticks_per_insn > 0 && n > 0 ? (unsigned long)(n + 0.5) : 0;
 }

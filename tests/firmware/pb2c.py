@@ -7,7 +7,7 @@ programs that link a compiled model directly (tests/firmware/run.sh, tests/model
 Writes static arrays P_in0.., P_out0.. (buffers for the model), P_exp0.. and the tables
 P_inputs[], P_outputs[] (what NAME_run takes) and P_ins[], P_checks[] (tcheck, see check.h),
 with P_NUM_INPUTS / P_NUM_OUTPUTS. With --model NAME it also includes NAME.h and defines
-P_INFO, P_RUN, P_ARENA_SIZE, P_ARENA_ALIGN so one generic main serves every model, and, when
+P_INFO, P_RUN, P_ARENA_SIZE, P_ARENA_ALIGN, P_STACK_SIZE so one generic main serves every model, and, when
 the model was compiled with --profile, P_NUM_KERNELS, P_PROFILE, P_PROFILE_NAMES,
 P_PROFILE_MACS and P_PROFILE_CLOCK.
 Arrays are 16-byte aligned: Cortex-M4 faults on unaligned float loads (VLDR).
@@ -79,6 +79,7 @@ def main():
         out += ['#include "%s.h"' % m, "#define %s_INFO %s_info" % (P, m),
                 "#define %s_RUN %s_run" % (P, m), "#define %s_ARENA_SIZE %s_ARENA_SIZE" % (P, m),
                 "#define %s_ARENA_ALIGN %s_ARENA_ALIGN" % (P, m),
+                "#define %s_STACK_SIZE %s_STACK_SIZE" % (P, m),
                 "#ifdef %s_NUM_KERNELS" % m, "#define %s_NUM_KERNELS %s_NUM_KERNELS" % (P, m),
                 "#define %s_PROFILE %s_profile" % (P, m),
                 "#define %s_PROFILE_NAMES %s_profile_names" % (P, m),

@@ -1,19 +1,25 @@
 #!/bin/sh
-# tests/firmware/run.sh [PATTERN] - firmware tests: compile models for Cortex-M4 with onnxcc, link
-# each into a bare-metal program (startup.c, mps2.ld, main.c, the inputs and expected outputs as
-# C arrays from pb2c.py) with arm-none-eabi-gcc and newlib's semihosting, and run it on QEMU's
-# mps2-an386 board. A case passes when QEMU exits 0 and the program printed PASS. Prints the
-# model object's .text/.rodata sizes, its arena, the stack its run took, the instructions it
-# executed (QEMU's -icount with SysTick, icount.c) and those per multiply-accumulate of the
-# model's Conv/Gemm/MatMul nodes (tests/macs.py); then the sample models once more, compiled
-# with --profile, with the instructions and multiply-accumulates of each kernel that has any.
-# Work files and logs: build/fw/ (build/fw/prof/ for the profiled builds).
+# tests/firmware/run.sh [PATTERN] - firmware tests on two boards: compile models with onnxcc for
+#   m4    Cortex-M4F (thumbv7em-none-eabihf), linked by arm-none-eabi-gcc with startup.c, mps2.ld
+#         and newlib's semihosting, run on QEMU's mps2-an386;
+#   rv32  RV32IMAFC, ilp32f (riscv32-unknown-elf), linked by riscv64-unknown-elf-gcc with rv32.c
+#         and picolibc's semihosting crt0, run on QEMU's virt board;
+# each with main.c and the inputs and expected outputs as C arrays from pb2c.py. A case passes
+# when QEMU exits 0 and the program printed PASS. Prints the model object's .text/.rodata
+# sizes, its arena, the stack its run took (which must not exceed the header's NAME_STACK_SIZE;
+# the header's NAME_FLASH_SIZE must equal `size`'s text and NAME_MACS agree with macs.py), the
+# instructions it executed (QEMU's -icount, read
+# through SysTick on the M4 (icount.c) and the cycle CSR on RV32 (rv32.c)) and those per
+# multiply-accumulate of the model's Conv/Gemm/MatMul nodes (tests/macs.py); then the sample
+# models once more, compiled with --profile, with the instructions and multiply-accumulates of
+# each kernel that has any. PATTERN selects cases by "BOARD NAME" (e.g. "rv32 ex").
+# Work files and logs: build/fw/BOARD/ (build/fw/BOARD/prof/ for the profiled builds).
 # Last line: "firmware: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
 ONNXCC=${ONNXCC:-./onnxcc}
 PYTHON=${PYTHON:-/usr/bin/python3}
-FW=build/fw
+FW0=build/fw
 HERE=tests/firmware
 DATA=/usr/share/libonnx-testdata/data/node
 PATTERN=${1:-}
@@ -33,28 +39,54 @@ kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
 lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0"
 
-CM4="-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard"
-# -ffp-contract=off: keep GCC from fusing the comparison's arithmetic differently from the host.
-CFLAGS="$CM4 -O2 -ffp-contract=off -std=c11 -Wall -Wextra --specs=rdimon.specs --specs=nano.specs"
-LDFLAGS="-u _printf_float -nostartfiles -T $HERE/mps2.ld -Wl,--gc-sections -Wl,--no-warn-execstack"
 # Semihosting console on QEMU's stdout; no display, serial or monitor.
 QEMU_IO="-display none -serial none -monitor none -chardev stdio,id=sh0
          -semihosting-config enable=on,target=native,chardev=sh0"
-# Virtual time advances 2^6 ns per executed instruction: SysTick counts instructions (icount.c).
-QEMU_ICOUNT="-icount shift=6"
+
+# Sets what differs between the boards: onnxcc's target options (TARGET), the C compiler and its
+# flags (XCC, CFLAGS, LDFLAGS; -ffp-contract=off keeps GCC from fusing the comparison's
+# arithmetic differently from the host), the board's own sources (SUPPORT), `size` (SIZE) and
+# the QEMU command (QEMU).
+board() {
+    FW=$FW0/$1
+    case $1 in
+    m4)
+        TARGET="--target thumbv7em-none-eabihf --cpu cortex-m4"
+        XCC=arm-none-eabi-gcc SIZE=arm-none-eabi-size
+        CFLAGS="-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard -O2 -ffp-contract=off
+                -std=c11 -Wall -Wextra --specs=rdimon.specs --specs=nano.specs"
+        LDFLAGS="-u _printf_float -nostartfiles -T $HERE/mps2.ld -Wl,--gc-sections -Wl,--no-warn-execstack"
+        SUPPORT="$HERE/startup.c $HERE/icount.c"
+        # Virtual time advances 2^6 ns per executed instruction: SysTick counts instructions.
+        QEMU="qemu-system-arm -M mps2-an386 -cpu cortex-m4 -icount shift=6" ;;
+    rv32)
+        TARGET="--target riscv32-unknown-elf --cpu generic-rv32 --features +m,+a,+f,+c --abi ilp32f"
+        XCC=riscv64-unknown-elf-gcc SIZE=riscv64-unknown-elf-size
+        # picolibc's semihosting crt0 (its default one spins after main instead of exiting);
+        # flash and RAM where QEMU's virt board has its DRAM; the stack is the top 32 KB.
+        CFLAGS="-march=rv32imafc -mabi=ilp32f -O2 -ffp-contract=off -std=c11 -Wall -Wextra
+                --specs=picolibc.specs --oslib=semihost --crt0=semihost"
+        LDFLAGS="-Wl,--defsym=__flash=0x80000000,--defsym=__flash_size=0x200000
+                 -Wl,--defsym=__ram=0x80200000,--defsym=__ram_size=0x200000
+                 -Wl,--defsym=__stack_size=0x8000 -Wl,--gc-sections"
+        SUPPORT=$FW/rv32.o
+        # 1 ns of virtual time per instruction, which the cycle CSR reads.
+        QEMU="qemu-system-riscv32 -M virt -bios none -icount shift=0" ;;
+    esac
+    mkdir -p $FW
+}
 
 passed=0 failed=0
-mkdir -p $FW
 
 fail() { # name log why
-    echo "FAIL $1: $3"
+    echo "FAIL $BOARD $1: $3"
     tail -n 15 "$2" | sed 's/^/    /'
     failed=$((failed + 1))
 }
 
 # Sum of the sizes of all sections of an object whose names start with $2 (.text, .rodata).
 section_size() {
-    arm-none-eabi-size -A "$1" | awk -v s="$2" 'index($1, s) == 1 { n += $2 } END { print n + 0 }'
+    $SIZE -A "$1" | awk -v s="$2" 'index($1, s) == 1 { n += $2 } END { print n + 0 }'
 }
 
 run_case() { # name model data-set [profile]
@@ -64,7 +96,7 @@ run_case() { # name model data-set [profile]
     fi
     mkdir -p $D/$name
     rm -f $D/$name.o $D/$name.h $D/$name.elf $D/$name.out
-    if ! $ONNXCC "$2" --target thumbv7em-none-eabihf --cpu cortex-m4 $opts -o $D/$name.o \
+    if ! $ONNXCC "$2" $TARGET $opts -o $D/$name.o \
             </dev/null >$log 2>&1; then
         fail $name $log "onnxcc failed"; return
     fi
@@ -74,12 +106,12 @@ run_case() { # name model data-set [profile]
     # the int8 models (tests/int8): within one output quantum, as on the host
     tol=
     [ -f "${2%/*}/atol" ] && tol="-DATOL=$(cat "${2%/*}/atol") -DRTOL=0"
-    if ! arm-none-eabi-gcc $CFLAGS $tol -I$D/$name -I$D -I$HERE $LDFLAGS \
-            $HERE/startup.c $HERE/main.c $HERE/icount.c $D/$name.o -o $D/$name.elf >>$log 2>&1; then
+    if ! $XCC $CFLAGS $tol -I$D/$name -I$D -I$HERE $LDFLAGS \
+            $HERE/main.c $SUPPORT $D/$name.o -o $D/$name.elf >>$log 2>&1; then
         fail $name $log "link failed"; return
     fi
     rc=0
-    timeout 30 qemu-system-arm -M mps2-an386 -cpu cortex-m4 $QEMU_ICOUNT $QEMU_IO -kernel $D/$name.elf \
+    timeout 30 $QEMU $QEMU_IO -kernel $D/$name.elf \
         </dev/null >$D/$name.out 2>>$log || rc=$?
     cat $D/$name.out >>$log
     if [ $rc != 0 ] || ! grep -qx PASS $D/$name.out; then
@@ -87,7 +119,7 @@ run_case() { # name model data-set [profile]
     fi
     if [ -n "${4:-}" ]; then            # the kernels that multiply-accumulate, per MAC
         sed -n 's/^kernel \([^:]*\): \([0-9]*\) instructions, \([0-9]*\) MACs$/\1 \2 \3/p' $D/$name.out |
-            awk -v m=$name '$3 > 0 { printf "ok   %-26s profile: kernel %-22s insns %7d  MACs %6d (%.2f/MAC)\n", m, $1, $2, $3, $2 / $3 }'
+            awk -v b=$BOARD -v m=$name '$3 > 0 { printf "ok   %-4s %-26s profile: kernel %-22s insns %7d  MACs %6d (%.2f/MAC)\n", b, m, $1, $2, $3, $2 / $3 }'
         passed=$((passed + 1))
         return
     fi
@@ -97,14 +129,33 @@ run_case() { # name model data-set [profile]
     insns=$(sed -n 's/.* \([0-9]*\) instructions.*/\1/p' $FW/$name.out)
     macs=$($PYTHON tests/macs.py "$2" 2>>$log)
     per=$(awk -v i="${insns:-0}" -v m="${macs:-0}" 'BEGIN { if (m > 0) printf "%.2f", i / m; else print "-" }')
-    printf 'ok   %-26s .text %6d B  .rodata %6d B  arena %6d B  stack %5d B  insns %8d  MACs %7d (%s/MAC)  max err %s\n' \
-        $name "$(section_size $FW/$name.o .text)" "$(section_size $FW/$name.o .rodata)" \
-        "${arena:-0}" "${stack:-0}" "${insns:-0}" "${macs:-0}" "$per" "$err"
+    # The header's facts against independent figures: flash against `size` (its text column:
+    # the object's read-only allocated sections), work against macs.py. main.c checked the stack.
+    hflash=$(sed -n "s/^#define ${name}_FLASH_SIZE //p" $FW/$name.h)
+    hstack=$(sed -n "s/^#define ${name}_STACK_SIZE //p" $FW/$name.h)
+    hmacs=$(sed -n "s/^#define ${name}_MACS //p" $FW/$name.h)
+    text=$($SIZE $FW/$name.o | awk 'NR == 2 { print $1 }')
+    if [ "${hflash:-x}" != "$text" ]; then
+        fail $name $log "header FLASH_SIZE ${hflash:-missing}, size(1) says text $text"; return
+    fi
+    # NAME_MACS counts every multiply-add of the loop nests, macs.py only Conv/Gemm/MatMul/RNN
+    # products: equal on the sample models and the plain convolution, never fewer elsewhere.
+    case $name in
+    example|cnn|mlp|conv_*) exact=1 ;;
+    *) exact= ;;
+    esac
+    if [ -z "$hmacs" ] || [ "$hmacs" -lt "${macs:-0}" ] || { [ -n "$exact" ] && [ "$hmacs" != "$macs" ]; }; then
+        fail $name $log "header MACS ${hmacs:-missing}, macs.py counts ${macs:-?}"; return
+    fi
+    printf 'ok   %-4s %-26s .text %6d B  .rodata %6d B  flash %6d B  arena %6d B  stack %5d B (bound %5d)  insns %8d  MACs %7d (%s/MAC)  max err %s\n' \
+        $BOARD $name "$(section_size $FW/$name.o .text)" "$(section_size $FW/$name.o .rodata)" \
+        "$hflash" "${arena:-0}" "${stack:-0}" "$hstack" "${insns:-0}" "${macs:-0}" "$per" "$err"
     passed=$((passed + 1))
 }
 
 missing=""
-for tool in arm-none-eabi-gcc arm-none-eabi-size qemu-system-arm; do
+for tool in arm-none-eabi-gcc arm-none-eabi-size qemu-system-arm riscv64-unknown-elf-gcc \
+        riscv64-unknown-elf-size qemu-system-riscv32; do
     command -v $tool >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -n "$missing" ]; then
@@ -113,19 +164,29 @@ if [ -n "$missing" ]; then
     exit 1
 fi
 
-while read -r name model data; do
-    case $name in *$PATTERN*) ;; *) continue ;; esac
-    run_case $name $model $data
-done <<END
+for BOARD in m4 rv32; do
+    board $BOARD
+    if [ $BOARD = rv32 ]; then
+        # Reading the counters takes Zicsr, which GCC 12's multilib names do not include.
+        if ! $XCC $CFLAGS -march=rv32imafc_zicsr -c $HERE/rv32.c -o $FW/rv32.o >$FW/rv32.log 2>&1; then
+            fail rv32.c $FW/rv32.log "does not compile"
+            continue
+        fi
+    fi
+    while read -r name model data; do
+        case "$BOARD $name" in *$PATTERN*) ;; *) continue ;; esac
+        run_case $name $model $data
+    done <<END
 $CASES
 END
-# The sample models again, compiled with --profile: instructions per kernel (their clock is
-# the instruction count, main.c), so the figure per multiply-accumulate is the layer's own.
-while read -r name model data; do
-    case $name in *$PATTERN*) ;; *) continue ;; esac
-    run_case $name $model $data profile
-done <<END
+    # The sample models again, compiled with --profile: instructions per kernel (their clock is
+    # the instruction count, main.c), so the figure per multiply-accumulate is the layer's own.
+    while read -r name model data; do
+        case "$BOARD $name" in *$PATTERN*) ;; *) continue ;; esac
+        run_case $name $model $data profile
+    done <<END
 $(echo "$CASES" | grep -E '^(example|cnn|mlp) ')
 END
+done
 echo "firmware: $passed passed, $failed failed"
 [ $failed = 0 ]
