@@ -298,24 +298,22 @@ static void optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, int opt_level) {
     LLVMDisposePassBuilderOptions(o);
 }
 
-/* Write to PATH.tmp, then rename: a failure never leaves a half-written PATH. */
+/* The output is made in memory and written by out_write (a temporary file renamed over a
+ * regular PATH, /dev/null and other special files written directly). */
 static void write_out(LLVMModuleRef M, LLVMTargetMachineRef tm, EmitKind kind, const char *path) {
-    size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (!tmp) die("out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
+    if (kind == EMIT_LLVM) {
+        char *s = LLVMPrintModuleToString(M);
+        out_write(path, s, strlen(s));
+        LLVMDisposeMessage(s);
+        return;
+    }
     char *err = NULL;
-    LLVMBool bad = kind == EMIT_LLVM ? LLVMPrintModuleToFile(M, tmp, &err)
-                 : LLVMTargetMachineEmitToFile(tm, M, tmp, kind == EMIT_OBJ ? LLVMObjectFile : LLVMAssemblyFile, &err);
-    if (bad) {
-        remove(tmp);
-        fatal(path, "cannot write: %s", err ? err : "unknown LLVM error");
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        fatal(path, "cannot write: %s", strerror(errno));
-    }
-    free(tmp);
+    LLVMMemoryBufferRef buf;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, kind == EMIT_OBJ ? LLVMObjectFile : LLVMAssemblyFile,
+                                            &err, &buf))
+        fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
+    out_write(path, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    LLVMDisposeMemoryBuffer(buf);
 }
 
 static double now_ms(void) {
@@ -328,6 +326,11 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     Emitter e = {.p = p, .t = t};
     if (opt_level < 0 || opt_level > 3) die("opt level %d", opt_level);
     if (p->arena_align <= 0 || (p->arena_align & (p->arena_align - 1))) die("arena_align %d", p->arena_align);
+    /* each tensor is below the limit (infer_shapes); the arena holding many may not be */
+    int64_t limit = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
+    if (p->arena_size > limit)
+        fatal(path, "the model needs an arena of %lld bytes, over onnxcc's limit of %lld bytes "
+              "for this target", (long long)p->arena_size, (long long)limit);
     LLVMTargetMachineRef tm = be_machine(t, opt_level);
     e.C = LLVMContextCreate();
     e.M = LLVMModuleCreateWithNameInContext(p->name, e.C);

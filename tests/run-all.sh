@@ -4,7 +4,8 @@
 #   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
 #   (convolutions with constant weights against numpy), tests/rnn.sh (RNN/GRU/LSTM against
 #   numpy), tests/cli.sh (command line and error
-#   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
+#   paths), tests/malformed.sh (untrusted input: tests/malformed/gen.py's catalogue and the
+#   fuzzer's regression corpus), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
 #   tests/models.sh (the sample models, two models in one program) and tests/firmware/run.sh
 #   (Cortex-M4 under QEMU).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
@@ -109,6 +110,7 @@ runner kir-passes sh tests/kir-passes.sh
 runner convs sh tests/convs.sh
 runner rnn sh tests/rnn.sh
 runner cli sh tests/cli.sh
+runner malformed sh tests/malformed.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 for o in -O0 -O1 -O3; do
     runner golden$o sh tests/golden.sh $o ${GOLDEN_PATTERN:-}
