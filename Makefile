@@ -1,5 +1,5 @@
 # onnxcc - plain Makefile. `make` builds ./onnxcc; `make run` compiles and runs the example;
-# `make test` runs every test. Missing Debian packages are installed first (tools/install-deps.sh).
+# `make test` runs every test; `make fuzz` fuzzes the importer and the pipeline. Missing Debian packages are installed first (tools/install-deps.sh).
 # Variables: LLVM_CONFIG, CC, SANITIZE=1 (ASan+UBSan build), DEBUG=1 (no optimisation).
 # `make SANITIZE=1 test` builds onnxcc and the unit tests with ASan+UBSan into build-san/ (the
 # binary: build-san/onnxcc, so that objects of the two variants never mix) and runs every test;
@@ -28,7 +28,7 @@ SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend
 OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o $(B)/gen/header_template.o
 DEPS_STAMP := $(B)/.deps
 
-.PHONY: all run test bench clean deps
+.PHONY: all run test bench fuzz clean deps
 all: $(BIN)
 
 deps: $(DEPS_STAMP)
@@ -81,7 +81,11 @@ test: $(BIN)
 bench: $(BIN)
 	@ONNXCC=./$(BIN) sh tests/bench.sh
 
+# libFuzzer on the importer and the pipeline (tests/fuzz/run.sh; FUZZ_SECONDS=300 by default).
+fuzz: $(B)/gen/onnx.pb-c.c $(B)/gen/header_template.c | $(DEPS_STAMP)
+	@GEN=$(B)/gen sh tests/fuzz/run.sh
+
 clean:
-	rm -rf $(B) $(BIN)
+	rm -rf $(B) $(BIN) build-fuzz
 
 -include $(OBJS:.o=.d)

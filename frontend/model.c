@@ -113,7 +113,7 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
 static Value *make_const(Parser *p, const Onnx__TensorProto *tp, const char *where,
                          const char *what, bool in_graph) {
     Tensor t;
-    if (!fe_tensor_from_proto(p->g->arena, tp, where, what, &t)) return NULL;
+    if (!fe_tensor_from_proto(p->g->arena, tp, p->path, where, what, &t)) return NULL;
     if (!dtype_supported(t.dtype)) {
         error(where, "%s has unsupported element type %s", what, dtype_name(t.dtype));
         return NULL;
@@ -138,9 +138,6 @@ static void read_initializers(Parser *p, const Onnx__GraphProto *gp) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         const char *name = tp->name ? tp->name : "";
         const char *what = arena_printf(p->g->arena, "initializer '%s'", name);
-        if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-            fatal(p->path, "%s is stored in an external data file, which onnxcc does not read "
-                  "(save the model with its tensors inside the .onnx file)", what);
         if (!*name) { error(p->path, "initializer #%zu has no name", i); continue; }
         if (lookup(p, name)) { error(p->path, "%s is defined twice", what); continue; }
         /* a bad one was reported; as an input without type its uses raise no more errors */

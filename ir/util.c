@@ -117,17 +117,20 @@ void warn(const char *where, const char *fmt, ...) {
     va_end(ap);
 }
 
+void (*error_exit)(int status) = exit;
+
 _Noreturn void fatal(const char *where, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vreport("error", where, fmt, ap);
     va_end(ap);
     out_remove_all();
-    exit(1);
+    error_exit(1);
+    abort();
 }
 
 void exit_if_errors(void) {
-    if (error_count) { out_remove_all(); exit(1); }
+    if (error_count) { out_remove_all(); error_exit(1); }
 }
 
 bool out_is_special(const char *path) {

@@ -35,6 +35,9 @@ void error(const char *where, const char *fmt, ...) __attribute__((format(printf
 _Noreturn void fatal(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Exit(1) if any error() was reported. */
 void exit_if_errors(void);
+/* How fatal() and exit_if_errors() end the process: exit, unless the fuzzer (tests/fuzz/)
+ * makes it jump back to its loop. It must not return. */
+extern void (*error_exit)(int status);
 void warn(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Output files to delete if the compilation fails (paths are copied). Only regular files (or
  * paths that do not exist yet) are registered: /dev/null must survive a failed compilation. */

@@ -34,7 +34,7 @@ fail() { # what why
 }
 
 n=0
-# run NAME STATUS PATTERN ARGS...: STATUS 1, 2, or "flip" (0 or 1)
+# run NAME STATUS PATTERN ARGS...: STATUS 1, 2, 0 (must work), or "flip" (0 or 1)
 run() {
     name=$1 want=$2 pat=$3
     shift 3
@@ -49,6 +49,12 @@ run() {
         fail "$name" "killed or crashed (exit status $rc)"
     elif grep -q 'internal error\|runtime error\|Sanitizer' $B/stderr; then
         fail "$name" "internal error"
+    elif [ "$want" = 0 ] && [ $rc = 0 ]; then
+        rm -rf $dir
+        ok "$name"
+        return
+    elif [ "$want" = 0 ]; then
+        fail "$name" "exit status $rc, expected 0"
     elif [ "$want" = flip ] && [ $rc = 0 ]; then
         rm -rf $dir
         ok "$name (compiles)"

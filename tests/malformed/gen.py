@@ -6,8 +6,9 @@ flips of the sample models, bad attributes for each op family and misuses of the
 
 Writes the files into OUTDIR and a table OUTDIR/cases.txt, one case a line:
     NAME<TAB>STATUS<TAB>PATTERN<TAB>ARGS
-STATUS is the exit status onnxcc must give (1: user error, 2: bad command line; "flip": 0 or
-1, for byte flips whose damage a model may survive). PATTERN is a fixed string the error line
+STATUS is the exit status onnxcc must give (1: user error, 2: bad command line, 0: must work,
+as external data that stays in its folder; "flip": 0 or 1, for byte flips whose damage a
+model may survive). PATTERN is a fixed string the error line
 must hold ("-": any). ARGS are onnxcc's arguments, split on spaces; @D@ stands for the case's
 own (empty) output folder and @M@ for OUTDIR. Every case must end with exactly one
 "onnxcc: error:" line and leave @D@ empty."""
@@ -382,8 +383,17 @@ def external():
         os.symlink("/etc/hostname", os.path.join(ext, "escape.bin"))
     case("ext_symlink_escape", 1, "symlink", ext_model("ext_symlink_escape", "escape.bin"))
     if not os.path.lexists(os.path.join(ext, "sub", "up")):
-        os.symlink("..", os.path.join(ext, "sub", "up"))
-    case("ext_symlink_dir_escape", 1, "-", ext_model("ext_symlink_dir_escape", "sub/up/w.bin"))
+        os.symlink("../..", os.path.join(ext, "sub", "up"))
+    case("ext_symlink_dir_escape", 1, "symlink",
+         ext_model("ext_symlink_dir_escape", "sub/up/cases.txt"))
+    # one that works: Relu of [0, 1, 2, 3] read at offset 8, checked against numpy's
+    case("ext_ok", 0, "-", "check " + ext_model("model", "w.bin", 8, 16).split()[0])
+    os.makedirs(os.path.join(ext, "test_data_set_0"), exist_ok=True)
+    want = numpy_helper.from_array(np.maximum(np.arange(4, dtype=np.float32), 0), "y")
+    open(os.path.join(ext, "test_data_set_0", "output_0.pb"), "wb").write(want.SerializeToString())
+    case("ext_ok_no_length", 0, "-", ext_model("ext_ok_no_length", "w4.bin", None, None))
+    with open(os.path.join(ext, "w4.bin"), "wb") as f:
+        f.write(np.arange(4, dtype=np.float32).tobytes())
 
 
 # ---- 9. the command line ----
