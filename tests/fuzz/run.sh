@@ -45,6 +45,11 @@ if [ -z "$(ls -A $F/corpus)" ]; then
 fi
 echo "fuzz: $(ls $F/corpus | wc -l) inputs in the corpus; fuzzing for $FUZZ_SECONDS s"
 # -close_fd_mask=2: the target's thousands of user errors stay off the terminal
-exec $F/fuzz_model -max_total_time=$FUZZ_SECONDS -jobs=$FUZZ_JOBS -workers=$FUZZ_JOBS \
+# (several jobs write their logs to $F/fuzz-N.log)
+jobs=
+[ "$FUZZ_JOBS" -gt 1 ] && jobs="-jobs=$FUZZ_JOBS -workers=$FUZZ_JOBS"
+cd $F
+# shellcheck disable=SC2086
+exec ./fuzz_model -max_total_time=$FUZZ_SECONDS $jobs -print_final_stats=1 \
     -close_fd_mask=2 -rss_limit_mb=4096 -max_len=200000 -timeout=30 \
-    -artifact_prefix=$F/findings/ $F/corpus
+    -artifact_prefix=findings/ corpus
