@@ -250,17 +250,16 @@ Attr *ir_attr(const Node *n, const char *name) {
     return NULL;
 }
 
-/* An attribute of another type than its op's schema says is the model's mistake: reported
- * once (rules read an attribute several times), and the default is used until the pass
+/* An attribute of another type than its op's schema says is the model's mistake. It is
+ * reported once (rules read an attribute several times): then it becomes A_UNDEF, which the
+ * frontend gives no attribute of a supported node, and the default is used until the pass
  * ends the compilation. */
 static bool attr_typed(const Node *n, Attr *a, AttrType want, const char *what) {
-    static const Attr *reported;
     if (!a || a->type == want) return a != NULL;
-    if (a != reported) {
-        reported = a;
+    if (a->type != A_UNDEF)
         error(NULL, "node '%s' (%s): attribute '%s' must be %s", n->name, n->op_type ? n->op_type : "",
               a->name, what);
-    }
+    a->type = A_UNDEF;
     return false;
 }
 
