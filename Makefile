@@ -1,6 +1,7 @@
 # onnxcc - plain Makefile. `make` builds ./onnxcc; `make run` compiles and runs the example;
 # `make test` runs every test; `make install` (PREFIX, DESTDIR) installs the compiler, its man page
-# and the CMake module. Missing Debian packages are installed first (tools/install-deps.sh).
+# and the CMake module; `make fuzz` fuzzes the importer and the pipeline. Missing Debian packages
+# are installed first (tools/install-deps.sh).
 # Variables: LLVM_CONFIG, CC, SANITIZE=1 (ASan+UBSan build), DEBUG=1 (no optimisation).
 # `make SANITIZE=1 test` builds onnxcc and the unit tests with ASan+UBSan into build-san/ (the
 # binary: build-san/onnxcc, so that objects of the two variants never mix) and runs every test;
@@ -36,7 +37,7 @@ BINDIR = $(PREFIX)/bin
 MANDIR = $(PREFIX)/share/man/man1
 CMAKEDIR = $(PREFIX)/share/onnxcc/cmake
 
-.PHONY: all run test bench clean deps install uninstall
+.PHONY: all run test bench fuzz clean deps install uninstall
 all: $(BIN)
 
 deps: $(DEPS_STAMP)
@@ -99,7 +100,11 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/onnxcc $(DESTDIR)$(MANDIR)/onnxcc.1 $(DESTDIR)$(CMAKEDIR)/onnxcc.cmake
 	-rmdir $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(PREFIX)/share/onnxcc 2>/dev/null
 
+# libFuzzer on the importer and the pipeline (tests/fuzz/run.sh; FUZZ_SECONDS=300 by default).
+fuzz: $(B)/gen/onnx.pb-c.c $(B)/gen/header_template.c | $(DEPS_STAMP)
+	@GEN=$(B)/gen sh tests/fuzz/run.sh
+
 clean:
-	rm -rf $(B) $(BIN)
+	rm -rf $(B) $(BIN) build-fuzz
 
 -include $(OBJS:.o=.d)

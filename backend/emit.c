@@ -383,40 +383,23 @@ static void optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, int opt_level) {
     LLVMDisposePassBuilderOptions(o);
 }
 
-/* Write to PATH.tmp, then rename: a failure never leaves a half-written PATH. An object is
- * generated in memory first, so that its sections can be measured (facts.c): p->flash_size;
- * for assembly and IR text one is generated for the measurement alone. */
+/* The output is made in memory and written by out_write (a temporary file renamed over a
+ * regular PATH, /dev/null and other special files written directly). An object is generated
+ * in any case, so that its sections can be measured (facts.c): p->flash_size; for assembly and
+ * IR text, one is generated for the measurement alone. */
 static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, EmitKind kind, const char *path) {
-    size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (!tmp) die("out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    char *err = NULL;
-    LLVMBool bad = kind == EMIT_LLVM ? LLVMPrintModuleToFile(M, tmp, &err)
-                 : kind == EMIT_ASM ? LLVMTargetMachineEmitToFile(tm, M, tmp, LLVMAssemblyFile, &err) : 0;
-    LLVMMemoryBufferRef obj = NULL;
-    if (!bad) bad = LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj);
-    if (!bad) {
-        const char *bytes = LLVMGetBufferStart(obj);
-        size_t size = LLVMGetBufferSize(obj);
-        p->flash_size = be_flash_size(bytes, size);
-        if (kind == EMIT_OBJ) {
-            FILE *f = fopen(tmp, "wb");
-            bad = !f || fwrite(bytes, 1, size, f) != size;
-            if (f) bad |= fclose(f) != 0;
-            if (bad) err = strerror(errno);
-        }
-        LLVMDisposeMemoryBuffer(obj);
-    }
-    if (bad) {
-        remove(tmp);
-        fatal(path, "cannot write: %s", err ? err : "unknown LLVM error");
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        fatal(path, "cannot write: %s", strerror(errno));
-    }
-    free(tmp);
+    char *err = NULL, *ir = kind == EMIT_LLVM ? LLVMPrintModuleToString(M) : NULL;
+    LLVMMemoryBufferRef obj = NULL, text = NULL;
+    if ((kind == EMIT_ASM && LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMAssemblyFile, &err, &text)) ||
+        LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj))
+        fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
+    p->flash_size = be_flash_size(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+    if (ir) out_write(path, ir, strlen(ir));
+    else if (text) out_write(path, LLVMGetBufferStart(text), LLVMGetBufferSize(text));
+    else out_write(path, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+    if (ir) LLVMDisposeMessage(ir);
+    if (text) LLVMDisposeMemoryBuffer(text);
+    LLVMDisposeMemoryBuffer(obj);
 }
 
 static double now_ms(void) {
@@ -429,6 +412,11 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     Emitter e = {.p = p, .t = t};
     if (opt_level < 0 || opt_level > 3) die("opt level %d", opt_level);
     if (p->arena_align <= 0 || (p->arena_align & (p->arena_align - 1))) die("arena_align %d", p->arena_align);
+    /* each tensor is below the limit (infer_shapes); the arena holding many may not be */
+    int64_t limit = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
+    if (p->arena_size > limit)
+        fatal(path, "the model needs an arena of %lld bytes, over onnxcc's limit of %lld bytes "
+              "for this target", (long long)p->arena_size, (long long)limit);
     LLVMTargetMachineRef tm = be_machine(t, opt_level);
     e.C = LLVMContextCreate();
     e.M = LLVMModuleCreateWithNameInContext(p->name, e.C);

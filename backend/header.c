@@ -161,21 +161,15 @@ static void expand(FILE *f, Program *p) {
     }
 }
 
+/* Made in memory, written by out_write (temporary file and rename, or directly to a special
+ * file such as /dev/null). */
 void be_write_header(Program *p, const char *path) {
-    size_t n = strlen(path) + 5;
-    char *tmp = malloc(n);
-    if (!tmp) die("out of memory");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) fatal(path, "cannot write: %s", strerror(errno));
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (!f) die("open_memstream: %s", strerror(errno));
     expand(f, p);
-    if (ferror(f) | fclose(f)) {        /* both, always: fclose reports late write errors */
-        remove(tmp);
-        fatal(path, "cannot write: %s", strerror(errno));
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        fatal(path, "cannot write: %s", strerror(errno));
-    }
-    free(tmp);
+    if (ferror(f) | fclose(f)) die("writing the header in memory failed");
+    out_write(path, text, n);
+    free(text);
 }

@@ -10,6 +10,7 @@
 typedef struct Cli {
     Options o;
     const char *model, *out, *name;
+    const char *header;             /* --header PATH (default: beside a regular -o) */
     const char *run_pass;           /* --run-pass=PASS,...: the model is a .kir text */
     const char *triple, *cpu, *features, *abi;
     EmitKind emit;

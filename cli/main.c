@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -36,6 +37,11 @@ static const char usage_text[] =
     "                                                     or GB/s and % of the measured FMA peak\n"
     "options:\n"
     "  -o PATH               output file; the C header is PATH with its extension made .h\n"
+    "                        (none when PATH is not a regular file, such as /dev/null)\n"
+    "  --header PATH         write the C header to PATH\n"
+    "  --max-model-size N    read model files of up to N bytes (suffix k, M or G), gzip\n"
+    "                        data expanding to up to N bytes (default: 2G for a plain\n"
+    "                        file, 100 times the file's size for gzip, at most 2G)\n"
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
     "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
     "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
@@ -175,6 +181,22 @@ static void add_binding(Arena *a, Cli *c, const char *arg) {
     memcpy(b->dims, t.dims, sizeof b->dims);
 }
 
+/* --max-model-size: bytes, with an optional k, M or G suffix (powers of 1024). */
+static uint64_t parse_size(const char *s) {
+    char *end;
+    errno = 0;
+    unsigned long long n = isdigit((unsigned char)*s) ? strtoull(s, &end, 10) : 0;
+    int shift = 0;
+    if (n && !errno) {
+        if (*end == 'k' || *end == 'K') shift = 10, end++;
+        else if (*end == 'm' || *end == 'M') shift = 20, end++;
+        else if (*end == 'g' || *end == 'G') shift = 30, end++;
+    }
+    if (!n || errno || *end || n > (UINT64_MAX >> shift))
+        usage("bad --max-model-size '%s': expected a positive number of bytes (e.g. 4G)", s);
+    return (uint64_t)n << shift;
+}
+
 static double parse_tol(const char *flag, const char *s) {
     char *end;
     double x = strtod(s, &end);
@@ -224,6 +246,8 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--profile") == 0) c->o.profile = true;
     else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
+    else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
+    else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size(v);
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
     else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
     else if ((v = opt_value("--cpu", argc, argv, i))) c->cpu = v;
@@ -287,6 +311,7 @@ RunFn cli_load(Program *p, const Target *t, int opt_level, bool profile) {
 Program *cli_compile(Graph *g, Cli *c, const Target *t) {
     c->o.vector_bytes = t->vector_bytes;
     c->o.arena_align = t->arena_align;
+    g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
     Program *p = run_pipeline(g, &c->o);
     p->fp_strict = c->o.fp_strict;
     p->profile = c->o.profile;
@@ -295,6 +320,9 @@ Program *cli_compile(Graph *g, Cli *c, const Target *t) {
 
 /* Fail before the (possibly long) compilation if the output cannot be written at all. */
 static void check_writable(Arena *a, const char *out) {
+    struct stat st;
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) fatal(out, "cannot write the output: %s", strerror(EISDIR));
+    if (out_is_special(out)) return;
     const char *slash = strrchr(out, '/');
     const char *dir = slash ? (slash == out ? "/" : arena_printf(a, "%.*s", (int)(slash - out), out)) : ".";
     if (access(dir, W_OK) != 0)
@@ -334,22 +362,25 @@ static int run_pass_main(Arena *a, Cli *c) {
 
 static int compile_main(Arena *a, Cli *c) {
     if (!c->out) usage("no output file given (-o OUT.o)");
-    const char *header = header_path(a, c->out);
-    if (strcmp(header, c->out) == 0) usage("the output '%s' would be overwritten by its header", c->out);
+    /* a special output (/dev/null, to see whether a model compiles) has no header beside it */
+    const char *header = c->header ? c->header : out_is_special(c->out) ? NULL : header_path(a, c->out);
+    if (header && strcmp(header, c->out) == 0)
+        usage("the output '%s' would be overwritten by its header", c->out);
     check_writable(a, c->out);
+    if (header) check_writable(a, header);
     Target t;
     be_target(&t, c->triple, c->cpu, c->features, c->abi);
     Graph *g = fe_load_model(a, c->model);
     g->name = (char *)(c->name ? c->name : cli_identifier(a, c->out));
     Program *p = cli_compile(g, c, &t);
     out_register(c->out);
-    out_register(header);
+    if (header) out_register(header);
     be_emit(p, &t, c->o.opt_level, c->emit, c->out);
-    be_write_header(p, header);
+    if (header) be_write_header(p, header);
     be_target_free(&t);
     exit_if_errors();
     out_commit();
-    progress("wrote %s and %s", c->out, header);
+    progress("wrote %s%s%s", c->out, header ? " and " : "", header ? header : "");
     return 0;
 }
 

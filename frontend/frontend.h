@@ -5,6 +5,20 @@
 #define ONNXCC_FRONTEND_H
 #include "../ir/ir.h"
 
+/* The largest file the frontend reads, after decompression (--max-model-size; 0: the
+ * default). By default a plain file may hold FE_MAX_MODEL_SIZE bytes (protobuf's own limit
+ * for one message: larger models keep their weights in external data files) and a gzip file
+ * may expand to FE_GZIP_RATIO times its size, but never beyond FE_MAX_MODEL_SIZE: the size
+ * field of a gzip trailer is not trusted. */
+extern uint64_t fe_max_model_size;
+#define FE_MAX_MODEL_SIZE ((uint64_t)2 << 30)
+#define FE_GZIP_RATIO 100
+
+/* How deeply subgraphs (If, Loop, Scan bodies) and types (sequences of sequences...) may
+ * nest in a model: checked on the wire format before unpacking (frontend/nesting.c). */
+#define FE_MAX_NESTING 32
+bool fe_check_nesting(const uint8_t *buf, size_t size, const char *path);
+
 /* The whole file; gunzipped transparently when it starts with the gzip magic. */
 uint8_t *fe_read_file(Arena *a, const char *path, size_t *size);
 /* Parse a ModelProto into a graph. `path` is for messages. Reports every unsupported op (with

@@ -112,6 +112,8 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
             return;
         }
         v->dtype = (DType)tt->elem_type;
+    } else if (strcmp(what, "input") == 0) {
+        error(p->path, "input '%s' has no element type (elem_type is 0, UNDEFINED)", v->name);
     }
     if (tt->shape) read_dims(p, v, tt->shape, what);
 }
@@ -123,7 +125,7 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
 static Value *make_const(Parser *p, const Onnx__TensorProto *tp, const char *where,
                          const char *what, bool in_graph) {
     Tensor t;
-    if (!fe_tensor_from_proto(p->g->arena, tp, where, what, &t)) return NULL;
+    if (!fe_tensor_from_proto(p->g->arena, tp, p->path, where, what, &t)) return NULL;
     if (!dtype_supported(t.dtype)) {
         error(where, "%s has unsupported element type %s", what, dtype_name(t.dtype));
         return NULL;
@@ -148,12 +150,10 @@ static void read_initializers(Parser *p, const Onnx__GraphProto *gp) {
         const Onnx__TensorProto *tp = gp->initializer[i];
         const char *name = tp->name ? tp->name : "";
         const char *what = arena_printf(p->g->arena, "initializer '%s'", name);
-        if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-            fatal(p->path, "%s is stored in an external data file, which onnxcc does not read "
-                  "(save the model with its tensors inside the .onnx file)", what);
         if (!*name) { error(p->path, "initializer #%zu has no name", i); continue; }
         if (lookup(p, name)) { error(p->path, "%s is defined twice", what); continue; }
-        make_const(p, tp, p->path, what, true);
+        /* a bad one was reported; as an input without type its uses raise no more errors */
+        if (!make_const(p, tp, p->path, what, true)) intern(p, name)->is_input = true;
     }
 }
 
@@ -280,14 +280,26 @@ static int domain_opset(Parser *p, const char *domain) {
     return 0;
 }
 
-static void read_default_opset(Parser *p) {
-    /* IR version 1 and 2 models have no opset_import and mean opset 1 */
-    p->g->opset = 1;
+/* The default domain's version, checked against the range onnxcc knows (ir.h). A model of
+ * IR version 1 or 2 (before opset_import) is refused too: re-export it with an opset. */
+static void read_opsets(Parser *p) {
+    if (p->m->n_opset_import == 0)
+        error(p->path, "the model imports no opset (opset_import is empty); onnxcc supports "
+              "opsets 1 to %d of the default domain", OPSET_NEWEST);
     for (size_t i = 0; i < p->m->n_opset_import; i++) {
         const Onnx__OperatorSetIdProto *os = p->m->opset_import[i];
-        if (!os->domain || !*os->domain || strcmp(os->domain, "ai.onnx") == 0)
+        const char *d = os->domain ? os->domain : "";
+        bool dflt = !*d || strcmp(d, "ai.onnx") == 0;
+        int64_t newest = dflt ? OPSET_NEWEST : 1;
+        if (!dflt && strcmp(d, "ai.onnx.preview.training") != 0) continue;
+        if (os->version < 1 || os->version > newest)
+            error(p->path, "opset %lld of domain '%s' is not supported (onnxcc supports %s)",
+                  (long long)os->version, dflt ? "ai.onnx" : d,
+                  dflt ? arena_printf(p->g->arena, "1 to %d", OPSET_NEWEST) : "version 1");
+        else if (dflt)
             p->g->opset = (int)os->version;
     }
+    exit_if_errors();
 }
 
 /* Trailing "" names are absent optionals: dropping them keeps nin/nout to what is there. */
@@ -303,6 +315,9 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
         return;
     }
     const OpInfo *oi = &op_info[n->op];
+    int missing = -1;
+    for (int i = 0; i < n->nin && i < oi->min_in; i++)
+        if (!n->in[i] && missing < 0) missing = i;
     if (n->opset < oi->since)
         error(where, "unsupported operator %s (domain '%s'): opset %d is older than %d",
               n->op_type, n->domain, n->opset, oi->since);
@@ -312,6 +327,8 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
     else if (n->nout < oi->min_out || n->nout > oi->max_out)
         error(where, "unsupported operator %s (domain '%s'): %d outputs", n->op_type,
               n->domain, n->nout);
+    else if (missing >= 0)
+        error(where, "input %d is required but its name is empty", missing);
 }
 
 static void read_node(Parser *p, const Onnx__NodeProto *np, int index) {
@@ -467,6 +484,7 @@ static Graph *read_subgraph(Parser *p, Node *owner, const Onnx__GraphProto *gp) 
 
 Graph *fe_parse_model(Arena *a, const uint8_t *buf, size_t size, const char *path) {
     if (size == 0) fatal(path, "not a valid ONNX model (empty file)");
+    if (!fe_check_nesting(buf, size, path)) exit_if_errors();
     ProtobufCAllocator al = fe_pb_allocator(a);
     const Onnx__ModelProto *m = onnx__model_proto__unpack(&al, size, buf);
     if (!m) fatal(path, "not a valid ONNX model (protobuf parse failed)");
@@ -478,7 +496,7 @@ Graph *fe_parse_model(Arena *a, const uint8_t *buf, size_t size, const char *pat
     Parser p = {.g = ir_graph_new(a), .path = path, .m = m};
     p.g->path = arena_strdup(a, path);
     grow_table(&p);
-    read_default_opset(&p);
+    read_opsets(&p);
     read_initializers(&p, gp);
     read_inputs(&p, gp);
     for (size_t i = 0; i < gp->n_node; i++) read_node(&p, gp->node[i], (int)i);

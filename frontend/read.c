@@ -17,6 +17,13 @@
 
 enum { TAR_BLOCK = 512 };
 
+uint64_t fe_max_model_size;
+
+static void too_large(const char *path, const char *what, uint64_t limit) {
+    error(path, "%s more than %llu bytes (raise the limit with --max-model-size)", what,
+          (unsigned long long)limit);
+}
+
 /* The file as it is on disk, or NULL after an error(). */
 static uint8_t *read_raw(Arena *a, const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
@@ -30,6 +37,17 @@ static uint8_t *read_raw(Arena *a, const char *path, size_t *size) {
         return NULL;
     }
     size_t n = (size_t)st.st_size;
+    uint64_t limit = fe_max_model_size ? fe_max_model_size : FE_MAX_MODEL_SIZE;
+    if ((uint64_t)n > limit) {
+        /* a gzip file is bounded by what it expands to, below */
+        uint8_t magic[2] = {0, 0};
+        if (fread(magic, 1, 2, f) != 2 || magic[0] != 0x1f || magic[1] != 0x8b) {
+            too_large(path, "the file holds", limit);
+            fclose(f);
+            return NULL;
+        }
+        rewind(f);
+    }
     uint8_t *buf = arena_alloc(a, n + 1);
     size_t got = fread(buf, 1, n, f);
     int err = ferror(f);
@@ -39,16 +57,20 @@ static uint8_t *read_raw(Arena *a, const char *path, size_t *size) {
     return buf;
 }
 
-/* Inflate a gzip stream (any number of concatenated members) into the arena. The trailer's
- * ISIZE (size mod 2^32 of the last member) is a good first guess of the output size; if it
- * is wrong the buffer grows, abandoning the old one to the arena. */
+/* Inflate a gzip stream (any number of concatenated members) into the arena, at most
+ * `limit` bytes (frontend.h). The trailer's ISIZE (size mod 2^32 of the last member) is a
+ * first guess of the output size, believed only up to the limit; if it is wrong the buffer
+ * grows, abandoning the old one to the arena. */
 static uint8_t *gunzip(Arena *a, const char *path, const uint8_t *in, size_t insize, size_t *size) {
+    uint64_t limit = fe_max_model_size ? fe_max_model_size
+                                       : MIN(FE_MAX_MODEL_SIZE, (uint64_t)insize * FE_GZIP_RATIO);
     size_t cap = 1 << 16;
     if (insize >= 18) {
         const uint8_t *t = in + insize - 4;
         size_t guess = (size_t)t[0] | (size_t)t[1] << 8 | (size_t)t[2] << 16 | (size_t)t[3] << 24;
         if (guess > cap) cap = guess;
     }
+    if (cap > limit) cap = (size_t)limit + 1;  /* one byte more tells "too large" */
     uint8_t *out = arena_alloc(a, cap + 1);
     z_stream z;
     memset(&z, 0, sizeof z);
@@ -57,11 +79,17 @@ static uint8_t *gunzip(Arena *a, const char *path, const uint8_t *in, size_t ins
     size_t used = 0, inleft = insize;
     int rc = Z_OK;
     for (;;) {
+        if ((uint64_t)used > limit) {
+            inflateEnd(&z);
+            too_large(path, "the gzip data expands to", limit);
+            return NULL;
+        }
         if (used == cap) {
-            uint8_t *bigger = arena_alloc(a, cap * 2 + 1);
+            size_t bigger_cap = (size_t)MIN((uint64_t)cap * 2, limit + 1);
+            uint8_t *bigger = arena_alloc(a, bigger_cap + 1);
             memcpy(bigger, out, used);
             out = bigger;
-            cap *= 2;
+            cap = bigger_cap;
         }
         /* zlib counts in uInt; feed and drain at most 1 GiB per call */
         uInt inchunk = (uInt)MIN(inleft, (size_t)1 << 30);
@@ -84,6 +112,10 @@ static uint8_t *gunzip(Arena *a, const char *path, const uint8_t *in, size_t ins
         if (inleft == 0 && z.avail_out != 0) { rc = Z_DATA_ERROR; break; }
     }
     inflateEnd(&z);
+    if ((uint64_t)used > limit) {
+        too_large(path, "the gzip data expands to", limit);
+        return NULL;
+    }
     if (rc != Z_STREAM_END) {
         error(path, "corrupt or truncated gzip data");
         return NULL;

@@ -127,8 +127,8 @@ static bool read_shape(const Onnx__TensorProto *tp, const char *where, const cha
     return true;
 }
 
-bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *where,
-                          const char *what, Tensor *t) {
+bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *model_path,
+                          const char *where, const char *what, Tensor *t) {
     memset(t, 0, sizeof *t);
     t->name = arena_strdup(a, tp->name ? tp->name : "");
     t->dtype = tp->has_data_type ? (DType)tp->data_type : DT_UNDEF;
@@ -136,16 +136,16 @@ bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *whe
         error(where, "%s has unsupported element type %s", what, fe_type_name(tp->data_type));
         return false;
     }
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        error(where, "%s is stored in an external data file, which onnxcc does not read "
-              "(save the model with its tensors inside the .onnx file)", what);
-        return false;
-    }
     if (tp->segment) {
         error(where, "%s is a segment of a larger tensor, which onnxcc does not support", what);
         return false;
     }
     if (!read_shape(tp, where, what, t)) return false;
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if (!fe_external_data(a, tp, model_path, where, what, t)) return false;
+        if (!host_is_little_endian()) swap_elements(t->data, t->nbytes, dtype_size(t->dtype));
+        return true;
+    }
     size_t numel = t->nbytes / dtype_size(t->dtype);
     size_t have = typed_count(tp, t->dtype);
     /* raw_data wins when present; an empty raw_data next to typed values is a writer's quirk */
@@ -168,5 +168,5 @@ bool fe_parse_tensor(Arena *a, const uint8_t *buf, size_t size, const char *path
         return false;
     }
     const char *what = tp->name && *tp->name ? arena_printf(a, "tensor '%s'", tp->name) : "tensor";
-    return fe_tensor_from_proto(a, tp, path, what, t);
+    return fe_tensor_from_proto(a, tp, NULL, path, what, t);
 }

@@ -56,6 +56,7 @@ Graph *ir_graph_new(Arena *a) {
     g->arena = a;
     g->name = "model";
     g->path = "";
+    g->max_bytes = IR_MAX_BYTES_64;
     return g;
 }
 
@@ -217,7 +218,13 @@ void ir_compact(Graph *g) {
 
 int64_t ir_numel(const Value *v) {
     int64_t n = 1;
-    for (int d = 0; d < v->rank; d++) n *= v->dims[d];
+    for (int d = 0; d < v->rank; d++) n = sz_mul(n, v->dims[d]);
+    return n;
+}
+
+int64_t ir_extent(const Value *v) {
+    int64_t n = (int64_t)dtype_size(v->dtype);
+    for (int d = 0; d < v->rank; d++) n = sz_mul(n, MAX(v->dims[d], 1));
     return n;
 }
 
@@ -295,21 +302,33 @@ Attr *ir_attr(const Node *n, const char *name) {
     return NULL;
 }
 
+/* An attribute of another type than its op's schema says is the model's mistake. It is
+ * reported once (rules read an attribute several times): then it becomes A_UNDEF, which the
+ * frontend gives no attribute of a supported node, and the default is used until the pass
+ * ends the compilation. */
+static bool attr_typed(const Node *n, Attr *a, AttrType want, const char *what) {
+    if (!a || a->type == want) return a != NULL;
+    if (a->type != A_UNDEF)
+        error(NULL, "node '%s' (%s): attribute '%s' must be %s", n->name, n->op_type ? n->op_type : "",
+              a->name, what);
+    a->type = A_UNDEF;
+    return false;
+}
+
 int64_t ir_attr_int(const Node *n, const char *name, int64_t dflt) {
     Attr *a = ir_attr(n, name);
-    return a && a->type == A_INT ? a->i : dflt;
+    return attr_typed(n, a, A_INT, "an int") ? a->i : dflt;
 }
 
 float ir_attr_float(const Node *n, const char *name, float dflt) {
     Attr *a = ir_attr(n, name);
-    if (a && a->type == A_FLOAT) return a->f;
     if (a && a->type == A_INT) return (float)a->i;
-    return dflt;
+    return attr_typed(n, a, A_FLOAT, "a float") ? a->f : dflt;
 }
 
 const char *ir_attr_str(const Node *n, const char *name, const char *dflt) {
     Attr *a = ir_attr(n, name);
-    return a && a->type == A_STRING ? a->s : dflt;
+    return attr_typed(n, a, A_STRING, "a string") ? a->s : dflt;
 }
 
 int ir_attr_ints(const Node *n, const char *name, const int64_t **out) {

@@ -39,6 +39,13 @@ bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64
 
 #define MAX_RANK 8
 
+/* Size limits (README "Limits"): no tensor and no arena may span more bytes than the target
+ * can address with room to spare: 2^31 - 1 bytes on 32-bit targets, 2^40 (1 TiB) on 64-bit
+ * ones. With every size below 2^40, products of two sizes and sums of many cannot overflow
+ * int64_t. Checked for every value by infer_shapes, for the arena by the backend. */
+#define IR_MAX_BYTES_32 ((int64_t)INT32_MAX)
+#define IR_MAX_BYTES_64 ((int64_t)1 << 40)
+
 /* Every op onnxcc knows, from ir/ops.def. */
 typedef enum Op {
 #define OP(name, ...) OP_##name,
@@ -71,6 +78,10 @@ typedef struct OpInfo {
 extern const OpInfo op_info[OP_COUNT];
 Op op_lookup(const char *domain, const char *op_type);   /* OP_UNKNOWN if not in the table */
 #define OP_INF 1000                 /* "any number" in min/max columns */
+/* The opsets a model may import (README): 1 to OPSET_NEWEST of the default domain, version
+ * 1 of ai.onnx.preview.training; the frontend refuses others (other domains only matter if a
+ * node uses them, and no op of theirs is known). */
+#define OPSET_NEWEST 18
 
 typedef struct Value {
     int id;                         /* index in g->values */
@@ -124,6 +135,7 @@ struct Graph {
     char *name;                     /* model name used for symbols (C identifier) */
     char *path;                     /* source file, for error messages */
     int opset;                      /* default-domain opset import */
+    int64_t max_bytes;              /* size limit of any one tensor (IR_MAX_BYTES_*) */
     Value **values;
     int nvalues, capvalues;
     Node **nodes;
@@ -162,6 +174,9 @@ Graph *ir_root(Graph *g);
 void ir_each_subgraph(Graph *g, void (*f)(Graph *));
 
 int64_t ir_numel(const Value *v);                          /* product of dims; 1 for rank 0 */
+/* Bytes the value would span if no dim were 0 (so that strides are bounded too); saturates
+ * at INT64_MAX. A value is too large when this exceeds g->max_bytes. */
+int64_t ir_extent(const Value *v);
 size_t ir_nbytes(const Value *v);
 void ir_set_shape(Value *v, DType t, int rank, const int64_t *dims);
 bool ir_same_shape(const Value *a, const Value *b);

@@ -85,7 +85,7 @@ Buf *kir_root(Buf *b) {
 
 int64_t kir_numel(const Buf *b) {
     int64_t n = 1;
-    for (int d = 0; d < b->rank; d++) n *= b->dims[d];
+    for (int d = 0; d < b->rank; d++) n = sz_mul(n, b->dims[d]);
     return n;
 }
 

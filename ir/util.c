@@ -1,9 +1,12 @@
 /* util.c - the compilation arena and error reporting (see util.h). */
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- arena: a list of big chunks, bump-allocated ---- */
@@ -73,6 +76,19 @@ void *arena_grow(Arena *a, void *p, int n, int *cap, int need, size_t elsz) {
     return q;
 }
 
+/* ---- saturating size arithmetic ---- */
+int64_t sz_mul(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_mul_overflow(a, b, &r)) return r;
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+}
+
+int64_t sz_add(int64_t a, int64_t b) {
+    int64_t r;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return a < 0 ? INT64_MIN : INT64_MAX;
+}
+
 /* ---- errors ---- */
 int error_count;
 int verbose_level;
@@ -101,20 +117,29 @@ void warn(const char *where, const char *fmt, ...) {
     va_end(ap);
 }
 
+void (*error_exit)(int status) = exit;
+
 _Noreturn void fatal(const char *where, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vreport("error", where, fmt, ap);
     va_end(ap);
     out_remove_all();
-    exit(1);
+    error_exit(1);
+    abort();
 }
 
 void exit_if_errors(void) {
-    if (error_count) { out_remove_all(); exit(1); }
+    if (error_count) { out_remove_all(); error_exit(1); }
+}
+
+bool out_is_special(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode);
 }
 
 void out_register(const char *path) {
+    if (out_is_special(path)) return;
     outs = realloc(outs, sizeof *outs * (size_t)(nouts + 1));
     if (!outs) die("out of memory");
     outs[nouts++] = strdup(path);
@@ -128,6 +153,51 @@ void out_commit(void) {
 void out_remove_all(void) {
     for (int i = 0; i < nouts; i++) { unlink(outs[i]); free(outs[i]); }
     nouts = 0;
+}
+
+static bool write_all(int fd, const void *data, size_t n) {
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+void out_write(const char *path, const void *data, size_t n) {
+    if (out_is_special(path)) {
+        int fd = open(path, O_WRONLY | O_TRUNC);
+        bool ok = fd >= 0 && write_all(fd, data, n);
+        int err = errno;
+        if (fd >= 0 && close(fd) != 0 && ok) { ok = false; err = errno; }
+        if (!ok) fatal(path, "cannot write: %s", strerror(err));
+        return;
+    }
+    size_t len = strlen(path) + 8;
+    char *tmp = malloc(len);
+    if (!tmp) die("out of memory");
+    snprintf(tmp, len, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int err = errno;
+        free(tmp);
+        fatal(path, "cannot write: %s", strerror(err));
+    }
+    mode_t mask = umask(0);             /* mkstemp makes 0600; outputs get 0666 & ~umask */
+    umask(mask);
+    bool ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, data, n);
+    int err = errno;
+    if (close(fd) != 0 && ok) { ok = false; err = errno; }
+    if (ok && rename(tmp, path) != 0) { ok = false; err = errno; }
+    if (!ok) {
+        unlink(tmp);
+        free(tmp);
+        fatal(path, "cannot write: %s", strerror(err));
+    }
+    free(tmp);
 }
 
 _Noreturn void die_(const char *file, int line, const char *fmt, ...) {

@@ -10,6 +10,7 @@
 #ifndef ONNXCC_UTIL_H
 #define ONNXCC_UTIL_H
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,11 +35,29 @@ void error(const char *where, const char *fmt, ...) __attribute__((format(printf
 _Noreturn void fatal(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Exit(1) if any error() was reported. */
 void exit_if_errors(void);
+/* How fatal() and exit_if_errors() end the process: exit, unless the fuzzer (tests/fuzz/)
+ * makes it jump back to its loop. It must not return. */
+extern void (*error_exit)(int status);
 void warn(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Output files to delete if the compilation fails (paths are copied). */
+/* Output files to delete if the compilation fails (paths are copied). Only regular files (or
+ * paths that do not exist yet) are registered: /dev/null must survive a failed compilation. */
 void out_register(const char *path);
+/* Whether `path` names something that exists and is not a regular file (/dev/null, a FIFO). */
+bool out_is_special(const char *path);
+/* Write an output as a compiler should: a regular file (or a new one) through a temporary file
+ * next to it, renamed over it once complete, so that no reader ever sees half an output; a
+ * special file (out_is_special) directly, never replaced. fatal() on failure. */
+void out_write(const char *path, const void *data, size_t n);
 void out_commit(void);           /* success: forget the registered paths */
 void out_remove_all(void);
+
+/* ---- sizes computed from a model ----
+ * A model's numbers are untrusted: every element count, byte size, stride or offset computed
+ * from them goes through these, which saturate at INT64_MAX (INT64_MIN) instead of
+ * overflowing. A saturated result is far above any size limit (ir.h: Graph.max_bytes), so
+ * the check that follows the computation reports it as a user error. */
+int64_t sz_mul(int64_t a, int64_t b);
+int64_t sz_add(int64_t a, int64_t b);
 
 /* ---- internal bugs ---- */
 _Noreturn void die_(const char *file, int line, const char *fmt, ...)

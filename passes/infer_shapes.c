@@ -45,6 +45,18 @@ static void fix_softmax_axis(Graph *g, Node *n) {
     if (axis < 0) ir_attr_set_int(g, n, "axis", axis + rank);
 }
 
+/* The size limit, for values whose shape the model states (inputs, constants) and for each
+ * rule's outputs, before anything multiplies their dims again. */
+static bool size_ok(Graph *g, const char *where, const Value *v) {
+    if (!has_shape(v) || ir_extent(v) <= g->max_bytes) return true;
+    const char *dims = "";
+    for (int d = 0; d < v->rank; d++)
+        dims = arena_printf(g->arena, "%s%s%lld", dims, d ? "x" : "", (long long)v->dims[d]);
+    error(where, "'%s' (%s[%s]) is too large: onnxcc's limit for this target is %lld bytes "
+          "per tensor", v->name, dtype_name(v->dtype), dims, (long long)g->max_bytes);
+    return false;
+}
+
 static bool inputs_known(const Node *n) {
     for (int i = 0; i < n->nin; i++)
         if (n->in[i] && !has_shape(n->in[i])) return false;
@@ -85,6 +97,7 @@ static void infer_node(Graph *g, Node *n) {
                   v->dtype == DT_UNDEF ? "dtype" : "shape", v->name);
             return;
         }
+        if (v && !size_ok(g, ir_where(g, n), v)) return;
     }
     /* DequantizeLinear of constant weights is left for fuse_qdq, which keeps the 8-bit data;
      * fold_constants folds what it does not take */
@@ -97,6 +110,11 @@ void infer_graph(Graph *g) {
 }
 
 void infer_shapes(Graph *g) {
+    for (int i = 0; i < g->nvalues; i++) {
+        Value *v = g->values[i];
+        if (v->is_input || v->data) size_ok(g, g->path, v);
+    }
+    exit_if_errors();
     infer_graph(g);
     exit_if_errors();
 }

@@ -166,6 +166,9 @@ Value *rule_opt_in(const Node *n, int i);
 Expr *rule_centered(Program *p, Kernel *k, Buf *b, Expr **bi, Buf *zp, Expr *zi);
 
 bool rule_float_input(Graph *g, Node *n, int i);
+/* Inputs first..last (those present) have input 0's dtype, as the op's schema requires (one
+ * type variable T for all of them); else an error naming the odd one. */
+bool rule_same_type(Graph *g, Node *n, int first, int last);
 
 /* The random generator (helpers.c): Philox-4x32-10 of the counter ctr[0..4) (32-bit values of
  * any integer type, consumed) under the 64-bit key: the code that leaves the four words (as

@@ -266,6 +266,47 @@ if [ $rc = 0 ] && ! grep -q profile $dir/n.h && ! nm $dir/n.o | grep -q profile;
 else
     fail "no --profile" "a normal build mentions profile"
 fi
+# Outputs: a special file (here a FIFO, as /dev/null would be) is written directly, never
+# replaced, and gets no header unless --header asks; --header puts the header anywhere.
+fresh
+mkfifo $dir/pipe
+cat $dir/pipe >$B/pipe.o &
+run models/mlp/model.onnx -o $dir/pipe
+wait
+if [ $rc = 0 ] && [ -p $dir/pipe ] && [ "$(ls -A $dir)" = pipe ] \
+   && [ "$(head -c 4 $B/pipe.o | od -An -c | tr -d ' ')" = "177ELF" ]; then
+    ok "-o FIFO: the object goes through it, it stays a FIFO, no header"
+else
+    fail "-o FIFO" "exit status $rc; folder holds: $(ls -A $dir | tr '\n' ' ')"
+fi
+cat $dir/pipe >/dev/zero &
+run models/mlp/model.onnx -o $dir/pipe --header $dir/pipe.h
+wait
+if [ $rc = 0 ] && [ -p $dir/pipe ] && grep -q 'pipe_run' $dir/pipe.h; then
+    ok "-o FIFO --header PATH: the header is written"
+else
+    fail "-o FIFO --header PATH" "exit status $rc"
+fi
+rm -f $dir/pipe.h
+cat $dir/pipe >/dev/zero &
+run $B/unknown_ops.onnx -o $dir/pipe
+# a reader that never gets a writer: open it ourselves so that cat ends
+[ -p $dir/pipe ] && : >$dir/pipe
+wait
+if [ $rc = 1 ] && [ -p $dir/pipe ]; then
+    ok "a failed compilation does not remove a special output"
+else
+    fail "failed compilation with a FIFO output" "exit status $rc; pipe still a FIFO: $([ -p $dir/pipe ] && echo yes || echo no)"
+fi
+fresh
+mkdir -p $dir/inc
+run models/mlp/model.onnx -o $dir/m.o --header $dir/inc/mlp.h
+if [ $rc = 0 ] && [ -s $dir/m.o ] && grep -q 'm_run' $dir/inc/mlp.h && [ ! -e $dir/m.h ] \
+   && [ -z "$(ls $dir | grep -v -x -e m.o -e inc)" ]; then
+    ok "--header PATH: the header there, none beside the object, no temporary left"
+else
+    fail "--header PATH" "exit status $rc; folder: $(ls -A $dir | tr '\n' ' ')"
+fi
 fresh; expect_error "bench --target" 2 1 target -- bench models/mlp/model.onnx --target thumbv7em-none-eabihf
 fresh; expect_error "bench: missing model" 1 1 nosuch -- bench $dir/nosuch.onnx
 

@@ -4,12 +4,12 @@
 #   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
 #   (convolutions with constant weights against numpy), tests/rnn.sh (RNN/GRU/LSTM against
 #   numpy), tests/random.sh (the random ops' distributions against numpy's), tests/cli.sh
-#   (command line and error
-#   paths), tests/golden.sh (ONNX backend test data, at -O2 and again at -O0, -O1 and -O3),
-#   tests/models.sh (the sample models, two models in one program), tests/int8.sh (quantized
-#   models against onnxruntime's outputs) and tests/firmware/run.sh (Cortex-M4 and RV32IMAFC
-#   under QEMU), tests/install.sh (make install, the man page, the CMake module for the host and
-#   a Cortex-M4).
+#   (command line and error paths), tests/malformed.sh (untrusted input: tests/malformed/gen.py's
+#   catalogue and the fuzzer's regression corpus), tests/golden.sh (ONNX backend test data, at
+#   -O2 and again at -O0, -O1 and -O3), tests/models.sh (the sample models, two models in one
+#   program), tests/int8.sh (quantized models against onnxruntime's outputs) and
+#   tests/firmware/run.sh (Cortex-M4 and RV32IMAFC under QEMU), tests/install.sh (make install,
+#   the man page, the CMake module for the host and a Cortex-M4).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
 # runner's failures and that line, and sums them up. Full logs: $B/test/NAME.log.
 # Last line: "test: N passed, N failed"; exit 1 if anything failed.
@@ -113,6 +113,7 @@ runner convs sh tests/convs.sh
 runner rnn sh tests/rnn.sh
 runner random-ops sh tests/random.sh
 runner cli sh tests/cli.sh
+runner malformed sh tests/malformed.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 for o in -O0 -O1 -O3; do
     runner golden$o sh tests/golden.sh $o ${GOLDEN_PATTERN:-}

@@ -5,7 +5,8 @@ set -eu
 PKGS="build-essential pkg-config llvm-19-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
       libonnx-dev libonnx-testdata python3-onnx python3-numpy cmake
       gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
-      gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc"
+      gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
+      clang-19 libclang-rt-19-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qx installed || missing="$missing $p"

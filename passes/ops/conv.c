@@ -32,6 +32,7 @@ void infer_conv(Graph *g, Node *n) {
     Value *x = n->in[0], *wt = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
     int64_t grp = ir_attr_int(n, "group", 1), ks[MAX_RANK], dims[MAX_RANK];
     Window w;
+    if (!rule_same_type(g, n, 1, 2)) return;
     if (x->rank < 3 || wt->rank != x->rank) {
         error(ir_where(g, n), "input rank %d and weight rank %d: need equal ranks >= 3", x->rank,
               wt->rank);
@@ -154,6 +155,7 @@ void infer_convtranspose(Graph *g, Node *n) {
     Value *x = n->in[0], *wt = n->in[1], *b = n->nin > 2 ? n->in[2] : NULL;
     int64_t grp = ir_attr_int(n, "group", 1), dims[MAX_RANK];
     Window w;
+    if (!rule_same_type(g, n, 1, 2)) return;
     if (x->rank < 3 || wt->rank != x->rank) {
         error(ir_where(g, n), "input rank %d and weight rank %d: need equal ranks >= 3", x->rank,
               wt->rank);

@@ -115,7 +115,7 @@ int64_t rule_ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : 
 /* Output size of one spatial dim with explicit pads. In ceil mode the last window must
  * start inside the input or the left padding (as onnx's reference and PyTorch do). */
 static int64_t window_out(Window *w, int i, bool ceil_mode) {
-    int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+    int64_t ext = sz_add(sz_mul(w->k[i] - 1, w->d[i]), 1);
     int64_t span = w->in[i] + w->pb[i] + w->pe[i] - ext;
     if (span < 0) return -1;
     if (!ceil_mode) return span / w->s[i] + 1;
@@ -154,8 +154,17 @@ bool rule_window(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil
             error(where, "kernel, strides and dilations must be positive and pads non-negative");
             return false;
         }
+        /* each below 2^40, so that the sums below cannot overflow */
+        if (MAX(MAX(w->k[i], w->s[i]), MAX(w->d[i], MAX(w->pb[i], w->pe[i]))) > IR_MAX_BYTES_64) {
+            error(where, "kernel, strides, dilations or pads too large (over 2^40)");
+            return false;
+        }
         if (same) {
-            int64_t ext = (w->k[i] - 1) * w->d[i] + 1;
+            int64_t ext = sz_add(sz_mul(w->k[i] - 1, w->d[i]), 1);
+            if (ext > IR_MAX_BYTES_64) {
+                error(where, "window of spatial dim %d larger than the padded input", i);
+                return false;
+            }
             w->out[i] = rule_ceil_div(w->in[i], w->s[i]);
             int64_t total = MAX(0, (w->out[i] - 1) * w->s[i] + ext - w->in[i]);
             w->pb[i] = ap[5] == 'U' ? total / 2 : total - total / 2;
@@ -377,6 +386,19 @@ Expr *rule_centered(Program *p, Kernel *k, Buf *b, Expr **bi, Buf *zp, Expr *zi)
     Expr *z = kir_numel(zp) == 1 || !zi ? rule_load_first(p, k, zp) : kx_load(p, zp, &zi);
     kir_param(p, k, zp, KP_IN);
     return kx_bin(p, K_SUB, v, kx_cast(p, DT_INT32, z));
+}
+
+bool rule_same_type(Graph *g, Node *n, int first, int last) {
+    DType t = n->in[0]->dtype;
+    for (int i = first; i <= last && i < n->nin; i++) {
+        Value *v = n->in[i];
+        if (v && v->dtype != t) {
+            error(ir_where(g, n), "input %d '%s' is %s, but input 0 is %s: they must have the "
+                  "same type", i, v->name, dtype_name(v->dtype), dtype_name(t));
+            return false;
+        }
+    }
+    return true;
 }
 
 bool rule_float_input(Graph *g, Node *n, int i) {

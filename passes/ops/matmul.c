@@ -18,6 +18,7 @@
 void infer_gemm(Graph *g, Node *n) {
     Value *a = n->in[0], *b = n->in[1], *c = n->nin > 2 ? n->in[2] : NULL;
     bool ta = ir_attr_int(n, "transA", 0), tb = ir_attr_int(n, "transB", 0);
+    if (!rule_same_type(g, n, 1, 2)) return;
     if (a->rank != 2 || b->rank != 2) {
         error(ir_where(g, n), "A and B must be matrices (ranks %d, %d)", a->rank, b->rank);
         return;
@@ -78,6 +79,7 @@ void lower_gemm(Lower *L, Node *n) {
 void infer_matmul(Graph *g, Node *n) {
     Value *a = n->in[0], *b = n->in[1];
     MatShape s;
+    if (!rule_same_type(g, n, 1, 1)) return;
     if (!rule_matmul_shape(a, b, &s)) {
         error(ir_where(g, n), "shapes of A (rank %d) and B (rank %d) do not multiply", a->rank,
               b->rank);

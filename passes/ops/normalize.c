@@ -22,6 +22,13 @@ void infer_batchnorm(Graph *g, Node *n) {
         error(ir_where(g, n), "input must have rank >= 2 (N, C, ...), not %d", x->rank);
         return;
     }
+    /* opset 15 lets scale and bias (T1), mean and var (T2) be other float types than x */
+    for (int i = 1; i < 5; i++)
+        if (!dtype_is_float(n->in[i]->dtype)) {
+            error(ir_where(g, n), "input %d '%s' is %s; it must be a float type", i,
+                  n->in[i]->name, dtype_name(n->in[i]->dtype));
+            return;
+        }
     for (int i = 1; i < 5; i++)
         if (ir_numel(n->in[i]) != x->dims[1] || n->in[i]->rank != 1) {
             error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
@@ -261,7 +268,7 @@ void infer_layernorm(Graph *g, Node *n) {
     Value *x = n->in[0];
     int axis, rank = x->rank;
     int64_t dims[MAX_RANK];
-    if (!layernorm_axis(g, n, &axis)) return;
+    if (!layernorm_axis(g, n, &axis) || !rule_same_type(g, n, 1, 2)) return;
     for (int i = 1; i < 3 && i < n->nin; i++) {
         Value *s = n->in[i];
         if (s && !rule_broadcasts_to(s, rank - axis, x->dims + axis)) {

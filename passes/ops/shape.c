@@ -76,11 +76,11 @@ void infer_reshape(Graph *g, Node *n) {
             error(ir_where(g, n), "bad target shape %s", rule_dims_str(g, rank, dims));
             return;
         }
-        known *= dims[d];
+        known = sz_mul(known, dims[d]);
     }
     if (infer_at >= 0) dims[infer_at] = known ? ir_numel(x) / known : 0;
     int64_t numel = 1;
-    for (int d = 0; d < rank; d++) numel *= dims[d];
+    for (int d = 0; d < rank; d++) numel = sz_mul(numel, dims[d]);
     if (numel != ir_numel(x)) {
         error(ir_where(g, n), "cannot reshape %s into %s", rule_dims_str(g, x->rank, x->dims),
               rule_dims_str(g, rank, dims));

@@ -1,0 +1,434 @@
+#!/usr/bin/python3
+"""gen.py OUTDIR - the malformed-input catalogue that tests/malformed.sh feeds to onnxcc: crafted
+models (sizes that overflow, nesting that would exhaust the stack, missing or mistyped operands,
+impossible opsets, gzip bombs, external data that escapes its folder), truncations and byte
+flips of the sample models, bad attributes for each op family and misuses of the command line.
+
+Writes the files into OUTDIR and a table OUTDIR/cases.txt, one case a line:
+    NAME<TAB>STATUS<TAB>PATTERN<TAB>ARGS
+STATUS is the exit status onnxcc must give (1: user error, 2: bad command line, 0: must work,
+as external data that stays in its folder; "flip": 0 or 1, for byte flips whose damage a
+model may survive). PATTERN is a fixed string the error line
+must hold ("-": any). ARGS are onnxcc's arguments, split on spaces; @D@ stands for the case's
+own (empty) output folder and @M@ for OUTDIR. Every case must end with exactly one
+"onnxcc: error:" line and leave @D@ empty."""
+import gzip
+import os
+import random
+import struct
+import sys
+import zlib
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = sys.argv[1]
+CASES = []
+BIG = 1 << 40
+
+
+def case(name, status, pattern, args):
+    CASES.append((name, str(status), pattern, args))
+
+
+def f32(name, shape, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, **kw):
+    g = helper.make_graph(nodes, "m", inputs, outputs, initializer=list(inits))
+    ops = [] if opset is None else [helper.make_opsetid("", opset)]
+    return helper.make_model(g, opset_imports=ops, **kw)
+
+
+def save(name, m):
+    path = os.path.join(OUT, name + ".onnx")
+    with open(path, "wb") as f:
+        f.write(m if isinstance(m, bytes) else m.SerializeToString())
+    return path
+
+
+def compile_case(name, m, pattern, status=1, extra=""):
+    save(name, m)
+    case(name, status, pattern, f"@M@/{name}.onnx -o @D@/x.o{extra}")
+
+
+def const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def unary(op, shape, **attrs):
+    return model([helper.make_node(op, ["x"], ["y"], **attrs)], [f32("x", shape)], [f32("y", None)])
+
+
+def big_tensor(name, dims):
+    t = TensorProto(name=name, data_type=TensorProto.FLOAT)
+    t.dims.extend(dims)
+    return t
+
+
+# ---- 1. sizes that overflow ----
+def sizes():
+    compile_case("relu_huge", unary("Relu", [BIG, BIG]), "too large")
+    compile_case("relu_2e62", unary("Relu", [1 << 31, 1 << 31]), "too large")
+    w = const("W", np.ones((1, 1, 1, 1), np.float32))
+    compile_case("conv_pads_huge", model(
+        [helper.make_node("Conv", ["x", "W"], ["y"], pads=[BIG, BIG, BIG, BIG])],
+        [f32("x", [1, 1, 4, 4])], [f32("y", None)], [w]), "too large")
+    compile_case("reshape_overflow", model(
+        [helper.make_node("Reshape", ["x", "s"], ["y"])], [f32("x", [4])], [f32("y", None)],
+        [const("s", np.array([BIG, BIG, -1], np.int64))]), "-")
+    compile_case("expand_huge", model(
+        [helper.make_node("Expand", ["x", "s"], ["y"])], [f32("x", [1])], [f32("y", None)],
+        [const("s", np.array([BIG, BIG], np.int64))]), "too large")
+    compile_case("constantofshape_huge", model(
+        [helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [f32("y", None)],
+        [const("s", np.array([BIG, BIG], np.int64))]), "too large")
+    compile_case("tile_huge", model(
+        [helper.make_node("Tile", ["x", "r"], ["y"])], [f32("x", [2, 2])], [f32("y", None)],
+        [const("r", np.array([BIG, BIG], np.int64))]), "too large")
+    compile_case("pad_huge", model(
+        [helper.make_node("Pad", ["x", "p"], ["y"])], [f32("x", [2, 2])], [f32("y", None)],
+        [const("p", np.array([BIG, BIG, BIG, BIG], np.int64))]), "too large")
+    compile_case("initializer_dims_huge", model(
+        [helper.make_node("Relu", ["w"], ["y"])], [], [f32("y", None)],
+        [big_tensor("w", [BIG, BIG])]), "too large")
+    compile_case("input_negative_dim", unary("Relu", [-5, 2]), "-")
+    # the target's size_t: 3 GiB of floats do not fit a 32-bit address space
+    compile_case("too_large_for_32bit", unary("Relu", [3, 1 << 28]), "too large",
+                 extra=" --target thumbv7em-none-eabihf")
+
+
+# ---- 2. nesting ----
+def varint(n):
+    b = bytearray()
+    while True:
+        c = n & 0x7f
+        n >>= 7
+        if n:
+            b.append(c | 0x80)
+        else:
+            b.append(c)
+            return bytes(b)
+
+
+def field(num, payload):
+    if isinstance(payload, int):
+        return varint(num << 3) + varint(payload)
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def nested_if(depth):
+    """If nodes nested through then_branch `depth` deep, encoded by hand (the protobuf
+    libraries refuse to build or parse such nesting themselves)."""
+    vi = lambda n: field(1, n) + field(2, field(1, field(1, 1)))   # name, tensor float
+    graph = field(1, field(1, "x") + field(2, "y") + field(4, "Identity")) + field(2, "g") \
+        + field(12, vi("y"))
+    for _ in range(depth):
+        attr = field(1, "then_branch") + field(6, graph) + field(20, 5)
+        node = field(1, "c") + field(2, "y") + field(4, "If") + field(5, attr)
+        graph = field(1, node) + field(2, "g") + field(12, vi("y"))
+    top = graph + field(11, vi("c"))
+    return field(1, 7) + field(8, field(2, 13)) + field(7, top)
+
+
+def nesting():
+    save("nested_if_3000", nested_if(3000))
+    case("nested_if_3000", 1, "nest", "@M@/nested_if_3000.onnx -o @D@/x.o")
+    save("nested_if_65", nested_if(65))
+    case("nested_if_65", 1, "nest", "@M@/nested_if_65.onnx -o @D@/x.o")
+
+
+# ---- 3. missing or mistyped operands ----
+def operands():
+    w = const("W", np.ones((1, 1, 1, 1), np.float32))
+    compile_case("conv_empty_x", model([helper.make_node("Conv", ["", "W"], ["y"])], [],
+                                       [f32("y", None)], [w]), "input 0")
+    compile_case("matmul_empty_a", model([helper.make_node("MatMul", ["", "x"], ["y"])],
+                                         [f32("x", [2, 2])], [f32("y", None)]), "input 0")
+    compile_case("gemm_empty_b", model([helper.make_node("Gemm", ["x", ""], ["y"])],
+                                       [f32("x", [2, 2])], [f32("y", None)]), "inputs")
+    compile_case("input_elem_type_0", model([helper.make_node("Relu", ["x"], ["y"])],
+                                            [f32("x", [2], 0)], [f32("y", None)]), "element type")
+    compile_case("input_elem_type_0_add", model([helper.make_node("Add", ["x", "z"], ["y"])],
+                                                [f32("x", [2], 0), f32("z", [2])],
+                                                [f32("y", None)]), "element type")
+    x = f32("x", [1, 1, 2, 2])
+    for dt, npt in (("float16", np.float16), ("bool", np.bool_), ("int16", np.int16)):
+        b = const("B", np.ones((1,), npt))
+        compile_case(f"conv_bias_{dt}", model([helper.make_node("Conv", ["x", "W", "B"], ["y"])],
+                                             [x], [f32("y", None)], [w, b]), dt)
+        p = [const(n, np.ones((1,), np.float32)) for n in "sbmv"]
+        p[1] = const("b", np.ones((1,), npt))
+        # opset 15 allows float16 parameters for float32 data
+        compile_case(f"batchnorm_{dt}", model(
+            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+            [x], [f32("y", None)], p), dt, status="flip" if dt == "float16" else 1)
+    compile_case("conv_weight_int64", model(
+        [helper.make_node("Conv", ["x", "W"], ["y"])], [x], [f32("y", None)],
+        [const("W", np.ones((1, 1, 1, 1), np.int64))]), "int64")
+    compile_case("matmul_mixed_types", model(
+        [helper.make_node("MatMul", ["x", "z"], ["y"])],
+        [f32("x", [2, 2]), f32("z", [2, 2], TensorProto.INT32)], [f32("y", None)]), "-")
+    compile_case("add_mixed_types", model(
+        [helper.make_node("Add", ["x", "z"], ["y"])],
+        [f32("x", [2]), f32("z", [2], TensorProto.DOUBLE)], [f32("y", None)]), "-")
+    compile_case("relu_string", model([helper.make_node("Relu", ["x"], ["y"])],
+                                      [f32("x", [2], TensorProto.STRING)], [f32("y", None)]),
+                 "string")
+
+
+# ---- 4. opsets ----
+def opsets():
+    compile_case("no_opset_import", model([helper.make_node("Relu", ["x"], ["y"])],
+                                          [f32("x", [2])], [f32("y", None)], opset=None),
+                 "opset")
+    compile_case("opset_10000", model([helper.make_node("Relu", ["x"], ["y"])],
+                                      [f32("x", [2])], [f32("y", None)], opset=10000),
+                 "10000")
+    compile_case("opset_0", model([helper.make_node("Relu", ["x"], ["y"])],
+                                  [f32("x", [2])], [f32("y", None)], opset=0), "opset")
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [f32("x", [2])], [f32("y", None)])
+    m.opset_import.append(helper.make_opsetid("ai.onnx.preview.training", 99999))
+    compile_case("training_opset_99999", m, "99999")
+
+
+# ---- 5. gzip ----
+def gz():
+    real = open("models/mlp/model.onnx", "rb").read()
+    g = bytearray(gzip.compress(real))
+    g[-4:] = struct.pack("<I", 0xffffffff)        # ISIZE claims 4 GiB
+    open(os.path.join(OUT, "isize_4g.onnx.gz"), "wb").write(g)
+    case("gzip_isize_4g", 1, "gzip", "@M@/isize_4g.onnx.gz -o @D@/x.o")
+    tiny = gzip.compress(b"\x08\x07")[:-4] + struct.pack("<I", 0xffffffff)
+    open(os.path.join(OUT, "tiny_isize_4g.onnx.gz"), "wb").write(tiny)
+    case("gzip_tiny_isize_4g", 1, "gzip", "@M@/tiny_isize_4g.onnx.gz -o @D@/x.o")
+    g = gzip.compress(real)
+    open(os.path.join(OUT, "truncated.onnx.gz"), "wb").write(g[:len(g) // 2])
+    case("gzip_truncated", 1, "gzip", "@M@/truncated.onnx.gz -o @D@/x.o")
+    # a bomb: 256 MiB of zeros in about 256 KB; the default limit refuses it early
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = bytes(1 << 20)
+    bomb = b"".join(c.compress(chunk) for _ in range(256)) + c.flush()
+    open(os.path.join(OUT, "bomb.onnx.gz"), "wb").write(bomb)
+    case("gzip_bomb", 1, "max-model-size", "@M@/bomb.onnx.gz -o @D@/x.o")
+    case("gzip_bomb_small_limit", 1, "max-model-size",
+         "@M@/bomb.onnx.gz --max-model-size 1000 -o @D@/x.o")
+    # a raw model over --max-model-size
+    case("max_model_size_plain", 1, "max-model-size",
+         "models/mlp/model.onnx --max-model-size 100 -o @D@/x.o")
+
+
+# ---- 6. truncations and byte flips of real models ----
+def damage():
+    for src in ("mlp", "cnn"):
+        real = open(f"models/{src}/model.onnx", "rb").read()
+        for frac in (1, 7, 33, 50, 90, 99):
+            n = len(real) * frac // 100
+            open(os.path.join(OUT, f"trunc_{src}_{frac}.onnx"), "wb").write(real[:n])
+            case(f"trunc_{src}_{frac}", 1, "-", f"@M@/trunc_{src}_{frac}.onnx -o @D@/x.o")
+        rnd = random.Random(src)
+        # the first 2 KB hold the graph structure; weights follow
+        head = min(len(real), 2048)
+        for k in range(24):
+            b = bytearray(real)
+            for _ in range(1 + k % 4):
+                b[rnd.randrange(head)] ^= 1 << rnd.randrange(8)
+            open(os.path.join(OUT, f"flip_{src}_{k}.onnx"), "wb").write(bytes(b))
+            case(f"flip_{src}_{k}", "flip", "-", f"@M@/flip_{src}_{k}.onnx -o @D@/x.o")
+
+
+# ---- 7. bad attributes, per op family ----
+def attrs():
+    x4 = [f32("x", [1, 2, 4, 4])]
+    w = const("W", np.ones((2, 2, 3, 3), np.float32))
+    y = [f32("y", None)]
+    conv = lambda name, **a: compile_case(name, model(
+        [helper.make_node("Conv", ["x", "W"], ["y"], **a)], x4, y, [w]), "-")
+    conv("conv_strides_0", strides=[0, 0])
+    conv("conv_dilations_0", dilations=[0, 1])
+    conv("conv_negative_pads", pads=[-3, 0, 0, 0])
+    conv("conv_group_0", group=0)
+    conv("conv_group_3", group=3)
+    conv("conv_kernel_shape_wrong", kernel_shape=[5, 5])
+    conv("conv_pads_short", pads=[1])
+    conv("conv_auto_pad_bogus", auto_pad="SIDEWAYS")
+    conv("conv_strides_huge", strides=[BIG * 2, 1])
+    conv("conv_dilations_huge", dilations=[BIG, 1])
+    pool = lambda name, op, **a: compile_case(name, model(
+        [helper.make_node(op, ["x"], ["y"], **a)], x4, y), "-")
+    pool("maxpool_kernel_0", "MaxPool", kernel_shape=[0, 0])
+    pool("maxpool_no_kernel", "MaxPool")
+    pool("maxpool_strides_0", "MaxPool", kernel_shape=[2, 2], strides=[0, 0])
+    pool("avgpool_kernel_huge", "AveragePool", kernel_shape=[BIG, 2])
+    pool("avgpool_kernel_negative", "AveragePool", kernel_shape=[-2, 2])
+    un = lambda name, op, **a: compile_case(name, unary(op, [2, 3], **a), "-")
+    un("softmax_axis_5", "Softmax", axis=5)
+    un("flatten_axis_9", "Flatten", axis=9)
+    un("transpose_perm_dup", "Transpose", perm=[0, 0])
+    un("transpose_perm_range", "Transpose", perm=[0, 7])
+    un("transpose_perm_short", "Transpose", perm=[0])
+    compile_case("reducemean_axes_range", model(
+        [helper.make_node("ReduceMean", ["x"], ["y"], axes=[4])], [f32("x", [2, 3])], y), "-")
+    un("argmax_axis_range", "ArgMax", axis=-9)
+    un("cast_to_0", "Cast", to=0)
+    un("cast_to_1000", "Cast", to=1000)
+    un("cast_to_string", "Cast", to=TensorProto.STRING)
+    un("lrn_size_0", "LRN", size=0)
+    un("depthtospace_blocksize_0", "DepthToSpace", blocksize=0)
+    un("spacetodepth_blocksize_huge", "SpaceToDepth", blocksize=BIG)
+    un("hardmax_axis_range", "Hardmax", axis=3)
+    un("layernorm_axis_range", "LayerNormalization", axis=5)
+    un("einsum_bad_equation", "Einsum", equation="ij,->(")
+    two = lambda name, op, sh2, **a: compile_case(name, model(
+        [helper.make_node(op, ["x", "z"], ["y"], **a)], [f32("x", [2, 3]), f32("z", sh2)], y), "-")
+    two("concat_axis_range", "Concat", [2, 3], axis=2)
+    two("concat_shape_mismatch", "Concat", [4, 4], axis=0)
+    two("gemm_shape_mismatch", "Gemm", [4, 4])
+    two("matmul_shape_mismatch", "MatMul", [4, 4])
+    two("add_broadcast_mismatch", "Add", [4, 4])
+    idx = lambda name, op, ind, **a: compile_case(name, model(
+        [helper.make_node(op, ["x", "i"], ["y"], **a)], [f32("x", [2, 3])], y,
+        [const("i", np.array(ind, np.int64))]), "-")
+    idx("gather_axis_range", "Gather", [0], axis=4)
+    idx("gather_index_range", "Gather", [7])
+    idx("reshape_two_minus_one", "Reshape", [-1, -1])
+    idx("reshape_wrong_count", "Reshape", [5, 5])
+    idx("reshape_negative", "Reshape", [-6])
+    idx("tile_negative", "Tile", [-1, 1])
+    idx("expand_incompatible", "Expand", [5, 5])
+    idx("split_sizes_wrong", "Split", [1, 5], axis=1)
+    idx("unsqueeze_axis_dup", "Unsqueeze", [0, 0])
+    idx("squeeze_non_one", "Squeeze", [0])
+    idx("topk_k_too_big", "TopK", [9])
+    compile_case("slice_step_0", model(
+        [helper.make_node("Slice", ["x", "s", "e", "a", "t"], ["y"])], [f32("x", [4])], y,
+        [const("s", np.array([0], np.int64)), const("e", np.array([4], np.int64)),
+         const("a", np.array([0], np.int64)), const("t", np.array([0], np.int64))]), "-")
+    compile_case("range_delta_0", model(
+        [helper.make_node("Range", ["a", "b", "c"], ["y"])], [], y,
+        [const("a", np.array(0, np.int64)), const("b", np.array(10, np.int64)),
+         const("c", np.array(0, np.int64))]), "-")
+    compile_case("range_huge", model(
+        [helper.make_node("Range", ["a", "b", "c"], ["y"])], [], y,
+        [const("a", np.array(0, np.int64)), const("b", np.array(1 << 62, np.int64)),
+         const("c", np.array(1, np.int64))]), "-")
+    compile_case("pad_mode_bogus", model(
+        [helper.make_node("Pad", ["x", "p"], ["y"], mode="sideways")], [f32("x", [2])], y,
+        [const("p", np.array([1, 1], np.int64))]), "-")
+    compile_case("resize_mode_bogus", model(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="cubic2")], [f32("x", [1, 1, 2, 2])],
+        y, [const("s", np.array([1, 1, 2, 2], np.float32))]), "-")
+    compile_case("resize_scale_huge", model(
+        [helper.make_node("Resize", ["x", "", "s"], ["y"])], [f32("x", [1, 1, 2, 2])],
+        y, [const("s", np.array([1, 1, 1e12, 1e12], np.float32))]), "-")
+    compile_case("lstm_hidden_0", model(
+        [helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=0)],
+        [f32("x", [1, 1, 2])], y,
+        [const("W", np.ones((1, 0, 2), np.float32)), const("R", np.ones((1, 0, 0), np.float32))]),
+        "-")
+    compile_case("lstm_hidden_mismatch", model(
+        [helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=3)],
+        [f32("x", [1, 1, 2])], y,
+        [const("W", np.ones((1, 8, 2), np.float32)), const("R", np.ones((1, 8, 2), np.float32))]),
+        "-")
+    compile_case("constant_no_value", model([helper.make_node("Constant", [], ["y"])], [], y), "-")
+    compile_case("batchnorm_param_shape", model(
+        [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+        [f32("x", [1, 2, 2, 2])], y,
+        [const(n, np.ones((5,), np.float32)) for n in "sbmv"]), "-")
+    compile_case("quantize_scale_type", model(
+        [helper.make_node("QuantizeLinear", ["x", "s"], ["y"])], [f32("x", [2])], y,
+        [const("s", np.array(1, np.int64))]), "-")
+    compile_case("attr_wrong_type", model(
+        [helper.make_node("Softmax", ["x"], ["y"], axis="one")], [f32("x", [2])], y), "-")
+    compile_case("dft_length_0", model(
+        [helper.make_node("DFT", ["x", "n"], ["y"])], [f32("x", [1, 4, 1])], y,
+        [const("n", np.array(0, np.int64))], opset=17), "-")
+
+
+# ---- 8. external data ----
+def external():
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    ext = os.path.join(OUT, "ext")
+    os.makedirs(os.path.join(ext, "sub"), exist_ok=True)
+    with open(os.path.join(ext, "w.bin"), "wb") as f:
+        f.write(b"\0" * 8 + np.arange(4, dtype=np.float32).tobytes())
+
+    def ext_model(name, loc, offset=None, length=None):
+        tp = TensorProto()
+        tp.CopyFrom(t)
+        tp.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", loc), ("offset", offset), ("length", length)):
+            if v is not None:
+                e = tp.external_data.add()
+                e.key, e.value = k, str(v)
+        m = model([helper.make_node("Relu", ["w"], ["y"])], [], [f32("y", None)], [tp])
+        open(os.path.join(ext, name + ".onnx"), "wb").write(m.SerializeToString())
+        return f"@M@/ext/{name}.onnx -o @D@/x.o"
+
+    case("ext_absolute", 1, "absolute", ext_model("ext_absolute", "/etc/passwd"))
+    case("ext_dotdot", 1, "..", ext_model("ext_dotdot", "../cases.txt"))
+    case("ext_dotdot_inside", 1, "..", ext_model("ext_dotdot_inside", "sub/../w.bin", 8, 16))
+    case("ext_missing", 1, "nosuch.bin", ext_model("ext_missing", "nosuch.bin"))
+    case("ext_offset_past_end", 1, "offset", ext_model("ext_offset_past_end", "w.bin", 100, 16))
+    case("ext_length_past_end", 1, "length", ext_model("ext_length_past_end", "w.bin", 8, 64))
+    case("ext_length_wrong", 1, "16", ext_model("ext_length_wrong", "w.bin", 8, 12))
+    case("ext_offset_negative", 1, "offset", ext_model("ext_offset_negative", "w.bin", -8, 16))
+    case("ext_no_location", 1, "location", ext_model("ext_no_location", None))
+    case("ext_directory", 1, "sub", ext_model("ext_directory", "sub"))
+    if not os.path.lexists(os.path.join(ext, "escape.bin")):
+        os.symlink("/etc/hostname", os.path.join(ext, "escape.bin"))
+    case("ext_symlink_escape", 1, "symlink", ext_model("ext_symlink_escape", "escape.bin"))
+    if not os.path.lexists(os.path.join(ext, "sub", "up")):
+        os.symlink("../..", os.path.join(ext, "sub", "up"))
+    case("ext_symlink_dir_escape", 1, "symlink",
+         ext_model("ext_symlink_dir_escape", "sub/up/cases.txt"))
+    # one that works: Relu of [0, 1, 2, 3] read at offset 8, checked against numpy's
+    case("ext_ok", 0, "-", "check " + ext_model("model", "w.bin", 8, 16).split()[0])
+    os.makedirs(os.path.join(ext, "test_data_set_0"), exist_ok=True)
+    want = numpy_helper.from_array(np.maximum(np.arange(4, dtype=np.float32), 0), "y")
+    open(os.path.join(ext, "test_data_set_0", "output_0.pb"), "wb").write(want.SerializeToString())
+    case("ext_ok_no_length", 0, "-", ext_model("ext_ok_no_length", "w4.bin", None, None))
+    with open(os.path.join(ext, "w4.bin"), "wb") as f:
+        f.write(np.arange(4, dtype=np.float32).tobytes())
+
+
+# ---- 9. the command line ----
+def cli():
+    m = "models/mlp/model.onnx"
+    case("cli_no_args", 2, "-", "")
+    case("cli_o_without_path", 2, "-", f"{m} -o")
+    case("cli_two_models", 2, "-", f"{m} {m} -o @D@/x.o")
+    case("cli_unknown_option", 2, "-", f"{m} --bogus -o @D@/x.o")
+    case("cli_bad_O", 2, "-", f"{m} -O9 -o @D@/x.o")
+    case("cli_bad_emit", 2, "-", f"{m} --emit=exe -o @D@/x.o")
+    case("cli_header_without_path", 2, "-", f"{m} -o @D@/x.o --header")
+    case("cli_header_same_as_output", 2, "-", f"{m} -o @D@/x.o --header @D@/x.o")
+    case("cli_max_model_size_bad", 2, "-", f"{m} --max-model-size lots -o @D@/x.o")
+    case("cli_max_model_size_negative", 2, "-", f"{m} --max-model-size -5 -o @D@/x.o")
+    case("cli_model_is_directory", 1, "-", "models/mlp -o @D@/x.o")
+    case("cli_output_is_directory", 1, "-", f"{m} -o @D@")
+    case("cli_output_dir_missing", 1, "-", f"{m} -o @D@/no/such/x.o")
+    case("cli_header_dir_missing", 1, "-", f"{m} -o @D@/x.o --header @D@/no/such/x.h")
+    case("cli_bad_shape", 2, "-", f"{m} --shape x=1xq -o @D@/x.o")
+    case("cli_bad_target", 1, "-", f"{m} --target nonsense-none-none -o @D@/x.o")
+    open(os.path.join(OUT, "empty.onnx"), "wb").close()
+    case("cli_empty_model_file", 1, "empty", "@M@/empty.onnx -o @D@/x.o")
+    case("cli_model_is_device", 1, "regular", "/dev/zero -o @D@/x.o")
+    case("cli_check_missing_dir", 1, "-", f"check {m} @D@/nosuch")
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for part in (sizes, nesting, operands, opsets, gz, damage, attrs, external, cli):
+        part()
+    with open(os.path.join(OUT, "cases.txt"), "w") as f:
+        for c in CASES:
+            f.write("\t".join(c) + "\n")
+
+
+if __name__ == "__main__":
+    main()
