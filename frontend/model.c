@@ -316,7 +316,8 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
     }
     const OpInfo *oi = &op_info[n->op];
     int missing = -1;
-    for (int i = 0; i < n->nin && i < oi->min_in; i++)
+    /* Scan-8's first input (sequence_lens) is optional, though the later ones are not */
+    for (int i = n->op == OP_Scan && n->opset < 9; i < n->nin && i < oi->min_in; i++)
         if (!n->in[i] && missing < 0) missing = i;
     if (n->opset < oi->since)
         error(where, "unsupported operator %s (domain '%s'): opset %d is older than %d",

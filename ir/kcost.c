@@ -2,8 +2,9 @@
  * nest (for `onnxcc bench`'s GFLOP/s and GB/s columns, and for anyone who wants a kernel's
  * MAC count).
  *
- * A multiply-accumulate is a float K_MUL that is an operand of a float K_ADD or K_SUB: the
- * `acc + a*b` of a matmul or convolution, also `x*scale + bias` of a fused batch norm. Other
+ * A multiply-accumulate is a K_MUL on data (float or integer, not index arithmetic) that is an
+ * operand of a K_ADD or K_SUB: the `acc + a*b` of a matmul or convolution, also `x*scale + bias`
+ * of a fused batch norm; an accumulated K_DOT4 (four byte products) is four. Other
  * arithmetic is not counted, so an elementwise or copy kernel has no MACs and is measured in
  * bytes. Each statement's MACs are multiplied by the trip counts of its enclosing loops. Where
  * an if guards a statement (padding of a convolution), both branches are priced at their larger
@@ -53,15 +54,20 @@ static bool eval(const Expr *e, const Env *env, int64_t *out) {
     }
 }
 
+/* Arithmetic on data, not on indices (DT_INDEX) or conditions. */
+static bool is_data(const Expr *e) { return e->type != DT_INDEX && e->type != DT_BOOL; }
+
 static bool is_add(const Expr *e) {
-    return e->kind == E_BIN && (e->op == K_ADD || e->op == K_SUB) && dtype_is_float(e->type);
+    return e->kind == E_BIN && (e->op == K_ADD || e->op == K_SUB) && is_data(e);
 }
 
+/* A load's indices are addresses: not looked into. */
 static int64_t expr_macs(const Expr *e) {
     int64_t n = 0;
-    for (int i = 0; i < e->nargs; i++) {
+    for (int i = 0; i < e->nargs && e->kind != E_LOAD; i++) {
         const Expr *x = e->args[i];
-        if (is_add(e) && x->kind == E_BIN && x->op == K_MUL && dtype_is_float(x->type)) n++;
+        if (is_add(e) && x->kind == E_BIN && x->op == K_MUL && is_data(x)) n++;
+        if (is_add(e) && x->kind == E_BIN && x->op == K_DOT4) n += 4;
         n += expr_macs(x);
     }
     return n;
