@@ -27,8 +27,10 @@
 typedef struct DataSet {
     const char *name;               /* "test_data_set_0" */
     const char *path;               /* for messages */
-    Tensor *in, *out;
+    Tensor *in, *out;               /* sequences and optionals: the tensors they hold */
     int nin, nout;
+    int64_t *in_lens;               /* per graph input that is a sequence or optional: --seq */
+    bool out_containers;            /* some output is one: the tensor counts must agree */
 } DataSet;
 
 typedef struct Source {             /* where the model and its data sets come from */
@@ -67,13 +69,29 @@ static Graph *load_model(Arena *a, Source *s) {
     fatal(s->path, "no model.onnx in the archive");
 }
 
-/* Load PREFIX0.pb, PREFIX1.pb, ... until one is missing (from the archive or the disk). */
-static int load_tensors(Arena *a, const Source *s, const char *dir, const char *prefix, Tensor **out) {
+/* Load PREFIX0.pb, PREFIX1.pb, ... until one is missing (from the archive or the disk). The
+ * file of a sequence or optional (vals[k]'s kind, the graph's values as loaded) gives the
+ * tensors it holds, one after the other, and its length in lens[k] (fe_parse_container). */
+static int load_tensors(Arena *a, const Source *s, const char *dir, const char *prefix, Tensor **out,
+                        Value *const *vals, int nvals, int64_t *lens) {
     int n = 0, cap = 0;
     *out = NULL;
-    for (;;) {
-        const char *path = arena_printf(a, "%s/%s_%d.pb", dir, prefix, n);
+    for (int k = 0;; k++) {
+        const char *path = arena_printf(a, "%s/%s_%d.pb", dir, prefix, k);
         Tensor t;
+        if (k < nvals && vals[k]->kind != VK_TENSOR) {
+            const TarEntry *e = s->tar ? tar_find(s, path) : NULL;
+            size_t size = e ? e->size : 0;
+            if (s->tar ? !e : access(path, R_OK) != 0) break;
+            const uint8_t *buf = e ? e->data : fe_read_file(a, path, &size);
+            Tensor *ts;
+            int m = fe_parse_container(a, buf, size, path, vals[k]->kind == VK_OPT, &ts, &lens[k]);
+            if (m < 0) exit_if_errors();
+            *out = arena_grow(a, *out, n, &cap, n + m + 1, sizeof(Tensor));
+            if (m) memcpy(*out + n, ts, sizeof(Tensor) * (size_t)m);
+            n += m;
+            continue;
+        }
         if (s->tar) {
             const TarEntry *e = tar_find(s, path);
             if (!e) break;
@@ -88,14 +106,18 @@ static int load_tensors(Arena *a, const Source *s, const char *dir, const char *
     return n;
 }
 
-static DataSet load_set(Arena *a, const Source *s, const char *dir) {
+static DataSet load_set(Arena *a, const Source *s, const char *dir, const Graph *g) {
     DataSet d = {0};
     const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
     d.name = base;
     d.path = s->tar ? arena_printf(a, "%s:%s", s->path, dir) : dir;
-    d.nin = load_tensors(a, s, dir, "input", &d.in);
-    d.nout = load_tensors(a, s, dir, "output", &d.out);
-    if (!d.nout) fatal(dir, "no output_0.pb in this test data set");
+    d.in_lens = ARENA_ARRAY(a, int64_t, g->ninputs + 1);
+    int64_t *out_lens = ARENA_ARRAY(a, int64_t, g->noutputs + 1);
+    d.nin = load_tensors(a, s, dir, "input", &d.in, g->inputs, g->ninputs, d.in_lens);
+    d.nout = load_tensors(a, s, dir, "output", &d.out, g->outputs, g->noutputs, out_lens);
+    for (int i = 0; i < g->noutputs; i++) d.out_containers |= g->outputs[i]->kind != VK_TENSOR;
+    if (!d.nout && access(arena_printf(a, "%s/output_0.pb", dir), R_OK) != 0 && !(s->tar && tar_find(s, arena_printf(a, "%s/output_0.pb", dir))))
+        fatal(dir, "no output_0.pb in this test data set");
     return d;
 }
 
@@ -289,7 +311,13 @@ static int run_set(Arena *a, const Cli *c, Program *p, RunFn run, const DataSet 
     for (int i = 0; i < p->ninputs; i++) ins[i] = aligned_copy(d->in[i].data, d->in[i].nbytes, align);
     for (int i = 0; i < p->noutputs; i++) outs[i] = aligned_copy(NULL, kir_nbytes(p->outputs[i]), align);
     void *arena = aligned_copy(NULL, (size_t)p->arena_size, align);
-    int rc = run(ins, outs, arena), failed = 0;
+    int rc = run(ins, outs, arena), failed = 0, ntensors = 0;
+    for (int i = 0; i < p->noutputs; i++) ntensors += !p->outputs[i]->dims_of;
+    if (d->out_containers && ntensors != d->nout) {
+        printf("  %s: MISMATCH: the model's sequence and optional outputs hold %d tensors, the data %d\n",
+               d->name, ntensors, d->nout);
+        failed++;
+    }
     if (rc != 0) {
         printf("  %s: run returned %d: MISMATCH\n", d->name, rc);
         failed = MAX(p->noutputs, 1);
@@ -437,6 +465,30 @@ static DataSet program_inputs(Arena *a, const DataSet *d, const Program *p, char
     return v;
 }
 
+/* Sequence and optional inputs take their length from the first data set (--seq), unless
+ * given; the graph's inputs are then the tensors they hold, as the data's are. */
+static void seqs_from_data(Arena *a, Options *o, Graph *g, const DataSet *d) {
+    int n = o->nseqs;
+    const char **names = ARENA_ARRAY(a, const char *, n + g->ninputs + 1);
+    int64_t *lens = ARENA_ARRAY(a, int64_t, n + g->ninputs + 1);
+    if (n) memcpy(names, o->seq_names, sizeof(char *) * (size_t)n);
+    if (n) memcpy(lens, o->seq_lens, sizeof(int64_t) * (size_t)n);
+    for (int i = 0; i < g->ninputs; i++) {
+        bool given = false;
+        for (int k = 0; k < o->nseqs; k++) given |= strcmp(o->seq_names[k], g->inputs[i]->name) == 0;
+        if (given || g->inputs[i]->kind == VK_TENSOR) continue;
+        names[n] = g->inputs[i]->name;
+        lens[n++] = d->in_lens[i];
+        printf("input '%s': %s from the data\n", g->inputs[i]->name,
+               d->in_lens[i] < 0 ? "none" : arena_printf(a, "%lld elements", (long long)d->in_lens[i]));
+    }
+    o->seq_names = names;
+    o->seq_lens = lens;
+    o->nseqs = n;
+    fix_containers(g, o);
+    exit_if_errors();
+}
+
 /* Sets the shapes from the data and decides whether to bind (cand[i]: bind input i). */
 static bool decide_binding(Arena *a, Cli *c, Graph *g, const DataSet *sets, int ndirs, bool *cand) {
     Options user = c->o;
@@ -464,8 +516,9 @@ int check_main(Arena *a, Cli *c) {
     DataSet *sets = ARENA_ARRAY(a, DataSet, ndirs);
     for (int i = 0; i < ndirs; i++) {
         Source plain = {.path = c->model, .tar_root = ""};
-        sets[i] = load_set(a, c->ndirs ? &plain : &s, dirs[i]);
+        sets[i] = load_set(a, c->ndirs ? &plain : &s, dirs[i], g);
     }
+    seqs_from_data(a, &c->o, g, &sets[0]);
     int ninputs = g->ninputs;
     char **names = ARENA_ARRAY(a, char *, ninputs + 1);
     for (int i = 0; i < ninputs; i++) names[i] = g->inputs[i]->name;

@@ -58,6 +58,9 @@ static const char usage_text[] =
     "                        TensorProto (repeatable); it is no longer an input of the\n"
     "                        compiled model. check binds integer inputs that fix shapes\n"
     "                        (Reshape's shape, Slice's starts, ...) from each data set\n"
+    "  --seq NAME=N|none     the length of sequence input NAME (its elements are the\n"
+    "                        inputs NAME.0 .. NAME.N-1), or whether optional input NAME\n"
+    "                        holds a value (1, or N for an optional sequence) or none\n"
     "  --max-trip NODE=N     at most N iterations of Loop NODE, whose trip count is known\n"
     "                        only at run time: sizes its scan outputs (repeatable)\n"
     "  --print-after=PASS    print the IR after PASS to stdout\n"
@@ -165,6 +168,17 @@ static void add_max_trip(Arena *a, Cli *c, const char *arg) {
     o->trip_max[o->ntrips++] = n;
 }
 
+/* NAME=N or NAME=none: the last '=' ends the input name. */
+static void add_seq(Arena *a, Cli *c, const char *arg) {
+    const char *eq = strrchr(arg, '=');
+    Options *o = &c->o;
+    char *end = "";
+    long long n = !eq || eq == arg || !eq[1] ? -2 : strcmp(eq + 1, "none") == 0 ? -1 : strtoll(eq + 1, &end, 10);
+    if (n < -1 || *end) usage("bad --seq '%s': expected NAME=N (N >= 0) or NAME=none", arg);
+    o->seq_names[o->nseqs] = arena_printf(a, "%.*s", (int)(eq - arg), arg);
+    o->seq_lens[o->nseqs++] = n;
+}
+
 /* NAME=FILE.pb: the first '=' ends the name (a path is likelier to hold one than an input
  * name). The file is read at once, so a bad one is reported before anything is compiled. */
 static void add_binding(Arena *a, Cli *c, const char *arg) {
@@ -256,6 +270,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--shape", argc, argv, i))) add_shape(a, c, v);
     else if ((v = opt_value("--bind", argc, argv, i))) add_binding(a, c, v);
     else if ((v = opt_value("--max-trip", argc, argv, i))) add_max_trip(a, c, v);
+    else if ((v = opt_value("--seq", argc, argv, i))) add_seq(a, c, v);
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
     else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);
@@ -273,6 +288,8 @@ static void parse_args(Arena *a, Cli *c, int argc, char **argv, bool check) {
     c->o.binds = ARENA_ARRAY(a, Binding, argc);
     c->o.trip_nodes = ARENA_ARRAY(a, const char *, argc);
     c->o.trip_max = ARENA_ARRAY(a, int64_t, argc);
+    c->o.seq_names = ARENA_ARRAY(a, const char *, argc);
+    c->o.seq_lens = ARENA_ARRAY(a, int64_t, argc);
     c->dirs = ARENA_ARRAY(a, const char *, argc);
     bool dashdash = false;
     for (int i = check ? 2 : 1; i < argc; i++) {

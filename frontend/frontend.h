@@ -37,6 +37,11 @@ typedef struct Tensor {
 /* Parse a TensorProto (test_data_set_N/input_K.pb). Returns false with an error() on failure. */
 bool fe_parse_tensor(Arena *a, const uint8_t *buf, size_t size, const char *path, Tensor *t);
 bool fe_load_tensor(Arena *a, const char *path, Tensor *t);
+/* Parse a SequenceProto (opt false) or OptionalProto (opt true) into the tensors it holds, in
+ * order (an optional of a sequence: the sequence's); *len is the element count, -1 for an
+ * empty optional (the form of the --seq option). Returns the tensor count, -1 after error(). */
+int fe_parse_container(Arena *a, const uint8_t *buf, size_t size, const char *path, bool opt,
+                       Tensor **out, int64_t *len);
 
 /* A tar archive (plain or gzip-compressed): regular files only. Returns the count. */
 typedef struct TarEntry {

@@ -92,6 +92,23 @@ static void read_dims(Parser *p, Value *v, const Onnx__TensorShapeProto *sh, con
     }
 }
 
+/* The tensor type inside a tensor, sequence-of-tensor, optional-of-tensor or
+ * optional-of-sequence type, and the kinds around it; NULL for anything else (maps, nests). */
+static const Onnx__TypeProto__Tensor *container_type(const Onnx__TypeProto *tp, ValueKind *kind,
+                                                     ValueKind *elem) {
+    *kind = *elem = VK_TENSOR;
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE && tp->optional_type) {
+        *kind = VK_OPT;
+        tp = tp->optional_type->elem_type;
+    }
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE && tp->sequence_type) {
+        if (*kind == VK_OPT) *elem = VK_SEQ;
+        else *kind = VK_SEQ;
+        tp = tp->sequence_type->elem_type;
+    }
+    return tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
+}
+
 /* dtype and shape of a graph input ("input") or output ("output") from its declared type. */
 static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char *what) {
     if (!tp) {
@@ -99,12 +116,15 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
         if (strcmp(what, "input") == 0) error(p->path, "input '%s' has no type", v->name);
         return;
     }
-    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-        error(p->path, "%s '%s' is not a tensor (sequences, maps and optionals are not supported)",
-              what, v->name);
+    ValueKind kind, elem;
+    const Onnx__TypeProto__Tensor *tt = container_type(tp, &kind, &elem);
+    if (!tt) {
+        error(p->path, "%s '%s' is not a tensor, a sequence of tensors or an optional of either "
+              "(maps are not supported)", what, v->name);
         return;
     }
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    v->kind = kind;
+    v->elem_kind = elem;
     if (tt->has_elem_type && tt->elem_type != 0) {
         if (!dtype_supported((DType)tt->elem_type)) {
             error(p->path, "%s '%s' has unsupported element type %s", what, v->name,
@@ -257,6 +277,18 @@ static bool read_attr(Parser *p, Node *n, Attr *at, const Onnx__AttributeProto *
         if (!ap->g) return false;
         at->g = read_subgraph(p, n, ap->g);
         break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: {
+        /* Optional's `type`: kept as ints [kind, element kind, dtype] (ValueKind, ONNX dtype) */
+        ValueKind kind, elem;
+        const Onnx__TypeProto__Tensor *tt = container_type(ap->tp, &kind, &elem);
+        if (!tt) return false;
+        int64_t v[3] = {kind, elem, tt->has_elem_type ? tt->elem_type : 0};
+        at->type = A_INTS;
+        at->n = 3;
+        at->ints = ARENA_ARRAY(a, int64_t, 3);
+        memcpy(at->ints, v, sizeof v);
+        break;
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
         at->type = A_GRAPH;             /* lists of graphs: no op onnxcc knows takes one */
         return false;

@@ -170,3 +170,59 @@ bool fe_parse_tensor(Arena *a, const uint8_t *buf, size_t size, const char *path
     const char *what = tp->name && *tp->name ? arena_printf(a, "tensor '%s'", tp->name) : "tensor";
     return fe_tensor_from_proto(a, tp, NULL, path, what, t);
 }
+
+/* ---- sequences and optionals (test data) ----
+ * SequenceProto and OptionalProto (onnx-data.proto, which protobuf-c is not built from) share
+ * their field numbers: 3 a tensor, 5 a sequence, 7 an optional; 1 and 2 (name, elem_type) and
+ * the rest (sparse tensors, maps) are skipped. Read here straight from the wire format. */
+
+static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (int s = 0; *p < end && s < 64; s += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << s;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
+}
+
+static bool container(Arena *a, const uint8_t *p, const uint8_t *end, const char *path, bool opt,
+                      Tensor **out, int *n, int *cap, int64_t *len) {
+    int64_t elems = 0, olen = -1;   /* olen: what an optional holds, as *len */
+    while (p < end) {
+        uint64_t key, l;
+        if (!varint(&p, end, &key)) goto bad;
+        switch (key & 7) {
+        case 0: if (!varint(&p, end, &l)) goto bad; continue;
+        case 1: p += 8; continue;
+        case 5: p += 4; continue;
+        case 2: break;
+        default: goto bad;
+        }
+        if (!varint(&p, end, &l) || l > (uint64_t)(end - p)) goto bad;
+        uint64_t field = key >> 3;
+        if (field == 3) {
+            *out = arena_grow(a, *out, *n, cap, *n + 1, sizeof(Tensor));
+            if (!fe_parse_tensor(a, p, (size_t)l, path, &(*out)[(*n)++])) return false;
+            elems++;
+            olen = 1;
+        } else if (field == 5 || field == 7) {
+            if (!container(a, p, p + l, path, field == 7, out, n, cap, &olen)) return false;
+            elems++;
+        }
+        p += l;
+    }
+    if (p != end) goto bad;
+    *len = opt ? olen : elems;
+    return true;
+bad:
+    error(path, "not a valid ONNX sequence or optional (protobuf parse failed)");
+    return false;
+}
+
+int fe_parse_container(Arena *a, const uint8_t *buf, size_t size, const char *path, bool opt,
+                       Tensor **out, int64_t *len) {
+    int n = 0, cap = 0;
+    *out = NULL;
+    return container(a, buf, buf + size, path, opt, out, &n, &cap, len) ? n : -1;
+}

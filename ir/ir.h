@@ -83,6 +83,8 @@ Op op_lookup(const char *domain, const char *op_type);   /* OP_UNKNOWN if not in
  * node uses them, and no op of theirs is known). */
 #define OPSET_NEWEST 18
 
+typedef enum ValueKind { VK_TENSOR = 0, VK_SEQ, VK_OPT } ValueKind;
+
 typedef struct Value {
     int id;                         /* index in g->values */
     char *name;                     /* ONNX name ("" never: the frontend names anonymous ones) */
@@ -97,6 +99,14 @@ typedef struct Value {
                                        capacity, the actual dims are computed at run time; only
                                        a graph output may be such a value (infer_shapes) */
     int nuses;                      /* filled by ir_count_uses */
+    /* A sequence or optional (passes/ops/sequence.c) is resolved at compile time: its
+     * elements are tensor Values (an optional's may be a sequence), listed in elems; dtype is
+     * the element type and rank 0. Nothing is lowered for it: the rules rewrite its consumers
+     * to read the elements, so it dies before lowering. */
+    ValueKind kind;
+    ValueKind elem_kind;            /* an optional's element: VK_TENSOR or VK_SEQ */
+    Value **elems;
+    int nelems;
 } Value;
 
 typedef enum AttrType {

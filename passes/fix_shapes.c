@@ -141,7 +141,95 @@ static void apply_max_trip(Graph *g, const Options *o, int k) {
     ir_attr_set_int(g, n, "onnxcc.max_trip", o->trip_max[k]);
 }
 
+/* ---- sequence and optional inputs ---- */
+
+static Node *prepend(Graph *g, Node *first, Op op, const char *name, int nin, Value *out) {
+    Node *n = first ? ir_node_insert_before(g, first, op, name, nin, 1) : ir_node_new(g, op, name, nin, 1);
+    n->out[0] = out;
+    out->producer = n;
+    return n;
+}
+
+/* Input v, a sequence or optional (passes/ops/sequence.c), becomes `len` tensor inputs NAME.K
+ * with the declared element type, which --shape NAME.K may complete, and the nodes building
+ * the container from them at the top of the graph. len -1: an absent optional. */
+static int expand_input(Graph *g, Value *v, int64_t len, Value **ins) {
+    Node *first = g->nnodes ? g->nodes[0] : NULL;
+    ValueKind inner = v->kind == VK_OPT ? v->elem_kind : v->kind;
+    int n = len < 0 ? 0 : (int)len;
+    for (int k = 0; k < n; k++) {
+        Value *e = ins[k] = ir_value_new(g, arena_printf(g->arena, "%s.%d", v->name, k));
+        e->dtype = v->dtype;
+        e->rank = v->rank;
+        memcpy(e->dims, v->dims, sizeof e->dims);
+        memcpy(e->sym, v->sym, sizeof e->sym);
+        e->is_input = true;
+    }
+    v->is_input = false;
+    if (v->kind == VK_OPT && len < 0) {
+        Node *o = prepend(g, first, OP_Optional, arena_printf(g->arena, "%s.none", v->name), 0, v);
+        int64_t ty[3] = {inner, VK_TENSOR, v->dtype};
+        ir_attr_set_ints(g, o, "type", ty, 3);
+        return 0;
+    }
+    Value *inside = v->kind == VK_OPT ? (inner == VK_SEQ ? ir_value_new(g, arena_printf(g->arena, "%s.seq", v->name)) : ins[0]) : v;
+    if (inner == VK_SEQ) {
+        Node *s = prepend(g, first, n ? OP_SequenceConstruct : OP_SequenceEmpty,
+                          arena_printf(g->arena, "%s.construct", v->name), n, inside);
+        memcpy(s->in, ins, sizeof(Value *) * (size_t)n);
+        ir_attr_set_int(g, s, "dtype", v->dtype);
+    }
+    if (v->kind == VK_OPT) prepend(g, first, OP_Optional, arena_printf(g->arena, "%s.some", v->name), 1, v)->in[0] = inside;
+    return n;
+}
+
+void fix_containers(Graph *g, const Options *o) {
+    int total = 0, ncont = 0;
+    int64_t *lens = ARENA_ARRAY(g->arena, int64_t, g->ninputs + 1);
+    for (int i = 0; i < g->ninputs; i++) {
+        Value *v = g->inputs[i];
+        lens[i] = 1;
+        if (v->kind == VK_TENSOR) {
+            total++;
+            continue;
+        }
+        bool found = false;
+        ncont++;
+        for (int k = 0; o && k < o->nseqs; k++)
+            if (strcmp(o->seq_names[k], v->name) == 0) found = true, lens[i] = o->seq_lens[k];
+        const char *what = v->kind == VK_SEQ ? "a sequence" : "an optional";
+        if (!found) {
+            error(g->path, "input '%s' is %s; give its %s with --seq %s=%s", v->name, what,
+                  v->kind == VK_SEQ || v->elem_kind == VK_SEQ ? "length" : "presence", v->name,
+                  v->kind == VK_SEQ ? "N" : v->elem_kind == VK_SEQ ? "N|none" : "1|none");
+        } else if ((lens[i] < 0 && v->kind != VK_OPT) || (v->kind == VK_OPT && v->elem_kind == VK_TENSOR && lens[i] > 1)) {
+            error(g->path, "--seq %s: input '%s' is %s of %s", v->name, v->name, what,
+                  v->elem_kind == VK_SEQ || v->kind == VK_SEQ ? "a sequence (N >= 0)" : "a tensor (1 or none)");
+        }
+        total += lens[i] < 0 ? 0 : (int)lens[i];
+    }
+    for (int k = 0; o && k < o->nseqs; k++) {
+        Value *v = NULL;            /* an input, or one expanded already (check, then fix_shapes) */
+        for (int i = 0; i < ir_root(g)->nvalues; i++)
+            if (strcmp(g->values[i]->name, o->seq_names[k]) == 0) v = g->values[i];
+        if (!v || v->kind == VK_TENSOR)
+            error(g->path, "--seq %s: the model has no sequence or optional input named '%s'", o->seq_names[k], o->seq_names[k]);
+    }
+    if (error_count || !ncont) return;
+    Value **ins = ARENA_ARRAY(g->arena, Value *, total + 1);
+    int n = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        Value *v = g->inputs[i];
+        if (v->kind == VK_TENSOR) ins[n++] = v;
+        else n += expand_input(g, v, lens[i], ins + n);
+    }
+    g->inputs = ins;
+    g->ninputs = n;
+}
+
 void fix_shapes(Graph *g, const Options *o) {
+    fix_containers(g, o);
+    exit_if_errors();
     for (int k = 0; o && k < o->ntrips; k++) apply_max_trip(g, o, k);
     for (int k = 0; o && k < o->nshapes; k++) apply_shape(g, o, k);
     for (int k = 0; o && k < o->nbinds; k++) apply_binding(g, &o->binds[k]);

@@ -36,7 +36,7 @@ static bool outputs_foldable(const Node *n) {
     for (int i = 0; i < n->nout; i++) {
         const Value *v = n->out[i];
         if (!v) continue;
-        if (!dtype_supported(v->dtype) || v->rank < 0 || v->dyn) return false;
+        if (!dtype_supported(v->dtype) || v->rank < 0 || v->dyn || v->kind) return false;
         for (int d = 0; d < v->rank; d++)
             if (v->dims[d] < 0) return false;
         if (ir_nbytes(v) > FOLD_MAX_BYTES) return false;

@@ -28,6 +28,8 @@ static void forget_outputs(Node *n) {
         v->dtype = DT_UNDEF;
         v->rank = -1;
         v->dyn = false;
+        v->kind = VK_TENSOR;
+        v->nelems = 0;
         for (int d = 0; d < MAX_RANK; d++) v->sym[d] = NULL;
     }
 }
@@ -68,6 +70,11 @@ static bool inputs_known(const Node *n) {
 static bool inputs_static(Graph *g, const Node *n) {
     for (int i = 0; i < n->nin; i++) {
         Value *v = n->in[i];
+        if (v && v->kind && !rule_takes_containers(n->op)) {
+            error(ir_where(g, n), "input '%s' is a %s; %s takes tensors", v->name,
+                  v->kind == VK_SEQ ? "sequence" : "optional", n->op_type);
+            return false;
+        }
         if (v && v->dyn) {
             error(ir_where(g, n), "input '%s' has a data-dependent shape (output of %s '%s'); "
                   "onnxcc supports such values only as graph outputs", v->name,
@@ -78,7 +85,7 @@ static bool inputs_static(Graph *g, const Node *n) {
     return true;
 }
 
-static void infer_node(Graph *g, Node *n) {
+void infer_node(Graph *g, Node *n) {
     if (!inputs_static(g, n)) return;
     if (!inputs_known(n)) {
         /* Only possible downstream of a node that already reported an error. */
@@ -105,8 +112,13 @@ static void infer_node(Graph *g, Node *n) {
 }
 
 void infer_graph(Graph *g) {
-    for (int i = 0; i < g->nnodes; i++)
-        if (!g->nodes[i]->dead) infer_node(g, g->nodes[i]);
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead) continue;
+        infer_node(g, n);
+        /* a rule may insert nodes before n (passes/ops/sequence.c), inferring them itself */
+        while (g->nodes[i] != n) i++;
+    }
 }
 
 void infer_shapes(Graph *g) {
@@ -116,5 +128,7 @@ void infer_shapes(Graph *g) {
     }
     exit_if_errors();
     infer_graph(g);
+    exit_if_errors();
+    expand_containers(g);
     exit_if_errors();
 }

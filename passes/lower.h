@@ -160,6 +160,12 @@ bool rule_quant_type(DType t);
 Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t);
 
 Value *rule_opt_in(const Node *n, int i);
+/* sequence.c: out becomes the same sequence or optional as x; the tensors a container
+ * stands for (out may be NULL to count them). */
+void rule_container_like(Graph *g, Value *out, const Value *x);
+int rule_flatten(const Value *v, Value **out);
+/* If whose branches return sequences or optionals: they return the tensors instead. */
+bool rule_flatten_branches(Graph *g, Node *n, Graph **bs, int nb);
 
 /* An operand element as int32 minus its zero point (zi: the zero point's index when it is
  * per row/column). */

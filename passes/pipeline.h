@@ -28,6 +28,9 @@ typedef struct Options {
     int nshapes;
     Binding *binds;                 /* --bind NAME=FILE.pb */
     int nbinds;
+    const char **seq_names;         /* --seq NAME=N|none: a sequence or optional input's length */
+    int64_t *seq_lens;              /* -1: none (an absent optional) */
+    int nseqs;
     const char **trip_nodes;        /* --max-trip NODE=N: a bound on a Loop's trip count */
     int64_t *trip_max;
     int ntrips;
@@ -37,10 +40,19 @@ typedef struct Options {
 
 /* Graph passes (passes/<name>.c). */
 void fix_shapes(Graph *g, const Options *o);   /* apply --shape and --bind, report unresolved symbols */
+/* Sequence and optional inputs into their tensors, by --seq (fix_shapes, and check before
+ * it binds inputs from the data) */
+void fix_containers(Graph *g, const Options *o);
 void canonicalize(Graph *g);        /* one form per op: old opsets upgraded, attrs -> inputs */
 void infer_shapes(Graph *g);        /* dtype and static shape of every value (passes/ops/) */
 /* The same over one graph or subgraph without stopping at errors (control-flow rules). */
 void infer_graph(Graph *g);
+/* One node (its rule, checks, folding); for rules that insert nodes before their own. */
+void infer_node(Graph *g, Node *n);
+/* Root outputs that are sequences or optionals become one tensor output per element
+ * (passes/ops/sequence.c). */
+void expand_containers(Graph *g);
+bool rule_takes_containers(Op op);  /* may op read a sequence or optional (sequence.c) */
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
 /* Evaluate one node whose inputs are all constant (kernel IR interpreter); on success its
  * outputs get data, lose their producer and the node dies. Returns whether it folded. */

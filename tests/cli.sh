@@ -106,6 +106,18 @@ else
     fail "--max-trip sizes the scan output (8 rows)" "status $rc or header without OUTPUT_1_NUMEL 24"
 fi
 
+# Sequences and optionals: an input's structure comes from --seq (models/seq_ops: input 's').
+fresh; expect_error "sequence input without --seq" 1 1 "'s'" "seq s=N" -- models/seq_ops/model.onnx -o $dir/x.o
+fresh; expect_error "--seq of an unknown input" 1 any nosuch -- models/seq_ops/model.onnx --seq s=2 --seq nosuch=1 -o $dir/x.o
+fresh; expect_error "bad --seq" 2 1 -- models/seq_ops/model.onnx --seq s=-3 -o $dir/x.o
+fresh
+run models/seq_ops/model.onnx --seq s=2 -o $dir/sq.o
+if [ $rc = 0 ] && grep -q '"s.1"' $dir/sq.h && grep -q '"out_seq.1"' $dir/sq.h; then
+    ok "--seq s=2: inputs s.0, s.1; outputs out_seq.0, out_seq.1"
+else
+    fail "--seq s=2: inputs s.0, s.1; outputs out_seq.0, out_seq.1" "status $rc or header without s.1/out_seq.1"
+fi
+
 # --bind: a shape input fixed at compile time (ONNX's reshape test: inputs 'data', 'shape').
 R=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_reshape_reordered_all_dims
 fresh; expect_error "--bind of an unknown input" 1 1 nosuch -- \

@@ -82,13 +82,16 @@ void infer_if(Graph *g, Node *n) {
     if (c->data) {                  /* only the branch taken matters; the other may not fit */
         bool taken = ir_const_int(c, 0) != 0;
         Graph *b = taken ? t : e;
-        if (!infer_body(g, n, b, taken ? "then_branch" : "else_branch", n->nout)) return;
+        if (!infer_body(g, n, b, taken ? "then_branch" : "else_branch", n->nout) ||
+            !rule_flatten_branches(g, n, &b, 1)) return;
         for (int i = 0; i < n->nout; i++)
             if (n->out[i]) ir_set_shape(n->out[i], b->outputs[i]->dtype, b->outputs[i]->rank, b->outputs[i]->dims);
         return;
     }
     bool ok = infer_body(g, n, t, "then_branch", n->nout);
     if (!infer_body(g, n, e, "else_branch", n->nout) || !ok) return;
+    Graph *bs[2] = {t, e};
+    if (!rule_flatten_branches(g, n, bs, 2)) return;   /* sequences, optionals (sequence.c) */
     for (int i = 0; i < n->nout; i++) {
         Value *a = t->outputs[i], *b = e->outputs[i];
         if (!same_type(a, b)) {

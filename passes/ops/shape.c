@@ -29,6 +29,10 @@ void infer_shape_op(Graph *g, Node *n) {
 
 void infer_identity(Graph *g, Node *n) {
     Value *x = n->in[0];
+    if (x->kind) {                  /* a sequence or optional passes through (sequence.c) */
+        rule_container_like(g, n->out[0], x);
+        return;
+    }
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
 }
 
