@@ -20,6 +20,7 @@
 
 #define ONNXCC_VERSION "0.1"
 
+/* Two strings: C11 compilers need only take 4095 characters in one. */
 static const char usage_text[] =
     "usage: onnxcc [options] MODEL.onnx[.gz] -o OUT.o      compile; writes OUT.o and OUT.h\n"
     "       onnxcc check [options] MODEL.onnx|MODEL.tar.gz [DATA_SET_DIR...]\n"
@@ -35,7 +36,8 @@ static const char usage_text[] =
     "                                                     and min latency, then per kernel (from an\n"
     "                                                     instrumented build) time, share, GFLOP/s\n"
     "                                                     or GB/s and % of the measured FMA peak\n"
-    "options:\n"
+    "options:\n";
+static const char options_text[] =
     "  -o PATH               output file; the C header is PATH with its extension made .h\n"
     "                        (none when PATH is not a regular file, such as /dev/null)\n"
     "  --header PATH         write the C header to PATH\n"
@@ -242,6 +244,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     if (arg[0] != '-' || !arg[1]) return false;
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
         fputs(usage_text, stdout);
+        fputs(options_text, stdout);
         print_passes(stdout);
         exit(0);
     }
