@@ -77,9 +77,10 @@ static int int_acc_size(const Kernel *k) {
 static bool layout_type(const Kernel *k, DType t) { return dtype_is_float(t) || int_acc_size(k) > 0; }
 
 /* The weights of a convolution nest of rank r: w[m, c, t...] of rank r, or in an integer
- * contraction the dot4 words w4[m, k4] of a matrix product (passes/ops/conv.c), rank 2. */
-static bool conv_weights(const Kernel *k, const Buf *w, int r) {
-    return w->rank == r || (int_acc_size(k) > 0 && w->rank == 2);
+ * contraction the dot4 words w4[m, k4] of a matrix product (passes/ops/conv.c), rank 2,
+ * with vectors (the channel-last layouts; without them scalar_tile packs those words). */
+static bool conv_weights(const Program *p, const Kernel *k, const Buf *w, int r) {
+    return w->rank == r || (p->vector_bytes >= 16 && int_acc_size(k) > 0 && w->rank == 2);
 }
 
 /* Temporaries the channel-last layouts may permute: float, and the 8-bit activations of
@@ -429,7 +430,7 @@ static bool channel_last_user(Program *p, Kernel *k) {
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
-    return o.b && conv_weights(k, o.b, 4) && !o.other_reads && trips(*nest[1]) >= 8;
+    return o.b && conv_weights(p, k, o.b, 4) && !o.other_reads && trips(*nest[1]) >= 8;
 }
 
 static Stmt *innermost_parallel(Kernel *k) {
@@ -570,7 +571,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, col->body, rv, false, m->var, -1, col->var, &o);
     int64_t mg = trips(m), esz = (int64_t)dtype_size(st->buf->dtype);
-    bool can = o.b && conv_weights(k, o.b, r) && !o.other_reads && mg >= 8;
+    bool can = o.b && conv_weights(p, k, o.b, r) && !o.other_reads && mg >= 8;
     /* a channel-last output or input (channel_last_layouts) leaves no contiguous width */
     bool cm = can && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
     bool border_cm = can && !cm && p->vector_bytes >= 16;
