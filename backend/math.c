@@ -273,17 +273,14 @@ static V m_ceil(M *m, V x) {
     return sel(m, small, copysign_(m, t, x), x);
 }
 
-/* Half to even. */
+/* Half to even: for |x| < 2^mant, |x| + 2^mant lies where the float spacing is 1, so the
+ * addition itself rounds |x| to an integer, half to even (the default rounding mode), and
+ * subtracting 2^mant again is exact. Six operations where a float->int->float round trip
+ * with its tie test took fifteen (the requantisation of every integer kernel rounds). */
 static V m_round(M *m, V x) {
-    V small = is_small(m, x);
-    V i = trunc_int(m, x, small);
-    V t = tofloat(m, i);
-    V d = fabs_(m, sub(m, x, t));
-    V odd = icmp(m, LLVMIntNE, and_(m, i, ik(m, 1)), ik(m, 0));
-    V up = or_(m, cmp(m, LLVMRealOGT, d, fk(m, 0.5)),
-               and_(m, cmp(m, LLVMRealOEQ, d, fk(m, 0.5)), odd));
-    t = sel(m, up, add(m, t, copysign_(m, fk(m, 1), x)), t);
-    return sel(m, small, copysign_(m, t, x), x);
+    V big = fk(m, ldexp(1.0, m->mant)), ax = fabs_(m, x);
+    V t = sub(m, add(m, ax, big), big);
+    return sel(m, cmp(m, LLVMRealOLT, ax, big), copysign_(m, t, x), x);
 }
 
 static V two_prod(M *m, V a, V b, V *err);

@@ -219,10 +219,90 @@ static bool fuse_one(Program *p, Kernel *c) {
     return false;
 }
 
+/* ---- the other direction: an elementwise producer inlined into its one reader ----
+ * An elementwise kernel E whose output T is read by one later contraction K alone, of T's
+ * shape, never inside one of K's reduction loops (so each element is still computed once:
+ * a dequantised residual that a convolution adds in its epilogue): K reads
+ * E's inputs instead, E's expression at each load's index. The rule above cannot take it
+ * when K is not elementwise, and when E's input has other readers it cannot go into E's
+ * producer either. Legal when nothing between E and K writes E's inputs, no control kernel
+ * stands between them, and T has no views. */
+
+static bool expr_loads(const Expr *e, const Buf *b) {
+    if (e->kind == E_LOAD && e->buf == b) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_loads(e->args[i], b)) return true;
+    return false;
+}
+
+/* Are all loads of b in the list outside reduction loops (in_red: the list is in one)? */
+static bool loads_outside(const Stmt *s, const Buf *b, bool in_red) {
+    for (; s; s = s->next) {
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        if (in_red && ((s->val && expr_loads(s->val, b)) || (s->cond && expr_loads(s->cond, b)))) return false;
+        if (!loads_outside(s->body, b, red) || !loads_outside(s->then, b, in_red) ||
+            !loads_outside(s->els, b, in_red))
+            return false;
+    }
+    return true;
+}
+
+static Expr *inline_loads(const Fusion *f, Expr *e) {
+    if (e->kind == E_LOAD && e->buf == f->b) return subst(f, f->m->store->val, NULL, e->args);
+    for (int i = 0; i < e->nargs; i++) e->args[i] = inline_loads(f, e->args[i]);
+    return e;
+}
+
+static void inline_stmts(const Fusion *f, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->val) s->val = inline_loads(f, s->val);
+        if (s->cond) s->cond = inline_loads(f, s->cond);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) s->idx[d] = inline_loads(f, s->idx[d]);
+        inline_stmts(f, s->body);
+        inline_stmts(f, s->then);
+        inline_stmts(f, s->els);
+    }
+}
+
+static bool inline_one(Program *p, Kernel *e) {
+    EwForm m;
+    if (e->dead || e->kclass != KC_ELEMENTWISE || !match_elementwise(e, &m)) return false;
+    Buf *t = m.store->buf;
+    if (mode_of(e, t) != KP_OUT || t->kind != B_TEMP || t->alias || has_view(p, t)) return false;
+    Kernel *k = NULL;
+    for (int i = e->id + 1; i < p->nkernels; i++) {
+        Kernel *x = p->kernels[i];
+        if (x->ctl && !k) return false;
+        if (x->dead || !touches(x, t, KP_INOUT)) continue;
+        if (k || mode_of(x, t) != KP_IN || x->kclass == KC_ELEMENTWISE) return false;
+        k = x;
+    }
+    if (!k || k->kclass != KC_CONTRACTION || !loads_outside(k->body, t, false)) return false;
+    bool same = false;              /* one element of T per element of K's output */
+    for (int i = 0; i < k->nparams; i++)
+        same |= (k->modes[i] & KP_OUT) && k->params[i]->rank == t->rank &&
+                !memcmp(k->params[i]->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+    if (!same) return false;
+    for (int i = e->id + 1; i < k->id; i++)
+        for (int j = 0; j < e->nparams; j++)
+            if (e->params[j] != t && !p->kernels[i]->dead && touches(p->kernels[i], kir_root(e->params[j]), KP_OUT))
+                return false;
+    Fusion f = {p, k, t, t, &m, 0};
+    inline_stmts(&f, k->body);
+    drop_param(k, t);
+    for (int i = 0; i < e->nparams; i++)
+        if (e->params[i] != t) kir_param(p, k, e->params[i], KP_IN);
+    k->ops = arena_printf(p->arena, "%s+%s", k->ops, e->ops);
+    e->dead = true;
+    e->body = NULL;
+    return true;
+}
+
 void fuse(Program *p) {
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < p->nkernels; i++) changed |= fuse_one(p, p->kernels[i]);
     }
+    for (int i = 0; i < p->nkernels; i++) inline_one(p, p->kernels[i]);
     kir_compact(p);
 }

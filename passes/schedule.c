@@ -94,6 +94,17 @@ static int int_acc_size(const Kernel *k) {
  * any in an integer contraction (8-bit weights, 8-bit or int32 outputs). */
 static bool layout_type(const Kernel *k, DType t) { return dtype_is_float(t) || int_acc_size(k) > 0; }
 
+/* The weights of a convolution nest of rank r: w[m, c, t...] of rank r, or in an integer
+ * contraction the dot4 words w4[m, k4] of a matrix product (passes/ops/conv.c), rank 2,
+ * with vectors (the channel-last layouts; without them scalar_tile packs those words). */
+static bool conv_weights(const Program *p, const Kernel *k, const Buf *w, int r) {
+    return w->rank == r || (p->vector_bytes >= 16 && int_acc_size(k) > 0 && w->rank == 2);
+}
+
+/* Temporaries the channel-last layouts may permute: float, and the 8-bit activations of
+ * integer models. */
+static bool activation_type(DType t) { return dtype_is_float(t) || t == DT_UINT8 || t == DT_INT8; }
+
 /* Elements of the output type in one target vector; of the accumulators when wider (an
  * integer convolution sums 8-bit products in int32 registers: int_acc_size). */
 static int lanes(const Program *p, const Kernel *k) {
@@ -432,7 +443,7 @@ static bool channelwise(Program *p, Kernel *k, bool last, const Expr **x, Buf **
     if (k->kclass != KC_CONTRACTION || parallel_nest(k, nest) != 4) return false;
     Stmt *m = *nest[1], *col = *nest[3];
     const Stmt *st = first_store(col->body);
-    if (!st || !dtype_is_float(st->buf->dtype) || st->buf->rank != 4) return false;
+    if (!st || !layout_type(k, st->buf->dtype) || st->buf->rank != 4) return false;
     for (int d = 0; d < 4 && !last; d++)
         if (!is_var(st->idx[d], (*nest[d])->var)) return false;
     if (last && !store_channel_last(st, nest, 4)) return false;
@@ -452,14 +463,14 @@ static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     if (k->dead || k->kclass != KC_CONTRACTION || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
     const Stmt *st = first_store((*nest[3])->body);
-    if (!st || st->buf->rank != 4 || !dtype_is_float(st->buf->dtype)) return false;
+    if (!st || st->buf->rank != 4 || !layout_type(k, st->buf->dtype)) return false;
     const Expr *x;
     Buf *w;
     if (channelwise(p, k, false, &x, &w)) return true;
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
-    return o.b && o.b->rank == 4 && !o.other_reads && trips(*nest[1]) >= 8;
+    return o.b && conv_weights(p, k, o.b, 4) && !o.other_reads && trips(*nest[1]) >= 8;
 }
 
 static Stmt *innermost_parallel(Kernel *k) {
@@ -485,7 +496,7 @@ static bool touches(const Kernel *k, const Buf *b) {
 static void kernel_temps(const Kernel *k, char *state, Buf **list, int *n) {
     for (int i = 0; i < k->nparams; i++) {
         Buf *b = kir_root(k->params[i]);
-        if (!state[b->id] && b->kind == B_TEMP && b->rank == 4 && dtype_is_float(b->dtype))
+        if (!state[b->id] && b->kind == B_TEMP && b->rank == 4 && activation_type(b->dtype))
             state[b->id] = 3, list[(*n)++] = b;
     }
 }
@@ -600,7 +611,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, col->body, rv, false, m->var, -1, col->var, &o);
     int64_t mg = trips(m), esz = (int64_t)dtype_size(st->buf->dtype);
-    bool can = o.b && o.b->rank == r && !o.other_reads && mg >= 8;
+    bool can = o.b && conv_weights(p, k, o.b, r) && !o.other_reads && mg >= 8;
     /* a channel-last output or input (channel_last_layouts) leaves no contiguous width */
     int64_t taps = can ? kir_numel(o.b) / o.b->dims[0] : 0;
     bool wide = can && !cl && o.col_last && taps <= WIDTH_TAPS && o.stride <= STRIDE_LOADS &&
@@ -609,8 +620,9 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     bool border_cm = can && !cm && p->vector_bytes >= 16;
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
-        for (int d = 0; d < r; d++) pd[d] = (PackDim){(d + 1) % r, 0, false};
-        packed = loop_pack(p, k, o.b, "cm", r, pd);
+        int wr = o.b->rank;
+        for (int d = 0; d < wr; d++) pd[d] = (PackDim){(d + 1) % wr, 0, false};
+        packed = loop_pack(p, k, o.b, "cm", wr, pd);
         for (Stmt *x = m; x->body && x->body->kind == S_LOOP && !(x->body->hints & LH_REDUCTION); x = x->body)
             loop_interchange(p, k, x);
         r = parallel_nest(k, nest);

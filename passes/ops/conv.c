@@ -398,6 +398,34 @@ static Buf *dot4_pack(Lower *L, Node *n, Buf *x, const Window *c, int64_t grp, i
     return x4;
 }
 
+/* A 1x1 convolution (stride 1, no padding, one group) needs no im2col: word k4 of pixel
+ * o... is the four bytes x[n, 4 k4 + j, o...] (the last channel again past K: its weight
+ * byte is 0), read by the product kernel itself. Channels-innermost (NHWC, chosen by the
+ * schedule around depthwise convs) the four bytes are adjacent and the word is one load;
+ * and there is no x4 buffer in the arena. */
+static bool dot4_direct(const Buf *x, const Window *c, int64_t grp) {
+    if (grp != 1) return false;
+    for (int i = 0; i < c->nsp; i++)
+        if (c->k[i] != 1 || c->s[i] != 1 || c->pb[i] || c->pe[i]) return false;
+    return x->dtype == DT_UINT8 || x->dtype == DT_INT8;
+}
+
+static Expr *dot4_word(Program *p, Buf *x, Expr *n, Expr *k4, Expr **sp, int nsp, int64_t K) {
+    Expr *word = NULL, *xi[MAX_RANK];
+    for (int j = 0; j < 4; j++) {
+        Expr *ch = kx_addc(p, kx_mul(p, kx_clone(p, k4), 4), j);
+        if (4 * ((K + 3) / 4 - 1) + j >= K) ch = kx_bin(p, K_MIN, ch, kx_index(p, K - 1));
+        xi[0] = kx_clone(p, n);
+        xi[1] = ch;
+        for (int i = 0; i < nsp; i++) xi[2 + i] = kx_clone(p, sp[i]);
+        Expr *byte = kx_cast(p, DT_INT32, kx_load(p, x, xi));
+        if (x->dtype == DT_INT8) byte = kx_bin(p, K_ADD, byte, kx_const(p, DT_INT32, 128));
+        if (j) byte = kx_bin(p, K_MUL, byte, kx_const(p, DT_INT32, (double)(1 << (8 * j))));
+        word = word ? kx_bin(p, K_ADD, word, byte) : byte;
+    }
+    return word;
+}
+
 static Buf *int32_const(Lower *L, const char *name, int rank, const int64_t *dims, int32_t *data) {
     Buf *b = kir_buf_new(L->p, name, DT_INT32, rank, dims, B_CONST);
     b->data = data;
@@ -426,7 +454,8 @@ static void lower_conv_dot4(Lower *L, Node *n, Buf *x, Buf *w, Buf *xzp, Buf *b,
     int64_t wdims[2] = {M, K4};
     Buf *wb = int32_const(L, arena_printf(p->arena, "%s_w4", w->name), 2, wdims, w4);
     Buf *bb = int32_const(L, arena_printf(p->arena, "%s_b4", w->name), 1, &M, bd);
-    Buf *x4 = dot4_pack(L, n, x, c, grp, cg, K, xzu);
+    bool direct = dot4_direct(x, c, grp);
+    Buf *x4 = direct ? x : dot4_pack(L, n, x, c, grp, cg, K, xzu);
     int ov[MAX_RANK], kv, acc;
     Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x4, wb, bb), y, ov, NULL);
     kv = kir_var(k);
@@ -438,7 +467,8 @@ static void lower_conv_dot4(Lower *L, Node *n, Buf *x, Buf *w, Buf *xzp, Buf *b,
     xi[2] = kx_var(p, kv);
     for (int i = 0; i < c->nsp; i++) xi[3 + i] = kx_clone(p, oi[2 + i]);
     Expr *wi[2] = {kx_clone(p, oi[1]), kx_var(p, kv)};
-    Expr *dot = kx_bin(p, K_DOT4, kx_load(p, x4, xi), kx_load(p, wb, wi));
+    Expr *xw = direct ? dot4_word(p, x, oi[0], xi[2], oi + 2, c->nsp, K) : kx_load(p, x4, xi);
+    Expr *dot = kx_bin(p, K_DOT4, xw, kx_load(p, wb, wi));
     Stmt *body = ks_set(p, acc, kx_load(p, bb, (Expr *[]){kx_clone(p, oi[1])}));
     ks_seq(body, ks_red_loop(p, kv, K4, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), dot))));
     Expr *v = kx_scalar(p, k, acc);
@@ -468,7 +498,9 @@ void lower_conv_integer(Lower *L, Node *n) {
     Buf *b = n->op == OP_QLinearConv ? lower_in(L, n, 8) : NULL;
     Window c;
     if (!intconv_geom(NULL, n, &c)) die("lower_conv_integer %s: unchecked", n->name);
-    if (L->p->opt_level >= 1 && dot4_form(n, x, w, xzp, wzp, b)) {
+    int64_t grp0 = ir_attr_int(n, "group", 1);
+    bool depthwise = grp0 > 1 && grp0 == x->dims[1] && grp0 == w->dims[0];
+    if (L->p->opt_level >= 1 && !depthwise && dot4_form(n, x, w, xzp, wzp, b)) {
         lower_conv_dot4(L, n, x, w, xzp, b, y, &c);
         return;
     }
@@ -482,7 +514,8 @@ void lower_conv_integer(Lower *L, Node *n) {
     lower_var_idx(p, y->rank, ov, oi);
     Expr *m = oi[1], *ch = kx_var(p, cv);
     xi[0] = kx_clone(p, oi[0]);
-    xi[1] = grp == 1 ? ch : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, kx_clone(p, m), kx_index(p, mg)), cg), ch);
+    xi[1] = grp == 1 ? ch
+            : kx_add(p, kx_mul(p, mg == 1 ? kx_clone(p, m) : kx_bin(p, K_DIV, kx_clone(p, m), kx_index(p, mg)), cg), ch);
     wi[0] = kx_clone(p, m);
     wi[1] = kx_var(p, cv);
     for (int i = 0; i < c.nsp; i++) {
