@@ -962,9 +962,19 @@ static bool permute_list(Buf *b, const int *perm, Stmt *s) {
     return hit;
 }
 
+bool permute_moves_data(const Buf *b, const int *perm) {
+    int last = -1;
+    for (int d = 0; d < b->rank; d++) {
+        if (b->dims[perm[d]] == 1) continue;
+        if (perm[d] < last) return true;
+        last = perm[d];
+    }
+    return false;
+}
+
 bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout) {
     if (b->kind != B_TEMP || b->alias) return false;
-    for (int i = 0; i < p->nbufs; i++)
+    for (int i = 0; i < p->nbufs && permute_moves_data(b, perm); i++)
         if (p->bufs[i]->alias == b) return false;
     int64_t dims[MAX_RANK];
     for (int d = 0; d < b->rank; d++) dims[d] = b->dims[perm[d]];

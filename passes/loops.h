@@ -129,7 +129,11 @@ bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t
  * dims merged, read and written at the new variable. A 1x1 convolution's pixels so become
  * one contiguous axis (a GEMM's columns). False, and nothing changed, if not so. */
 bool loop_coalesce(Program *p, Kernel *k, Stmt *outer);
-/* Temporary b (a root B_TEMP without views) stored in another order: its dim d becomes the
+/* Would permuting b's dims by perm (as buf_permute) move any element: do its dims of extent
+ * other than 1 change their order? ([1, C, 1, 1] -> [1, 1, 1, C] moves none.) */
+bool permute_moves_data(const Buf *b, const int *perm);
+/* Temporary b (a root B_TEMP, without views unless the permutation moves no element:
+ * permute_moves_data) stored in another order: its dim d becomes the
  * original dim perm[d] (e.g. {0, 2, 3, 1}: NCHW -> NHWC), and every access of every kernel
  * has its indices permuted alike, so every kernel still computes the same thing and only
  * the memory order changes (no reorder kernel is needed: each producer and consumer reads and

@@ -266,9 +266,16 @@ static void find_operands(const Kernel *k, const Stmt *s, bool *red, bool in_red
 
 /* Gemm/MatMul with a constant B: the column loop J (innermost parallel, around the reduction
  * over k) split into panels of 8 target vectors (at most 128 columns) and B packed as
- * [N/pw, K, pw], so that the reduction reads one panel front to back where B itself would be
- * read pw columns a row, a row apart (4 KiB at N = 1024: a new page every load, which the
- * prefetchers do not follow). Only with at least two whole panels. */
+ * [ceil(N/pw), K, pw], so that the reduction reads one panel front to back where B itself
+ * would be read pw columns a row, a row apart (4 KiB at N = 1024: a new page every load,
+ * which the prefetchers do not follow). A last partial panel (N = 1000: 7 panels and 104
+ * columns) is padded with zeros that no loop reads: the columns left after the split read it
+ * at a constant panel index. A B read transposed (b[j, k], Gemm's transB) with at most one
+ * panel of columns is packed [K, N] instead, so that its columns become vectors with each
+ * a[i, k] broadcast, where they would gather; from 4 vectors of columns, below which the
+ * dot products as vector reductions along k (pick_loops) keep more FMA chains going than
+ * the few accumulators of a narrow J (transB 1280 -> 1000 at 8 rows 440 -> 125 us, at one row
+ * unchanged, ~50 us, bound by reading B; 256 -> 128 at one row 1.1 -> 0.9 us; rough). */
 static void pack_panels(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int n = parallel_nest(k, nest);
@@ -280,10 +287,17 @@ static void pack_panels(Program *p, Kernel *k) {
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, red, rv, false, j->var, red->var, -1, &o);
     if (!o.b || o.b->rank != 2) return;
-    int64_t nd = trips(j), pw = MIN(8 * p->vector_bytes / (int64_t)dtype_size(o.b->dtype), 128);
-    if (pw < 4 || nd <= pw || nd % pw || j->lo->i != 0 || o.b->dims[o.transposed ? 0 : 1] != nd) return;
-    loop_split(p, k, jat, pw);
+    int64_t nd = trips(j), esz = (int64_t)dtype_size(o.b->dtype), pw = MIN(8 * p->vector_bytes / esz, 128);
     int jd = o.transposed ? 0 : 1;
+    if (pw < 4 || j->lo->i != 0 || o.b->dims[jd] != nd) return;
+    if (nd <= pw) {
+        if (o.transposed && nd * esz >= 4 * p->vector_bytes) {
+            PackDim pd[2] = {{1, 0, false}, {0, 0, false}};
+            loop_pack(p, k, o.b, "kn", 2, pd);
+        }
+        return;
+    }
+    loop_split(p, k, jat, pw);
     PackDim pd[3] = {{jd, pw, false}, {1 - jd, 0, false}, {jd, pw, true}};
     loop_pack(p, k, o.b, arena_printf(p->arena, "panels%lld", (long long)pw), 3, pd);
 }
@@ -528,8 +542,10 @@ static void channel_last_layouts(Program *p) {
     Buf **chosen = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1);
     while (n > 0) {
         Buf *b = work[--n];
-        bool ok = !b->alias && !has_views(p, b);
-        for (int i = 0; i < p->nkernels && ok; i++)
+        /* one that keeps its memory order ([N, C, 1, 1]: a global pool's output) suits
+         * every kernel, its views too */
+        bool moves = permute_moves_data(b, nhwc), ok = !b->alias && (!moves || !has_views(p, b));
+        for (int i = 0; i < p->nkernels && ok && moves; i++)
             if (!p->kernels[i]->dead && touches(p->kernels[i], b)) ok = user[i];
         state[b->id] = ok ? 2 : 1;
         if (!ok) continue;
@@ -538,16 +554,28 @@ static void channel_last_layouts(Program *p) {
             if (!p->kernels[i]->dead && touches(p->kernels[i], b)) kernel_temps(p->kernels[i], state, work, &n);
     }
     /* a channel-wise kernel with one side NHWC and the other not would run along the
-     * width, gathering or scattering the NHWC side: neither side then */
+     * width, gathering or scattering the NHWC side: neither side then; a conv writing NCHW
+     * runs channel-innermost on an NHWC input, scattering each vector of output channels
+     * over as many pages (16 -> 96 channels at 112x112: 10 ms where NCHW on both sides
+     * takes 0.3), so it reads no NHWC temporary (NCHW in, NHWC out is fine: the input is
+     * only broadcast) */
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < p->nkernels; i++) {
             const Expr *x;
             Buf *w;
             Kernel *k = p->kernels[i];
-            if (!user[i] || !channelwise(p, k, false, &x, &w)) continue;
-            Buf *in = kir_root(x->buf), *out = kir_root(first_store(innermost_parallel(k)->body)->buf);
-            if ((state[in->id] == 2) != (state[out->id] == 2)) state[in->id] = state[out->id] = 1, changed = true;
+            if (!user[i]) continue;
+            Buf *out = kir_root(first_store(innermost_parallel(k)->body)->buf);
+            if (channelwise(p, k, false, &x, &w)) {
+                Buf *in = kir_root(x->buf);
+                if ((state[in->id] == 2) != (state[out->id] == 2)) state[in->id] = state[out->id] = 1, changed = true;
+                continue;
+            }
+            for (int j = 0; j < k->nparams && state[out->id] != 2; j++) {
+                Buf *b = kir_root(k->params[j]);
+                if (state[b->id] == 2) state[b->id] = 1, changed = true;
+            }
         }
     }
     for (int c = 0; c < nchosen; c++)
