@@ -1098,7 +1098,7 @@ void schedule(Program *p) {
                     cmw = conv_layout(p, k);
                     if (cmw) cb = conv_channel_block(p, k);
                 }
-                pack_panels(p, k);
+                if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
             }
             pick_loops(k->body, lanes(p, k) >= 2);
             if (cb) conv_pixel_tile(p, k);
