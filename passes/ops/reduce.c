@@ -20,6 +20,8 @@ void infer_reduce(Graph *g, Node *n) {
     int64_t dims[MAX_RANK];
     int r = 0, any = rule_reduce_mask(g, n, mask);
     if (any < 0) return;
+    RedKind kind = rule_red_kind(n);   /* square roots and logarithms: of floats only, here */
+    if ((kind == R_L2 || kind == R_LOGSUM || kind == R_LOGSUMEXP) && !rule_float_input(g, n, 0)) return;
     for (int d = 0; d < x->rank; d++) {
         if (!any || !mask[d]) dims[r++] = x->dims[d];
         else if (keep) dims[r++] = 1;
