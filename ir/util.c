@@ -138,11 +138,26 @@ bool out_is_special(const char *path) {
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode);
 }
 
+/* The file an output path names: a symbolic link is written through, so that the output
+ * replaces its target and the link stays (as with `cc -o`); the target is resolved because the
+ * temporary file must be renamed over it, in its directory. A link to nothing is refused rather
+ * than guessed at. Returns a malloc'd path. */
+static char *out_target(const char *path) {
+    struct stat st;
+    char *p;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) p = strdup(path);
+    else if (!(p = realpath(path, NULL)))
+        fatal(path, "cannot write through this symbolic link: %s", strerror(errno));
+    if (!p) die("out of memory");
+    return p;
+}
+
 void out_register(const char *path) {
     if (out_is_special(path)) return;
+    char *target = out_target(path);
     outs = realloc(outs, sizeof *outs * (size_t)(nouts + 1));
     if (!outs) die("out of memory");
-    outs[nouts++] = strdup(path);
+    outs[nouts++] = target;
 }
 
 void out_commit(void) {
@@ -167,13 +182,15 @@ static bool write_all(int fd, const void *data, size_t n) {
     return true;
 }
 
-void out_write(const char *path, const void *data, size_t n) {
+void out_write(const char *name, const void *data, size_t n) {
+    char *path = out_target(name);
     if (out_is_special(path)) {
         int fd = open(path, O_WRONLY | O_TRUNC);
         bool ok = fd >= 0 && write_all(fd, data, n);
         int err = errno;
         if (fd >= 0 && close(fd) != 0 && ok) { ok = false; err = errno; }
-        if (!ok) fatal(path, "cannot write: %s", strerror(err));
+        if (!ok) fatal(name, "cannot write: %s", strerror(err));
+        free(path);
         return;
     }
     size_t len = strlen(path) + 8;
@@ -184,7 +201,7 @@ void out_write(const char *path, const void *data, size_t n) {
     if (fd < 0) {
         int err = errno;
         free(tmp);
-        fatal(path, "cannot write: %s", strerror(err));
+        fatal(name, "cannot write: %s", strerror(err));
     }
     mode_t mask = umask(0);             /* mkstemp makes 0600; outputs get 0666 & ~umask */
     umask(mask);
@@ -195,9 +212,10 @@ void out_write(const char *path, const void *data, size_t n) {
     if (!ok) {
         unlink(tmp);
         free(tmp);
-        fatal(path, "cannot write: %s", strerror(err));
+        fatal(name, "cannot write: %s", strerror(err));
     }
     free(tmp);
+    free(path);
 }
 
 _Noreturn void die_(const char *file, int line, const char *fmt, ...) {

@@ -46,7 +46,8 @@ void out_register(const char *path);
 bool out_is_special(const char *path);
 /* Write an output as a compiler should: a regular file (or a new one) through a temporary file
  * next to it, renamed over it once complete, so that no reader ever sees half an output; a
- * special file (out_is_special) directly, never replaced. fatal() on failure. */
+ * special file (out_is_special) directly, never replaced; a symbolic link is written through
+ * (its target is the output; a link to nothing is an error). fatal() on failure. */
 void out_write(const char *path, const void *data, size_t n);
 void out_commit(void);           /* success: forget the registered paths */
 void out_remove_all(void);

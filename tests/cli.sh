@@ -310,6 +310,28 @@ if [ $rc = 1 ] && [ -p $dir/pipe ]; then
 else
     fail "failed compilation with a FIFO output" "exit status $rc; pipe still a FIFO: $([ -p $dir/pipe ] && echo yes || echo no)"
 fi
+# A symbolic link is written through: the target is replaced, the link stays; a dangling one
+# is refused and nothing is left behind.
+fresh
+mkdir -p $dir/t
+echo old >$dir/t/real.o
+ln -s t/real.o $dir/link.o
+run models/mlp/model.onnx -o $dir/link.o
+if [ $rc = 0 ] && [ -L $dir/link.o ] && [ "$(head -c 4 $dir/t/real.o | od -An -c | tr -d ' ')" = "177ELF" ] \
+   && grep -q 'link_run' $dir/link.h && [ "$(ls -A $dir/t)" = real.o ]; then
+    ok "-o SYMLINK: written through to its target, the link stays"
+else
+    fail "-o SYMLINK" "exit status $rc; folder holds: $(ls -A $dir $dir/t | tr '\n' ' ')"
+fi
+fresh
+ln -s $dir/nowhere/x.o $dir/../dangling.o
+expect_error "-o DANGLING-SYMLINK is refused" 1 1 symbolic -- models/mlp/model.onnx -o $dir/../dangling.o
+if [ -L $dir/../dangling.o ] && [ ! -e $dir/../dangling.h ]; then
+    ok "-o DANGLING-SYMLINK: the link stays, no header"
+else
+    fail "-o DANGLING-SYMLINK" "the link is gone or a header was written"
+fi
+rm -f $dir/../dangling.o
 fresh
 mkdir -p $dir/inc
 run models/mlp/model.onnx -o $dir/m.o --header $dir/inc/mlp.h

@@ -31,7 +31,7 @@ Value *rule_const_ints(Graph *g, Node *n, int i, const char *what, int64_t max) 
 }
 
 /* Which dims a Reduce* node reduces; returns false for "no reduction" (empty axes with
- * noop_with_empty_axes) and -1 after reporting a bad axis. */
+ * noop_with_empty_axes) and -1 after reporting a bad or repeated axis (ONNX refuses both). */
 int rule_reduce_mask(Graph *g, Node *n, bool *mask) {
     Value *x = n->in[0], *ax = n->nin > 1 ? n->in[1] : NULL;
     int64_t na = ax ? ir_numel(ax) : 0;
@@ -45,6 +45,10 @@ int rule_reduce_mask(Graph *g, Node *n, bool *mask) {
         int64_t a = ir_const_int(ax, i);
         if (a < -x->rank || a >= x->rank) {
             if (g) error(ir_where(g, n), "axis %lld out of range for rank %d", (long long)a, x->rank);
+            return -1;
+        }
+        if (mask[a < 0 ? a + x->rank : a]) {
+            if (g) error(ir_where(g, n), "axis %lld repeated", (long long)a);
             return -1;
         }
         mask[a < 0 ? a + x->rank : a] = true;

@@ -1,8 +1,9 @@
 /* indexing.c - the indexing family: Gather, GatherElements, GatherND, Scatter,
  * ScatterElements, ScatterND, OneHot.
  *
- * Run-time indices are wrapped when negative and clamped into their axis so that no load or
- * store leaves its buffer (ONNX leaves bad indices undefined). The gathers iterate over the
+ * Constant indices outside [-size, size) of their axis are errors, as in ONNX; run-time ones
+ * are wrapped when negative and clamped into their axis so that no load or store leaves its
+ * buffer (ONNX leaves them undefined), and an empty axis cannot be indexed at all. The gathers iterate over the
  * output. The scatters copy data into the output and then update the positions the indices
  * name, so they write elements twice and read back what they wrote: the output is KP_INOUT.
  * OneHot's depth decides its shape and must be a compile-time constant. */
@@ -22,6 +23,29 @@ static bool indices_ok(Graph *g, Node *n, const Value *ind) {
     return false;
 }
 
+/* Indices into data x: element i of ind indexes axis first + i % m. Constant ones must lie in
+ * [-size, size), as ONNX requires (the clamp below would hide a bad one); run-time ones are
+ * clamped into their axis, which therefore must not be empty. False after an error. */
+static bool indices_in_range(Graph *g, Node *n, const Value *ind, const Value *x, int first, int m) {
+    int64_t count = ir_numel(ind);
+    if (count == 0) return true;
+    for (int j = 0; j < m; j++)
+        if (x->dims[first + j] == 0) {
+            error(ir_where(g, n), "indices '%s' index axis %d of '%s', which is empty", ind->name,
+                  first + j, x->name);
+            return false;
+        }
+    for (int64_t i = 0; ind->data && i < count; i++) {
+        int64_t v = ir_const_int(ind, i), dim = x->dims[first + i % m];
+        if (v < -dim || v >= dim) {
+            error(ir_where(g, n), "index %lld out of range for axis %d of size %lld",
+                  (long long)v, first + (int)(i % m), (long long)dim);
+            return false;
+        }
+    }
+    return true;
+}
+
 void infer_gather(Graph *g, Node *n) {
     Value *x = n->in[0], *ind = n->in[1];
     int axis;
@@ -36,15 +60,7 @@ void infer_gather(Graph *g, Node *n) {
         error(ir_where(g, n), "result rank %d exceeds %d", rank, MAX_RANK);
         return;
     }
-    int64_t dim = x->dims[axis];
-    for (int64_t i = 0; ind->data && i < ir_numel(ind); i++) {
-        int64_t v = ir_const_int(ind, i);
-        if (v < -dim || v >= dim) {
-            error(ir_where(g, n), "index %lld out of range for axis %d of size %lld",
-                  (long long)v, axis, (long long)dim);
-            return;
-        }
-    }
+    if (!indices_in_range(g, n, ind, x, axis, 1)) return;
     int64_t dims[MAX_RANK];
     int r = 0;
     for (int d = 0; d < axis; d++) dims[r++] = x->dims[d];
@@ -53,20 +69,21 @@ void infer_gather(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, rank, dims);
 }
 
-/* The position along the gathered axis. A constant scalar index is folded; a run-time index
- * is wrapped when negative and clamped into the axis, since the data must never be read out
- * of bounds even for a bad index (ONNX leaves that case undefined). */
+/* The position along the gathered axis. A constant scalar index is folded; other indices are
+ * wrapped when negative and clamped into the axis, since the data must never be read out of
+ * bounds even for a bad index (infer_gather refuses bad constant ones, but the clamp does not
+ * rely on constants having been seen there). */
 static Expr *gather_index(Lower *L, Node *n, Buf *ind, Expr **idx, int64_t dim) {
     Program *p = L->p;
     Value *v = n->in[1];
     if (v->data && ir_numel(v) == 1) {
         int64_t i = ir_const_int(v, 0);
-        return kx_index(p, i < 0 ? i + dim : i);
+        i = i < 0 ? i + dim : i;
+        return kx_index(p, MIN(MAX(i, 0), dim - 1));
     }
     Expr *i = kx_cast(p, DT_INDEX, kx_load(p, ind, idx));
     Expr *neg = kx_bin(p, K_LT, i, kx_index(p, 0));
     i = kx_select(p, neg, kx_addc(p, kx_clone(p, i), dim), kx_clone(p, i));
-    if (v->data) return i;          /* checked in range by infer_gather */
     i = kx_bin(p, K_MAX, i, kx_index(p, 0));
     return kx_bin(p, K_MIN, i, kx_index(p, dim - 1));
 }
@@ -103,6 +120,7 @@ void infer_gather_elements(Graph *g, Node *n) {
                   (long long)ind->dims[d], (long long)x->dims[d]);
             return;
         }
+    if (!indices_in_range(g, n, ind, x, axis, 1)) return;
     ir_set_shape(n->out[0], x->dtype, ind->rank, ind->dims);
 }
 
@@ -192,7 +210,7 @@ void infer_gathernd(Graph *g, Node *n) {
     Value *x = n->in[0], *ind = n->in[1];
     int m, b, r = 0;
     int64_t dims[MAX_RANK];
-    if (!gathernd_check(g, n, &m, &b)) return;
+    if (!gathernd_check(g, n, &m, &b) || !indices_in_range(g, n, ind, x, b, m)) return;
     if (ind->rank - 1 + x->rank - b - m > MAX_RANK) {
         error(ir_where(g, n), "result rank exceeds %d", MAX_RANK);
         return;
@@ -282,6 +300,7 @@ void infer_scatternd(Graph *g, Node *n) {
               upd->rank == ind->rank - 1 + x->rank - m;
     for (int d = 0; ok && d < ind->rank - 1; d++) ok = upd->dims[d] == ind->dims[d];
     for (int d = (int)m; ok && d < x->rank; d++) ok = upd->dims[ind->rank - 1 + d - m] == x->dims[d];
+    if (ok && !indices_in_range(g, n, ind, x, 0, (int)m)) return;
     scatter_shape(g, n, ok);
 }
 
@@ -315,6 +334,7 @@ void infer_scatter_elements(Graph *g, Node *n) {
     if (!indices_ok(g, n, ind)) return;
     bool ok = ind->rank == x->rank && upd->dtype == x->dtype && ir_same_shape(ind, upd);
     for (int d = 0; ok && d < x->rank; d++) ok = d == axis || ind->dims[d] <= x->dims[d];
+    if (ok && !indices_in_range(g, n, ind, x, axis, 1)) return;
     scatter_shape(g, n, ok);
 }
 

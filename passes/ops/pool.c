@@ -130,6 +130,11 @@ void infer_global_pool(Graph *g, Node *n) {
         error(ir_where(g, n), "input must have rank >= 3 (N, C, spatial...), not %d", x->rank);
         return;
     }
+    /* the order of an Lp norm: p = 0 would take the 0th root */
+    if (n->op == OP_GlobalLpPool && ir_attr_int(n, "p", 2) < 1) {
+        error(ir_where(g, n), "p %lld must be >= 1", (long long)ir_attr_int(n, "p", 2));
+        return;
+    }
     for (int d = 0; d < x->rank; d++) dims[d] = d < 2 ? x->dims[d] : 1;
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }

@@ -294,6 +294,27 @@ def attrs():
         [const("i", np.array(ind, np.int64))]), "-")
     idx("gather_axis_range", "Gather", [0], axis=4)
     idx("gather_index_range", "Gather", [7])
+    # constant indices outside their axis: errors (run-time ones are clamped into the axis)
+    i64 = lambda a: np.array(a, np.int64)
+    ind = lambda name, op, ind, upd=None, xs=(2, 3), **a: compile_case(name, model(
+        [helper.make_node(op, ["x", "i"] + (["u"] if upd is not None else []), ["y"], **a)],
+        [f32("x", list(xs))], y, [const("i", ind)] +
+        ([const("u", np.ones(upd, np.float32))] if upd is not None else [])), "out of range")
+    ind("gather_elements_index_range", "GatherElements", i64([[0, 5, 0]]), axis=1)
+    ind("gather_elements_negative_range", "GatherElements", i64([[-3, 0, 0]]))
+    ind("gathernd_index_range", "GatherND", i64([[1, 7]]))
+    ind("scatter_elements_index_range", "ScatterElements", i64([[0, 9, 0]]), (1, 3), axis=1)
+    ind("scatternd_index_range", "ScatterND", i64([[2]]), (1, 3))
+    # an empty axis cannot be indexed, even by run-time indices (the clamp has nowhere to go)
+    for op, xs, ish in (("Gather", [0, 3], [2]), ("GatherElements", [2, 0], [2, 1])):
+        compile_case(op.lower() + "_empty_axis", model(
+            [helper.make_node(op, ["x", "i"], ["y"], axis=1 if op == "GatherElements" else 0)],
+            [f32("x", xs), f32("i", ish, TensorProto.INT64)], y), "empty")
+    compile_case("reducemean_axes_dup", model(
+        [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1, -1])], [f32("x", [2, 3])], y),
+        "repeated")
+    compile_case("globallppool_p_0", model(
+        [helper.make_node("GlobalLpPool", ["x"], ["y"], p=0)], x4, y), "p 0 must be >= 1")
     idx("reshape_two_minus_one", "Reshape", [-1, -1])
     idx("reshape_wrong_count", "Reshape", [5, 5])
     idx("reshape_negative", "Reshape", [-6])
