@@ -7,7 +7,7 @@
 #   (command line and error paths), tests/malformed.sh (untrusted input: tests/malformed/gen.py's
 #   catalogue and the fuzzer's regression corpus), tests/golden.sh (ONNX backend test data, at
 #   -O2 and again at -O0, -O1 and -O3), tests/models.sh (the sample models, two models in one
-#   program), tests/int8.sh (quantized models against onnxruntime's outputs) and
+#   program), tests/weights.sh (--weights-section, --emit-weights), tests/int8.sh (quantized models against onnxruntime's outputs) and
 #   tests/firmware/run.sh (Cortex-M4 and RV32IMAFC under QEMU), tests/install.sh (make install,
 #   the man page, the CMake module for the host and a Cortex-M4).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
@@ -119,6 +119,7 @@ for o in -O0 -O1 -O3; do
     runner golden$o sh tests/golden.sh $o ${GOLDEN_PATTERN:-}
 done
 runner models sh tests/models.sh
+runner weights sh tests/weights.sh
 runner int8 sh tests/int8.sh
 runner firmware sh tests/firmware/run.sh
 runner install sh tests/install.sh
