@@ -27,12 +27,22 @@ void be_target_free(Target *t);
  * p->profile (--profile, `onnxcc bench`) run() also adds the clock ticks of each kernel's call
  * to NAME_profile[k] (one uint64_t per kernel, in program order), next to NAME_profile_names
  * and NAME_profile_macs; the clock is the cycle counter on x86 and elsewhere
- * NAME_profile_clock(), a function the application defines. Without it there is none of this. */
+ * NAME_profile_clock(), a function the application defines. Without it there is none of this.
+ * p->weights_section puts the constants in that section; with p->weights_external they are left
+ * out for be_write_weights' blob and run() is NAME_run_w, taking it as a fourth argument. */
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path);
 /* Multiply-accumulates of one run: kir_kernel_cost over the kernels (facts.c). After be_emit,
  * p->flash_size and p->stack_size hold the object's read-only bytes and the stack one call of
  * NAME_run uses at most (-1: unknown). */
 int64_t be_macs(const Program *p);
+/* --emit-weights (weights.c): the blob's format; be_weights_layout, before be_emit, places
+ * the constants of a program with weights_external in it, be_write_weights writes it. */
+#define WEIGHTS_MAGIC "ONNXCCW"         /* and its NUL: 8 bytes */
+#define WEIGHTS_VERSION 1
+#define WEIGHTS_HEADER 64
+#define WEIGHTS_ALIGN 64
+void be_weights_layout(Program *p);
+void be_write_weights(Program *p, const char *path);
 /* Write the self-contained C header describing the program's API (runtime/model.h.in). */
 void be_write_header(Program *p, const char *path);
 

@@ -220,8 +220,11 @@ LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code) {
     LLVMPositionBuilderAtEnd(e->B, no);
     LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)code, 0));
     LLVMPositionBuilderAtEnd(e->B, go);
-    LLVMValueRef args[3] = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2)};
-    LLVMValueRef call = LLVMBuildCall2(e->B, LLVMGlobalGetValueType(run), run, args, 3, "");
+    LLVMValueRef args[4];           /* NAME_run's 3 or NAME_run_w's 4 */
+    unsigned n = LLVMCountParams(fn);
+    if (n > 4) die("run has %u parameters", n);
+    for (unsigned i = 0; i < n; i++) args[i] = LLVMGetParam(fn, i);
+    LLVMValueRef call = LLVMBuildCall2(e->B, LLVMGlobalGetValueType(run), run, args, n, "");
     LLVMSetTailCall(call, 1);
     LLVMBuildRet(e->B, call);
     LLVMPositionBuilderAtEnd(e->B, saved);

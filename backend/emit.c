@@ -2,7 +2,9 @@
  * is optimised with LLVM's standard -O pipeline and written as an object, assembly or IR text.
  *
  * The module holds one internal function per kernel (kernel.c), the math helpers they need
- * (math.c), the constants as internal read-only globals, and exactly two public symbols:
+ * (math.c), the constants as internal read-only globals (in the section of --weights-section
+ * if given; with --emit-weights none: they are in a blob, weights.c, and NAME_run_w takes it
+ * as a fourth argument in place of NAME_run), and exactly two public symbols:
  *   int NAME_run(const void *const *inputs, void *const *outputs, void *arena)
  *     checks its arguments and calls the kernels in order, giving each the storage of its
  *     params: inputs[i] / outputs[i], a constant global, or arena + offset for temporaries;
@@ -63,13 +65,21 @@ static LLVMValueRef const_buf(Emitter *e, Buf *b) {
     if (!b->data && n) die("constant buffer %s has no data", b->name);
     static const char zero[1];
     LLVMValueRef init = LLVMConstStringInContext2(e->C, n ? b->data : zero, n ? n : 1, 1);
-    return private_const(e, init, arena_printf(e->p->arena, "const.%s", b->name), 64);
+    LLVMValueRef g = private_const(e, init, arena_printf(e->p->arena, "const.%s", b->name), 64);
+    if (e->p->weights_section) {    /* --weights-section */
+        LLVMSetSection(g, e->p->weights_section);
+        /* not mergeable: LLVM would put small constants in sections of their own of the same
+         * name, each aligned, and the linked section would be larger than the object says */
+        LLVMSetUnnamedAddress(g, LLVMNoUnnamedAddr);
+    }
+    return g;
 }
 
 /* ---- NAME_run ---- */
 
 typedef struct RunState {
     LLVMValueRef in, out, arena;
+    LLVMValueRef weights;           /* --emit-weights: NAME_run_w's blob, else NULL */
     LLVMValueRef *ptr;              /* by root buffer id: its storage pointer, once computed */
 } RunState;
 
@@ -86,7 +96,14 @@ static LLVMValueRef storage(Emitter *e, RunState *rs, Buf *b) {
     switch (r->kind) {
     case B_INPUT: v = io_ptr(e, rs->in, r->io_index); break;
     case B_OUTPUT: v = io_ptr(e, rs->out, r->io_index); break;
-    case B_CONST: v = const_buf(e, r); break;
+    case B_CONST: {
+        if (!rs->weights) { v = const_buf(e, r); break; }
+        int64_t at = e->p->weight_offset[r->id];        /* --emit-weights: in the blob */
+        if (at < 0) die("constant %s is not in the weights blob", r->name);
+        LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)at, 0);
+        v = LLVMBuildInBoundsGEP2(e->B, e->i8, rs->weights, &off, 1, r->name);
+        break;
+    }
     case B_TEMP: {
         if (r->offset < 0) die("temporary %s has no arena offset (bufferize did not run?)", r->name);
         LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)r->offset, 0);
@@ -251,14 +268,39 @@ static void emit_kernels(Emitter *e, Calls *c, int lo, int hi) {
     }
 }
 
+/* --emit-weights: if (the blob is NULL, misaligned or not this compilation's) return code;
+ * the magic, version and key of weights.c's header are read as two 64-bit words and one. */
+static void check_weights(Emitter *e, LLVMValueRef fn, LLVMValueRef w, int code) {
+    Program *p = e->p;
+    check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, w, LLVMConstNull(e->ptr), ""), code);
+    LLVMValueRef addr = LLVMBuildPtrToInt(e->B, w, e->idx, "");
+    LLVMValueRef mis = LLVMBuildAnd(e->B, addr, LLVMConstInt(e->idx, WEIGHTS_ALIGN - 1, 0), "");
+    check(e, fn, LLVMBuildICmp(e->B, LLVMIntNE, mis, LLVMConstNull(e->idx), ""), code);
+    uint64_t magic = 0;
+    for (int i = 0; i < 8; i++) magic |= (uint64_t)(unsigned char)WEIGHTS_MAGIC[i] << (8 * i);
+    uint64_t want[3] = {magic, (uint64_t)WEIGHTS_VERSION | (uint64_t)WEIGHTS_HEADER << 32, p->weights_key};
+    int at[3] = {0, 8, 24};
+    LLVMValueRef bad = LLVMConstInt(e->i1, 0, 0);
+    for (int i = 0; i < 3; i++) {
+        LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)at[i], 0);
+        LLVMValueRef v = LLVMBuildLoad2(e->B, e->i64, LLVMBuildInBoundsGEP2(e->B, e->i8, w, &off, 1, ""), "");
+        LLVMSetAlignment(v, 8);
+        bad = LLVMBuildOr(e->B, bad, LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstInt(e->i64, want[i], 0), ""), "");
+    }
+    check(e, fn, bad, code);
+}
+
+/* NAME_run(inputs, outputs, arena), or with --emit-weights NAME_run_w(..., weights). */
 static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, bool profile) {
     Program *p = e->p;
-    LLVMTypeRef pt[3] = {e->ptr, e->ptr, e->ptr};
-    LLVMTypeRef fty = LLVMFunctionType(e->i32, pt, 3, 0);
-    LLVMValueRef fn = LLVMAddFunction(e->M, arena_printf(p->arena, "%s_run", p->name), fty);
+    bool ext = p->weights_external;
+    LLVMTypeRef pt[4] = {e->ptr, e->ptr, e->ptr, e->ptr};
+    LLVMTypeRef fty = LLVMFunctionType(e->i32, pt, ext ? 4 : 3, 0);
+    LLVMValueRef fn = LLVMAddFunction(e->M, arena_printf(p->arena, ext ? "%s_run_w" : "%s_run", p->name), fty);
     be_fn_attrs(e, fn);
-    RunState rs = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2),
+    RunState rs = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), ext ? LLVMGetParam(fn, 3) : NULL,
                    ARENA_ARRAY(p->arena, LLVMValueRef, p->nbufs + 1)};
+    if (ext) LLVMSetValueName2(rs.weights, "weights", 7);
     LLVMSetValueName2(rs.in, "inputs", 6);
     LLVMSetValueName2(rs.out, "outputs", 7);
     LLVMSetValueName2(rs.arena, "arena", 5);
@@ -270,6 +312,7 @@ static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, bool profile) {
     check(e, fn, LLVMBuildICmp(e->B, LLVMIntNE, mis, LLVMConstNull(e->idx), ""), 2);
     if (p->ninputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.in, null, ""), 3);
     if (p->noutputs > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.out, null, ""), 3);
+    if (ext) check_weights(e, fn, rs.weights, 6);   /* NAME_ERR_WEIGHTS */
     /* Every storage pointer up front: computed inside a branch or loop, it would not
      * dominate its uses after it. */
     for (int i = 0; i < p->nkernels; i++)
@@ -291,8 +334,8 @@ static InfoTypes info_types(Emitter *e, LLVMTargetDataRef td) {
     it.size = LLVMIntPtrTypeInContext(e->C, td);            /* size_t */
     LLVMTypeRef tf[6] = {e->ptr, e->i32, e->i32, e->ptr, it.size, e->i32};
     it.tensor = LLVMStructTypeInContext(e->C, tf, 6, 0);
-    LLVMTypeRef mf[8] = {e->ptr, it.size, it.size, e->i32, e->i32, e->ptr, e->ptr, e->ptr};
-    it.model = LLVMStructTypeInContext(e->C, mf, 8, 0);
+    LLVMTypeRef mf[10] = {e->ptr, it.size, it.size, e->i32, e->i32, e->ptr, e->ptr, e->ptr, it.size, e->ptr};
+    it.model = LLVMStructTypeInContext(e->C, mf, 10, 0);
     return it;
 }
 
@@ -321,7 +364,8 @@ static LLVMValueRef tensor_infos(Emitter *e, InfoTypes *it, Buf **bufs, int n, c
 static void emit_info(Emitter *e, LLVMTargetDataRef td, LLVMValueRef run) {
     Program *p = e->p;
     InfoTypes it = info_types(e, td);
-    LLVMValueRef f[8] = {
+    bool ext = p->weights_external;
+    LLVMValueRef f[10] = {
         cstring(e, p->name),
         LLVMConstInt(it.size, (unsigned long long)p->arena_size, 0),
         LLVMConstInt(it.size, (unsigned long long)p->arena_align, 0),
@@ -329,10 +373,12 @@ static void emit_info(Emitter *e, LLVMTargetDataRef td, LLVMValueRef run) {
         LLVMConstInt(e->i32, (unsigned long long)p->noutputs, 0),
         tensor_infos(e, &it, p->inputs, p->ninputs, "inputs"),
         tensor_infos(e, &it, p->outputs, p->noutputs, "outputs"),
-        run,
+        ext ? LLVMConstNull(e->ptr) : run,
+        LLVMConstInt(it.size, ext ? (unsigned long long)p->weights_size : 0, 0),
+        ext ? run : LLVMConstNull(e->ptr),
     };
     LLVMValueRef g = LLVMAddGlobal(e->M, it.model, arena_printf(p->arena, "%s_info", p->name));
-    LLVMSetInitializer(g, LLVMConstNamedStruct(it.model, f, 8));
+    LLVMSetInitializer(g, LLVMConstNamedStruct(it.model, f, 10));
     LLVMSetGlobalConstant(g, 1);
 }
 
@@ -402,7 +448,9 @@ static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, Emit
     if ((kind == EMIT_ASM && LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMAssemblyFile, &err, &text)) ||
         LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj))
         fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
-    p->flash_size = be_flash_size(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+    int64_t in_section = 0;
+    p->flash_size = be_flash_size(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), p->weights_section, &in_section);
+    if (p->weights_section) p->weights_size = in_section;
     if (ir) out_write(path, ir, strlen(ir));
     else if (text) out_write(path, LLVMGetBufferStart(text), LLVMGetBufferSize(text));
     else out_write(path, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
@@ -440,6 +488,9 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
                           LLVMValueAsMetadata(LLVMMDStringInContext(e.C, t->abi, (unsigned)strlen(t->abi))));
     init_types(&e);
 
+    if (p->weights_external && LLVMByteOrder(td) == LLVMBigEndian)    /* the blob is little-endian */
+        fatal(path, "--emit-weights: big-endian targets are not supported");
+    if (p->weights_external) be_weights_layout(p);
     LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
     for (int i = 0; i < p->nkernels; i++)
         if (!p->kernels[i]->ctl) kfn[i] = be_kernel(&e, p->kernels[i]);
@@ -466,6 +517,9 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
 
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
     emit_module(p, t, opt_level, kind, path);
+    if (p->weights_size)
+        progress("weights: %lld B in %s%s, not counted in flash", (long long)p->weights_size,
+                 p->weights_section ? "section " : "", p->weights_section ? p->weights_section : "the blob");
     progress("memory: flash %lld B (code and constants), arena %lld B (align %d), stack %lld B at most; "
              "%lld multiply-accumulates per run", (long long)p->flash_size, (long long)p->arena_size,
              p->arena_align, (long long)p->stack_size, (long long)be_macs(p));

@@ -2,7 +2,8 @@
  * NAME_STACK_SIZE) and in -v's memory report, measured on the code LLVM generated rather than
  * estimated from the kernel IR (the multiply-accumulates, NAME_MACS, are the kernel IR's):
  *   flash  the bytes of the object's allocated, read-only sections (code, constants, unwind
- *          tables): what `size` calls text, read from the ELF section headers;
+ *          tables): what `size` calls text, read from the ELF section headers, less the
+ *          section of --weights-section (NAME_WEIGHTS_SIZE), meant for another memory;
  *   stack  the deepest stack one call of NAME_run uses: the frame of every function as LLVM's
  *          prologue/epilogue inserter laid it out (its "stack bytes in function" remark; the
  *          C API offers neither -stack-size-section nor the frame info), summed along the
@@ -149,7 +150,7 @@ int64_t be_macs(const Program *p) {
     return total;
 }
 
-/* ---- flash: the object's read-only allocated sections ---- */
+/* ---- flash: the object's read-only allocated sections, but the weights' own ---- */
 
 static uint64_t rd(const unsigned char *p, int n, bool be) {
     uint64_t v = 0;
@@ -157,13 +158,29 @@ static uint64_t rd(const unsigned char *p, int n, bool be) {
     return v;
 }
 
-int64_t be_flash_size(const char *obj, size_t size) {
+/* Whether section header sh is named `name`. */
+static bool is_named(const unsigned char *o, size_t size, uint64_t shstr, const unsigned char *sh, bool be,
+                     const char *name) {
+    size_t n = strlen(name);
+    if (shstr == UINT64_MAX) return false;
+    uint64_t at = shstr + rd(sh, 4, be);
+    return at + n + 1 <= size && !memcmp(o + at, name, n + 1);
+}
+
+int64_t be_flash_size(const char *obj, size_t size, const char *skip, int64_t *skipped) {
     const unsigned char *o = (const unsigned char *)obj;
     if (size < 52 || memcmp(o, "\177ELF", 4)) return -1;    /* not ELF: unknown */
     bool is64 = o[4] == 2, be = o[5] == 2;
     uint64_t shoff = is64 ? rd(o + 40, 8, be) : rd(o + 32, 4, be);
     int shentsize = (int)rd(o + (is64 ? 58 : 46), 2, be);
     int shnum = (int)rd(o + (is64 ? 60 : 48), 2, be);
+    int shstrndx = (int)rd(o + (is64 ? 62 : 50), 2, be);
+    /* the file offset of the section names (--weights-section looks one up) */
+    uint64_t shstr = UINT64_MAX;
+    if (shstrndx < shnum && shoff + (uint64_t)(shstrndx + 1) * (uint64_t)shentsize <= size) {
+        const unsigned char *sh = o + shoff + (uint64_t)shstrndx * (uint64_t)shentsize;
+        shstr = is64 ? rd(sh + 24, 8, be) : rd(sh + 16, 4, be);
+    }
     enum { SHT_NOBITS = 8, SHF_WRITE = 1, SHF_ALLOC = 2 };
     int64_t total = 0;
     for (int i = 0; i < shnum; i++) {
@@ -172,7 +189,9 @@ int64_t be_flash_size(const char *obj, size_t size) {
         uint64_t type = rd(sh + 4, 4, be);
         uint64_t flags = is64 ? rd(sh + 8, 8, be) : rd(sh + 8, 4, be);
         uint64_t bytes = is64 ? rd(sh + 32, 8, be) : rd(sh + 20, 4, be);
-        if ((flags & SHF_ALLOC) && !(flags & SHF_WRITE) && type != SHT_NOBITS) total += (int64_t)bytes;
+        if (!(flags & SHF_ALLOC) || (flags & SHF_WRITE) || type == SHT_NOBITS) continue;
+        if (skip && is_named(o, size, shstr, sh, be, skip)) *skipped += (int64_t)bytes;
+        else total += (int64_t)bytes;
     }
     return total;
 }

@@ -79,7 +79,7 @@ static void io_macros(FILE *f, Program *p) {
 }
 
 static void typed_run(FILE *f, Program *p) {
-    fprintf(f, "/* The same as %s_run with one typed pointer per tensor. */\n", p->name);
+    fprintf(f, "/* The same as %s_run%s with one typed pointer per tensor. */\n", p->name, p->weights_external ? "_w" : "");
     fprintf(f, "static inline int %s_run_typed(", p->name);
     for (int i = 0; i < p->ninputs; i++) {
         fprintf(f, "\n    const %s *in_%d /* \"", ctype(p->inputs[i]->dtype), i);
@@ -91,7 +91,7 @@ static void typed_run(FILE *f, Program *p) {
         put_name(f, p->outputs[i]->name);
         fputs("\" */,", f);
     }
-    fputs("\n    void *arena) {\n", f);
+    fputs(p->weights_external ? "\n    void *arena, const void *weights) {\n" : "\n    void *arena) {\n", f);
     if (p->ninputs) {
         fputs("    const void *const inputs[] = {", f);
         for (int i = 0; i < p->ninputs; i++) fprintf(f, "%sin_%d", i ? ", " : "", i);
@@ -102,8 +102,9 @@ static void typed_run(FILE *f, Program *p) {
         for (int i = 0; i < p->noutputs; i++) fprintf(f, "%sout_%d", i ? ", " : "", i);
         fputs("};\n", f);
     }
-    fprintf(f, "    return %s_run(%s, %s, arena);\n}\n", p->name,
-            p->ninputs ? "inputs" : "(const void *const *)0", p->noutputs ? "outputs" : "(void *const *)0");
+    fprintf(f, "    return %s_run%s(%s, %s, arena%s);\n}\n", p->name, p->weights_external ? "_w" : "",
+            p->ninputs ? "inputs" : "(const void *const *)0", p->noutputs ? "outputs" : "(void *const *)0",
+            p->weights_external ? ", weights" : "");
 }
 
 /* --profile only: what the instrumented run() keeps (backend/emit.c). */
@@ -124,13 +125,62 @@ static void profile_decls(FILE *f, Program *p) {
 /* What the object costs (backend/facts.c): flash, stack, work. */
 static void cost_facts(FILE *f, Program *p) {
     const char *n = p->name;
-    fprintf(f, "/* flash: code and read-only data of the object, in bytes (what `size` calls text) */\n");
+    fprintf(f, "/* flash: code and read-only data of the object, in bytes (what `size` calls text, less the\n"
+               " * weights when --weights-section or --emit-weights puts them elsewhere) */\n");
     fprintf(f, "#define %s_FLASH_SIZE %lld\n", n, (long long)(p->flash_size < 0 ? 0 : p->flash_size));
     fprintf(f, "/* stack: bytes one call of %s_run uses at most below the caller's stack pointer, on the\n"
                " * target it was compiled for, a library memcpy/memset included */\n", n);
     fprintf(f, "#define %s_STACK_SIZE %lld\n", n, (long long)(p->stack_size < 0 ? 0 : p->stack_size));
     fprintf(f, "/* multiply-accumulates per run (padding included, as in op-level counts) */\n");
     fprintf(f, "#define %s_MACS %lld\n", n, (long long)be_macs(p));
+}
+
+/* The entry point: NAME_run, or with --emit-weights NAME_run_w taking the blob. */
+static void run_decl(FILE *f, Program *p) {
+    const char *n = p->name;
+    if (!p->weights_external) {
+        fprintf(f, "int %s_run(const void *const *inputs, void *const *outputs, void *arena);   /* 0 on success */\n", n);
+        return;
+    }
+    fprintf(f, "/* --emit-weights: as %s_run would be, with the weights blob %s_WEIGHTS_SIZE bytes long,\n"
+               " * loaded unchanged at an address aligned to %s_WEIGHTS_ALIGN; read only, it may be shared\n"
+               " * by calls running at the same time. 0 on success, %s_ERR_WEIGHTS for a blob that is not\n"
+               " * this object's. */\n", n, n, n, n);
+    fprintf(f, "int %s_run_w(const void *const *inputs, void *const *outputs, void *arena, const void *weights);\n", n);
+}
+
+/* Where the weights are (--weights-section, --emit-weights; backend/weights.c lays the blob). */
+static void weights_facts(FILE *f, Program *p) {
+    const char *n = p->name;
+    if (p->weights_section) {
+        fprintf(f, "/* --weights-section: the constant tensors are in this section of the object, %s_WEIGHTS_SIZE\n"
+                   " * bytes that %s_FLASH_SIZE does not count; the linker script places it */\n", n, n);
+        fprintf(f, "#define %s_WEIGHTS_SECTION \"%s\"\n", n, p->weights_section);
+        fprintf(f, "#define %s_WEIGHTS_SIZE %lld\n", n, (long long)p->weights_size);
+    }
+    if (!p->weights_external) return;
+    fprintf(f, "/* --emit-weights: the constant tensors are not in the object but in a blob of %s_WEIGHTS_SIZE\n"
+               " * bytes, which %s_run_w takes (%s_FLASH_SIZE does not count it). Its layout, integers\n"
+               " * little-endian: bytes 0-7 \"ONNXCCW\\0\", 8-11 the format version, 12-15 the header's size,\n"
+               " * 16-23 the blob's size, 24-31 %s_WEIGHTS_KEY, zeros to %s_WEIGHTS_HEADER; then each tensor,\n"
+               " * packed row-major, at %s_WEIGHT_<k>_OFFSET (a multiple of %s_WEIGHTS_ALIGN): */\n",
+            n, n, n, n, n, n, n);
+    for (int i = 0; i < p->nweights; i++) {
+        Buf *b = p->weights[i];
+        fprintf(f, "/*   %d  \"", i);
+        put_name(f, b->name);
+        fputs("\"  ", f);
+        put_shape(f, b);
+        fputs(" */\n", f);
+        fprintf(f, "#define %s_WEIGHT_%d_OFFSET %lld\n", n, i, (long long)p->weight_offset[b->id]);
+        fprintf(f, "#define %s_WEIGHT_%d_SIZE %zu\n", n, i, kir_nbytes(b));
+    }
+    fprintf(f, "#define %s_NUM_WEIGHTS %d\n", n, p->nweights);
+    fprintf(f, "#define %s_WEIGHTS_SIZE %lld\n", n, (long long)p->weights_size);
+    fprintf(f, "#define %s_WEIGHTS_ALIGN %d\n", n, WEIGHTS_ALIGN);
+    fprintf(f, "#define %s_WEIGHTS_HEADER %d\n", n, WEIGHTS_HEADER);
+    fprintf(f, "#define %s_WEIGHTS_VERSION %d\n", n, WEIGHTS_VERSION);
+    fprintf(f, "#define %s_WEIGHTS_KEY 0x%016llxull\n", n, (unsigned long long)p->weights_key);
 }
 
 static void fill(FILE *f, Program *p, const char *key, size_t len) {
@@ -146,6 +196,8 @@ static void fill(FILE *f, Program *p, const char *key, size_t len) {
     else if (IS("TYPED_RUN")) typed_run(f, p);
     else if (IS("PROFILE")) profile_decls(f, p);
     else if (IS("COST_FACTS")) cost_facts(f, p);
+    else if (IS("WEIGHTS")) weights_facts(f, p);
+    else if (IS("RUN_DECL")) run_decl(f, p);
     else die("runtime/model.h.in: unknown placeholder @%.*s@", (int)len, key);
 #undef IS
 }

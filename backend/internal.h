@@ -55,8 +55,9 @@ void be_listen_remarks(LLVMContextRef C, Frames *fr);
 void be_frames_free(Frames *fr);
 /* Bytes of stack one call of `run` uses at most, from fr and e->M's call graph. */
 int64_t be_stack_bound(Emitter *e, Frames *fr, LLVMValueRef run);
-/* Bytes of the allocated read-only sections of an object in memory; -1 if not ELF. */
-int64_t be_flash_size(const char *obj, size_t size);
+/* Bytes of the allocated read-only sections of an object in memory; -1 if not ELF. Those of
+ * the section named `skip` (--weights-section; may be NULL) are not counted but go to *skipped. */
+int64_t be_flash_size(const char *obj, size_t size, const char *skip, int64_t *skipped);
 
 /* x86: wrap run in a NAME_run that returns `code` on a CPU lacking the features the object
  * was compiled for (cpucheck.c); returns the function to export (run itself elsewhere). */

@@ -12,6 +12,8 @@ typedef struct Cli {
     const char *model, *out, *name;
     const char *header;             /* --header PATH (default: beside a regular -o) */
     const char *run_pass;           /* --run-pass=PASS,...: the model is a .kir text */
+    const char *weights_section;    /* --weights-section NAME: where the constants go */
+    const char *emit_weights;       /* --emit-weights FILE: the constants go to this blob */
     const char *triple, *cpu, *features, *abi;
     EmitKind emit;
     double rtol, atol;

@@ -47,6 +47,12 @@ static const char options_text[] =
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
     "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
     "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
+    "  --weights-section NAME  put the constant tensors (the weights) in section NAME, for\n"
+    "                        a linker script to place (external flash, QSPI); the header's\n"
+    "                        NAME_WEIGHTS_SIZE gives its bytes, NAME_FLASH_SIZE leaves them out\n"
+    "  --emit-weights FILE   write the weights to FILE, a blob of the layout the header\n"
+    "                        documents, instead of the object; it has NAME_run_w(inputs,\n"
+    "                        outputs, arena, weights) in place of NAME_run\n"
     "  --fp-strict           no FMA contraction at -O2/-O3 (results as the interpreter's)\n"
     "  --profile             an instrumented object: NAME_run adds the clock ticks of each\n"
     "                        kernel to NAME_profile[] (the header says how; not for release)\n"
@@ -269,6 +275,8 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
+    else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;
+    else if ((v = opt_value("--emit-weights", argc, argv, i))) c->emit_weights = v;
     else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size(v);
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
     else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
@@ -393,14 +401,22 @@ static int compile_main(Arena *a, Cli *c) {
         usage("the output '%s' would be overwritten by its header", c->out);
     check_writable(a, c->out);
     if (header) check_writable(a, header);
+    const char *wpath = c->emit_weights;
+    if (wpath && (strcmp(wpath, c->out) == 0 || (header && strcmp(wpath, header) == 0)))
+        usage("--emit-weights '%s' is also the %s", wpath, strcmp(wpath, c->out) == 0 ? "output" : "header");
+    if (wpath) check_writable(a, wpath);
     Target t;
     be_target(&t, c->triple, c->cpu, c->features, c->abi);
     Graph *g = fe_load_model(a, c->model);
     g->name = (char *)(c->name ? c->name : cli_identifier(a, c->out));
     Program *p = cli_compile(g, c, &t);
+    p->weights_section = c->weights_section;
+    p->weights_external = wpath != NULL;
     out_register(c->out);
     if (header) out_register(header);
+    if (wpath) out_register(wpath);
     be_emit(p, &t, c->o.opt_level, c->emit, c->out);
+    if (wpath) be_write_weights(p, wpath);
     if (header) be_write_header(p, header);
     be_target_free(&t);
     exit_if_errors();
@@ -409,8 +425,15 @@ static int compile_main(Arena *a, Cli *c) {
     return 0;
 }
 
+/* The compilation's arena, reachable from here while the process lives: options such as --help
+ * and usage() exit from deep inside, and LeakSanitizer (make SANITIZE=1) must not take the
+ * arena for a leak when main's copy of the pointer happens to live in no register. Volatile,
+ * or the compiler drops the store that nothing reads. */
+static Arena *volatile main_arena;
+
 int main(int argc, char **argv) {
     Arena *a = arena_new();
+    main_arena = a;
     Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7};
     bool check = argc > 1 && strcmp(argv[1], "check") == 0;
     bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
@@ -422,6 +445,19 @@ int main(int argc, char **argv) {
     if ((check || bench) && c.triple)
         usage("%s runs the model on this machine: --target is not allowed", argv[1]);
     if ((check || bench) && c.run_pass) usage("--run-pass is not an option of %s", argv[1]);
+    if ((check || bench || c.run_pass) && (c.weights_section || c.emit_weights))
+        usage("--%s is not an option of %s", c.emit_weights ? "emit-weights" : "weights-section",
+              check || bench ? argv[1] : "--run-pass");
+    if (c.weights_section && c.emit_weights)
+        usage("--weights-section and --emit-weights: the weights go to a section or to a blob, not both");
+    if (c.weights_section) {
+        /* an ELF section name that a linker script can match and a C string can hold */
+        const char *s = c.weights_section;
+        bool bad = !*s;
+        for (; *s; s++) bad |= !(isalnum((unsigned char)*s) || *s == '_' || *s == '.' || *s == '$');
+        if (bad) usage("bad --weights-section '%s': expected a section name of letters, digits, '_', '.', '$'",
+                       c.weights_section);
+    }
     int rc = check ? check_main(a, &c) : bench ? bench_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
     arena_free(a);
     return rc;

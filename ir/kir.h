@@ -240,6 +240,17 @@ typedef struct Program {
     bool fp_strict;                 /* no FMA contraction even at -O2 (the backend) */
     bool profile;                   /* --profile: run() times each kernel (backend/emit.c) */
     int64_t flash_size, stack_size; /* of the emitted object, -1 unknown (backend/facts.c) */
+    /* where the constant tensors (the weights) go (backend/weights.c): NULL and false keep them
+     * in the object's read-only data; weights_section names the section they go to; with
+     * weights_external they go to a blob that NAME_run_w() takes through a pointer, laid out
+     * as weights[] in order at weight_offset[buffer id] */
+    const char *weights_section;
+    bool weights_external;
+    Buf **weights;
+    int nweights;
+    int64_t *weight_offset;
+    int64_t weights_size;           /* bytes of that section or blob after be_emit; 0: none */
+    uint64_t weights_key;           /* the blob's identity (a hash of its layout and bytes) */
 } Program;
 
 /* ---- building (ir/kir.c) ---- */

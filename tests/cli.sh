@@ -86,6 +86,26 @@ fresh; expect_error "bad flag" 2 1 -- models/mlp/model.onnx --frobnicate -o $dir
 fresh; expect_error "bad --shape" 2 1 -- $B/symbolic.onnx --shape x=2xq -o $dir/x.o
 fresh; expect_error "no output given" 2 1 -- models/mlp/model.onnx
 fresh; expect_error "unwritable output path" 1 1 -- models/mlp/model.onnx -o /nonexistent/dir/x.o
+# where the weights go (tests/weights.sh checks what they hold)
+fresh; expect_error "unwritable --emit-weights path" 1 1 /nonexistent/dir -- models/mlp/model.onnx \
+    --emit-weights /nonexistent/dir/w.bin -o $dir/x.o
+fresh; expect_error "--emit-weights to a directory" 1 1 -- models/mlp/model.onnx --emit-weights $dir -o $dir/x.o
+fresh; expect_error "--emit-weights and a bad model: no blob left" 1 1 -- $B/text.onnx --emit-weights $dir/w.bin -o $dir/x.o
+fresh; expect_error "--emit-weights is the output" 2 1 output -- models/mlp/model.onnx --emit-weights $dir/x.o -o $dir/x.o
+fresh; expect_error "--emit-weights is the header" 2 1 header -- models/mlp/model.onnx --emit-weights $dir/x.h -o $dir/x.o
+fresh; expect_error "--weights-section with --emit-weights" 2 1 both -- models/mlp/model.onnx \
+    --weights-section .ext --emit-weights $dir/w.bin -o $dir/x.o
+fresh; expect_error "bad --weights-section" 2 1 "'a b'" -- models/mlp/model.onnx --weights-section 'a b' -o $dir/x.o
+fresh; expect_error "empty --weights-section" 2 1 -- models/mlp/model.onnx --weights-section= -o $dir/x.o
+fresh; expect_error "check --emit-weights" 2 1 check -- check models/mlp/model.onnx --emit-weights $dir/w.bin
+fresh; expect_error "bench --weights-section" 2 1 bench -- bench models/mlp/model.onnx --weights-section .ext
+fresh
+run models/mlp/model.onnx --emit=asm --emit-weights $dir/w.bin -o $dir/x.s
+if [ $rc = 0 ] && [ -s $dir/w.bin ] && grep -q 'mlp_run_w\|x_run_w' $dir/x.s && grep -q '_run_w(' $dir/x.h; then
+    ok "--emit-weights with --emit=asm: assembly with NAME_run_w, header and blob"
+else
+    fail "--emit-weights with --emit=asm" "exit status $rc; $(ls $dir | tr '\n' ' ')"
+fi
 fresh; expect_error "check with another model's test data" 1 any -- \
     check models/mlp/model.onnx models/cnn/test_data_set_0
 
@@ -158,7 +178,7 @@ run --help
 missing=""
 for opt in -o --name --emit -O0 -O1 -O2 -O3 --target --cpu --features --abi --shape \
         --bind --print-after --print-after-all --verify --no-verify -v --rtol --atol --help --version \
-        check; do
+        --weights-section --emit-weights check; do
     grep -q -- "$opt\\b" $B/stdout || missing="$missing $opt"
 done
 if [ $rc = 0 ] && [ -z "$missing" ]; then ok "--help mentions every option"

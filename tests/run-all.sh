@@ -8,7 +8,8 @@
 #   catalogue and the fuzzer's regression corpus), tests/golden.sh (ONNX backend test data, at
 #   -O2 and again at -O0, -O1 and -O3), tests/models.sh (the sample models, two models in one
 #   program), tests/guard.sh (generated code of every op family against guard pages, with
-#   garbage arenas and on two threads), tests/int8.sh (quantized models against onnxruntime's outputs) and
+#   garbage arenas and on two threads), tests/weights.sh (--weights-section, --emit-weights),
+#   tests/int8.sh (quantized models against onnxruntime's outputs) and
 #   tests/firmware/run.sh (Cortex-M4 and RV32IMAFC under QEMU), tests/install.sh (make install,
 #   the man page, the CMake module for the host and a Cortex-M4).
 # Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
@@ -121,6 +122,7 @@ for o in -O0 -O1 -O3; do
 done
 runner models sh tests/models.sh
 runner guard sh tests/guard.sh
+runner weights sh tests/weights.sh
 runner int8 sh tests/int8.sh
 runner firmware sh tests/firmware/run.sh
 runner install sh tests/install.sh

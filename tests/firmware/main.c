@@ -24,8 +24,14 @@ void icount_start(void);
 void icount_stop(void);
 unsigned long icount_result(void);
 
-/* The arena must be at least 1 byte even for a model that needs none. */
-static _Alignas(64) unsigned char arena[case_ARENA_SIZE > 0 ? case_ARENA_SIZE : 1];
+/* The arena must be at least 1 byte even for a model that needs none. ARENA_SECTION (run.sh's
+ * cnn_xflash case) puts it in a section of its own, as the README shows for a TCM. */
+#ifdef ARENA_SECTION
+#define ARENA_PLACE __attribute__((section(ARENA_SECTION)))
+#else
+#define ARENA_PLACE
+#endif
+static _Alignas(64) unsigned char arena[case_ARENA_SIZE > 0 ? case_ARENA_SIZE : 1] ARENA_PLACE;
 
 /* The header's model info must agree with the test data and the arena we give. */
 static int check_info(const onnxcc_model_info *info)

@@ -29,6 +29,7 @@ PATTERN=${1:-}
 CASES="example models/example/model.onnx models/example/test_data_set_0
 cnn models/cnn/model.onnx models/cnn/test_data_set_0
 mlp models/mlp/model.onnx models/mlp/test_data_set_0
+cnn_xflash models/cnn/model.onnx models/cnn/test_data_set_0
 conv_with_strides_padding $DATA/test_conv_with_strides_padding/model.onnx $DATA/test_conv_with_strides_padding/test_data_set_0
 softmax_axis_1 $DATA/test_softmax_axis_1/model.onnx $DATA/test_softmax_axis_1/test_data_set_0
 gemm_all_attributes $DATA/test_gemm_all_attributes/model.onnx $DATA/test_gemm_all_attributes/test_data_set_0
@@ -89,8 +90,23 @@ section_size() {
     $SIZE -A "$1" | awk -v s="$2" 'index($1, s) == 1 { n += $2 } END { print n + 0 }'
 }
 
+# Whether the linked ELF $1 has section .extflash of $2 bytes at 0x21000000 (mps2.ld's XFLASH),
+# nothing left in .rodata of that size, and the arena at 0x01000000 (TCM).
+placed() {
+    readelf -SW "$1" | awk -v n="$(printf %06x "$2")" '
+        { sub(/^ *\[ *[0-9]+\] */, "") }
+        $1 == ".extflash" { x = ($3 == "21000000" && $5 == n) }
+        $1 == ".tcm" { t = ($3 == "01000000") }
+        END { if (!x || !t) { print "readelf: .extflash or .tcm missing or misplaced"; exit 1 } }' &&
+        readelf -sW "$1" | awk '$NF == "arena" { a = 1; if ($2 !~ /^0100/) { print "arena at " $2; exit 1 } }
+                                END { if (!a) { print "no symbol arena"; exit 1 } }'
+}
+
 run_case() { # name model data-set [profile]
-    name=$1 D=$FW log=$FW/$1.log opts=""
+    name=$1 D=$FW log=$FW/$1.log opts="" cdefs=""
+    # placement (M4 only; mps2.ld has the regions): the weights in their own section, linked
+    # into the "external flash", and the arena into the "TCM", as the README shows
+    case $name in *_xflash) opts="--weights-section .extflash" cdefs='-DARENA_SECTION=".tcm"' ;; esac
     if [ -n "${4:-}" ]; then            # a --profile build of its own, in $FW/prof
         D=$FW/prof log=$FW/prof/$1.log opts=--profile
     fi
@@ -106,7 +122,7 @@ run_case() { # name model data-set [profile]
     # the int8 models (tests/int8): within one output quantum, as on the host
     tol=
     [ -f "${2%/*}/atol" ] && tol="-DATOL=$(cat "${2%/*}/atol") -DRTOL=0"
-    if ! $XCC $CFLAGS $tol -I$D/$name -I$D -I$HERE $LDFLAGS \
+    if ! $XCC $CFLAGS $tol $cdefs -I$D/$name -I$D -I$HERE $LDFLAGS \
             $HERE/main.c $SUPPORT $D/$name.o -o $D/$name.elf >>$log 2>&1; then
         fail $name $log "link failed"; return
     fi
@@ -134,9 +150,13 @@ run_case() { # name model data-set [profile]
     hflash=$(sed -n "s/^#define ${name}_FLASH_SIZE //p" $FW/$name.h)
     hstack=$(sed -n "s/^#define ${name}_STACK_SIZE //p" $FW/$name.h)
     hmacs=$(sed -n "s/^#define ${name}_MACS //p" $FW/$name.h)
+    hweights=$(sed -n "s/^#define ${name}_WEIGHTS_SIZE //p" $FW/$name.h)
     text=$($SIZE $FW/$name.o | awk 'NR == 2 { print $1 }')
-    if [ "${hflash:-x}" != "$text" ]; then
-        fail $name $log "header FLASH_SIZE ${hflash:-missing}, size(1) says text $text"; return
+    if [ "${hflash:-x}" != "$((text - ${hweights:-0}))" ]; then
+        fail $name $log "header FLASH_SIZE ${hflash:-missing} (+ WEIGHTS_SIZE ${hweights:-0}), size(1) says text $text"; return
+    fi
+    if [ -n "$opts" ] && ! placed $FW/$name.elf $hweights >>$log 2>&1; then
+        fail $name $log "weights or arena not where mps2.ld puts them"; return
     fi
     # NAME_MACS counts every multiply-add of the loop nests, macs.py only Conv/Gemm/MatMul/RNN
     # products: equal on the sample models and the plain convolution, never fewer elsewhere.
@@ -175,6 +195,7 @@ for BOARD in m4 rv32; do
     fi
     while read -r name model data; do
         case "$BOARD $name" in *$PATTERN*) ;; *) continue ;; esac
+        case "$BOARD $name" in "rv32 "*_xflash) continue ;; esac
         run_case $name $model $data
     done <<END
 $CASES
