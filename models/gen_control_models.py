@@ -120,7 +120,8 @@ def write_loop(rng):
          vi("count_out", TensorProto.INT64, [])],
         [init("half", np.array(0.5, F32)), init("one", np.array(1, np.int64))])
     g = helper.make_graph(
-        [helper.make_node("Loop", ["n", "", "acc0", "count0"], ["acc", "count"], body=body)],
+        [helper.make_node("Loop", ["n", "", "acc0", "count0"], ["acc", "count"], body=body,
+                          name="loop")],
         "loop_while",
         [vi("x", TensorProto.FLOAT, [4]), vi("n", TensorProto.INT64, []),
          vi("limit", TensorProto.FLOAT, [])],
