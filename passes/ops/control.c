@@ -329,7 +329,10 @@ void lower_loop(Lower *L, Node *n) {
     bool full = ntrip == rows && (!cond || const_true(cond)) && const_true(b->outputs[0]);
     for (int k = 0; k < nscan && !full; k++)
         if (scan[k]) fill(L, arena_printf(a, "%s_clear", n->name), scan[k], 0);
-    int64_t max = rows >= 0 && (ntrip < 0 || ntrip > rows) ? rows : -1;
+    /* run() stops with ERR_TRIP past the scan outputs' rows or, without scan outputs, past
+     * --max-trip's bound, which promises at most that many iterations either way. */
+    int64_t limit = rows >= 0 ? rows : ir_attr_int(n, "onnxcc.max_trip", -1);
+    int64_t max = limit >= 0 && (ntrip < 0 || ntrip > limit) ? limit : -1;
     kir_ctl_new(p, name, KCTL_LOOP, iter, trip, ntrip, states[0], max);
     lower_nodes(L, b);
     Pos row = {0, iter, 0, false};
