@@ -16,6 +16,9 @@ runtime, so a check compares onnxcc with an independent implementation.
                data sets that stop early, run out of trips, and run zero times
   scan_rnn     Scan (opset 11) as a small tanh RNN over 5 steps, with a second scanned input
                read in reverse and the scan output stacked on axis 1
+  loop_slice   Loop whose body slices a window of 2 columns at the iteration number
+               (Slice(x, i + 1, i + 3) on axis 1: run-time starts, a constant length) into
+               a carried sum and a scan output; trip counts 4, 2 and 0
 
 Run: /usr/bin/python3 models/gen_control_models.py   (needs python3-onnx, python3-numpy)
 Written with onnx 1.12.0 and numpy 1.24; SEED fixes the weights and data.
@@ -180,11 +183,56 @@ def write_scan(rng):
     save("scan_rnn", g, 11, [([h0, xs, zs], [h, ys])])
 
 
+# ---- Loop slicing at the iteration number ----
+
+def ref_loop_slice(x, n):
+    acc = np.zeros((3, 2), F32)
+    wins = []
+    for i in range(n):
+        win = x[:, i + 1:i + 3]
+        acc = (acc * F32(0.5) + win).astype(F32)
+        wins.append(win)
+    return acc, np.stack(wins) if wins else np.zeros((0, 3, 2), F32)
+
+
+def write_loop_slice(rng):
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Unsqueeze", ["i", "ax0"], ["i1"]),
+         helper.make_node("Add", ["i1", "one"], ["st"]),
+         helper.make_node("Add", ["i1", "three"], ["en"]),
+         helper.make_node("Slice", ["x", "st", "en", "ax1"], ["win"]),
+         helper.make_node("Mul", ["acc_in", "half"], ["acc_half"]),
+         helper.make_node("Add", ["acc_half", "win"], ["acc_out"]),
+         helper.make_node("Identity", ["win"], ["win_out"])],
+        "slice_body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("acc_in", TensorProto.FLOAT, [3, 2])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [3, 2]),
+         vi("win_out", TensorProto.FLOAT, [3, 2])],
+        [init("ax0", np.array([0], np.int64)), init("ax1", np.array([1], np.int64)),
+         init("one", np.array([1], np.int64)), init("three", np.array([3], np.int64)),
+         init("half", np.array(0.5, F32))])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["n", "", "acc0"], ["acc", "wins"], body=body, name="loop")],
+        "loop_slice",
+        [vi("x", TensorProto.FLOAT, [3, 6]), vi("n", TensorProto.INT64, [])],
+        [vi("acc", TensorProto.FLOAT, [3, 2]), vi("wins", TensorProto.FLOAT, [None, 3, 2])],
+        [init("acc0", np.zeros((3, 2), F32))])
+    x = rng.standard_normal((3, 6)).astype(F32)
+    sets = []
+    for n in (4, 2, 0):     # i + 3 <= 6: every window inside x, as ONNX's clamping leaves it
+        acc, wins = ref_loop_slice(x, n)
+        sets.append(([x, np.array(n, np.int64)], [acc, wins]))
+    save("loop_slice", g, 13, sets)
+
+
 def main():
     rng = np.random.default_rng(SEED)
     write_if(rng)
     write_loop(rng)
     write_scan(rng)
+    write_loop_slice(rng)
 
 
 if __name__ == "__main__":
