@@ -249,14 +249,14 @@ void infer_slice(Graph *g, Node *n) {
     ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, s.count);
 }
 
-/* A run-time start of dim d: negative counts from the end, then clamped so that the slice's
- * count elements stay inside the dim (ONNX clamps into [0, dim]; the static count keeps it
- * count below that, as the README says). */
+/* A run-time start of a dim: negative counts from the end, then clamped into [0, dim - count]
+ * so that all count elements stay inside the dim (ONNX clamps into [0, dim] and gives a
+ * shorter slice near the end, which a static count cannot; the README says so). */
 static Expr *slice_start(Program *p, Kernel *k, Buf *starts, int slot, int64_t dim, int64_t count) {
     Expr *idx[1] = {kx_index(p, slot)};
     kir_param(p, k, starts, KP_IN);
     Expr *b = kx_cast(p, DT_INT64, kx_load(p, starts, starts->rank ? idx : NULL));
-    Expr *neg = kx_bin(p, K_LT, b, kx_int(p, DT_INT64, 0));
+    Expr *neg = kx_bin(p, K_LT, kx_clone(p, b), kx_int(p, DT_INT64, 0));
     b = kx_select(p, neg, kx_bin(p, K_ADD, b, kx_int(p, DT_INT64, dim)), kx_clone(p, b));
     b = kx_bin(p, K_MAX, kx_bin(p, K_MIN, b, kx_int(p, DT_INT64, dim - count)), kx_int(p, DT_INT64, 0));
     return kx_cast(p, DT_INDEX, b);
