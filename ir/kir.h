@@ -195,7 +195,8 @@ typedef enum KernelClass {
  *                                ...; counter[] += 1; }
  *                            trip is the buffer `trip` (read once on entry) or the constant
  *                            `ntrip` (-1: none); `max` bounds arena buffers sized for it
- *                            (scan outputs) when the trip count is known only at run time.
+ *                            (scan outputs) when the trip count is known only at run time,
+ *                            or is --max-trip's bound on a loop without them.
  *   KCTL_IF [KCTL_ELSE] KCTL_END   if (cond[]) ... else ...
  * counter is an int64 scalar buffer (the body reads the iteration number from it), trip an
  * integer and cond a bool one-element buffer; all are params of the control kernel (counter

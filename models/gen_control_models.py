@@ -16,6 +16,13 @@ runtime, so a check compares onnxcc with an independent implementation.
                data sets that stop early, run out of trips, and run zero times
   scan_rnn     Scan (opset 11) as a small tanh RNN over 5 steps, with a second scanned input
                read in reverse and the scan output stacked on axis 1
+  loop_exit    Loop with a constant trip count of 8 and an early exit on a run-time limit,
+               whose scan output (the carried vector per iteration) is a graph output: it
+               reports the rows written in its "acc_rows.dims" output; data sets that stop
+               after 3 and 1 iterations and one that runs all 8
+  loop_slice   Loop whose body slices a window of 2 columns at the iteration number
+               (Slice(x, i + 1, i + 3) on axis 1: run-time starts, a constant length) into
+               a carried sum and a scan output; trip counts 4, 2 and 0
 
 Run: /usr/bin/python3 models/gen_control_models.py   (needs python3-onnx, python3-numpy)
 Written with onnx 1.12.0 and numpy 1.24; SEED fixes the weights and data.
@@ -120,7 +127,8 @@ def write_loop(rng):
          vi("count_out", TensorProto.INT64, [])],
         [init("half", np.array(0.5, F32)), init("one", np.array(1, np.int64))])
     g = helper.make_graph(
-        [helper.make_node("Loop", ["n", "", "acc0", "count0"], ["acc", "count"], body=body)],
+        [helper.make_node("Loop", ["n", "", "acc0", "count0"], ["acc", "count"], body=body,
+                          name="loop")],
         "loop_while",
         [vi("x", TensorProto.FLOAT, [4]), vi("n", TensorProto.INT64, []),
          vi("limit", TensorProto.FLOAT, [])],
@@ -179,11 +187,99 @@ def write_scan(rng):
     save("scan_rnn", g, 11, [([h0, xs, zs], [h, ys])])
 
 
+# ---- Loop with an early exit and a scan output ----
+
+def ref_loop_exit(x, limit, trips):
+    acc = np.zeros(4, F32)
+    rows = []
+    cond = True
+    while len(rows) < trips and cond:
+        acc = (acc * F32(0.5) + x).astype(F32)
+        rows.append(acc)
+        cond = bool(acc.sum(dtype=F32) <= limit)
+    return acc, np.stack(rows)
+
+
+def write_loop_exit(rng):
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc_in", "half"], ["acc_half"]),
+         helper.make_node("Add", ["acc_half", "x"], ["acc_out"]),
+         helper.make_node("ReduceSum", ["acc_out"], ["acc_sum"], keepdims=0),
+         helper.make_node("LessOrEqual", ["acc_sum", "limit"], ["cond_out"]),
+         helper.make_node("Identity", ["acc_out"], ["row"])],
+        "exit_body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("acc_in", TensorProto.FLOAT, [4])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [4]),
+         vi("row", TensorProto.FLOAT, [4])],
+        [init("half", np.array(0.5, F32))])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "acc0"], ["acc", "acc_rows"], body=body, name="loop")],
+        "loop_exit",
+        [vi("x", TensorProto.FLOAT, [4]), vi("limit", TensorProto.FLOAT, [])],
+        [vi("acc", TensorProto.FLOAT, [4]), vi("acc_rows", TensorProto.FLOAT, [None, 4])],
+        [init("trips", np.array(8, np.int64)), init("acc0", np.zeros(4, F32))])
+    x = np.abs(rng.standard_normal(4)).astype(F32) + F32(0.5)
+    sets = []
+    for limit in (1.6 * x.sum(), 0.5 * x.sum(), 1e6):
+        limit = np.array(limit, F32)
+        acc, rows = ref_loop_exit(x, limit, 8)
+        sets.append(([x, limit], [acc, rows]))
+    assert [len(s[1][1]) for s in sets] == [3, 1, 8], [len(s[1][1]) for s in sets]
+    save("loop_exit", g, 13, sets)
+
+
+# ---- Loop slicing at the iteration number ----
+
+def ref_loop_slice(x, n):
+    acc = np.zeros((3, 2), F32)
+    wins = []
+    for i in range(n):
+        win = x[:, i + 1:i + 3]
+        acc = (acc * F32(0.5) + win).astype(F32)
+        wins.append(win)
+    return acc, np.stack(wins) if wins else np.zeros((0, 3, 2), F32)
+
+
+def write_loop_slice(rng):
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Unsqueeze", ["i", "ax0"], ["i1"]),
+         helper.make_node("Add", ["i1", "one"], ["st"]),
+         helper.make_node("Add", ["i1", "three"], ["en"]),
+         helper.make_node("Slice", ["x", "st", "en", "ax1"], ["win"]),
+         helper.make_node("Mul", ["acc_in", "half"], ["acc_half"]),
+         helper.make_node("Add", ["acc_half", "win"], ["acc_out"]),
+         helper.make_node("Identity", ["win"], ["win_out"])],
+        "slice_body",
+        [vi("i", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("acc_in", TensorProto.FLOAT, [3, 2])],
+        [vi("cond_out", TensorProto.BOOL, []), vi("acc_out", TensorProto.FLOAT, [3, 2]),
+         vi("win_out", TensorProto.FLOAT, [3, 2])],
+        [init("ax0", np.array([0], np.int64)), init("ax1", np.array([1], np.int64)),
+         init("one", np.array([1], np.int64)), init("three", np.array([3], np.int64)),
+         init("half", np.array(0.5, F32))])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["n", "", "acc0"], ["acc", "wins"], body=body, name="loop")],
+        "loop_slice",
+        [vi("x", TensorProto.FLOAT, [3, 6]), vi("n", TensorProto.INT64, [])],
+        [vi("acc", TensorProto.FLOAT, [3, 2]), vi("wins", TensorProto.FLOAT, [None, 3, 2])],
+        [init("acc0", np.zeros((3, 2), F32))])
+    x = rng.standard_normal((3, 6)).astype(F32)
+    sets = []
+    for n in (4, 2, 0):     # i + 3 <= 6: every window inside x, as ONNX's clamping leaves it
+        acc, wins = ref_loop_slice(x, n)
+        sets.append(([x, np.array(n, np.int64)], [acc, wins]))
+    save("loop_slice", g, 13, sets)
+
+
 def main():
     rng = np.random.default_rng(SEED)
     write_if(rng)
     write_loop(rng)
     write_scan(rng)
+    write_loop_slice(rng)
+    write_loop_exit(rng)
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ fresh; expect_error "check with another model's test data" 1 any -- \
     check models/mlp/model.onnx models/cnn/test_data_set_0
 
 # Control flow: a scan output sized by a run-time trip count needs --max-trip; If branches
-# must agree on their shapes.
+# must agree on their shapes; Slice's run-time starts need ends = starts + a constant, step 1.
 fresh; expect_error "Loop scan output without a bound" 1 1 loop_node "max-trip loop_node=N" -- \
     $B/loop_scan.onnx -o $dir/x.o
 fresh; expect_error "--max-trip of an unknown node" 1 1 nosuch -- \
@@ -118,6 +118,10 @@ fresh; expect_error "--max-trip of an unknown node" 1 1 nosuch -- \
 fresh; expect_error "bad --max-trip" 2 1 -- $B/loop_scan.onnx --max-trip loop_node=x -o $dir/x.o
 fresh; expect_error "If branches of different shapes" 1 1 if_node "\[2,3\]" "\[3,2\]" -- \
     $B/if_shapes.onnx -o $dir/x.o
+fresh; expect_error "Slice with run-time starts and unrelated ends" 1 2 slice_node "starts 's'" -- \
+    $B/slice_dyn.onnx -o $dir/x.o
+fresh; expect_error "Slice with run-time starts and step 2" 1 1 slice_node "step 2" -- \
+    $B/slice_step.onnx -o $dir/x.o
 fresh
 run $B/loop_scan.onnx --max-trip loop_node=8 -o $dir/ls.o
 if [ $rc = 0 ] && grep -q '#define ls_OUTPUT_1_NUMEL 24' $dir/ls.h && grep -q 'ls_ERR_TRIP 4' $dir/ls.h; then

@@ -4,7 +4,9 @@ paths: unknown_ops.onnx (two nodes of made-up op types around one valid node, so
 unsupported op must be reported, each naming its node) and symbolic.onnx (an input whose first
 dimension is the symbol "batch", which only --shape resolves), loop_scan.onnx (a Loop named
 loop_node with a run-time trip count and a scan output, which needs --max-trip) and
-if_shapes.onnx (an If named if_node whose branches give different shapes)."""
+if_shapes.onnx (an If named if_node whose branches give different shapes), slice_dyn.onnx and
+slice_step.onnx (Slices named slice_node with run-time starts: ends not provably the starts
+plus a constant, and ends that are but with step 2)."""
 import os
 import sys
 
@@ -55,6 +57,17 @@ def main():
                [f32("x", [2, 3])], [helper.make_tensor_value_info("y", TensorProto.INT64, [2, None])],
                "dyn_consumer"),
          os.path.join(out, "dyn_consumer.onnx"))
+    # Slice with run-time starts: ends unrelated to them; ends = starts + 2 but step 2
+    i64 = lambda name: helper.make_tensor_value_info(name, TensorProto.INT64, [1])
+    const = lambda name, v: helper.make_node("Constant", [], [name], value=helper.make_tensor(
+        name, TensorProto.INT64, [1], [v]))
+    save(model([helper.make_node("Slice", ["x", "s", "e"], ["y"], name="slice_node")],
+               [f32("x", [6]), i64("s"), i64("e")], [f32("y", [None])], "slice_dyn"),
+         os.path.join(out, "slice_dyn.onnx"))
+    save(model([const("two", 2), helper.make_node("Add", ["s", "two"], ["e"]),
+                helper.make_node("Slice", ["x", "s", "e", "", "two"], ["y"], name="slice_node")],
+               [f32("x", [6]), i64("s")], [f32("y", [None])], "slice_step"),
+         os.path.join(out, "slice_step.onnx"))
 
 
 if __name__ == "__main__":

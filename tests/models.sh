@@ -7,6 +7,8 @@
 #     checks the header contract and that runs are independent of the arena's contents,
 #   - models/detect (outputs of data-dependent shape) linked into models/dyn_contract.c, which
 #     checks the header contract for them (dims outputs, valid part, zeroed rest),
+#   - models/loop_while compiled with --max-trip loop=3 linked into models/trip_bound.c: runs
+#     within the bound give numpy's outputs, one past it returns NAME_ERR_TRIP (4),
 #   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove,
 #   - the header's NAME_STACK_SIZE against a painted-stack measurement on the host
 #     (tests/host_stack.c), NAME_FLASH_SIZE against size(1), NAME_MACS against tests/macs.py,
@@ -95,6 +97,30 @@ if $ONNXCC models/detect/model.onnx -o $OUT/detect.o </dev/null >$log 2>&1 &&
     [ $rc != 0 ] && [ $f = 0 ] && fail "dyn_contract exited with status $rc" $OUT/dyn_contract.out
 else
     fail "detect linked into models/dyn_contract.c" $log
+fi
+
+# A Loop bounded by --max-trip (models/loop_while): a run that needs more iterations returns
+# NAME_ERR_TRIP (models/trip_bound.c).
+log=$OUT/trip_bound.log
+: >$log
+built=1
+rm -f $OUT/lw3.o $OUT/lw3.h
+$ONNXCC models/loop_while/model.onnx --max-trip loop=3 --name lw3 -o $OUT/lw3.o </dev/null >>$log 2>&1 || built=0
+for k in 0 1 2 3; do
+    $PYTHON tests/firmware/pb2c.py --prefix t_set$k models/loop_while/test_data_set_$k \
+        >$OUT/t_set$k.h 2>>$log || built=0
+done
+if [ $built = 1 ] && $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$OUT -Itests/firmware \
+        models/trip_bound.c $OUT/lw3.o -o $OUT/trip_bound >>$log 2>&1; then
+    rc=0
+    $OUT/trip_bound >$OUT/trip_bound.out 2>&1 || rc=$?
+    cat $OUT/trip_bound.out
+    n=$(grep -c '^ok' $OUT/trip_bound.out)
+    f=$(grep -c '^FAIL' $OUT/trip_bound.out)
+    passed=$((passed + n)) failed=$((failed + f))
+    [ $rc != 0 ] && [ $f = 0 ] && fail "trip_bound exited with status $rc" $OUT/trip_bound.out
+else
+    fail "loop_while --max-trip loop=3 linked into models/trip_bound.c" $log
 fi
 
 # The generated code needs no runtime library: at most the C library's mem* functions.

@@ -231,6 +231,17 @@ static int64_t loop_bound(const Node *n) {
     return max;
 }
 
+/* Whether v is a constant true. */
+static bool const_true(const Value *v) { return v && v->data && ir_const_int(v, 0); }
+
+/* Whether every one of the scan outputs' rows is written: a constant trip count within the
+ * bound and conditions that are constant true. */
+static bool loop_full(const Node *n, const Graph *b, int64_t rows) {
+    Value *m = opt_in(n, 0), *cond = opt_in(n, 1);
+    int64_t ntrip = m && m->data ? MAX(ir_const_int(m, 0), 0) : -1;
+    return ntrip == rows && (!cond || const_true(cond)) && const_true(b->outputs[0]);
+}
+
 enum { MAX_SCAN_ROWS = 1 << 24 };   /* more rows than this need --max-trip (INT64_MAX: "forever") */
 
 void infer_loop(Graph *g, Node *n) {
@@ -274,6 +285,10 @@ void infer_loop(Graph *g, Node *n) {
         if (n->out[i]) ir_set_shape(n->out[i], in->dtype, in->rank, in->dims);
     }
     int64_t rows = loop_bound(n);
+    /* A scan output that is a graph output of the model and nothing else reports the rows a
+     * loop that may stop early wrote, through the data-dependent contract (dynamic.c). */
+    bool report = nscan > 0 && ir_root(g) == g && !loop_full(n, b, rows);
+    if (report) ir_count_uses(g);
     for (int k = 0; k < nscan; k++) {
         Value *o = n->out[nc + k], *s = b->outputs[1 + nc + k];
         if (!o) continue;
@@ -291,11 +306,24 @@ void infer_loop(Graph *g, Node *n) {
         dims[0] = rows;
         memcpy(dims + 1, s->dims, sizeof(int64_t) * (size_t)s->rank);
         ir_set_shape(o, s->dtype, s->rank + 1, dims);
+        o->dyn = report && o->is_output && o->nuses == 1;
     }
 }
 
-/* Whether v is a constant true. */
-static bool const_true(const Value *v) { return v && v->data && ir_const_int(v, 0); }
+/* The dims of scan output i after the loop: the iterations run (the counter), then a row's. */
+static void scan_dims(Lower *L, Node *n, int i, Buf *iter) {
+    Program *p = L->p;
+    Buf *d = lower_dims(L, n, i);
+    Value *o = n->out[i];
+    Kernel *k = kir_kernel_new(p, lower_name(L, arena_printf(p->arena, "%s_dims", n->name)), "Loop", KC_GENERIC);
+    kir_param(p, k, iter, KP_IN);
+    kir_param(p, k, d, KP_OUT);
+    for (int j = 0; j < o->rank; j++) {
+        Expr *idx = kx_index(p, j);
+        Expr *v = j ? kx_int(p, DT_INT64, o->dims[j]) : kx_load(p, iter, NULL);
+        k->body = ks_seq(k->body, ks_store(p, d, &idx, v));
+    }
+}
 
 void lower_loop(Lower *L, Node *n) {
     Program *p = L->p;
@@ -325,11 +353,14 @@ void lower_loop(Lower *L, Node *n) {
         scan[k] = lower_out(L, n, nc + k);
         rows = scan[k]->dims[0];
     }
-    /* The rows past an early exit are zero (their number is not reported yet). */
-    bool full = ntrip == rows && (!cond || const_true(cond)) && const_true(b->outputs[0]);
+    /* The rows past an early exit are zero; a dyn scan output reports how many were written. */
+    bool full = loop_full(n, b, rows);
     for (int k = 0; k < nscan && !full; k++)
         if (scan[k]) fill(L, arena_printf(a, "%s_clear", n->name), scan[k], 0);
-    int64_t max = rows >= 0 && (ntrip < 0 || ntrip > rows) ? rows : -1;
+    /* run() stops with ERR_TRIP past the scan outputs' rows or, without scan outputs, past
+     * --max-trip's bound, which promises at most that many iterations either way. */
+    int64_t limit = rows >= 0 ? rows : ir_attr_int(n, "onnxcc.max_trip", -1);
+    int64_t max = limit >= 0 && (ntrip < 0 || ntrip > limit) ? limit : -1;
     kir_ctl_new(p, name, KCTL_LOOP, iter, trip, ntrip, states[0], max);
     lower_nodes(L, b);
     Pos row = {0, iter, 0, false};
@@ -338,6 +369,8 @@ void lower_loop(Lower *L, Node *n) {
                                 lower_value(L, b->outputs[1 + nc + k]), &row, 1, true);
     update_states(L, n->name, states, b->outputs, 1 + nc);
     kir_ctl_new(p, lower_name(L, arena_printf(a, "%s_end", n->name)), KCTL_END, NULL, NULL, -1, NULL, -1);
+    for (int k = 0; k < nscan; k++)
+        if (scan[k] && n->out[nc + k]->dyn) scan_dims(L, n, nc + k, iter);
 }
 
 /* ---- Scan ---- */

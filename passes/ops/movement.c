@@ -6,7 +6,9 @@
  * that no load can leave its buffer (Pad splits its loops into padding and interior ranges).
  * Expand is exactly lower_map's broadcast form, an elementwise kernel that fusion can merge.
  * Operands that decide a shape (Slice's starts, Pad's pads, Tile's repeats, Split's sizes)
- * must be compile-time constants; operands that do not (Trilu's k) are loaded by the kernel. */
+ * must be compile-time constants; operands that do not (Trilu's k) are loaded by the kernel.
+ * Slice's starts may be run-time values when its ends are provably the starts plus constants
+ * (a Loop body slicing at its iteration number): the length is then static. */
 #include <math.h>
 #include <string.h>
 
@@ -138,15 +140,56 @@ void lower_concat(Lower *L, Node *n) {
 
 /* ---- Slice ---- */
 
-/* Per input dim: first element, step and element count of the slice (ONNX clamping rules). */
+/* Per input dim: first element, step and element count of the slice (ONNX clamping rules).
+ * With run-time starts (rt), the element count is static and start[] is not used: the kernel
+ * loads starts[slot[d]] for each sliced dim d (slot -1: not sliced). */
 typedef struct SliceDims {
     int64_t start[MAX_RANK], step[MAX_RANK], count[MAX_RANK];
+    bool rt;
+    int slot[MAX_RANK];
 } SliceDims;
+
+/* v as base + off[] elementwise, base reached through ops that keep the elements in order
+ * (Identity, Unsqueeze, Squeeze, Reshape, Flatten) and Add/Sub of an integer constant. */
+static Value *offset_base(Value *v, int64_t k, int64_t *off) {
+    for (int64_t i = 0; i < k; i++) off[i] = 0;
+    for (Node *p; (p = v->producer);) {
+        if ((p->op == OP_Identity || p->op == OP_Unsqueeze || p->op == OP_Squeeze ||
+             p->op == OP_Reshape || p->op == OP_Flatten) && ir_numel(p->in[0]) == k) {
+            v = p->in[0];
+            continue;
+        }
+        if ((p->op != OP_Add && p->op != OP_Sub) || p->nin != 2) break;
+        Value *a = p->in[0], *b = p->in[1];
+        Value *c = b->data ? b : p->op == OP_Add && a->data ? a : NULL;
+        Value *x = c == b ? a : b;
+        if (!c || x->data || dtype_is_float(c->dtype) || ir_numel(x) != k ||
+            (ir_numel(c) != 1 && ir_numel(c) != k))
+            break;
+        for (int64_t i = 0; i < k; i++)
+            off[i] += (p->op == OP_Sub ? -1 : 1) * ir_const_int(c, ir_numel(c) == 1 ? 0 : i);
+        v = x;
+    }
+    return v;
+}
+
+/* Run-time starts and ends = starts + len[] (len constant): the lengths, or false. */
+static bool slice_lengths(Node *n, int64_t *len) {
+    Value *starts = n->in[1], *ends = n->in[2];
+    int64_t k = ir_numel(starts), os[MAX_RANK], oe[MAX_RANK];
+    if (starts->data || dtype_is_float(starts->dtype) || starts->rank > 1 || k > MAX_RANK ||
+        ir_numel(ends) != k || offset_base(starts, k, os) != offset_base(ends, k, oe))
+        return false;
+    for (int64_t i = 0; i < k; i++) len[i] = oe[i] - os[i];
+    return true;
+}
 
 static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
     Value *x = n->in[0];
-    Value *starts = rule_const_ints(g, n, 1, "starts", MAX_RANK);
-    Value *ends = rule_const_ints(g, n, 2, "ends", MAX_RANK);
+    int64_t len[MAX_RANK];
+    s->rt = slice_lengths(n, len);
+    Value *starts = s->rt ? n->in[1] : rule_const_ints(g, n, 1, "starts", MAX_RANK);
+    Value *ends = s->rt ? n->in[2] : rule_const_ints(g, n, 2, "ends", MAX_RANK);
     Value *axes = n->nin > 3 && n->in[3] ? rule_const_ints(g, n, 3, "axes", MAX_RANK) : NULL;
     Value *steps = n->nin > 4 && n->in[4] ? rule_const_ints(g, n, 4, "steps", MAX_RANK) : NULL;
     if (!starts || !ends || (n->nin > 3 && n->in[3] && !axes) || (n->nin > 4 && n->in[4] && !steps))
@@ -157,7 +200,7 @@ static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
         return false;
     }
     bool seen[MAX_RANK] = {false};
-    for (int d = 0; d < x->rank; d++) s->start[d] = 0, s->step[d] = 1, s->count[d] = x->dims[d];
+    for (int d = 0; d < x->rank; d++) s->start[d] = 0, s->step[d] = 1, s->count[d] = x->dims[d], s->slot[d] = -1;
     for (int64_t i = 0; i < k; i++) {
         int ax;
         if (!rule_axis(g, n, axes ? ir_const_int(axes, i) : i, x->rank, &ax)) return false;
@@ -167,11 +210,22 @@ static bool slice_dims(Graph *g, Node *n, SliceDims *s) {
         }
         seen[ax] = true;
         int64_t dim = x->dims[ax], st = steps ? ir_const_int(steps, i) : 1;
-        int64_t b = ir_const_int(starts, i), e = ir_const_int(ends, i);
         if (st == 0) {
             error(ir_where(g, n), "step 0 on axis %d", ax);
             return false;
         }
+        if (s->rt) {
+            /* ends = starts + len: len elements wherever the start falls in range */
+            if (st != 1) {
+                error(ir_where(g, n), "starts '%s' is not a compile-time constant, and step %lld on "
+                      "axis %d is not 1 (unsupported)", starts->name, (long long)st, ax);
+                return false;
+            }
+            s->count[ax] = MAX(0, MIN(len[i], dim));
+            s->slot[ax] = (int)i;
+            continue;
+        }
+        int64_t b = ir_const_int(starts, i), e = ir_const_int(ends, i);
         if (b < 0) b += dim;
         if (e < 0) e += dim;
         if (st > 0) {
@@ -195,6 +249,19 @@ void infer_slice(Graph *g, Node *n) {
     ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, s.count);
 }
 
+/* A run-time start of a dim: negative counts from the end, then clamped into [0, dim - count]
+ * so that all count elements stay inside the dim (ONNX clamps into [0, dim] and gives a
+ * shorter slice near the end, which a static count cannot; the README says so). */
+static Expr *slice_start(Program *p, Kernel *k, Buf *starts, int slot, int64_t dim, int64_t count) {
+    Expr *idx[1] = {kx_index(p, slot)};
+    kir_param(p, k, starts, KP_IN);
+    Expr *b = kx_cast(p, DT_INT64, kx_load(p, starts, starts->rank ? idx : NULL));
+    Expr *neg = kx_bin(p, K_LT, kx_clone(p, b), kx_int(p, DT_INT64, 0));
+    b = kx_select(p, neg, kx_bin(p, K_ADD, b, kx_int(p, DT_INT64, dim)), kx_clone(p, b));
+    b = kx_bin(p, K_MAX, kx_bin(p, K_MIN, b, kx_int(p, DT_INT64, dim - count)), kx_int(p, DT_INT64, 0));
+    return kx_cast(p, DT_INDEX, b);
+}
+
 void lower_slice(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *in = lower_in(L, n, 0), *out = lower_out(L, n, 0);
@@ -202,9 +269,12 @@ void lower_slice(Lower *L, Node *n) {
     if (!slice_dims(L->g, n, &s)) return;
     int vars[MAX_RANK];
     Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
-    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(in), out, vars, oidx);
+    Kernel *k = lower_kernel(L, n, s.rt ? KC_GENERIC : KC_COPY, KINS(in), out, vars, oidx);
+    Buf *starts = s.rt ? lower_in(L, n, 1) : NULL;
     for (int d = 0; d < in->rank; d++)
-        iidx[d] = kx_addc(p, kx_mul(p, oidx[d], s.step[d]), s.start[d]);
+        iidx[d] = s.rt ? s.slot[d] < 0 ? oidx[d]
+                         : kx_add(p, oidx[d], slice_start(p, k, starts, s.slot[d], in->dims[d], s.count[d]))
+                       : kx_addc(p, kx_mul(p, oidx[d], s.step[d]), s.start[d]);
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
 }
 

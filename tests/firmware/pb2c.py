@@ -2,14 +2,17 @@
 """pb2c.py - turns one ONNX test data set (input_N.pb, output_N.pb) into C tables for the test
 programs that link a compiled model directly (tests/firmware/run.sh, tests/models.sh).
 
-  pb2c.py [--prefix P] [--model NAME] DATA_SET_DIR > out.h
+  pb2c.py [--prefix P] [--model NAME [--header NAME.h]] DATA_SET_DIR > out.h
 
 Writes static arrays P_in0.., P_out0.. (buffers for the model), P_exp0.. and the tables
 P_inputs[], P_outputs[] (what NAME_run takes) and P_ins[], P_checks[] (tcheck, see check.h),
 with P_NUM_INPUTS / P_NUM_OUTPUTS. With --model NAME it also includes NAME.h and defines
 P_INFO, P_RUN, P_ARENA_SIZE, P_ARENA_ALIGN, P_STACK_SIZE so one generic main serves every model, and, when
 the model was compiled with --profile, P_NUM_KERNELS, P_PROFILE, P_PROFILE_NAMES,
-P_PROFILE_MACS and P_PROFILE_CLOCK.
+P_PROFILE_MACS and P_PROFILE_CLOCK. With --header, the model's header, an output whose shape
+depends on the data gets a buffer of its capacity (NAME_OUTPUT_K_NUMEL), its check covers the
+valid part (the data set's elements), and its "NAME.dims" output after the tensors is checked
+against the data set's shape.
 Arrays are 16-byte aligned: Cortex-M4 faults on unaligned float loads (VLDR).
 """
 import argparse
@@ -65,10 +68,22 @@ def numbered(d, kind):
     return sorted(files, key=lambda f: int(re.search(r"_(\d+)\.pb$", f).group(1)))
 
 
+def dims_outputs(header):
+    """{output index: (index of its dims output, its name)} from the header's list of outputs."""
+    dyn = {}
+    with open(header) as f:
+        for line in f:
+            m = re.match(r'^ \*\s+(\d+)\s+"([^"]*)".*its dims go to output (\d+)$', line)
+            if m:
+                dyn[int(m.group(1))] = (int(m.group(3)), m.group(2))
+    return dyn
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prefix", default="case")
     ap.add_argument("--model")
+    ap.add_argument("--header")
     ap.add_argument("dir")
     a = ap.parse_args()
     P = a.prefix
@@ -85,7 +100,9 @@ def main():
                 "#define %s_PROFILE_NAMES %s_profile_names" % (P, m),
                 "#define %s_PROFILE_MACS %s_profile_macs" % (P, m),
                 "#define %s_PROFILE_CLOCK %s_profile_clock" % (P, m), "#endif"]
+    dyn = dims_outputs(a.header) if a.header else {}
     tables = {"ins": [], "checks": []}
+    extra = {}  # dims output index -> (its check line, its buffer)
     for kind, tag in (("input", "in"), ("output", "out")):
         files = numbered(a.dir, kind)
         if not files:
@@ -102,11 +119,25 @@ def main():
                 data, buf = "%s_in%d" % (P, i), "NULL"
             else:
                 emit_array(out, "%s %s_exp%d" % (ctype, P, i), arr, ck)
-                out.append("static _Alignas(16) %s %s_out%d[%d];" % (ctype, P, i, max(arr.size, 1)))
+                cap = max(arr.size, 1)
+                if i in dyn:    # the capacity; the check covers the valid part
+                    cap = "%s_OUTPUT_%d_NUMEL" % (a.model, i)
+                    j, name = dyn[i][0], name or dyn[i][1]
+                    emit_array(out, "int64_t %s_exp%d" % (P, j), np.array(arr.shape, np.int64),
+                               "TK_I64")
+                    out.append("static const int64_t %s_out_dims%d[] = { %d };" % (P, j, arr.ndim))
+                    out.append("static _Alignas(16) int64_t %s_out%d[%d];" % (P, j, max(arr.ndim, 1)))
+                    extra[j] = '    { "%s.dims", TK_I64, %s_out%d, %s_exp%d, %d, %d, 1, %s_out_dims%d },' % (
+                        name, P, j, P, j, arr.ndim, 8 * arr.ndim, P, j)
+                out.append("static _Alignas(16) %s %s_out%d[%s];" % (ctype, P, i, cap))
                 data, buf = "%s_exp%d" % (P, i), "%s_out%d" % (P, i)
             tables["ins" if kind == "input" else "checks"].append(
                 '    { "%s", %s, %s, %s, %d, %d, %d, %s_%s_dims%d },' %
                 (name, ck, buf, data, arr.size, arr.nbytes, arr.ndim, P, tag, i))
+    nd = len(tables["checks"])
+    if sorted(extra) != list(range(nd, nd + len(extra))):
+        sys.exit("pb2c: %s: dims outputs %s do not follow the %d tensors" % (a.header, sorted(extra), nd))
+    tables["checks"] += [extra[j] for j in sorted(extra)]
     nin, nout = len(tables["ins"]), len(tables["checks"])
     out.append("#define %s_NUM_INPUTS %d" % (P, nin))
     out.append("#define %s_NUM_OUTPUTS %d" % (P, nout))

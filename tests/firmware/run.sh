@@ -25,7 +25,9 @@ DATA=/usr/share/libonnx-testdata/data/node
 PATTERN=${1:-}
 
 # name model data-set: the sample models, node tests covering conv, pooling, gemm, softmax
-# and batch normalisation, and the int8 models of tests/int8
+# and batch normalisation, the int8 models of tests/int8, a Loop with a run-time trip count
+# that exits early, and outputs of data-dependent shape (a Loop's scan output after an early
+# exit, NonMaxSuppression, NonZero: main.c compares the valid part and the "NAME.dims" outputs)
 CASES="example models/example/model.onnx models/example/test_data_set_0
 cnn models/cnn/model.onnx models/cnn/test_data_set_0
 mlp models/mlp/model.onnx models/mlp/test_data_set_0
@@ -38,7 +40,10 @@ batchnorm_example $DATA/test_batchnorm_example/model.onnx $DATA/test_batchnorm_e
 lenet_i8 tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
 kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
-lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0"
+lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0
+loop_while models/loop_while/model.onnx models/loop_while/test_data_set_0
+loop_exit models/loop_exit/model.onnx models/loop_exit/test_data_set_0
+detect models/detect/model.onnx models/detect/test_data_set_1"
 
 # Semihosting console on QEMU's stdout; no display, serial or monitor.
 QEMU_IO="-display none -serial none -monitor none -chardev stdio,id=sh0
@@ -116,7 +121,7 @@ run_case() { # name model data-set [profile]
             </dev/null >$log 2>&1; then
         fail $name $log "onnxcc failed"; return
     fi
-    if ! $PYTHON $HERE/pb2c.py --model $name "$3" >$D/$name/case.h 2>>$log; then
+    if ! $PYTHON $HERE/pb2c.py --model $name --header $D/$name.h "$3" >$D/$name/case.h 2>>$log; then
         fail $name $log "pb2c.py failed"; return
     fi
     # the int8 models (tests/int8): within one output quantum, as on the host

@@ -1,0 +1,1 @@
+BlimitJt=0A
