@@ -35,8 +35,8 @@ void infer_optimizer(Graph *g, Node *n) {
         Value *x = n->in[2 + i];
         if (!rule_float_input(g, n, 2 + i)) return;
         for (int j = 1; j < groups; j++)
-            if (!ir_same_shape(n->in[2 + j * cnt + i], x)) {
-                error(ir_where(g, n), "'%s' and '%s' differ in shape", x->name,
+            if (!ir_same_shape(n->in[2 + j * cnt + i], x) || n->in[2 + j * cnt + i]->dtype != x->dtype) {
+                error(ir_where(g, n), "'%s' and '%s' differ in shape or type", x->name,
                       n->in[2 + j * cnt + i]->name);
                 return;
             }
