@@ -62,7 +62,7 @@ board() {
         CFLAGS="-mcpu=cortex-m4 -mthumb -mfpu=fpv4-sp-d16 -mfloat-abi=hard -O2 -ffp-contract=off
                 -std=c11 -Wall -Wextra --specs=rdimon.specs --specs=nano.specs"
         LDFLAGS="-u _printf_float -nostartfiles -T $HERE/mps2.ld -Wl,--gc-sections -Wl,--no-warn-execstack"
-        SUPPORT="$HERE/startup.c $HERE/icount.c"
+        SUPPORT="$HERE/startup.c $HERE/icount.c $HERE/measure.c"
         # Virtual time advances 2^6 ns per executed instruction: SysTick counts instructions.
         QEMU="qemu-system-arm -M mps2-an386 -cpu cortex-m4 -icount shift=6" ;;
     rv32)
@@ -75,7 +75,7 @@ board() {
         LDFLAGS="-Wl,--defsym=__flash=0x80000000,--defsym=__flash_size=0x200000
                  -Wl,--defsym=__ram=0x80200000,--defsym=__ram_size=0x200000
                  -Wl,--defsym=__stack_size=0x8000 -Wl,--gc-sections"
-        SUPPORT=$FW/rv32.o
+        SUPPORT="$FW/rv32.o $HERE/measure.c"
         # 1 ns of virtual time per instruction, which the cycle CSR reads.
         QEMU="qemu-system-riscv32 -M virt -bios none -icount shift=0" ;;
     esac

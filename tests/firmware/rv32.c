@@ -1,6 +1,6 @@
 /* rv32.c - what the RV32IMAFC test firmware needs besides picolibc, on QEMU's `virt` board:
- * the stack painting and the instruction counting that main.c calls (startup.c and icount.c
- * are their Cortex-M4 counterparts). picolibc's semihosting crt0 sets up .data/.bss, enables
+ * the stack painting that main.c calls and the clock that measure.c counts instructions with
+ * (startup.c and icount.c are their Cortex-M4 counterparts). picolibc's semihosting crt0 sets up .data/.bss, enables
  * the FPU, calls main and hands its status to QEMU as the exit code.
  *
  * Instructions: with `-icount shift=0`, QEMU's RISC-V `instret`/`cycle` counters read the virtual
@@ -33,7 +33,7 @@ unsigned stack_used(void)
     return (unsigned)((char *)paint_top - (char *)p);
 }
 
-static uint64_t ticks(void)
+uint64_t board_ticks(void)
 {
     uint32_t hi, lo, hi2;
     do {                            /* the high half changed between the reads: read again */
@@ -45,7 +45,7 @@ static uint64_t ticks(void)
 }
 
 /* n iterations of two instructions (addi, bnez), then return. */
-__attribute__((naked, noinline)) static void spin(uint32_t n)
+__attribute__((naked, noinline)) void board_spin(uint32_t n)
 {
     (void)n;
     __asm volatile("1: addi a0, a0, -1\n"
@@ -53,36 +53,5 @@ __attribute__((naked, noinline)) static void spin(uint32_t n)
                    "   ret\n");
 }
 
-static double ticks_per_insn;
-static uint64_t t_start;
-
-void icount_init(void)
-{
-    uint64_t t0 = ticks();
-    spin(100000);
-    uint64_t t1 = ticks();
-    spin(200000);
-    uint64_t t2 = ticks();
-    /* the difference of two spins cancels the cost of the calls and reads */
-    ticks_per_insn = (double)((t2 - t1) - (t1 - t0)) / 200000.0;
-}
-
-void icount_start(void) { t_start = ticks(); }
-uint64_t icount_ticks(void) { return ticks(); }
-unsigned long icount_insns(uint64_t t) { return ticks_per_insn > 0 ? (unsigned long)((double)t / ticks_per_insn + 0.5) : 0; }
-
-/* The end of a measurement: two reads and nothing else, so that the stack below main's frame
- * still shows what the measured call used (main.c reads the painted stack after this). */
-static uint64_t t_end, t_end2;
-void icount_stop(void)
-{
-    t_end = ticks();
-    t_end2 = ticks();               /* one empty measurement: what the reads cost */
-}
-
-/* Instructions between icount_start and icount_stop, less the cost of the reads. */
-unsigned long icount_result(void)
-{
-    double n = ((double)(t_end - t_start) - (double)(t_end2 - t_end)) / ticks_per_insn;
-    return ticks_per_insn > 0 && n > 0 ? (unsigned long)(n + 0.5) : 0;
-}
+/* The cycle CSR runs from reset. */
+void board_clock_start(void) {}
