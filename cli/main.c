@@ -252,14 +252,9 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
         fputs(usage_text, stdout);
         fputs(options_text, stdout);
         print_passes(stdout);
-        arena_free(a);              /* exit() here: LeakSanitizer would report the arena */
-        exit(0);
+        exit(0);                    /* the arena stays reachable: main_arena */
     }
-    if (strcmp(arg, "--version") == 0) {
-        puts("onnxcc " ONNXCC_VERSION);
-        arena_free(a);
-        exit(0);
-    }
+    if (strcmp(arg, "--version") == 0) { puts("onnxcc " ONNXCC_VERSION); exit(0); }
     if (strcmp(arg, "-v") == 0) verbose_level++;
     else if (strcmp(arg, "-o") == 0) {
         if (*i + 1 >= argc) usage("-o needs a path");
