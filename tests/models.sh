@@ -30,6 +30,18 @@ fail() { # what log
     failed=$((failed + 1))
 }
 
+# Runs the checker program build/models/NAME, which prints ok/FAIL lines: counts them, and a
+# non-zero status without any FAIL line is a failure too.
+run_checker() { # name
+    rc=0
+    $OUT/$1 >$OUT/$1.out 2>&1 || rc=$?
+    cat $OUT/$1.out
+    n=$(grep -c '^ok' $OUT/$1.out)
+    f=$(grep -c '^FAIL' $OUT/$1.out)
+    passed=$((passed + n)) failed=$((failed + f))
+    [ $rc != 0 ] && [ $f = 0 ] && fail "$1 exited with status $rc" $OUT/$1.out
+}
+
 if [ ! -x "$ONNXCC" ]; then
     echo "FAIL models: $ONNXCC not built (make)"
     echo "models: 0 passed, 1 failed"
@@ -70,13 +82,7 @@ for name in mlp cnn; do
 done
 if [ $built = 1 ] && $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$OUT -Itests/firmware \
         models/link_two.c $OUT/mlp.o $OUT/cnn.o -o $OUT/link_two >>$log 2>&1; then
-    rc=0
-    $OUT/link_two >$OUT/link_two.out 2>&1 || rc=$?
-    cat $OUT/link_two.out
-    n=$(grep -c '^ok' $OUT/link_two.out)
-    f=$(grep -c '^FAIL' $OUT/link_two.out)
-    passed=$((passed + n)) failed=$((failed + f))
-    [ $rc != 0 ] && [ $f = 0 ] && fail "link_two exited with status $rc" $OUT/link_two.out
+    run_checker link_two
 else
     fail "mlp + cnn linked into one program (models/link_two.c)" $log
 fi
@@ -88,13 +94,7 @@ if $ONNXCC models/detect/model.onnx -o $OUT/detect.o </dev/null >$log 2>&1 &&
         $PYTHON tests/firmware/pb2c.py --prefix t_detect models/detect/test_data_set_1 >$OUT/t_detect.h 2>>$log &&
         $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$OUT -Itests/firmware \
             models/dyn_contract.c $OUT/detect.o -o $OUT/dyn_contract >>$log 2>&1; then
-    rc=0
-    $OUT/dyn_contract >$OUT/dyn_contract.out 2>&1 || rc=$?
-    cat $OUT/dyn_contract.out
-    n=$(grep -c '^ok' $OUT/dyn_contract.out)
-    f=$(grep -c '^FAIL' $OUT/dyn_contract.out)
-    passed=$((passed + n)) failed=$((failed + f))
-    [ $rc != 0 ] && [ $f = 0 ] && fail "dyn_contract exited with status $rc" $OUT/dyn_contract.out
+    run_checker dyn_contract
 else
     fail "detect linked into models/dyn_contract.c" $log
 fi
@@ -112,13 +112,7 @@ for k in 0 1 2 3; do
 done
 if [ $built = 1 ] && $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$OUT -Itests/firmware \
         models/trip_bound.c $OUT/lw3.o -o $OUT/trip_bound >>$log 2>&1; then
-    rc=0
-    $OUT/trip_bound >$OUT/trip_bound.out 2>&1 || rc=$?
-    cat $OUT/trip_bound.out
-    n=$(grep -c '^ok' $OUT/trip_bound.out)
-    f=$(grep -c '^FAIL' $OUT/trip_bound.out)
-    passed=$((passed + n)) failed=$((failed + f))
-    [ $rc != 0 ] && [ $f = 0 ] && fail "trip_bound exited with status $rc" $OUT/trip_bound.out
+    run_checker trip_bound
 else
     fail "loop_while --max-trip loop=3 linked into models/trip_bound.c" $log
 fi
