@@ -367,6 +367,10 @@ static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
         /* Narrow targets through i32 so that negative values wrap instead of being poison. */
         unsigned bits = LLVMGetIntTypeWidth(be_reg_type(e, to));
         if (bits < 32) return LLVMBuildTrunc(B, LLVMBuildFPToSI(B, v, like(v, e->i32), ""), ty, "");
+        if (to == DT_INDEX) {   /* an address: NaN or a huge coordinate must not be poison */
+            LLVMTypeRef tys[2] = {ty, LLVMTypeOf(v)};
+            return call_intrinsic(e, "llvm.fptosi.sat", tys, 2, &v, 1);
+        }
         return is_unsigned(to) ? LLVMBuildFPToUI(B, v, ty, "") : LLVMBuildFPToSI(B, v, ty, "");
     }
     return LLVMBuildIntCast2(B, v, ty, !is_unsigned(from), "");
@@ -507,6 +511,26 @@ static LLVMValueRef dot4(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     return w ? sum : LLVMBuildExtractElement(B, sum, LLVMConstInt(e->i32, 0, 0), "");
 }
 
+/* Integer a / b or a % b that cannot trap: ONNX leaves division by zero undefined, and x86's
+ * idiv faults on it and on INT_MIN / -1, so a caller's bad data would kill the program. Like
+ * the interpreter (ir/kinterp.c): x / 0 = x % 0 = 0, and a / -1 = -a wraps. A constant divisor
+ * folds the guards away in the builder. */
+static LLVMValueRef idiv(Emitter *e, KOp op, bool u, LLVMValueRef a, LLVMValueRef b) {
+    LLVMBuilderRef B = e->B;
+    LLVMTypeRef ty = LLVMTypeOf(b);
+    LLVMValueRef zero = LLVMConstNull(ty), one = kint(ty, 1);
+    LLVMValueRef is0 = LLVMBuildICmp(B, LLVMIntEQ, b, zero, ""), bad = is0, m1 = NULL;
+    if (!u) {
+        m1 = LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstAllOnes(ty), "");
+        bad = LLVMBuildOr(B, is0, m1, "");
+    }
+    LLVMValueRef d = LLVMBuildSelect(B, bad, one, b, "");
+    LLVMValueRef r = op == K_DIV ? (u ? LLVMBuildUDiv(B, a, d, "") : LLVMBuildSDiv(B, a, d, ""))
+                                 : (u ? LLVMBuildURem(B, a, d, "") : LLVMBuildSRem(B, a, d, ""));
+    if (m1) r = LLVMBuildSelect(B, m1, op == K_DIV ? LLVMBuildSub(B, zero, a, "") : zero, r, "");
+    return LLVMBuildSelect(B, is0, zero, r, "");
+}
+
 static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     LLVMBuilderRef B = e->B;
     DType t = x->args[0]->type;
@@ -520,8 +544,8 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     case K_ADD: return f ? fop(e, LLVMBuildFAdd(B, a, b, "")) : ix ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
     case K_SUB: return f ? fop(e, LLVMBuildFSub(B, a, b, "")) : ix ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
     case K_MUL: return f ? fop(e, LLVMBuildFMul(B, a, b, "")) : ix ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
-    case K_DIV: return f ? LLVMBuildFDiv(B, a, b, "") : u ? LLVMBuildUDiv(B, a, b, "") : LLVMBuildSDiv(B, a, b, "");
-    case K_REM: return u ? LLVMBuildURem(B, a, b, "") : LLVMBuildSRem(B, a, b, "");
+    case K_DIV: return f ? LLVMBuildFDiv(B, a, b, "") : idiv(e, x->op, u, a, b);
+    case K_REM: return idiv(e, x->op, u, a, b);
     case K_POW: return be_math(e, K_POW, t, a, b);              /* integers */
     case K_MIN: return minmax(e, false, t, a, b);
     case K_MAX: return minmax(e, true, t, a, b);

@@ -4,6 +4,8 @@
 # compiled by onnxcc and linked with its test data (tests/firmware/pb2c.py) into one program
 # that runs every model with each input, output and the arena between PROT_NONE pages (buffer
 # at a page end, then at a page start), with garbage-filled arenas, and on two threads at once.
+# Then the hostile cases of tests/guard/hostile.py (h_NAME: NaN and infinite coordinates, indices
+# far out of range, integer division by zero), compared with numpy where ONNX defines the result.
 # Left out: ops with outputs of data-dependent shape (their test data hold the actual shape,
 # not the capacity: models/dyn_contract.c covers them), sequences, random ops.
 # Work files: $B/guard/. Last line: "guard: N passed, N failed".
@@ -53,14 +55,14 @@ log=$OUT/build.log
 : >$log
 # compile NAME MODEL DATA_SET: the object, its header and its case tables; adds it to cases.h
 objs= entries=
-compile() {
+compile() { # NAME MODEL DATA_SET [VALUES]
     : >$log
     if $ONNXCC "$2" -o $OUT/$1.o </dev/null >>$log 2>&1 &&
             $PYTHON tests/firmware/pb2c.py --prefix t_$1 --model $1 "$3" >$OUT/t_$1.h 2>>$log; then
         objs="$objs $OUT/$1.o"
         echo "#include \"t_$1.h\"" >>$OUT/models.h
         entries="$entries    {\"$1\", &t_$1_INFO, t_$1_inputs, t_$1_outputs, t_$1_ins, t_$1_checks,
-     t_$1_NUM_INPUTS, t_$1_NUM_OUTPUTS},
+     t_$1_NUM_INPUTS, t_$1_NUM_OUTPUTS, ${4:-1}},
 "
     else
         echo "FAIL $1: does not compile ($2)"
@@ -75,6 +77,18 @@ done
 for m in $MODELS; do
     compile m_$m models/$m/model.onnx models/$m/test_data_set_0
 done
+if $PYTHON tests/guard/hostile.py $OUT/hostile >$log 2>&1; then
+    for d in $OUT/hostile/*/; do
+        h=$(basename $d)
+        v=1
+        grep -qx "$h" $OUT/hostile/unchecked && v=0
+        compile h_$h $d/model.onnx $d/test_data_set_0 $v
+    done
+else
+    echo "FAIL tests/guard/hostile.py"
+    sed 's/^/    /' $log
+    failed=$((failed + 1))
+fi
 log=$OUT/link.log
 printf 'static const gcase gcases[] = {\n%s};\n' "$entries" >>$OUT/cases.h
 

@@ -8,6 +8,9 @@
  *     gives bit-identical outputs to a zeroed one: nothing reads scratch it has not written;
  *   - two threads, each with its own arena and outputs, run the model many times at once and
  *     always get the outputs of a single-threaded run: the code keeps no state of its own.
+ * The hostile cases (tests/guard/hostile.py: NaN coordinates, indices far out of range,
+ * integer division by zero) take every check but the comparison with expected values where
+ * ONNX leaves them undefined (values 0).
  * Each check runs in a child process so that a fault fails that check only.
  * Prints "ok ..." or "FAIL ..." per check. */
 #include <pthread.h>
@@ -27,6 +30,7 @@ typedef struct gcase {
     void *const *outputs;       /* pb2c's buffers: unused, the checks bring their own */
     const tcheck *ins, *outs;
     int nin, nout;
+    int values;                 /* 0: hostile data whose outputs ONNX leaves undefined */
 } gcase;
 
 #include "cases.h"     /* generated: gcases[], one per model */
@@ -70,6 +74,8 @@ static size_t elem_size(const tcheck *t) { return t->count ? t->nbytes / t->coun
 static int outputs_match(const gcase *c, void *const *outs)
 {
     int ok = 1;
+    if (!c->values)
+        return 1;
     for (int i = 0; i < c->nout; i++) {
         tcheck t = c->outs[i];
         size_t bad;
