@@ -53,12 +53,12 @@ static bool same_dtypes(Graph *g, Node *n, int first, int count) {
 
 /* ---- shape rules ---- */
 
-/* Ops whose kernel operators exist for float and double only (the spec allows no more). */
-static bool float_only(Op op) {
+/* The unary maps that the spec also defines on integers (Not is bool only); every other one
+ * of infer_unary's ops takes floating-point types only. */
+static bool integer_too(Op op) {
     switch (op) {
-    case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos: case OP_Atan:
-    case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh:
-    case OP_IsNaN: case OP_IsInf: case OP_Mish: case OP_Celu:
+    case OP_Abs: case OP_Clip: case OP_Erf: case OP_Neg: case OP_Relu: case OP_Shrink:
+    case OP_Sign:
         return true;
     default:
         return false;
@@ -81,9 +81,9 @@ void infer_unary(Graph *g, Node *n) {
                 return;
             }
     }
-    if (float_only(n->op) && !dtype_is_float(x->dtype)) {
-        error(ir_where(g, n), "input '%s' is %s, %s needs float or double", x->name,
-              dtype_name(x->dtype), n->op_type);
+    if (n->op != OP_Not && (x->dtype == DT_BOOL || (!integer_too(n->op) && !dtype_is_float(x->dtype)))) {
+        error(ir_where(g, n), "input '%s' is %s, %s needs %s", x->name, dtype_name(x->dtype),
+              n->op_type, integer_too(n->op) ? "a number" : "a floating-point type");
         return;
     }
     DType t = n->op == OP_IsNaN || n->op == OP_IsInf ? DT_BOOL : x->dtype;
@@ -113,19 +113,24 @@ void infer_binary(Graph *g, Node *n) {
               rule_dims_str(g, n->in[1]->rank, n->in[1]->dims), rule_dims_str(g, x->rank, x->dims));
         return;
     }
-    if (n->op == OP_Pow && n->in[1]->dtype == DT_BOOL) {
-        error(ir_where(g, n), "exponent '%s' is bool", n->in[1]->name);
-        return;
-    }
+    for (int i = 0; i < 2; i++)
+        if (n->in[i]->dtype == DT_BOOL) {
+            error(ir_where(g, n), "input '%s' is bool, %s needs numbers", n->in[i]->name,
+                  n->op_type);
+            return;
+        }
     ir_set_shape(n->out[0], x->dtype, rank, dims);
 }
 
-/* Comparisons and logical ops: bool result; And/Or take bool inputs. */
+/* Comparisons and logical ops: bool result; And/Or/Xor take bool inputs, the orderings
+ * numbers, Equal either. */
 void infer_compare(Graph *g, Node *n) {
     if (!same_dtypes(g, n, 0, 2)) return;
-    if ((n->op == OP_And || n->op == OP_Or) && n->in[0]->dtype != DT_BOOL) {
-        error(ir_where(g, n), "inputs are %s, %s needs bool", dtype_name(n->in[0]->dtype),
-              n->op_type);
+    bool logical = n->op == OP_And || n->op == OP_Or || n->op == OP_Xor;
+    DType t = n->in[0]->dtype;
+    if (logical ? t != DT_BOOL : n->op != OP_Equal && t == DT_BOOL) {
+        error(ir_where(g, n), "inputs are %s, %s needs %s", dtype_name(t), n->op_type,
+              logical ? "bool" : "numbers");
         return;
     }
     int rank;
@@ -137,6 +142,10 @@ void infer_compare(Graph *g, Node *n) {
 /* Max, Min, Sum, Mean: any number of inputs, all broadcast together. */
 void infer_variadic(Graph *g, Node *n) {
     if (!same_dtypes(g, n, 0, n->nin)) return;
+    if (n->in[0]->dtype == DT_BOOL) {
+        error(ir_where(g, n), "inputs are bool, %s needs numbers", n->op_type);
+        return;
+    }
     int rank;
     int64_t dims[MAX_RANK];
     if (!broadcast_all(g, n, 0, n->nin, &rank, dims)) return;

@@ -178,6 +178,15 @@ def operands():
     compile_case("relu_string", model([helper.make_node("Relu", ["x"], ["y"])],
                                       [f32("x", [2], TensorProto.STRING)], [f32("y", None)]),
                  "string")
+    # element types outside each elementwise op's type constraint (the fuzzer's Sigmoid on
+    # bool reached the backend)
+    B, I, F = TensorProto.BOOL, TensorProto.INT32, TensorProto.FLOAT
+    for op, t, n in (("Sigmoid", B, 1), ("Exp", I, 1), ("Relu", B, 1), ("Xor", F, 2),
+                     ("And", I, 2), ("Add", B, 2), ("Greater", B, 2), ("Max", B, 2)):
+        ins = [f32(v, [2], t) for v in "ab"[:n]]
+        compile_case(f"{op.lower()}_{'bool' if t == B else 'int32' if t == I else 'float'}",
+                     model([helper.make_node(op, "ab"[:n], ["y"])], ins, [f32("y", None)]),
+                     "bool" if t == B else "int32" if t == I else "float32")
 
 
 # ---- 4. opsets ----
