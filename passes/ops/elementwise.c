@@ -190,7 +190,9 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Log: return kx_un(p, K_LOG, x);
     case OP_Tanh: return kx_un(p, K_TANH, x);
     case OP_Sigmoid: return kx_un(p, K_SIGMOID, x);
-    case OP_Erf: return kx_un(p, K_ERF, x);
+    case OP_Erf:    /* the spec allows integers too: erf of the value in double, truncated */
+        if (dtype_is_float(t)) return kx_un(p, K_ERF, x);
+        return kx_cast(p, t, kx_un(p, K_ERF, kx_cast(p, DT_DOUBLE, x)));
     case OP_Floor: return kx_un(p, K_FLOOR, x);
     case OP_Ceil: return kx_un(p, K_CEIL, x);
     case OP_Reciprocal: return kx_un(p, K_RECIP, x);

@@ -130,6 +130,11 @@ void infer_global_pool(Graph *g, Node *n) {
         error(ir_where(g, n), "input must have rank >= 3 (N, C, spatial...), not %d", x->rank);
         return;
     }
+    if (n->op == OP_GlobalLpPool && !dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input '%s' is %s, GlobalLpPool needs a floating-point type",
+              x->name, dtype_name(x->dtype));
+        return;
+    }
     /* the order of an Lp norm: p = 0 would take the 0th root */
     if (n->op == OP_GlobalLpPool && ir_attr_int(n, "p", 2) < 1) {
         error(ir_where(g, n), "p %lld must be >= 1", (long long)ir_attr_int(n, "p", 2));
