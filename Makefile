@@ -37,7 +37,7 @@ BINDIR = $(PREFIX)/bin
 MANDIR = $(PREFIX)/share/man/man1
 CMAKEDIR = $(PREFIX)/share/onnxcc/cmake
 
-.PHONY: all run test bench fuzz clean deps install uninstall
+.PHONY: all run test bench fuzz fuzz-types clean deps install uninstall
 all: $(BIN)
 
 deps: $(DEPS_STAMP)
@@ -103,6 +103,9 @@ uninstall:
 # libFuzzer on the importer and the pipeline (tests/fuzz/run.sh; FUZZ_SECONDS=300 by default).
 fuzz: $(B)/gen/onnx.pb-c.c $(B)/gen/header_template.c | $(DEPS_STAMP)
 	@GEN=$(B)/gen sh tests/fuzz/run.sh
+
+fuzz-types: $(BIN)
+	@/usr/bin/python3 tests/fuzz/types.py ./$(BIN) build-fuzz/types
 
 clean:
 	rm -rf $(B) $(BIN) build-fuzz

@@ -23,7 +23,7 @@ void infer_batchnorm(Graph *g, Node *n) {
         return;
     }
     /* opset 15 lets scale and bias (T1), mean and var (T2) be other float types than x */
-    for (int i = 1; i < 5; i++)
+    for (int i = 0; i < 5; i++)
         if (!dtype_is_float(n->in[i]->dtype)) {
             error(ir_where(g, n), "input %d '%s' is %s; it must be a float type", i,
                   n->in[i]->name, dtype_name(n->in[i]->dtype));
@@ -358,8 +358,24 @@ static bool mvn_mask(Graph *g, Node *n, bool *mask) {
     return true;
 }
 
+/* Softmax, LogSoftmax: floating-point types only (the spec's T) */
+void infer_softmax(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    if (!dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input '%s' is %s, %s needs a floating-point type", x->name,
+              dtype_name(x->dtype), n->op_type);
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
 void infer_mvn(Graph *g, Node *n) {
     bool mask[MAX_RANK];
+    if (!dtype_is_float(n->in[0]->dtype)) {
+        error(ir_where(g, n), "input '%s' is %s, MeanVarianceNormalization needs a "
+              "floating-point type", n->in[0]->name, dtype_name(n->in[0]->dtype));
+        return;
+    }
     if (!mvn_mask(g, n, mask)) return;
     ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, n->in[0]->dims);
 }
