@@ -22,6 +22,7 @@
  * float_to_half below), never with LLVM's `half`/`bfloat` types, whose fpext/fptrunc become
  * compiler-rt calls (__extendhfsf2, __truncsfhf2) on x86 without F16C and on Cortex-M4. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,8 +321,12 @@ static LLVMValueRef strided_load(Emitter *e, Buf *b, Expr **idx, int64_t c, unsi
     return pick(e, piece[0], piece[1], mask, w);
 }
 
+static LLVMValueRef run_load(Emitter *e, const Expr *x);
+
 static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
     Buf *b = x->buf;
+    LLVMValueRef r = !w && e->nruns ? run_load(e, x) : NULL;
+    if (r) return r;
     LLVMTypeRef mt = be_mem_type(e, b->dtype);
     unsigned align = elem_align(e, b->dtype);
     Expr **idx = simple_idx(e, b, x->args);
@@ -792,6 +797,124 @@ static bool loop_keep(const Emitter *e, const Stmt *s) {
 
 static void rloop(Emitter *e, Stmt *s);
 
+/* ---- vldmia (Arm M-profile FPUs) ----
+ * In a reduction loop of a target without float vectors the schedule leaves runs of loads
+ * b[i..., c], b[i..., c + 1], ... (a dense layer's packed weights [N/U, K, U]: the U weights
+ * of one k; a conv's channel or column block), each feeding one accumulator. LLVM loads them
+ * with one vldr each; one `vldmia` loads a whole run, which is what a hand-written M4 kernel
+ * does. LLVM never forms it itself (its load/store optimiser merges only loads that the
+ * register allocator happened to put in consecutive registers), so the run is an inline asm
+ * whose outputs are pinned to consecutive registers from s16 on, as many as the loop's
+ * accumulators leave free. The asm is emitted at the run's first use, inside the loop body,
+ * and reads the same bytes as the loads: results do not change. */
+typedef struct LoadRun {
+    const Expr *first;              /* the load of element c0 */
+    int64_t c0;
+    int n, reg;                     /* elements, first register s<reg> */
+    LLVMValueRef val;               /* the asm's struct of n floats, once emitted */
+} LoadRun;
+
+enum { VLDM_MIN = 3, VLDM_FIRST_REG = 16, VLDM_LAST_REG = 31 };
+
+/* Whether load x is b[i..., c] with a constant last index, c returned in *c. */
+static bool run_elem(const Expr *x, int64_t *c) {
+    if (x->kind != E_LOAD || x->buf->dtype != DT_FLOAT || x->nargs < 1) return false;
+    const Expr *l = x->args[x->nargs - 1];
+    if (l->kind != E_CONST) return false;
+    *c = l->i;
+    return true;
+}
+
+/* Whether loads a and b name the same buffer and the same indices but the last. */
+static bool same_row(const Expr *a, const Expr *b) {
+    if (a->buf != b->buf) return false;
+    for (int i = 0; i + 1 < a->nargs; i++)
+        if (!same_expr(a->args[i], b->args[i])) return false;
+    return true;
+}
+
+/* The float loads of x (not those inside load indices), once per row and element. */
+static void run_loads(const Expr *x, const Expr **ld, int *n, int cap) {
+    int64_t c, c2;
+    if (run_elem(x, &c)) {
+        for (int i = 0; i < *n; i++)
+            if (same_row(ld[i], x) && run_elem(ld[i], &c2) && c2 == c) return;
+        if (*n < cap) ld[(*n)++] = x;
+        return;
+    }
+    if (x->kind == E_LOAD) return;
+    for (int i = 0; i < x->nargs; i++) run_loads(x->args[i], ld, n, cap);
+}
+
+/* The runs of loop s's body (statements that only set registers), in order of first use,
+ * while their registers fit next to the accumulators. */
+static void vldm_groups(Emitter *e, const Stmt *s) {
+    enum { CAP = 256 };
+    const Expr *ld[CAP];
+    int n = 0, naccs = 0;
+    bool *acc = ARENA_ARRAY(e->p->arena, bool, e->k->nscalars + 1);
+    e->nruns = 0;
+    if (!e->t->vldm || e->vw || !(s->hints & LH_REDUCTION)) return;
+    for (const Stmt *b = s->body; b; b = b->next) {
+        if (b->kind != S_SET) return;
+        if (is_float(e->k->scalars[b->var]) && !acc[b->var]) acc[b->var] = true, naccs++;
+        run_loads(b->val, ld, &n, CAP);
+    }
+    /* 32 single registers: the accumulators, one for the value each run's elements meet
+     * (the input of a dense layer), one spare */
+    int free = MIN(VLDM_LAST_REG - VLDM_FIRST_REG + 1, 32 - naccs - 2), reg = VLDM_FIRST_REG;
+    e->runs = ARENA_ARRAY(e->p->arena, LoadRun, n + 1);
+    bool *used = ARENA_ARRAY(e->p->arena, bool, n + 1);
+    for (int i = 0; i < n; i++) {
+        int64_t c0, c;
+        if (used[i] || !run_elem(ld[i], &c0)) continue;
+        /* the longest run c0, c0 + 1, ... of this row among the loads */
+        int len = 1;
+        for (bool more = true; more;) {
+            more = false;
+            for (int j = 0; j < n; j++)
+                if (!used[j] && j != i && same_row(ld[j], ld[i]) && run_elem(ld[j], &c) && c == c0 + len) {
+                    used[j] = more = true;
+                    len++;
+                }
+        }
+        used[i] = true;
+        bool first = true;          /* ld[i] must be the lowest element: look below c0 */
+        for (int j = 0; j < n && first; j++)
+            if (j != i && same_row(ld[j], ld[i]) && run_elem(ld[j], &c) && c == c0 - 1) first = false;
+        len = MIN(len, free);
+        if (!first || len < VLDM_MIN) continue;
+        e->runs[e->nruns++] = (LoadRun){ld[i], c0, len, reg, NULL};
+        reg += len;
+        free -= len;
+    }
+}
+
+/* Load x from its run's vldmia (emitted here at the first use), or NULL if in no run. */
+static LLVMValueRef run_load(Emitter *e, const Expr *x) {
+    int64_t c;
+    if (!run_elem(x, &c)) return NULL;
+    for (int i = 0; i < e->nruns; i++) {
+        LoadRun *r = &e->runs[i];
+        if (c < r->c0 || c >= r->c0 + r->n || !same_row(r->first, x)) continue;
+        if (!r->val) {
+            char text[64], cons[16 * 8 + 8], *p = cons;
+            snprintf(text, sizeof text, "vldmia $%d, {s%d-s%d}", r->n, r->reg, r->reg + r->n - 1);
+            for (int j = 0; j < r->n; j++) p += sprintf(p, "={s%d},", r->reg + j);
+            strcpy(p, "r");
+            LLVMTypeRef f[16];
+            for (int j = 0; j < r->n; j++) f[j] = e->f32;
+            LLVMTypeRef st = LLVMStructTypeInContext(e->C, f, (unsigned)r->n, 0);
+            LLVMValueRef ptr = elem_ptr(e, r->first->buf, simple_idx(e, r->first->buf, r->first->args), 0);
+            LLVMTypeRef ft = LLVMFunctionType(st, &e->ptr, 1, 0);
+            LLVMValueRef asm_ = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
+            r->val = LLVMBuildCall2(e->B, ft, asm_, &ptr, 1, "");
+        }
+        return LLVMBuildExtractValue(e->B, r->val, (unsigned)(c - r->c0), "");
+    }
+    return NULL;
+}
+
 static void loop(Emitter *e, Stmt *s) {
     if ((s->hints & (LH_VECTOR | LH_REDUCTION)) == (LH_VECTOR | LH_REDUCTION)) {
         rloop(e, s);
@@ -807,7 +930,9 @@ static void loop(Emitter *e, Stmt *s) {
     l.keep = loop_keep(e, s);
     KRange saved = e->ranges[s->var];
     e->ranges[s->var] = kr_loop(s);
+    vldm_groups(e, s);
     stmts(e, s->body);
+    e->nruns = 0;
     e->ranges[s->var] = saved;
     loop_end(e, l);
 }
