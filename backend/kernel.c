@@ -805,8 +805,8 @@ static void rloop(Emitter *e, Stmt *s);
  * does. LLVM never forms it itself (its load/store optimiser merges only loads that the
  * register allocator happened to put in consecutive registers), so the run is an inline asm
  * whose outputs are pinned to consecutive registers from s16 on, as many as the loop's
- * accumulators leave free. The asm is emitted at the run's first use, inside the loop body,
- * and reads the same bytes as the loads: results do not change. */
+ * accumulators leave free. The asm is emitted at the top of the loop body and reads the same
+ * bytes as the loads: results do not change. */
 typedef struct LoadRun {
     const Expr *first;              /* the load of element c0 */
     int64_t c0;
@@ -816,9 +816,22 @@ typedef struct LoadRun {
 
 enum { VLDM_MIN = 3, VLDM_FIRST_REG = 16, VLDM_LAST_REG = 31 };
 
+static void run_emit(Emitter *e, LoadRun *r);
+
+/* Whether index expression x reads only loop variables (not registers or memory), so that
+ * it has its value at the top of the loop body. */
+static bool loop_index(const Expr *x) {
+    if (x->kind == E_SCALAR || x->kind == E_LOAD) return false;
+    for (int i = 0; i < x->nargs; i++)
+        if (!loop_index(x->args[i])) return false;
+    return true;
+}
+
 /* Whether load x is b[i..., c] with a constant last index, c returned in *c. */
 static bool run_elem(const Expr *x, int64_t *c) {
     if (x->kind != E_LOAD || x->buf->dtype != DT_FLOAT || x->nargs < 1) return false;
+    for (int i = 0; i < x->nargs; i++)
+        if (!loop_index(x->args[i])) return false;
     const Expr *l = x->args[x->nargs - 1];
     if (l->kind != E_CONST) return false;
     *c = l->i;
@@ -884,33 +897,36 @@ static void vldm_groups(Emitter *e, const Stmt *s) {
             if (j != i && same_row(ld[j], ld[i]) && run_elem(ld[j], &c) && c == c0 - 1) first = false;
         len = MIN(len, free);
         if (!first || len < VLDM_MIN) continue;
-        e->runs[e->nruns++] = (LoadRun){ld[i], c0, len, reg, NULL};
+        e->runs[e->nruns] = (LoadRun){ld[i], c0, len, reg, NULL};
+        run_emit(e, &e->runs[e->nruns++]);     /* at the top of the body: dominates every use */
         reg += len;
         free -= len;
     }
 }
 
-/* Load x from its run's vldmia (emitted here at the first use), or NULL if in no run. */
+/* The vldmia of run r, at the builder's position. */
+static void run_emit(Emitter *e, LoadRun *r) {
+    char text[64], cons[16 * 8 + 8], *p = cons;
+    snprintf(text, sizeof text, "vldmia $%d, {s%d-s%d}", r->n, r->reg, r->reg + r->n - 1);
+    for (int j = 0; j < r->n; j++) p += sprintf(p, "={s%d},", r->reg + j);
+    strcpy(p, "r");
+    LLVMTypeRef f[16];
+    for (int j = 0; j < r->n; j++) f[j] = e->f32;
+    LLVMTypeRef st = LLVMStructTypeInContext(e->C, f, (unsigned)r->n, 0);
+    LLVMValueRef ptr = elem_ptr(e, r->first->buf, simple_idx(e, r->first->buf, (Expr **)r->first->args), 0);
+    LLVMTypeRef ft = LLVMFunctionType(st, &e->ptr, 1, 0);
+    LLVMValueRef asm_ = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
+    r->val = LLVMBuildCall2(e->B, ft, asm_, &ptr, 1, "");
+}
+
+/* Load x from its run's vldmia, or NULL if in no run. */
 static LLVMValueRef run_load(Emitter *e, const Expr *x) {
     int64_t c;
     if (!run_elem(x, &c)) return NULL;
     for (int i = 0; i < e->nruns; i++) {
         LoadRun *r = &e->runs[i];
-        if (c < r->c0 || c >= r->c0 + r->n || !same_row(r->first, x)) continue;
-        if (!r->val) {
-            char text[64], cons[16 * 8 + 8], *p = cons;
-            snprintf(text, sizeof text, "vldmia $%d, {s%d-s%d}", r->n, r->reg, r->reg + r->n - 1);
-            for (int j = 0; j < r->n; j++) p += sprintf(p, "={s%d},", r->reg + j);
-            strcpy(p, "r");
-            LLVMTypeRef f[16];
-            for (int j = 0; j < r->n; j++) f[j] = e->f32;
-            LLVMTypeRef st = LLVMStructTypeInContext(e->C, f, (unsigned)r->n, 0);
-            LLVMValueRef ptr = elem_ptr(e, r->first->buf, simple_idx(e, r->first->buf, r->first->args), 0);
-            LLVMTypeRef ft = LLVMFunctionType(st, &e->ptr, 1, 0);
-            LLVMValueRef asm_ = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
-            r->val = LLVMBuildCall2(e->B, ft, asm_, &ptr, 1, "");
-        }
-        return LLVMBuildExtractValue(e->B, r->val, (unsigned)(c - r->c0), "");
+        if (c >= r->c0 && c < r->c0 + r->n && same_row(r->first, x))
+            return LLVMBuildExtractValue(e->B, r->val, (unsigned)(c - r->c0), "");
     }
     return NULL;
 }

@@ -64,8 +64,13 @@
  * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
  * accumulators (scalar_rows). */
 enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 4, SCALAR_ACCS = 24 };
-/* The same for integer accumulators (int8 dot products), which live in the 13 or so core
- * registers next to the pointers and the unpacked operands (int_block). */
+/* The same for the int32 accumulators of dot4 kernels (int8 convs and dense layers), which
+ * live in the 13 or so core registers next to the pointers and the unpacked operands of the
+ * backend's smlads: 2 pixels x 4 channels (each input word unpacked once for 4 channels, each
+ * weight word for 2 pixels), a dense layer 4 channels. Measured on the firmware's int8 models
+ * (QEMU counts): 16 x 2 as for floats spilled; 4 pixels x 2 channels cost 3-25% more than
+ * 2 x 4, most on the KWS's 1x1 convs, whose input words are assembled from bytes a channel
+ * plane apart. */
 enum { INT_COPIES = 2, INT_ROWS = 4, INT_ACCS = 8 };
 /* Conv weights from which peel_rows pays: beyond L1, a border pixel at MR = 1 waits on its
  * weight loads (ResNet-18's 37 KB stem ran ~3% slower with it, its 147 KB layer1 ~5% faster). */
@@ -1024,7 +1029,8 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
  * instruction counts): with separate vmul + vadd 8 x 2 beat 4 x 2, 4 x 3 and 2 x 4; once
  * the backend wrote vfma, 16 copies took the dense layers from 2.6-2.9 to 2.3-2.6
  * instructions per multiply-accumulate (each k: one load of the input, 16 of weights, 16
- * vfma), and left the convs as they were. */
+ * vfma), and left the convs as they were; with the packed weights of one k loaded by one
+ * vldmia (backend/kernel.c, vldm_groups), 1.75-2.1. A dot4 kernel gets INT_COPIES instead. */
 static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
