@@ -66,12 +66,13 @@
 enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 4, SCALAR_ACCS = 24 };
 /* The same for the int32 accumulators of dot4 kernels (int8 convs and dense layers), which
  * live in the 13 or so core registers next to the pointers and the unpacked operands of the
- * backend's smlads: 2 pixels x 4 channels (each input word unpacked once for 4 channels, each
- * weight word for 2 pixels), a dense layer 4 channels. Measured on the firmware's int8 models
- * (QEMU counts): 16 x 2 as for floats spilled; 4 pixels x 2 channels cost 3-25% more than
- * 2 x 4, most on the KWS's 1x1 convs, whose input words are assembled from bytes a channel
- * plane apart. */
-enum { INT_COPIES = 2, INT_ROWS = 4, INT_ACCS = 8 };
+ * backend's smlads: 2 pixels x 3 channels (each input word unpacked once for 3 channels, each
+ * weight word for 2 pixels), 4 channels of one pixel where the input words are assembled
+ * from bytes (copies_cap; a dense layer). Measured on the firmware's int8 models (QEMU
+ * counts, whole runs): 16 x 2 as for floats spilled; 4 pixels x 2 channels cost 3-25% more
+ * per conv than 2 x 4, which still spilled: 2 x 3 and 1 x 4 took the KWS model from 8.86M to
+ * 8.55M instructions and LeNet from 1.34M to 1.31M; 6 channels of a dense layer spilled. */
+enum { INT_COPIES = 2, INT_ROWS = 4, INT_ACCS = 6 };
 /* Conv weights from which peel_rows pays: beyond L1, a border pixel at MR = 1 waits on its
  * weight loads (ResNet-18's 37 KB stem ran ~3% slower with it, its 147 KB layer1 ~5% faster). */
 enum { ROW_PEEL_BYTES = 64 * 1024 };
@@ -955,11 +956,40 @@ static const Stmt *inner_vector(const Stmt *s) {
     return NULL;
 }
 
+/* Whether a dot4 of the list reads a word assembled from bytes (dot4_word: the input of a
+ * 1x1 conv or dense layer) rather than loading it. */
+static bool assembled_words(const Expr *e) {
+    if (e->kind == E_BIN && e->op == K_DOT4 && (e->args[0]->kind != E_LOAD || e->args[1]->kind != E_LOAD)) return true;
+    for (int i = 0; i < e->nargs && e->kind != E_LOAD; i++)
+        if (assembled_words(e->args[i])) return true;
+    return false;
+}
+
+static bool list_assembled(const Stmt *s) {
+    for (; s; s = s->next)
+        if ((s->val && assembled_words(s->val)) || list_assembled(s->body) || list_assembled(s->then) ||
+            list_assembled(s->els))
+            return true;
+    return false;
+}
+
+/* The most copies side by side of the picked loop on a target without float vectors:
+ * SCALAR_COPIES, or for a dot4 kernel INT_COPIES pixels, one where each pixel's input word is
+ * assembled from bytes (a 1x1 conv on NCHW data: four loads a channel plane apart and three
+ * ors), which is then shared by more channels instead. Mixed on the KWS model's pointwise
+ * convs (QEMU counts per kernel): those with the residual Add fused went from 3.3-3.5 to
+ * 3.05-3.2 instructions per multiply-accumulate, the two without from 2.67 to 3.07 (2 x 4
+ * spilled, but less than its share of the epilogue cost); the whole run 3% fewer. */
+static int copies_cap(const Kernel *k) {
+    if (!dot4_kernel(k)) return SCALAR_COPIES;
+    return list_assembled(k->body) ? 1 : INT_COPIES;
+}
+
 /* Copies side by side of a loop of n iterations on a target without float vectors: a divisor
- * of n from SCALAR_COPIES down to 4 (no rest loop, no padding), else SCALAR_COPIES or n. */
-static int scalar_copies(int64_t n, bool ints) {
-    int cap = ints ? INT_COPIES : SCALAR_COPIES;
-    for (int d = cap; d >= (ints ? 2 : 4); d--)
+ * of n from cap (copies_cap) down to 4, or 2 below SCALAR_COPIES (no rest loop, no padding),
+ * else cap or n. */
+static int scalar_copies(int64_t n, int cap) {
+    for (int d = cap; d >= (cap < SCALAR_COPIES ? 2 : 4); d--)
         if (n % d == 0) return d;
     return (int)MIN(cap, n);
 }
@@ -972,15 +1002,15 @@ static int scalar_copies(int64_t n, bool ints) {
  * of models/example and models/cnn from 2.54 and 2.55 to 2.28 and 2.19 instructions per
  * multiply-accumulate (with the one-compare Relu of backend/kernel.c), models/cnn's second
  * conv from 2.06 to 1.92 (QEMU counts, --profile). */
-static int scalar_rows(int64_t n, bool ints) {
-    if (ints) return MIN(INT_ROWS, MAX(2, INT_ACCS / scalar_copies(n, true)));
-    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / scalar_copies(n, false)));
+static int scalar_rows(int64_t n, int cap) {
+    if (cap < SCALAR_COPIES) return MIN(INT_ROWS, MAX(2, INT_ACCS / scalar_copies(n, cap)));
+    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / scalar_copies(n, cap)));
 }
 
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
-    if (lanes(p, k) < 2) return (int)MIN(scalar_rows(trips(inner), dot4_kernel(k)), trips(l));
+    if (lanes(p, k) < 2) return (int)MIN(scalar_rows(trips(inner), copies_cap(k)), trips(l));
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
@@ -1034,7 +1064,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
 static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
-    int u = scalar_copies(n, dot4_kernel(k));
+    int u = scalar_copies(n, copies_cap(k));
     if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
