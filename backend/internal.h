@@ -36,6 +36,10 @@ typedef struct Emitter {
     LLVMValueRef lanebase;          /* vector reductions: lane i is lanebase + lanelo + i */
     LLVMValueRef *vreg, *vcache;
     unsigned *vcache_w;
+    /* the runs of adjacent float loads of the reduction loop being emitted that one vldmia
+     * loads (kernel.c, vldm_groups) */
+    struct LoadRun *runs;
+    int nruns;
 } Emitter;
 
 /* A TargetMachine for t (PIC on the host, static elsewhere). */

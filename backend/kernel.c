@@ -22,8 +22,11 @@
  * float_to_half below), never with LLVM's `half`/`bfloat` types, whose fpext/fptrunc become
  * compiler-rt calls (__extendhfsf2, __truncsfhf2) on x86 without F16C and on Cortex-M4. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <llvm-c/DebugInfo.h>
 
 #include "internal.h"
 
@@ -318,8 +321,12 @@ static LLVMValueRef strided_load(Emitter *e, Buf *b, Expr **idx, int64_t c, unsi
     return pick(e, piece[0], piece[1], mask, w);
 }
 
+static LLVMValueRef run_load(Emitter *e, const Expr *x);
+
 static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
     Buf *b = x->buf;
+    LLVMValueRef r = !w && e->nruns ? run_load(e, x) : NULL;
+    if (r) return r;
     LLVMTypeRef mt = be_mem_type(e, b->dtype);
     unsigned align = elem_align(e, b->dtype);
     Expr **idx = simple_idx(e, b, x->args);
@@ -492,6 +499,114 @@ static LLVMValueRef vnni_dot(Emitter *e, Expr *x, unsigned w) {
     return LLVMBuildShuffleVector(e->B, r, LLVMGetPoison(LLVMTypeOf(r)), LLVMConstVector(m, w), "");
 }
 
+/* A call of a non-overloaded target intrinsic (llvm.arm.*) on i32 operands. */
+static LLVMValueRef arm_op(Emitter *e, const char *name, LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) die("backend: LLVM has no %s", name);
+    return LLVMBuildCall2(e->B, LLVMIntrinsicGetType(e->C, id, NULL, 0), LLVMGetIntrinsicDeclaration(e->M, id, NULL, 0),
+                          args, n, "");
+}
+
+/* acc + dot4(a, b) (acc NULL: dot4(a, b)) on one int32 with the Arm DSP extension, as CMSIS-NN
+ * computes int8 dot products: [us]xtb16 spreads bytes 0 and 2 of a word (then, rotated by 8,
+ * bytes 1 and 3) over two 16-bit halves, zero-extending a's and sign-extending b's, and each
+ * smlad adds both halves' products to the accumulator. The halves hold 0..255 and -128..127,
+ * so the signed 16-bit products are exact, and the 32-bit sum wraps as the add it replaces:
+ * the result is bit for bit that of dot4. The unpacking of a word shared by several
+ * accumulators (an input word of a jammed tile) is emitted once, LLVM's CSE merging the calls;
+ * ARM's instruction selection folds the rotation into the extend's `ror #8`. */
+static LLVMValueRef dsp_dot(Emitter *e, LLVMValueRef acc, LLVMValueRef a, LLVMValueRef b) {
+    LLVMBuilderRef B = e->B;
+    LLVMValueRef ra = LLVMBuildOr(B, LLVMBuildLShr(B, a, LLVMConstInt(e->i32, 8, 0), ""),
+                                  LLVMBuildShl(B, a, LLVMConstInt(e->i32, 24, 0), ""), "");
+    LLVMValueRef rb = LLVMBuildOr(B, LLVMBuildLShr(B, b, LLVMConstInt(e->i32, 8, 0), ""),
+                                  LLVMBuildShl(B, b, LLVMConstInt(e->i32, 24, 0), ""), "");
+    LLVMValueRef x[4] = {arm_op(e, "llvm.arm.uxtb16", &a, 1), arm_op(e, "llvm.arm.sxtb16", &b, 1),
+                         arm_op(e, "llvm.arm.uxtb16", &ra, 1), arm_op(e, "llvm.arm.sxtb16", &rb, 1)};
+    LLVMValueRef lo[3] = {x[0], x[1], acc};
+    LLVMValueRef r = acc ? arm_op(e, "llvm.arm.smlad", lo, 3) : arm_op(e, "llvm.arm.smuad", lo, 2);
+    LLVMValueRef hi[3] = {x[2], x[3], r};
+    return arm_op(e, "llvm.arm.smlad", hi, 3);
+}
+
+static bool same_expr(const Expr *a, const Expr *b) {
+    if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->f != b->f || a->i != b->i ||
+        a->var != b->var || a->buf != b->buf || a->nargs != b->nargs)
+        return false;
+    for (int i = 0; i < a->nargs; i++)
+        if (!same_expr(a->args[i], b->args[i])) return false;
+    return true;
+}
+
+/* x as base + constant (base NULL for a constant). */
+static const Expr *split_const(const Expr *x, int64_t *c) {
+    *c = 0;
+    if (x->kind == E_CONST) {
+        *c = x->i;
+        return NULL;
+    }
+    if (x->kind == E_BIN && x->op == K_ADD && x->args[1]->kind == E_CONST) {
+        *c = x->args[1]->i;
+        return x->args[0];
+    }
+    return x;
+}
+
+/* Whether index expressions a and b differ by exactly c. */
+static bool index_apart(const Expr *a, const Expr *b, int64_t c) {
+    int64_t ca, cb;
+    const Expr *ba = split_const(a, &ca), *bb = split_const(b, &cb);
+    return cb - ca == c && (ba && bb ? same_expr(ba, bb) : ba == bb);
+}
+
+/* The word that passes/ops/conv.c's dot4_word assembles from four bytes of a uint8 buffer,
+ * b0 + b1 * 256 + b2 * 65536 + b3 * 16777216, as one 4-byte load when the bytes are adjacent
+ * in memory (a dense layer's input, channels-last pixels), where LLVM left two or three loads
+ * and the ors. Little-endian targets whose loads may be unaligned only (Cortex-M4: dsp). */
+static LLVMValueRef word_load(Emitter *e, const Expr *x) {
+    const Expr *t[4];
+    for (int j = 3; j >= 1; j--) {
+        if (x->kind != E_BIN || x->op != K_ADD || x->type != DT_INT32) return NULL;
+        const Expr *m = x->args[1];
+        if (m->kind != E_BIN || m->op != K_MUL || m->args[1]->kind != E_CONST || m->args[1]->i != (int64_t)1 << (8 * j))
+            return NULL;
+        t[j] = m->args[0];
+        x = x->args[0];
+    }
+    t[0] = x;
+    for (int j = 0; j < 4; j++) {
+        if (t[j]->kind != E_UN || t[j]->op != K_CAST || t[j]->args[0]->kind != E_LOAD) return NULL;
+        t[j] = t[j]->args[0];
+        if (t[j]->buf != t[0]->buf || t[j]->buf->dtype != DT_UINT8) return NULL;
+    }
+    const Buf *b = t[0]->buf;
+    int d = -1;                     /* the dimension the bytes run along: stride 1 */
+    for (int i = 0; i < b->rank; i++)
+        if (!same_expr(t[0]->args[i], t[1]->args[i])) d = d < 0 ? i : b->rank;
+    if (d < 0 || d >= b->rank) return NULL;
+    for (int i = d + 1; i < b->rank; i++)
+        if (b->dims[i] != 1) return NULL;
+    for (int j = 1; j < 4; j++)
+        for (int i = 0; i < b->rank; i++)
+            if (i == d ? !index_apart(t[0]->args[i], t[j]->args[i], j) : !same_expr(t[0]->args[i], t[j]->args[i]))
+                return NULL;
+    LLVMValueRef v = LLVMBuildLoad2(e->B, e->i32, elem_ptr(e, t[0]->buf, t[0]->args, 0), "");
+    LLVMSetAlignment(v, 1);
+    return v;
+}
+
+/* r + dot4(a, b) as dsp_dot on a scalar where the target has the Arm DSP extension; NULL
+ * where not. */
+static LLVMValueRef smlad_dot(Emitter *e, Expr *x, unsigned w) {
+    if (x->op != K_ADD || !e->t->dsp || w) return NULL;
+    int di = x->args[1]->kind == E_BIN && x->args[1]->op == K_DOT4 ? 1
+           : x->args[0]->kind == E_BIN && x->args[0]->op == K_DOT4 ? 0 : -1;
+    if (di < 0) return NULL;
+    Expr *d = x->args[di];
+    LLVMValueRef acc = expr(e, x->args[1 - di], 0), a = word_load(e, d->args[0]);
+    return dsp_dot(e, acc, a ? a : expr(e, d->args[0], 0), expr(e, d->args[1], 0));
+}
+
 /* dot4(a, b) with plain vector arithmetic: the operands' bytes as <4w x i8>, a's widened
  * unsigned and b's signed to i32, multiplied, and each lane's four products summed by
  * shuffles (kir.h). LLVM turns this into pmaddwd-style code where it can. */
@@ -537,6 +652,7 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     LLVMValueRef fma = fused(e, x, w);
     if (fma) return fma;
     if ((fma = vnni_dot(e, x, w))) return fma;
+    if ((fma = smlad_dot(e, x, w))) return fma;
     LLVMValueRef a = expr(e, x->args[0], w), b = expr(e, x->args[1], w);
     bool f = is_float(t), u = is_unsigned(t), ix = t == DT_INDEX;
     if (f && be_math_op(x->op)) return be_math(e, x->op, t, a, b);
@@ -553,7 +669,7 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     case K_AND: return LLVMBuildAnd(B, a, b, "");
     case K_OR: return LLVMBuildOr(B, a, b, "");
     case K_XOR: return LLVMBuildXor(B, a, b, "");
-    case K_DOT4: return dot4(e, a, b);
+    case K_DOT4: return e->t->dsp && !w ? dsp_dot(e, NULL, a, b) : dot4(e, a, b);
     default: die("binary %s on dtype %d", kop_name[x->op], t);
     }
 }
@@ -650,11 +766,12 @@ typedef struct Loop {
     LLVMValueRef var;
     LLVMBasicBlockRef head, latch, done;
     int64_t step;
+    bool keep;                      /* not to be unrolled by LLVM (loop_keep) */
 } Loop;
 
 static Loop loop_begin(Emitter *e, int var, LLVMValueRef lo, LLVMValueRef hi, int64_t step) {
     LLVMBuilderRef B = e->B;
-    Loop l = {e->vars[var], block(e, "loop"), NULL, NULL, step};
+    Loop l = {e->vars[var], block(e, "loop"), NULL, NULL, step, false};
     LLVMBasicBlockRef body = block(e, "body");
     l.latch = block(e, "latch");
     l.done = block(e, "done");
@@ -673,11 +790,170 @@ static void loop_end(Emitter *e, Loop l) {
     LLVMPositionBuilderAtEnd(B, l.latch);
     LLVMValueRef v = LLVMBuildLoad2(B, e->idx, l.var, "");
     LLVMBuildStore(B, LLVMBuildNSWAdd(B, v, LLVMConstInt(e->idx, (unsigned long long)l.step, 0), ""), l.var);
-    LLVMBuildBr(B, l.head);
+    LLVMValueRef br = LLVMBuildBr(B, l.head);
+    if (l.keep) {                   /* a loop ID: a node whose first operand is itself */
+        LLVMMetadataRef opt = LLVMMDStringInContext2(e->C, "llvm.loop.unroll.disable", 24);
+        LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(e->C, NULL, 0), LLVMMDNodeInContext2(e->C, &opt, 1)};
+        LLVMMetadataRef id = LLVMMDNodeInContext2(e->C, ops, 2);
+        LLVMMetadataReplaceAllUsesWith(ops[0], id);
+        LLVMSetMetadata(br, LLVMGetMDKindIDInContext(e->C, "llvm.loop", 9), LLVMMetadataAsValue(e->C, id));
+    }
     LLVMPositionBuilderAtEnd(B, l.done);
 }
 
+static bool expr_has_dot4(const Expr *x) {
+    if (x->kind == E_BIN && x->op == K_DOT4) return true;
+    for (int i = 0; i < x->nargs; i++)
+        if (expr_has_dot4(x->args[i])) return true;
+    return false;
+}
+
+/* A reduction of dot4s on the Arm DSP extension (dsp_dot) is left as the schedule blocked
+ * it: its accumulators, unpacked operands and pointers fill the M4's 13 core registers, and
+ * LLVM's runtime unrolling by two made it spill (int8 dense layers 1.9 -> 1.6 instructions
+ * per multiply-accumulate without). */
+static bool loop_keep(const Emitter *e, const Stmt *s) {
+    if (!e->t->dsp || !(s->hints & LH_REDUCTION)) return false;
+    for (const Stmt *b = s->body; b; b = b->next)
+        if (b->kind == S_SET && expr_has_dot4(b->val)) return true;
+    return false;
+}
+
 static void rloop(Emitter *e, Stmt *s);
+
+/* ---- vldmia (Arm M-profile FPUs) ----
+ * In a reduction loop of a target without float vectors the schedule leaves runs of loads
+ * b[i..., c], b[i..., c + 1], ... (a dense layer's packed weights [N/U, K, U]: the U weights
+ * of one k; a conv's channel or column block), each feeding one accumulator. LLVM loads them
+ * with one vldr each; one `vldmia` loads a whole run, which is what a hand-written M4 kernel
+ * does. LLVM never forms it itself (its load/store optimiser merges only loads that the
+ * register allocator happened to put in consecutive registers), so the run is an inline asm
+ * whose outputs are pinned to consecutive registers from s16 on, as many as the loop's
+ * accumulators leave free. The asm is emitted at the top of the loop body and reads the same
+ * bytes as the loads: results do not change. */
+typedef struct LoadRun {
+    const Expr *first;              /* the load of element c0 */
+    int64_t c0;
+    int n, reg;                     /* elements, first register s<reg> */
+    LLVMValueRef val;               /* the asm's struct of n floats, once emitted */
+} LoadRun;
+
+enum { VLDM_MIN = 3, VLDM_FIRST_REG = 16, VLDM_LAST_REG = 31 };
+
+static void run_emit(Emitter *e, LoadRun *r);
+
+/* Whether index expression x reads only loop variables (not registers or memory), so that
+ * it has its value at the top of the loop body. */
+static bool loop_index(const Expr *x) {
+    if (x->kind == E_SCALAR || x->kind == E_LOAD) return false;
+    for (int i = 0; i < x->nargs; i++)
+        if (!loop_index(x->args[i])) return false;
+    return true;
+}
+
+/* Whether load x is b[i..., c] with a constant last index, c returned in *c. */
+static bool run_elem(const Expr *x, int64_t *c) {
+    if (x->kind != E_LOAD || x->buf->dtype != DT_FLOAT || x->nargs < 1) return false;
+    for (int i = 0; i < x->nargs; i++)
+        if (!loop_index(x->args[i])) return false;
+    const Expr *l = x->args[x->nargs - 1];
+    if (l->kind != E_CONST) return false;
+    *c = l->i;
+    return true;
+}
+
+/* Whether loads a and b name the same buffer and the same indices but the last. */
+static bool same_row(const Expr *a, const Expr *b) {
+    if (a->buf != b->buf) return false;
+    for (int i = 0; i + 1 < a->nargs; i++)
+        if (!same_expr(a->args[i], b->args[i])) return false;
+    return true;
+}
+
+/* The float loads of x (not those inside load indices), once per row and element. */
+static void run_loads(const Expr *x, const Expr **ld, int *n, int cap) {
+    int64_t c, c2;
+    if (run_elem(x, &c)) {
+        for (int i = 0; i < *n; i++)
+            if (same_row(ld[i], x) && run_elem(ld[i], &c2) && c2 == c) return;
+        if (*n < cap) ld[(*n)++] = x;
+        return;
+    }
+    if (x->kind == E_LOAD) return;
+    for (int i = 0; i < x->nargs; i++) run_loads(x->args[i], ld, n, cap);
+}
+
+/* The runs of loop s's body (statements that only set registers), in order of first use,
+ * while their registers fit next to the accumulators. */
+static void vldm_groups(Emitter *e, const Stmt *s) {
+    enum { CAP = 256 };
+    const Expr *ld[CAP];
+    int n = 0, naccs = 0;
+    bool *acc = ARENA_ARRAY(e->p->arena, bool, e->k->nscalars + 1);
+    e->nruns = 0;
+    if (!e->t->vldm || e->vw || !(s->hints & LH_REDUCTION)) return;
+    for (const Stmt *b = s->body; b; b = b->next) {
+        if (b->kind != S_SET) return;
+        if (is_float(e->k->scalars[b->var]) && !acc[b->var]) acc[b->var] = true, naccs++;
+        run_loads(b->val, ld, &n, CAP);
+    }
+    /* 32 single registers: the accumulators, one for the value each run's elements meet
+     * (the input of a dense layer), one spare */
+    int free = MIN(VLDM_LAST_REG - VLDM_FIRST_REG + 1, 32 - naccs - 2), reg = VLDM_FIRST_REG;
+    e->runs = ARENA_ARRAY(e->p->arena, LoadRun, n + 1);
+    bool *used = ARENA_ARRAY(e->p->arena, bool, n + 1);
+    for (int i = 0; i < n; i++) {
+        int64_t c0, c;
+        if (used[i] || !run_elem(ld[i], &c0)) continue;
+        /* the longest run c0, c0 + 1, ... of this row among the loads */
+        int len = 1;
+        for (bool more = true; more;) {
+            more = false;
+            for (int j = 0; j < n; j++)
+                if (!used[j] && j != i && same_row(ld[j], ld[i]) && run_elem(ld[j], &c) && c == c0 + len) {
+                    used[j] = more = true;
+                    len++;
+                }
+        }
+        used[i] = true;
+        bool first = true;          /* ld[i] must be the lowest element: look below c0 */
+        for (int j = 0; j < n && first; j++)
+            if (j != i && same_row(ld[j], ld[i]) && run_elem(ld[j], &c) && c == c0 - 1) first = false;
+        len = MIN(len, free);
+        if (!first || len < VLDM_MIN) continue;
+        e->runs[e->nruns] = (LoadRun){ld[i], c0, len, reg, NULL};
+        run_emit(e, &e->runs[e->nruns++]);     /* at the top of the body: dominates every use */
+        reg += len;
+        free -= len;
+    }
+}
+
+/* The vldmia of run r, at the builder's position. */
+static void run_emit(Emitter *e, LoadRun *r) {
+    char text[64], cons[16 * 8 + 8], *p = cons;
+    snprintf(text, sizeof text, "vldmia $%d, {s%d-s%d}", r->n, r->reg, r->reg + r->n - 1);
+    for (int j = 0; j < r->n; j++) p += sprintf(p, "={s%d},", r->reg + j);
+    strcpy(p, "r");
+    LLVMTypeRef f[16];
+    for (int j = 0; j < r->n; j++) f[j] = e->f32;
+    LLVMTypeRef st = LLVMStructTypeInContext(e->C, f, (unsigned)r->n, 0);
+    LLVMValueRef ptr = elem_ptr(e, r->first->buf, simple_idx(e, r->first->buf, (Expr **)r->first->args), 0);
+    LLVMTypeRef ft = LLVMFunctionType(st, &e->ptr, 1, 0);
+    LLVMValueRef asm_ = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
+    r->val = LLVMBuildCall2(e->B, ft, asm_, &ptr, 1, "");
+}
+
+/* Load x from its run's vldmia, or NULL if in no run. */
+static LLVMValueRef run_load(Emitter *e, const Expr *x) {
+    int64_t c;
+    if (!run_elem(x, &c)) return NULL;
+    for (int i = 0; i < e->nruns; i++) {
+        LoadRun *r = &e->runs[i];
+        if (c >= r->c0 && c < r->c0 + r->n && same_row(r->first, x))
+            return LLVMBuildExtractValue(e->B, r->val, (unsigned)(c - r->c0), "");
+    }
+    return NULL;
+}
 
 static void loop(Emitter *e, Stmt *s) {
     if ((s->hints & (LH_VECTOR | LH_REDUCTION)) == (LH_VECTOR | LH_REDUCTION)) {
@@ -691,9 +967,12 @@ static void loop(Emitter *e, Stmt *s) {
     if (s->step <= 0) die("kernel %s: loop step %lld", e->k->name, (long long)s->step);
     LLVMValueRef lo = expr(e, s->lo, 0), hi = expr(e, s->hi, 0);      /* evaluated once, before */
     Loop l = loop_begin(e, s->var, lo, hi, s->step);
+    l.keep = loop_keep(e, s);
     KRange saved = e->ranges[s->var];
     e->ranges[s->var] = kr_loop(s);
+    vldm_groups(e, s);
     stmts(e, s->body);
+    e->nruns = 0;
     e->ranges[s->var] = saved;
     loop_end(e, l);
 }

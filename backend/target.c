@@ -77,6 +77,15 @@ static int explicit_fma(const Target *t) {
     return 0;
 }
 
+/* Whether a little-endian Arm target has the DSP extension (SMLAD, SXTB16): ARMv7E-M
+ * (Cortex-M4, M7) has it always, ARMv8-M Mainline (Cortex-M33, M55, M85) as an option, "+dsp". */
+static bool arm_dsp(const Target *t) {
+    if (!starts(t->triple, "thumb") && !starts(t->triple, "arm")) return false;
+    if (starts(t->triple, "thumbeb") || starts(t->triple, "armeb")) return false;  /* word_load */
+    if (has_feature(t->features, "-dsp")) return false;
+    return starts(t->triple, "thumbv7em") || starts(t->triple, "armv7em") || has_feature(t->features, "+dsp");
+}
+
 /* The x86-64 microarchitecture levels, spelled out as features: the vector width and the
  * run-time CPU check (cpucheck.c) read the feature list, and LLVM's CPU name alone leaves it
  * empty. Each level includes the one before it. */
@@ -176,6 +185,8 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
     t->vector_bytes = vector_width(t);
     t->fma_bits = explicit_fma(t);
     t->vnni = has_feature(t->features, "+avx512vnni") && has_feature(t->features, "+avx512vl");
+    t->dsp = arm_dsp(t);
+    t->vldm = (starts(t->triple, "thumb") || starts(t->triple, "arm")) && t->fma_bits >= 32 && t->vector_bytes < 16;
     /* Loads use natural alignment, so the arena needs only the widest element (8 bytes);
      * on the host a cache line keeps vector loops from splitting lines. */
     t->arena_align = t->ptr_bits == 64 ? 64 : 8;

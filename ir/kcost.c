@@ -4,7 +4,9 @@
  *
  * A multiply-accumulate is a K_MUL on data (float or integer, not index arithmetic) that is an
  * operand of a K_ADD or K_SUB: the `acc + a*b` of a matmul or convolution, also `x*scale + bias`
- * of a fused batch norm; an accumulated K_DOT4 (four byte products) is four. Other
+ * of a fused batch norm; an accumulated K_DOT4 (four byte products) is four. An integer
+ * product by a constant is not one: it places a byte in a word (the `x1 * 256 + x0` of the
+ * words dot4 reads), the work of a shift. Other
  * arithmetic is not counted, so an elementwise or copy kernel has no MACs and is measured in
  * bytes. Each statement's MACs are multiplied by the trip counts of its enclosing loops. Where
  * an if guards a statement (padding of a convolution), both branches are priced at their larger
@@ -61,12 +63,17 @@ static bool is_add(const Expr *e) {
     return e->kind == E_BIN && (e->op == K_ADD || e->op == K_SUB) && is_data(e);
 }
 
+/* An integer product by a constant. */
+static bool shift(const Expr *m) {
+    return !dtype_is_float(m->type) && (m->args[0]->kind == E_CONST || m->args[1]->kind == E_CONST);
+}
+
 /* A load's indices are addresses: not looked into. */
 static int64_t expr_macs(const Expr *e) {
     int64_t n = 0;
     for (int i = 0; i < e->nargs && e->kind != E_LOAD; i++) {
         const Expr *x = e->args[i];
-        if (is_add(e) && x->kind == E_BIN && x->op == K_MUL && is_data(x)) n++;
+        if (is_add(e) && x->kind == E_BIN && x->op == K_MUL && is_data(x) && !shift(x)) n++;
         if (is_add(e) && x->kind == E_BIN && x->op == K_DOT4) n += 4;
         n += expr_macs(x);
     }

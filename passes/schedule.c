@@ -64,6 +64,15 @@
  * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
  * accumulators (scalar_rows). */
 enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 4, SCALAR_ACCS = 24 };
+/* The same for the int32 accumulators of dot4 kernels (int8 convs and dense layers), which
+ * live in the 13 or so core registers next to the pointers and the unpacked operands of the
+ * backend's smlads: 2 pixels x 3 channels (each input word unpacked once for 3 channels, each
+ * weight word for 2 pixels), 4 channels of one pixel where the input words are assembled
+ * from bytes (copies_cap; a dense layer). Measured on the firmware's int8 models (QEMU
+ * counts, whole runs): 16 x 2 as for floats spilled; 4 pixels x 2 channels cost 3-25% more
+ * per conv than 2 x 4, which still spilled: 2 x 3 and 1 x 4 took the KWS model from 8.86M to
+ * 8.55M instructions and LeNet from 1.34M to 1.31M; 6 channels of a dense layer spilled. */
+enum { INT_COPIES = 2, INT_ROWS = 4, INT_ACCS = 6 };
 /* Conv weights from which peel_rows pays: beyond L1, a border pixel at MR = 1 waits on its
  * weight loads (ResNet-18's 37 KB stem ran ~3% slower with it, its 147 KB layer1 ~5% faster). */
 enum { ROW_PEEL_BYTES = 64 * 1024 };
@@ -89,6 +98,23 @@ static int int_acc_size(const Kernel *k) {
         if (!dtype_is_float(k->scalars[r])) esz = MAX(esz, (int)dtype_size(k->scalars[r]));
     return esz;
 }
+
+static bool expr_dot4(const Expr *e) {
+    if (e->kind == E_BIN && e->op == K_DOT4) return true;
+    for (int i = 0; i < e->nargs && e->kind != E_LOAD; i++)
+        if (expr_dot4(e->args[i])) return true;
+    return false;
+}
+
+static bool list_dot4(const Stmt *s) {
+    for (; s; s = s->next)
+        if ((s->val && expr_dot4(s->val)) || list_dot4(s->body) || list_dot4(s->then) || list_dot4(s->els)) return true;
+    return false;
+}
+
+/* An integer contraction of dot4 words (an int8 conv or dense layer in the dot4 form), whose
+ * accumulators a target without float vectors keeps in core registers (INT_COPIES). */
+static bool dot4_kernel(const Kernel *k) { return int_acc_size(k) > 0 && list_dot4(k->body); }
 
 /* The operand and output types whose layouts the contraction policy changes: float, and
  * any in an integer contraction (8-bit weights, 8-bit or int32 outputs). */
@@ -930,12 +956,42 @@ static const Stmt *inner_vector(const Stmt *s) {
     return NULL;
 }
 
+/* Whether a dot4 of the list reads a word assembled from bytes (dot4_word: the input of a
+ * 1x1 conv or dense layer) rather than loading it. */
+static bool assembled_words(const Expr *e) {
+    if (e->kind == E_BIN && e->op == K_DOT4 && (e->args[0]->kind != E_LOAD || e->args[1]->kind != E_LOAD)) return true;
+    for (int i = 0; i < e->nargs && e->kind != E_LOAD; i++)
+        if (assembled_words(e->args[i])) return true;
+    return false;
+}
+
+static bool list_assembled(const Stmt *s) {
+    for (; s; s = s->next)
+        if ((s->val && assembled_words(s->val)) || list_assembled(s->body) || list_assembled(s->then) ||
+            list_assembled(s->els))
+            return true;
+    return false;
+}
+
+/* The most copies side by side of the picked loop on a target without float vectors:
+ * SCALAR_COPIES, or for a dot4 kernel INT_COPIES pixels, one where each pixel's input word is
+ * assembled from bytes (a 1x1 conv on NCHW data: four loads a channel plane apart and three
+ * ors), which is then shared by more channels instead. Mixed on the KWS model's pointwise
+ * convs (QEMU counts per kernel): those with the residual Add fused went from 3.3-3.5 to
+ * 3.05-3.2 instructions per multiply-accumulate, the two without from 2.67 to 3.07 (2 x 4
+ * spilled, but less than its share of the epilogue cost); the whole run 3% fewer. */
+static int copies_cap(const Kernel *k) {
+    if (!dot4_kernel(k)) return SCALAR_COPIES;
+    return list_assembled(k->body) ? 1 : INT_COPIES;
+}
+
 /* Copies side by side of a loop of n iterations on a target without float vectors: a divisor
- * of n from SCALAR_COPIES down to 4 (no rest loop, no padding), else SCALAR_COPIES or n. */
-static int scalar_copies(int64_t n) {
-    for (int d = SCALAR_COPIES; d >= 4; d--)
+ * of n from cap (copies_cap) down to 4, or 2 below SCALAR_COPIES (no rest loop, no padding),
+ * else cap or n. */
+static int scalar_copies(int64_t n, int cap) {
+    for (int d = cap; d >= (cap < SCALAR_COPIES ? 2 : 4); d--)
         if (n % d == 0) return d;
-    return (int)MIN(SCALAR_COPIES, n);
+    return (int)MIN(cap, n);
 }
 
 /* Rows blocked around scalar_copies(n) copies: up to SCALAR_ROWS while rows x copies stay
@@ -946,14 +1002,15 @@ static int scalar_copies(int64_t n) {
  * of models/example and models/cnn from 2.54 and 2.55 to 2.28 and 2.19 instructions per
  * multiply-accumulate (with the one-compare Relu of backend/kernel.c), models/cnn's second
  * conv from 2.06 to 1.92 (QEMU counts, --profile). */
-static int scalar_rows(int64_t n) {
-    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / scalar_copies(n)));
+static int scalar_rows(int64_t n, int cap) {
+    if (cap < SCALAR_COPIES) return MIN(INT_ROWS, MAX(2, INT_ACCS / scalar_copies(n, cap)));
+    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / scalar_copies(n, cap)));
 }
 
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
-    if (lanes(p, k) < 2) return (int)MIN(scalar_rows(trips(inner)), trips(l));
+    if (lanes(p, k) < 2) return (int)MIN(scalar_rows(trips(inner), copies_cap(k)), trips(l));
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
@@ -1002,11 +1059,12 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
  * instruction counts): with separate vmul + vadd 8 x 2 beat 4 x 2, 4 x 3 and 2 x 4; once
  * the backend wrote vfma, 16 copies took the dense layers from 2.6-2.9 to 2.3-2.6
  * instructions per multiply-accumulate (each k: one load of the input, 16 of weights, 16
- * vfma), and left the convs as they were. */
+ * vfma), and left the convs as they were; with the packed weights of one k loaded by one
+ * vldmia (backend/kernel.c, vldm_groups), 1.75-2.1. A dot4 kernel gets INT_COPIES instead. */
 static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
-    int u = scalar_copies(n);
+    int u = scalar_copies(n, copies_cap(k));
     if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
@@ -1018,6 +1076,52 @@ static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
         int jd = o.transposed ? 0 : 1;
         PackDim pd[3] = {{jd, u, false}, {1 - jd, 0, false}, {jd, u, true}};
         loop_pack(p, k, o.b, arena_printf(p->arena, "n%d", u), 3, pd);
+    }
+}
+
+/* The dot4 weight words w4[m, k4] that a reduction reads with m from loop variable v: the
+ * first packable rank-2 operand of a K_DOT4 whose row index reads v. */
+static Buf *dot4_weights(const Kernel *k, const Expr *e, int v) {
+    if (e->kind == E_BIN && e->op == K_DOT4)
+        for (int i = 0; i < 2; i++) {
+            const Expr *w = e->args[i];
+            if (w->kind == E_LOAD && w->buf->rank == 2 && packable(k, w->buf) && expr_reads_var(w->args[0], v) &&
+                !expr_reads_var(w->args[1], v))
+                return w->buf;
+        }
+    for (int i = 0; i < e->nargs && e->kind != E_LOAD; i++) {
+        Buf *b = dot4_weights(k, e->args[i], v);
+        if (b) return b;
+    }
+    return NULL;
+}
+
+static Buf *dot4_weights_list(const Kernel *k, const Stmt *s, int v) {
+    for (; s; s = s->next) {
+        Buf *b = s->val ? dot4_weights(k, s->val, v) : NULL;
+        if (!b) b = dot4_weights_list(k, s->body, v);
+        if (!b) b = dot4_weights_list(k, s->then, v);
+        if (!b) b = dot4_weights_list(k, s->els, v);
+        if (b) return b;
+    }
+    return NULL;
+}
+
+/* Without float vectors, an integer contraction whose output channels were jammed by f
+ * (block_list: f rows of dot4 words, each word unpacked once and fed to the pixels' smlads):
+ * the words packed [M/f, K4, f], so that the f words of one k4 are adjacent and one pointer
+ * walks all of them, where f row pointers (and their spills: the M4 has 13 core registers for
+ * accumulators, operands and pointers) walked the rows. */
+static void int_pack_rows(Program *p, Kernel *k, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind != S_LOOP) continue;
+        Buf *w = (s->hints & LH_TILE) && s->step >= 2 ? dot4_weights_list(k, s->body, s->var) : NULL;
+        if (w) {
+            PackDim pd[3] = {{0, s->step, false}, {1, 0, false}, {0, s->step, true}};
+            loop_pack(p, k, w, arena_printf(p->arena, "m%d", (int)s->step), 3, pd);
+            return;
+        }
+        int_pack_rows(p, k, s->body);
     }
 }
 
@@ -1117,6 +1221,7 @@ void schedule(Program *p) {
             block_list(p, k, &k->body);
             clear_shared(k->body);
             vector_list(p, k, &k->body);
+            if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
             if (cmw) conv_tiles(p, k, cmw, cb ? cb : lanes(p, k) * (vregs(p) >= 32 ? 4 : 2));
             if (pad) {                      /* the copy kernel, now before k */
                 strip_list(p, pad, &pad->body);

@@ -205,13 +205,14 @@ for BOARD in m4 rv32; do
     done <<END
 $CASES
 END
-    # The sample models again, compiled with --profile: instructions per kernel (their clock is
-    # the instruction count, main.c), so the figure per multiply-accumulate is the layer's own.
+    # The sample models and the int8 ones again, compiled with --profile: instructions per
+    # kernel (their clock is the instruction count, main.c), so the figure per
+    # multiply-accumulate is the layer's own.
     while read -r name model data; do
         case "$BOARD $name" in *$PATTERN*) ;; *) continue ;; esac
         run_case $name $model $data profile
     done <<END
-$(echo "$CASES" | grep -E '^(example|cnn|mlp) ')
+$(echo "$CASES" | grep -E '^(example|cnn|mlp|lenet_i8|kws_i8|mlp_i8|lenet_qop_i8) ')
 END
 done
 echo "firmware: $passed passed, $failed failed"
