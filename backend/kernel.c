@@ -383,16 +383,37 @@ static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
     return LLVMBuildIntCast2(B, v, ty, !is_unsigned(from), "");
 }
 
+/* The float constant v is, or every lane of v is (a splatted constant); NULL if neither. */
+static LLVMValueRef const_fp(LLVMValueRef v) {
+    if (LLVMIsAConstantFP(v)) return v;
+    unsigned w = width_of(v);
+    if (!w || !LLVMIsConstant(v)) return NULL;
+    LLVMValueRef c = LLVMGetAggregateElement(v, 0);
+    for (unsigned i = 1; c && i < w; i++)
+        if (LLVMGetAggregateElement(v, i) != c) return NULL;
+    return c && LLVMIsAConstantFP(c) ? c : NULL;
+}
+
 /* min/max; on floats NaN in either operand gives NaN. */
 static LLVMValueRef minmax(Emitter *e, bool max, DType t, LLVMValueRef a, LLVMValueRef b) {
     LLVMBuilderRef B = e->B;
-    if (is_float(t) && (LLVMIsAConstantFP(a) || LLVMIsAConstantFP(b))) {
-        /* against a constant c that is not NaN (a Relu's 0): x wins when unordered, one
-         * compare and a select, where the general form costs two of each and an add (on
-         * Cortex-M4, 11 instructions a Relu instead of 4) */
-        LLVMValueRef c = LLVMIsAConstantFP(b) ? b : a, x = c == b ? a : b;
+    LLVMValueRef ca = is_float(t) ? const_fp(a) : NULL, cb = is_float(t) ? const_fp(b) : NULL;
+    if (ca || cb) {
+        /* against a constant c that is not NaN (a Relu's 0, a Clip's 6, also splatted in
+         * vector code), x wins when unordered: `x < c ? c : x` (max) is x86's maxps(c, x),
+         * one instruction where the general form takes three (a compare, a select and an
+         * add for NaN; on Cortex-M4, 11 instructions a Relu instead of 4). It gives x where
+         * x == c, which is c's bits unless both are zeros: max(-0.0, 0) is then -0.0 where
+         * the interpreter says +0.0, a difference of zero's sign that -O2 allows (as it
+         * allows FMA contraction); exact arithmetic (-O0/-O1, --fp-strict) keeps
+         * `x > c ? x : c`, a compare and a select (MobileNetV2's Clip: 6 -> 2 vector
+         * instructions at -O2, 6 -> 3 exact) */
+        LLVMValueRef c = cb ? b : a, x = cb ? a : b, cs = cb ? cb : ca;
         LLVMBool lossy;
-        if (!isnan(LLVMConstRealGetDouble(c, &lossy)))
+        double cv = LLVMConstRealGetDouble(cs, &lossy);
+        if (!isnan(cv) && (cv != 0 || e->contract))
+            return LLVMBuildSelect(B, LLVMBuildFCmp(B, max ? LLVMRealOLT : LLVMRealOGT, x, c, ""), c, x, "");
+        if (!isnan(cv))
             return LLVMBuildSelect(B, LLVMBuildFCmp(B, max ? LLVMRealUGT : LLVMRealULT, x, c, ""), x, c, "");
     }
     if (is_float(t)) {

@@ -102,3 +102,7 @@ def block(name,xs,e,s,res):
     open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
 block('dw_block_res_gap',[1,8,10,7],4,1,True)
 block('dw_block_s2',[2,12,9,11],3,2,False)
+# 16 -> 64 -> 16 channels: the 1x1 convs on 13-wide rows run MR pixels by U vectors, on 7-wide
+# rows in blocks of 32 channels by a row (conv_channel_block)
+block('dw_block_wide',[1,16,6,13],4,1,True)
+block('dw_block_row7',[1,16,5,7],4,1,False)
