@@ -105,7 +105,7 @@ fuzz: $(B)/gen/onnx.pb-c.c $(B)/gen/header_template.c | $(DEPS_STAMP)
 	@GEN=$(B)/gen sh tests/fuzz/run.sh
 
 fuzz-types: $(BIN)
-	@/usr/bin/python3 tests/fuzz/types.py ./$(BIN) build-fuzz/types
+	@/usr/bin/python3 tests/fuzz/optypes.py ./$(BIN) build-fuzz/types
 
 clean:
 	rm -rf $(B) $(BIN) build-fuzz

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/fuzz/types.py [ONNXCC] [OUTDIR] - every op of ir/ops.def with inputs of every element type.
+"""tests/fuzz/optypes.py [ONNXCC] [OUTDIR] - every op of ir/ops.def with inputs of every element type.
 
 A sweep next to `make fuzz` (which mutates bytes and rarely hits a type constraint it has not
 seen): for each op, models whose inputs are all one type, and ones where only input 0 has it
