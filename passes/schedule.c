@@ -541,15 +541,6 @@ static void kernel_temps(const Kernel *k, char *state, Buf **list, int *n) {
     }
 }
 
-/* Makes NHWC the temporaries that depthwise convs read or write, and from there, through the
- * convs that touch them, their neighbours (a MobileNet block's expansion input, projection
- * output and residual), as long as every kernel touching one can use that order
- * (channel_last_user): a conv that reads NHWC and writes NCHW scatters its stores, one
- * scatter per vector of output channels, which cost the 16- and 24-channel projections of
- * MobileNetV2 2x. All decided on the program as lowered, then all permuted; a channel-wise
- * kernel gets both sides permuted or neither. Only with
- * vectors of 16 bytes or more: without them a depthwise conv gains nothing from channels
- * side by side. */
 /* Whether each channel plane of an NCHW buffer fills a page or more: then a vector of output
  * channels stored at one pixel touches as many pages (the scatter that made a 112x112
  * expansion 30x slower); on small maps (the DS-CNN's 25x5: 500 bytes a plane) the channels of
@@ -562,22 +553,22 @@ static bool page_planes(const Buf *b) {
     return plane >= 4096;
 }
 
-static void channel_last_layouts(Program *p) {
+/* A dense conv (channel_last_user, not channel-wise) with at least two target vectors of
+ * output channels: it runs channel-innermost whatever the layout (conv_layout's cm form), and
+ * in NCHW each vector of output channels is a scatter, each fused residual vector a gather. */
+static bool wide_conv(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    const Expr *x;
+    Buf *w;
+    if (channelwise(p, k, false, &x, &w) || parallel_nest(k, nest) != 4) return false;
+    const Stmt *st = first_store((*nest[3])->body);
+    return trips(*nest[1]) * (int64_t)dtype_size(st->buf->dtype) >= 2 * p->vector_bytes;
+}
+
+/* Takes the queued temporaries work[0..n) and, from each that every kernel touching it can
+ * use NHWC, the temporaries of those kernels; appends those chosen to chosen[*nchosen]. */
+static void grow_nhwc(Program *p, const bool *user, char *state, Buf **work, int n, Buf **chosen, int *nchosen) {
     static const int nhwc[4] = {0, 2, 3, 1};
-    if (p->vector_bytes < 16) return;
-    int n = 0;
-    Buf **work = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1);
-    char *state = ARENA_ARRAY(p->arena, char, p->nbufs + 1);     /* 1 rejected, 2 chosen, 3 queued */
-    bool *user = ARENA_ARRAY(p->arena, bool, p->nkernels + 1);
-    for (int i = 0; i < p->nkernels; i++) {
-        Kernel *k = p->kernels[i];
-        const Expr *x;
-        Buf *w;
-        user[i] = channel_last_user(p, k);
-        if (user[i] && channelwise(p, k, false, &x, &w) && w) kernel_temps(k, state, work, &n);
-    }
-    int nchosen = 0;
-    Buf **chosen = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1);
     while (n > 0) {
         Buf *b = work[--n];
         /* one that keeps its memory order ([N, C, 1, 1]: a global pool's output) suits
@@ -587,10 +578,43 @@ static void channel_last_layouts(Program *p) {
             if (!p->kernels[i]->dead && touches(p->kernels[i], b)) ok = user[i];
         state[b->id] = ok ? 2 : 1;
         if (!ok) continue;
-        chosen[nchosen++] = b;
+        chosen[(*nchosen)++] = b;
         for (int i = 0; i < p->nkernels; i++)
             if (!p->kernels[i]->dead && touches(p->kernels[i], b)) kernel_temps(p->kernels[i], state, work, &n);
     }
+}
+
+/* Makes NHWC the temporaries that depthwise convs read or write, then those that wide convs
+ * (wide_conv) read or write, and from there, through the kernels touching them, their
+ * neighbours (a MobileNet block's expansion input, projection output and residual), as long
+ * as every kernel touching one can use that order (channel_last_user): a conv that reads
+ * NHWC and writes NCHW scatters its stores, one scatter per vector of output channels, which
+ * cost the 16- and 24-channel projections of MobileNetV2 2x. A ResNet is then NHWC from its
+ * stem's output to its global pool (ResNet-18 on AVX-512, onnxcc bench: its 3x3 convs at
+ * 56x56 and 28x28 from 75-90% of the FMA peak to 92-98%, the stem from 65% to 90%, the 1x1
+ * downsamples from 30-40% to 50-60%; rough). All decided on the program as lowered, then all
+ * permuted; a channel-wise kernel gets both sides permuted or neither. Only with vectors of
+ * 16 bytes or more: without them a depthwise conv gains nothing from channels side by side. */
+static void channel_last_layouts(Program *p) {
+    static const int nhwc[4] = {0, 2, 3, 1};
+    if (p->vector_bytes < 16) return;
+    int n = 0, nchosen = 0;
+    Buf **work = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1), **chosen = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1);
+    char *state = ARENA_ARRAY(p->arena, char, p->nbufs + 1);     /* 1 rejected, 2 chosen, 3 queued */
+    bool *user = ARENA_ARRAY(p->arena, bool, p->nkernels + 1);
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        const Expr *x;
+        Buf *w;
+        user[i] = channel_last_user(p, k);
+        if (user[i] && channelwise(p, k, false, &x, &w) && w) kernel_temps(k, state, work, &n);
+    }
+    grow_nhwc(p, user, state, work, n, chosen, &nchosen);
+    /* then from the wide convs, whatever the depthwise convs did not reach */
+    n = 0;
+    for (int i = 0; i < p->nkernels; i++)
+        if (user[i] && wide_conv(p, p->kernels[i])) kernel_temps(p->kernels[i], state, work, &n);
+    grow_nhwc(p, user, state, work, n, chosen, &nchosen);
     /* a channel-wise kernel with one side NHWC and the other not would run along the
      * width, gathering or scattering the NHWC side: neither side then; a conv writing NCHW
      * runs channel-innermost on an NHWC input, scattering each vector of output channels
@@ -713,19 +737,54 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     return cm ? packed : NULL;
 }
 
+/* Is some load in e of a buffer other than w indexed last by variable v (x[.., c]: an
+ * input read channel-last)? */
+static bool loads_last(const Expr *e, const Buf *w, int v) {
+    if (e->kind == E_LOAD && e->buf != w && e->nargs && is_var(e->args[e->nargs - 1], v)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_last(e->args[i], w, v)) return true;
+    return false;
+}
+
+/* A conv reading its input channel-last (x[n, h + kh, w + kw, c]) whose reduction nest is
+ * c, kh, kw with nothing but the taps' loops in between: c sunk innermost, so that each
+ * pixel of a register tile reads its channels front to back, one cache line per 16 channels.
+ * With c outermost each step of c touched a line of every pixel and tap of the tile (14
+ * pixels x 3 rows); at 256 or 512 channels those lines lie 1 or 2 KiB apart, in 2 to 4 of
+ * L1's 64 sets, which the tile overflowed (ResNet-18's layer3/4 convs ran at 63-76% of the
+ * FMA peak in NHWC against 97% for layer1/2's 64 and 128 channels). Needs reassociation
+ * (the padded form, which --fp-strict never takes). Returns whether done, for conv_tiles. */
+static bool sink_channels(Program *p, Kernel *k, const Buf *w) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    if (r < 1 || !w) return false;
+    Stmt *c = (*nest[r - 1])->body;
+    while (c && !(c->kind == S_LOOP && (c->hints & LH_REDUCTION))) c = c->next;
+    if (!c || !c->body || c->body->kind != S_LOOP || c->body->next) return false;
+    const Stmt *in = c;
+    while (in->kind == S_LOOP && in->body && !in->body->next && in->body->kind == S_LOOP) in = in->body;
+    bool last = false;
+    for (const Stmt *s = in->body; s; s = s->next)
+        last |= s->kind == S_SET && loads_last(s->val, w, c->var);
+    if (!last) return false;
+    for (Stmt *x = c; x->body && x->body->kind == S_LOOP && !x->body->next; x = x->body)
+        if (!loop_interchange(p, k, x)) return false;
+    return true;
+}
+
 /* Channel-last conv weights w [C, kh, kw, M] regrouped as [M/t, C, kh, kw, t], t the
  * channels of one blocked vector tile: each tile's reduction then streams its weights front
  * to back, where in [.., M] it read t floats every M (2 KiB apart at M = 512, a new page every
  * other tap). ResNet-18 layer4 3x3 convs (9.4 MB of weights) ~10% faster (rough). Done after
  * the vector tiles exist, so that the tile loop's step proves the division away. */
-static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t) {
+static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t, bool c_last) {
     int r = w->rank;
     if (t <= 0 || w->dims[r - 1] % t || w->dims[r - 1] <= t) return;
     PackDim pd[MAX_RANK + 1];
     pd[0] = (PackDim){r - 1, t, false};
-    for (int d = 0; d < r - 1; d++) pd[d + 1] = (PackDim){d, 0, false};
+    for (int d = 0; d < r - 1; d++) pd[d + 1] = (PackDim){c_last ? (d + 1) % (r - 1) : d, 0, false};
     pd[r] = (PackDim){r - 1, t, true};
-    loop_pack(p, k, w, arena_printf(p->arena, "t%lld", (long long)t), r + 1, pd);
+    loop_pack(p, k, w, arena_printf(p->arena, "t%lld%s", (long long)t, c_last ? "c" : ""), r + 1, pd);
 }
 
 /* ---- contractions: convolutions on a zero-padded input ----
@@ -786,7 +845,8 @@ static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
     if (r < 3 || vregs(p) < 32 || p->fp_strict || !has_conds(k->body)) return false;
     const Stmt *st = first_store((*nest[r - 1])->body), *col = *nest[r - 1], *red = col->body;
     if (!st || st->buf->rank != r || !dtype_is_float(st->buf->dtype)) return false;
-    for (int d = 0; d < r; d++)
+    bool cl = store_channel_last(st, nest, r);
+    for (int d = 0; d < r && !cl; d++)
         if (!is_var(st->idx[d], (*nest[d])->var)) return false;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
@@ -794,7 +854,7 @@ static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
     find_operands(k, col->body, rv, false, (*nest[1])->var, -1, col->var, &o);
     int64_t mg = trips(*nest[1]), esz = (int64_t)dtype_size(st->buf->dtype);
     if (!red || !const_loop(red) || trips(red) < PAD_CHANNELS || !o.b || o.b->rank != r || o.other_reads ||
-        mg < 8 || !(o.stride > 1 || esz * mg >= 2 * p->vector_bytes) || !finite_data(o.b))
+        mg < 8 || !(cl || o.stride > 1 || esz * mg >= 2 * p->vector_bytes) || !finite_data(o.b))
         return false;
     *w = o.b;
     *x = conv_input(col->body, o.b, r, false);
@@ -1216,11 +1276,13 @@ void schedule(Program *p) {
             Buf *cmw = NULL;
             Kernel *pad = NULL;
             int64_t cb = 0;
+            bool c_last = false;
             if (kernel_independent(k)) {   /* the interchanges there assume so */
                 /* a depthwise conv's weights are a few rows of M, its tiles up to 8 vectors */
                 if (!channelwise_layout(p, k)) {
                     pad = conv_pad(p, k);
                     cmw = conv_layout(p, k);
+                    if (cmw && pad) c_last = sink_channels(p, k, cmw);
                     if (cmw) cb = conv_channel_block(p, k, cmw);
                 }
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
@@ -1231,7 +1293,7 @@ void schedule(Program *p) {
             clear_shared(k->body);
             vector_list(p, k, &k->body);
             if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
-            if (cmw) conv_tiles(p, k, cmw, cb ? cb : lanes(p, k) * (vregs(p) >= 32 ? 4 : 2));
+            if (cmw) conv_tiles(p, k, cmw, cb ? cb : lanes(p, k) * (vregs(p) >= 32 ? 4 : 2), c_last);
             if (pad) {                      /* the copy kernel, now before k */
                 strip_list(p, pad, &pad->body);
                 i++;

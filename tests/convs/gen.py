@@ -106,3 +106,47 @@ block('dw_block_s2',[2,12,9,11],3,2,False)
 # rows in blocks of 32 channels by a row (conv_channel_block)
 block('dw_block_wide',[1,16,6,13],4,1,True)
 block('dw_block_row7',[1,16,5,7],4,1,False)
+# ResNet-like chains (a stem conv + Relu, a 3x3 max pool, a basic block with its residual, a
+# stride-2 block with a 1x1 stride-2 downsample, a global pool): convs of at least two vectors
+# of output channels keep their temporaries NHWC at -O2 (channel_last_layouts, wide_conv),
+# padded and with the channels innermost in the taps (sink_channels) on AVX-512. Channel
+# counts that are not multiples of the 32-channel blocks, odd maps, batch 2. Two outputs: the
+# last block's map and the pool.
+def maxpool(x):
+    n,c,hh,ww=x.shape; oh,ow=(hh+2-3)//2+1,(ww+2-3)//2+1
+    xp=np.pad(x,[(0,0),(0,0),(1,1),(1,1)],constant_values=-np.inf)
+    return np.max([xp[:,:,i:i+2*oh-1:2,j:j+2*ow-1:2] for i in range(3) for j in range(3)],axis=0)
+def resnet(name,xs,c1,c2):
+    ws={}
+    def conv(inp,out,cin,cout,k,s,p,x):
+        w=rng.standard_normal([cout,cin,k,k]).astype(np.float32)/np.sqrt(cin*k*k); b=rng.standard_normal(cout).astype(np.float32)
+        ws['W'+out],ws['B'+out]=w,b
+        nodes.append(h.make_node('Conv',[inp,'W'+out,'B'+out],[out],pads=[p]*4,strides=[s,s]))
+        return gref(x,w.astype(np.float64),b,[s,s],[1,1],[p,p],[p,p],1)
+    def relu(inp,out,x):
+        nodes.append(h.make_node('Relu',[inp],[out])); return np.maximum(x,0)
+    def add(a,b,out,xa,xb):
+        nodes.append(h.make_node('Add',[a,b],[out])); return xa+xb
+    nodes=[]
+    x=rng.standard_normal(xs).astype(np.float32)
+    t=relu('s','sr',conv('x','s',xs[1],c1,5,2,2,x.astype(np.float64)))
+    nodes.append(h.make_node('MaxPool',['sr'],['m'],kernel_shape=[3,3],strides=[2,2],pads=[1,1,1,1])); m=maxpool(t)
+    a=relu('a','ar',conv('m','a',c1,c1,3,1,1,m))
+    r1=relu('r1a','r1',add('b','m','r1a',conv('ar','b',c1,c1,3,1,1,a),m))
+    c=relu('c','cr',conv('r1','c',c1,c2,3,2,1,r1))
+    d=conv('cr','d',c2,c2,3,1,1,c)
+    e=conv('r1','e',c1,c2,1,2,0,r1)
+    r2=relu('r2a','r2',add('d','e','r2a',d,e))
+    nodes.append(h.make_node('GlobalAveragePool',['r2'],['y'])); y=r2.mean(axis=(2,3),keepdims=True)
+    outs=[('r2',r2.astype(np.float32)),('y',y.astype(np.float32))]
+    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info(n,T.FLOAT,list(v.shape)) for n,v in outs],
+                   [nh.from_array(v,n) for n,v in ws.items()])
+    mo=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); mo.ir_version=8
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    onnx.save(mo,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
+    for i,(n,v) in enumerate(outs):
+        open(name+'/test_data_set_0/output_%d.pb'%i,'wb').write(nh.from_array(v,n).SerializeToString())
+resnet('res_32_48',[1,3,27,23],32,48)
+resnet('res_b2_16_40',[2,3,20,31],16,40)
+resnet('res_64_96',[1,3,30,34],64,96)
