@@ -75,6 +75,12 @@ static bool inputs_static(Graph *g, const Node *n) {
                   v->kind == VK_SEQ ? "sequence" : "optional", n->op_type);
             return false;
         }
+        if (v && v->dtype == DT_STRING && !(op_info[n->op].flags & OPF_STRINGS)) {
+            error(ir_where(g, n), "input '%s' is a string tensor; %s does not take strings "
+                  "(onnxcc supports strings in StringNormalizer, TfIdfVectorizer, Cast and CastLike)",
+                  v->name, n->op_type);
+            return false;
+        }
         if (v && v->dyn) {
             error(ir_where(g, n), "input '%s' has a data-dependent shape (output of %s '%s'); "
                   "onnxcc supports such values only as graph outputs", v->name,

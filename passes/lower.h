@@ -18,6 +18,7 @@ typedef struct Lower {
 } Lower;
 
 /* The buffer of a node input (NULL for an absent optional input). Constants become B_CONST. */
+Buf *lower_value_buf(Program *p, const Value *v, BufKind k);   /* a graph value's Buf (strings: bytes) */
 Buf *lower_in(Lower *L, Node *n, int i);
 /* The buffer for output i of n: the graph output's B_OUTPUT buffer or a fresh B_TEMP. */
 Buf *lower_out(Lower *L, Node *n, int i);
