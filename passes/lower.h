@@ -65,6 +65,11 @@ Stmt *lower_wrap(Program *p, int rank, const int64_t *dims, const int *vars, Stm
 /* Index list of plain variables: idx[d] = kx_var(vars[d]). */
 void lower_var_idx(Program *p, int rank, const int *vars, Expr **idx);
 
+/* Cast and CastLike to or from strings (passes/ops/text.c), called by elementwise.c's rules
+ * when the input or the target type is a string. */
+void infer_cast_string(Graph *g, Node *n, DType to);
+void lower_cast_string(Lower *L, Node *n);
+
 /* Shared by the rules (passes/ops/helpers.c). */
 /* MatMul operands as numpy sees them: a 1-D A is a row [1, K] and a 1-D B a column [K, 1],
  * the added dim being dropped from the result; leading dims are broadcast batch dims. */

@@ -1,4 +1,5 @@
-/* text.c - the ops on text: StringNormalizer, TfIdfVectorizer.
+/* text.c - the ops on text: StringNormalizer, TfIdfVectorizer, and Cast/CastLike to and from
+ * strings (elementwise.c's Cast rules hand those here).
  *
  * A string tensor is, in the kernel IR, a uint8 buffer with one more dimension of ir_strlen
  * bytes (ir.h, lower_value_buf), so string work is ordinary byte loops: no new scalar
@@ -10,6 +11,9 @@
  * then dyn (dynamic.c's contract): capacity the input's length, the kept strings packed at the
  * start, the rest zero, the actual dims in lower_dims. ONNX's rule that an empty result is
  * one empty string gives dims of at least 1, the empty string being the zeroed first row. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../lower.h"
@@ -321,4 +325,267 @@ void lower_tfidf(Lower *L, Node *n) {
     ks_seq(body, ks_loop(p, gv, 0, ng, 1, ks_if(p, mine, count, NULL)));
     ks_seq(body, ks_store(p, y, idx, sreg(p, k, acc)));
     k->body = lower_wrap(p, rank, y->dims, vars, body);
+}
+
+/* ---- Cast and CastLike to and from strings ----
+ * Number -> string writes numpy's str() of a float32 (what ONNX's reference and test data
+ * use): the shortest decimal that reads back as the same float, positional for 1e-4 <= |x| <
+ * 1e16 ("0.5", "100.0", "-0.0"), else scientific ("1e-05", "3.4028235e+38"), "nan", "inf",
+ * "-inf". The shortest digits are found by trying 1..9 significant digits in double
+ * arithmetic and keeping the first that converts back to x; each output byte is then a
+ * function of its position, so the bytes are stored once each, in order. String -> number
+ * reads [+-]digits[.digits][(e|E)[+-]digits], NaN, INF and Infinity (any case); anything
+ * else (spaces included) gives NaN. Digits past the 17th only scale the result. */
+
+enum { POW_BIAS = 350 };                /* pow10 table: 10^(k - POW_BIAS), k = 0..2*POW_BIAS */
+
+static Buf *pow10_table(Lower *L, Node *n) {
+    double *t = ARENA_ARRAY(L->p->arena, double, 2 * POW_BIAS + 1);
+    char s[16];
+    for (int k = 0; k <= 2 * POW_BIAS; k++) {
+        snprintf(s, sizeof s, "1e%d", k - POW_BIAS);
+        t[k] = strtod(s, NULL);         /* correctly rounded, unlike a product of tens */
+    }
+    int64_t d = 2 * POW_BIAS + 1;
+    return const_table(L, n, "pow10", DT_DOUBLE, 1, &d, t);
+}
+
+static Expr *i64(Program *p, int64_t v) { return kx_int(p, DT_INT64, v); }
+static Expr *f64(Program *p, double v) { return kx_const(p, DT_DOUBLE, v); }
+static Expr *bin(Program *p, KOp op, Expr *a, Expr *b) { return kx_bin(p, op, a, b); }
+
+/* 10^e for an int64 e (clamped to the table) */
+static Expr *pow10_of(Program *p, Buf *pw, Expr *e) {
+    Expr *i = bin(p, K_MIN, bin(p, K_MAX, bin(p, K_ADD, e, i64(p, POW_BIAS)), i64(p, 0)), i64(p, 2 * POW_BIAS));
+    Expr *ix = kx_cast(p, DT_INDEX, i);
+    return kx_load(p, pw, &ix);
+}
+
+void infer_cast_string(Graph *g, Node *n, DType to) {
+    Value *x = n->in[0];
+    if (to == DT_STRING && x->dtype != DT_FLOAT) {
+        error(ir_where(g, n), "cast of %s to string: onnxcc casts only float32 to string", dtype_name(x->dtype));
+        return;
+    }
+    if (x->dtype == DT_STRING && to != DT_FLOAT && to != DT_DOUBLE) {
+        error(ir_where(g, n), "cast of string to %s: onnxcc casts strings only to float32 and float64", dtype_name(to));
+        return;
+    }
+    if (to == DT_STRING && ir_strlen < 19) {
+        error(ir_where(g, n), "cast to string needs a string capacity of at least 19 bytes "
+              "(--max-strlen is %zu)", ir_strlen);
+        return;
+    }
+    ir_set_shape(n->out[0], to, x->rank, x->dims);
+}
+
+/* string -> float32 / float64 */
+static void lower_parse(Lower *L, Node *n, Buf *x, Buf *y) {
+    Program *p = L->p;
+    Buf *pw = pow10_table(L, n);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, pw), y, vars, idx);
+    enum { ENDED, NEG, SEEN, BAD, ENEG, ESEEN, NREG_BOOL };
+    int rb[NREG_BOOL], phase = kir_scalar(p, k, DT_INT64), mant = kir_scalar(p, k, DT_INT64);
+    int fexp = kir_scalar(p, k, DT_INT64), ex = kir_scalar(p, k, DT_INT64), lw = kir_scalar(p, k, DT_INT64);
+    for (int i = 0; i < NREG_BOOL; i++) rb[i] = kir_scalar(p, k, DT_BOOL);
+#define R(r) sreg(p, k, r)
+#define B(r) sreg(p, k, rb[r])
+#define SETB(r, v) ks_set(p, rb[r], v)
+    int j = kir_var(k);
+    Expr *xi[MAX_RANK + 1];
+    for (int d = 0; d < y->rank; d++) xi[d] = kx_clone(p, idx[d]);
+    xi[y->rank] = kx_var(p, j);
+    Expr *c = kx_load(p, x, xi);
+#define C() kx_clone(p, c)
+#define IS(ch) bin(p, K_EQ, C(), u8(p, ch))
+#define PH(op, v) bin(p, op, R(phase), i64(p, v))
+    Expr *dig = kx_and(p, bin(p, K_GE, C(), u8(p, '0')), bin(p, K_LE, C(), u8(p, '9')));
+    Expr *d = bin(p, K_SUB, kx_cast(p, DT_INT64, C()), i64(p, '0'));
+    Expr *lc = bin(p, K_OR, C(), u8(p, 32));
+    Expr *letter = kx_and(p, bin(p, K_GE, kx_clone(p, lc), u8(p, 'a')), bin(p, K_LE, kx_clone(p, lc), u8(p, 'z')));
+    /* a mantissa digit: kept while the int64 has room, else it only scales */
+    Stmt *keep = ks_set(p, mant, bin(p, K_ADD, bin(p, K_MUL, R(mant), i64(p, 10)), kx_clone(p, d)));
+    ks_seq(keep, ks_if(p, PH(K_EQ, 2), ks_set(p, fexp, bin(p, K_SUB, R(fexp), i64(p, 1))), NULL));
+    Stmt *mdig = ks_if(p, bin(p, K_LT, R(mant), i64(p, 100000000000000000)), keep,
+                       ks_if(p, PH(K_NE, 2), ks_set(p, fexp, bin(p, K_ADD, R(fexp), i64(p, 1))), NULL));
+    ks_seq(mdig, SETB(SEEN, kx_const(p, DT_BOOL, 1)));
+    ks_seq(mdig, ks_if(p, PH(K_EQ, 0), ks_set(p, phase, i64(p, 1)), NULL));
+    Stmt *edig = ks_set(p, ex, bin(p, K_MIN, bin(p, K_ADD, bin(p, K_MUL, R(ex), i64(p, 10)), kx_clone(p, d)), i64(p, 100000)));
+    ks_seq(edig, ks_set(p, phase, i64(p, 4)));
+    ks_seq(edig, SETB(ESEEN, kx_const(p, DT_BOOL, 1)));
+    Stmt *word = ks_set(p, lw, bin(p, K_ADD, bin(p, K_MUL, R(lw), i64(p, 32)),
+                                   bin(p, K_SUB, kx_cast(p, DT_INT64, kx_clone(p, lc)), i64(p, 'a' - 1))));
+    ks_seq(word, ks_set(p, phase, i64(p, 1)));
+    ks_seq(word, ks_if(p, bin(p, K_GE, R(lw), i64(p, (int64_t)1 << 50)), SETB(BAD, kx_const(p, DT_BOOL, 1)), NULL));
+    Expr *sign = bin(p, K_OR, IS('+'), IS('-'));
+    Expr *nolw = bin(p, K_EQ, R(lw), i64(p, 0));
+    /* the chain of cases for one byte, last case first */
+    Stmt *st = SETB(BAD, kx_const(p, DT_BOOL, 1));
+    st = ks_if(p, kx_and(p, kx_and(p, letter, PH(K_LE, 1)), kx_un(p, K_NOT, B(SEEN))), word, st);
+    st = ks_if(p, kx_and(p, kx_clone(p, dig), PH(K_GE, 3)), edig, st);
+    Stmt *esg = ks_set(p, phase, i64(p, 4));
+    ks_seq(esg, SETB(ENEG, IS('-')));
+    st = ks_if(p, kx_and(p, kx_clone(p, sign), PH(K_EQ, 3)), esg, st);
+    st = ks_if(p, kx_and(p, kx_and(p, bin(p, K_OR, IS('e'), IS('E')), PH(K_LE, 2)), kx_and(p, B(SEEN), kx_clone(p, nolw))),
+               ks_set(p, phase, i64(p, 3)), st);
+    st = ks_if(p, kx_and(p, IS('.'), kx_and(p, PH(K_LE, 1), kx_clone(p, nolw))), ks_set(p, phase, i64(p, 2)), st);
+    st = ks_if(p, kx_and(p, dig, kx_and(p, PH(K_LE, 2), nolw)), mdig, st);
+    Stmt *sg = ks_set(p, phase, i64(p, 1));
+    ks_seq(sg, SETB(NEG, IS('-')));
+    st = ks_if(p, kx_and(p, sign, PH(K_EQ, 0)), sg, st);
+    st = ks_if(p, IS(0), SETB(ENDED, kx_const(p, DT_BOOL, 1)), st);
+    Stmt *body = NULL;
+    for (int i = 0; i < NREG_BOOL; i++) body = ks_seq(body, SETB(i, kx_const(p, DT_BOOL, 0)));
+    int zero[] = {phase, mant, fexp, ex, lw};
+    for (int i = 0; i < 5; i++) ks_seq(body, ks_set(p, zero[i], i64(p, 0)));
+    ks_seq(body, ks_loop(p, j, 0, x->dims[x->rank - 1], 1, ks_if(p, kx_un(p, K_NOT, B(ENDED)), st, NULL)));
+    /* the value */
+    Expr *e = bin(p, K_ADD, R(fexp), kx_select(p, B(ENEG), bin(p, K_SUB, i64(p, 0), R(ex)), R(ex)));
+    Expr *m = kx_cast(p, DT_DOUBLE, R(mant));
+    Expr *v = kx_select(p, bin(p, K_GE, kx_clone(p, e), i64(p, 0)), bin(p, K_MUL, m, pow10_of(p, pw, kx_clone(p, e))),
+                        bin(p, K_DIV, kx_clone(p, m), pow10_of(p, pw, bin(p, K_SUB, i64(p, 0), e))));
+    v = kx_select(p, B(NEG), kx_un(p, K_NEG, kx_clone(p, v)), v);
+    int64_t h_inf = (9 * 32 + 14) * 32 + 6;                /* "inf" as parsed into lw */
+    int64_t h_infinity = h_inf;
+    for (const char *s = "inity"; *s; s++) h_infinity = h_infinity * 32 + (*s - 'a' + 1);
+    Expr *isinf = bin(p, K_OR, bin(p, K_EQ, R(lw), i64(p, h_inf)), bin(p, K_EQ, R(lw), i64(p, h_infinity)));
+    Expr *inf = kx_select(p, B(NEG), f64(p, -INFINITY), f64(p, INFINITY));
+    Expr *num_ok = kx_and(p, kx_and(p, B(SEEN), kx_un(p, K_NOT, B(BAD))),
+                          kx_un(p, K_NOT, bin(p, K_OR, PH(K_EQ, 3), kx_and(p, PH(K_EQ, 4), kx_un(p, K_NOT, B(ESEEN))))));
+    Expr *word_ok = kx_and(p, kx_un(p, K_NOT, B(BAD)), bin(p, K_NE, R(lw), i64(p, 0)));
+    /* "nan", like every malformed string, gives NaN */
+    Expr *val = kx_select(p, num_ok, v, kx_select(p, kx_and(p, word_ok, isinf), inf, f64(p, NAN)));
+    ks_seq(body, ks_store(p, y, idx, kx_cast(p, y->dtype, val)));
+    k->body = lower_wrap(p, y->rank, y->dims, vars, body);
+#undef R
+#undef B
+#undef SETB
+#undef C
+#undef IS
+#undef PH
+}
+
+/* Digit kk (0 = the first) of the P-digit integer in register D, as a character; '0'
+ * outside 0..P-1 (the zeros a positional number adds on either side). */
+static Expr *digit_char(Program *p, Kernel *k, Buf *pi, int D, int P, Expr *kk) {
+    Expr *valid = kx_and(p, bin(p, K_GE, kx_clone(p, kk), i64(p, 0)), bin(p, K_LT, kx_clone(p, kk), sreg(p, k, P)));
+    Expr *e = bin(p, K_SUB, bin(p, K_SUB, sreg(p, k, P), i64(p, 1)), kk);
+    Expr *ei = kx_cast(p, DT_INDEX, bin(p, K_MIN, bin(p, K_MAX, e, i64(p, 0)), i64(p, 18)));
+    Expr *d = bin(p, K_REM, bin(p, K_DIV, sreg(p, k, D), kx_load(p, pi, &ei)), i64(p, 10));
+    return kx_select(p, valid, kx_cast(p, DT_UINT8, bin(p, K_ADD, d, i64(p, '0'))), u8(p, '0'));
+}
+
+/* float32 -> string */
+static void lower_format(Lower *L, Node *n, Buf *x, Buf *y) {
+    Program *p = L->p;
+    Buf *pw = pow10_table(L, n);
+    int64_t pwi_d = 19, *pwi = ARENA_ARRAY(p->arena, int64_t, 19);
+    for (int i = 0; i < 19; i++) pwi[i] = i ? pwi[i - 1] * 10 : 1;
+    Buf *pi = const_table(L, n, "pow10i", DT_INT64, 1, &pwi_d, pwi);
+    static const uint8_t words[3][4] = {"nan", "inf", "-inf"};
+    Buf *tw = const_table(L, n, "words", DT_UINT8, 2, (int64_t[]){3, 4}, (void *)words);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, pw, pi, tw), NULL, NULL, NULL);
+    kir_param(p, k, y, KP_OUT);
+    int rank = x->rank;
+    lower_vars(k, rank, vars);
+    lower_var_idx(p, rank, vars, idx);
+    int ax = kir_scalar(p, k, DT_DOUBLE), q = kir_scalar(p, k, DT_DOUBLE);
+    int e10 = kir_scalar(p, k, DT_INT64), D = kir_scalar(p, k, DT_INT64), P = kir_scalar(p, k, DT_INT64);
+    int sc = kir_scalar(p, k, DT_INT64), neg = kir_scalar(p, k, DT_BOOL), found = kir_scalar(p, k, DT_BOOL);
+    int special = kir_scalar(p, k, DT_INT64);       /* -1 a number, else the row of words */
+    int sci = kir_scalar(p, k, DT_BOOL);
+#define R(r) sreg(p, k, r)
+    Expr *v = kx_cast(p, DT_DOUBLE, kx_load(p, x, idx));
+    Stmt *b = ks_set(p, ax, kx_un(p, K_ABS, kx_clone(p, v)));
+    /* -0.0 is negative: 1/x is -inf */
+    ks_seq(b, ks_set(p, neg, bin(p, K_OR, bin(p, K_LT, kx_clone(p, v), f64(p, 0)),
+                                 bin(p, K_LT, kx_un(p, K_RECIP, kx_clone(p, v)), f64(p, 0)))));
+    ks_seq(b, ks_set(p, special, kx_select(p, bin(p, K_NE, kx_clone(p, v), kx_clone(p, v)), i64(p, 0),
+                                           kx_select(p, bin(p, K_GT, R(ax), f64(p, 3.5e38)),
+                                                     kx_select(p, R(neg), i64(p, 2), i64(p, 1)), i64(p, -1)))));
+    Expr *zero = bin(p, K_EQ, R(ax), f64(p, 0));
+    Expr *num = bin(p, K_LT, R(special), i64(p, 0));
+    /* e10: the place of the first digit; log10 may be one off near powers of ten */
+    Stmt *e = ks_set(p, e10, kx_cast(p, DT_INT64, kx_un(p, K_FLOOR, bin(p, K_DIV, kx_un(p, K_LOG, R(ax)), f64(p, log(10.0))))));
+    ks_seq(e, ks_if(p, bin(p, K_GE, R(ax), pow10_of(p, pw, bin(p, K_ADD, R(e10), i64(p, 1)))),
+                    ks_set(p, e10, bin(p, K_ADD, R(e10), i64(p, 1))), NULL));
+    ks_seq(e, ks_if(p, bin(p, K_LT, R(ax), pow10_of(p, pw, R(e10))), ks_set(p, e10, bin(p, K_SUB, R(e10), i64(p, 1))), NULL));
+    ks_seq(b, ks_set(p, e10, i64(p, 0)));
+    ks_seq(b, ks_if(p, kx_and(p, kx_clone(p, num), kx_un(p, K_NOT, kx_clone(p, zero))), e, NULL));
+    /* the fewest digits (1..9) that read back as x */
+    ks_seq(b, ks_set(p, found, kx_un(p, K_NOT, kx_clone(p, num))));
+    ks_seq(b, ks_set(p, found, bin(p, K_OR, R(found), zero)));
+    ks_seq(b, ks_set(p, D, i64(p, 0)));
+    ks_seq(b, ks_set(p, P, i64(p, 1)));
+    int pv = kir_var(k);
+    Expr *pd = bin(p, K_ADD, kx_cast(p, DT_INT64, kx_var(p, pv)), i64(p, 1));
+    Stmt *t = ks_set(p, sc, bin(p, K_ADD, bin(p, K_SUB, R(e10), kx_clone(p, pd)), i64(p, 1)));
+    Expr *up = bin(p, K_GE, R(sc), i64(p, 0));
+    ks_seq(t, ks_set(p, q, kx_un(p, K_ROUND, kx_select(p, up, bin(p, K_DIV, R(ax), pow10_of(p, pw, R(sc))),
+                                                       bin(p, K_MUL, R(ax), pow10_of(p, pw, bin(p, K_SUB, i64(p, 0), R(sc))))))));
+    Expr *back = kx_select(p, kx_clone(p, up), bin(p, K_MUL, R(q), pow10_of(p, pw, R(sc))),
+                           bin(p, K_DIV, R(q), pow10_of(p, pw, bin(p, K_SUB, i64(p, 0), R(sc)))));
+    Stmt *hit = ks_set(p, found, kx_const(p, DT_BOOL, 1));
+    ks_seq(hit, ks_set(p, D, kx_cast(p, DT_INT64, R(q))));
+    ks_seq(hit, ks_set(p, P, pd));
+    ks_seq(t, ks_if(p, bin(p, K_EQ, kx_cast(p, DT_FLOAT, back), kx_cast(p, DT_FLOAT, R(ax))), hit, NULL));
+    ks_seq(b, ks_loop(p, pv, 0, 9, 1, ks_if(p, kx_un(p, K_NOT, R(found)), t, NULL)));
+    /* rounding up to 10^P (found at P = 1, D = 10) is one digit at the next place */
+    Stmt *carry = ks_set(p, D, i64(p, 1));
+    ks_seq(carry, ks_set(p, e10, bin(p, K_ADD, R(e10), i64(p, 1))));
+    ks_seq(b, ks_if(p, bin(p, K_EQ, R(D), i64(p, 10)), carry, NULL));
+    ks_seq(b, ks_set(p, sci, kx_and(p, kx_un(p, K_NOT, bin(p, K_EQ, R(ax), f64(p, 0))),
+                                    bin(p, K_OR, bin(p, K_LT, R(ax), f64(p, 1e-4)), bin(p, K_GE, R(ax), f64(p, 1e16))))));
+    /* byte j of the text, as a function of j */
+    int jv = kir_var(k);
+    Expr *jj = bin(p, K_SUB, kx_cast(p, DT_INT64, kx_var(p, jv)), kx_cast(p, DT_INT64, R(neg)));
+#define JJ() kx_clone(p, jj)
+#define DIGIT(kk) digit_char(p, k, pi, D, P, kk)
+    Expr *hi = bin(p, K_MAX, R(e10), i64(p, 0));
+    Expr *lo = bin(p, K_MIN, bin(p, K_ADD, bin(p, K_SUB, R(e10), R(P)), i64(p, 1)), i64(p, -1));
+    /* positional: places hi..0, '.', -1..lo */
+    Expr *place = kx_select(p, bin(p, K_LE, JJ(), kx_clone(p, hi)), bin(p, K_SUB, kx_clone(p, hi), JJ()),
+                            bin(p, K_ADD, bin(p, K_SUB, kx_clone(p, hi), JJ()), i64(p, 1)));
+    Expr *pos = kx_select(p, bin(p, K_EQ, JJ(), bin(p, K_ADD, kx_clone(p, hi), i64(p, 1))), u8(p, '.'),
+                          DIGIT(bin(p, K_SUB, R(e10), place)));
+    Expr *plen = bin(p, K_SUB, bin(p, K_ADD, hi, i64(p, 2)), lo);       /* bytes after the sign */
+    pos = kx_select(p, bin(p, K_GE, JJ(), plen), u8(p, 0), pos);
+    /* scientific: d[.ddd]e(+|-)XX */
+    Expr *q0 = kx_select(p, bin(p, K_GT, R(P), i64(p, 1)), bin(p, K_ADD, R(P), i64(p, 1)), i64(p, 1));
+    Expr *ae = kx_un(p, K_ABS, R(e10));
+    Expr *sv = kx_select(p, bin(p, K_EQ, JJ(), bin(p, K_ADD, kx_clone(p, q0), i64(p, 3))),
+                         kx_cast(p, DT_UINT8, bin(p, K_ADD, bin(p, K_REM, kx_clone(p, ae), i64(p, 10)), i64(p, '0'))), u8(p, 0));
+    sv = kx_select(p, bin(p, K_EQ, JJ(), bin(p, K_ADD, kx_clone(p, q0), i64(p, 2))),
+                   kx_cast(p, DT_UINT8, bin(p, K_ADD, bin(p, K_DIV, ae, i64(p, 10)), i64(p, '0'))), sv);
+    sv = kx_select(p, bin(p, K_EQ, JJ(), bin(p, K_ADD, kx_clone(p, q0), i64(p, 1))),
+                   kx_select(p, bin(p, K_LT, R(e10), i64(p, 0)), u8(p, '-'), u8(p, '+')), sv);
+    sv = kx_select(p, bin(p, K_EQ, JJ(), kx_clone(p, q0)), u8(p, 'e'), sv);
+    sv = kx_select(p, kx_and(p, bin(p, K_GE, JJ(), i64(p, 2)), bin(p, K_LE, JJ(), R(P))), DIGIT(bin(p, K_SUB, JJ(), i64(p, 1))), sv);
+    sv = kx_select(p, kx_and(p, bin(p, K_EQ, JJ(), i64(p, 1)), bin(p, K_GT, R(P), i64(p, 1))), u8(p, '.'), sv);
+    sv = kx_select(p, bin(p, K_EQ, JJ(), i64(p, 0)), DIGIT(i64(p, 0)), sv);
+    Expr *ch = kx_select(p, R(sci), sv, pos);
+    ch = kx_select(p, bin(p, K_LT, JJ(), i64(p, 0)), u8(p, '-'), ch);
+    /* nan, inf, -inf */
+    Expr *wj = kx_bin(p, K_MIN, kx_var(p, jv), kx_index(p, 3));
+    Expr *wi[2] = {kx_cast(p, DT_INDEX, bin(p, K_MAX, R(special), i64(p, 0))), wj};
+    Expr *word = kx_select(p, bin(p, K_LT, kx_var(p, jv), kx_index(p, 4)), kx_load(p, tw, wi), u8(p, 0));
+    ch = kx_select(p, bin(p, K_GE, R(special), i64(p, 0)), word, ch);
+    Expr *yi[MAX_RANK + 1];
+    for (int d = 0; d < rank; d++) yi[d] = kx_clone(p, idx[d]);
+    yi[rank] = kx_var(p, jv);
+    ks_seq(b, ks_loop(p, jv, 0, (int64_t)ir_strlen, 1, ks_store(p, y, yi, ch)));
+    k->body = lower_wrap(p, rank, x->dims, vars, b);
+#undef R
+#undef JJ
+#undef DIGIT
+}
+
+void lower_cast_string(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    if (y->string) lower_format(L, n, x, y);
+    else lower_parse(L, n, x, y);
 }
