@@ -172,30 +172,38 @@ void lower_string_normalizer(Lower *L, Node *n) {
 
 /* ---- TfIdfVectorizer ---- */
 
-/* The pool as a list of n-grams: ngram_counts[l] is where the (l+1)-grams start in the pool,
- * ngram_indexes[g] the output column of the g-th n-gram in pool order. */
+/* The pool as a list of n-grams: ngram_counts[l] is where the (l+1)-grams start in the pool
+ * (pool_int64s, or pool_strings for string tokens), ngram_indexes[g] the output column of the
+ * g-th n-gram in pool order. */
 typedef struct Pool {
     int64_t nlevels, ngrams, width;     /* width: the output columns */
     const int64_t *counts, *indexes, *ints;
-    int64_t nints;
+    char **strings;                     /* pool_strings, or NULL */
+    int64_t ntokens;
 } Pool;
 
-static bool read_pool(Graph *g, Node *n, Pool *pl) {
+static bool read_pool(Graph *g, Node *n, bool strings, Pool *pl) {
     const char *where = g ? ir_where(g, n) : NULL;
     memset(pl, 0, sizeof *pl);
     pl->nlevels = ir_attr_ints(n, "ngram_counts", &pl->counts);
     int64_t nidx = ir_attr_ints(n, "ngram_indexes", &pl->indexes);
-    pl->nints = ir_attr_ints(n, "pool_int64s", &pl->ints);
     Attr *ps = ir_attr(n, "pool_strings");
-    if (ps && ps->n) {
-        if (where) error(where, "pool_strings: TfIdfVectorizer on strings is not supported (onnxcc takes integer n-grams, pool_int64s)");
+    if (strings) {
+        pl->strings = ps ? ps->strings : NULL;
+        pl->ntokens = ps ? ps->n : 0;
+    } else {
+        pl->ntokens = ir_attr_ints(n, "pool_int64s", &pl->ints);
+    }
+    const char *pool = strings ? "pool_strings" : "pool_int64s";
+    if ((strings && ir_attr(n, "pool_int64s")) || (!strings && ps)) {
+        if (where) error(where, "%s tokens need %s", strings ? "string" : "integer", pool);
         return false;
     }
     for (int64_t l = 0; l < pl->nlevels; l++) {
-        int64_t lo = pl->counts[l], hi = l + 1 < pl->nlevels ? pl->counts[l + 1] : pl->nints;
-        if (lo < 0 || hi < lo || hi > pl->nints || (hi - lo) % (l + 1)) {
-            if (where) error(where, "ngram_counts does not cut pool_int64s (%lld values) into whole %lld-grams",
-                             (long long)pl->nints, (long long)(l + 1));
+        int64_t lo = pl->counts[l], hi = l + 1 < pl->nlevels ? pl->counts[l + 1] : pl->ntokens;
+        if (lo < 0 || hi < lo || hi > pl->ntokens || (hi - lo) % (l + 1)) {
+            if (where) error(where, "ngram_counts does not cut %s (%lld values) into whole %lld-grams",
+                             pool, (long long)pl->ntokens, (long long)(l + 1));
             return false;
         }
         pl->ngrams += (hi - lo) / (l + 1);
@@ -218,13 +226,9 @@ static bool read_pool(Graph *g, Node *n, Pool *pl) {
 void infer_tfidf(Graph *g, Node *n) {
     Value *x = n->in[0];
     const char *mode = ir_attr_str(n, "mode", "");
-    if (x->dtype == DT_STRING) {
-        error(ir_where(g, n), "input '%s' is a string tensor: TfIdfVectorizer on strings is not supported "
-              "(onnxcc takes int32 or int64 tokens)", x->name);
-        return;
-    }
-    if (x->dtype != DT_INT32 && x->dtype != DT_INT64) {
-        error(ir_where(g, n), "input '%s' is %s; TfIdfVectorizer takes int32 or int64", x->name, dtype_name(x->dtype));
+    if (x->dtype != DT_INT32 && x->dtype != DT_INT64 && x->dtype != DT_STRING) {
+        error(ir_where(g, n), "input '%s' is %s; TfIdfVectorizer takes int32, int64 or strings", x->name,
+              dtype_name(x->dtype));
         return;
     }
     if (x->rank != 1 && x->rank != 2) {
@@ -241,7 +245,7 @@ void infer_tfidf(Graph *g, Node *n) {
         return;
     }
     Pool pl;
-    if (!read_pool(g, n, &pl)) return;
+    if (!read_pool(g, n, x->dtype == DT_STRING, &pl)) return;
     Attr *w = ir_attr(n, "weights");
     if (w && w->n && w->n != pl.ngrams) {
         error(ir_where(g, n), "weights has %d entries, the pool holds %lld n-grams", w->n, (long long)pl.ngrams);
@@ -257,72 +261,117 @@ static Buf *const_table(Lower *L, Node *n, const char *what, DType t, int rank, 
     return b;
 }
 
-/* out[b, o] = sum over the pool n-grams g with column o, of lengths min..max, of their term
- * (TF: count, IDF: weight if count > 0, TFIDF: count * weight); the count of g is how often
- * it occurs in row b with its tokens s+1 apart, s = 0..max_skip_count (a unigram once). The
- * pool is read from constant tables in a loop, so the code does not grow with it. */
-void lower_tfidf(Lower *L, Node *n) {
-    Program *p = L->p;
-    Pool pl;
-    if (!read_pool(NULL, n, &pl)) die("lower_tfidf: %s", n->name);
+/* The n-grams of lengths min..max as tables: tokens gram[g][j] (int64, or for strings
+ * char[ir_strlen] each, NUL-padded), len[g], col[g] (output column), wt[g] (weight). An
+ * n-gram outside the lengths, or with a string longer than the capacity (no input can
+ * hold it), is never counted: it is left out and its column stays 0. */
+typedef struct Grams {
+    int64_t n, maxn;
+    int64_t *gram, *len, *col;
+    uint8_t *bytes;
+    float *wt;
+} Grams;
+
+static void pool_grams(Program *p, Node *n, const Pool *pl, Grams *G) {
     int64_t lo = ir_attr_int(n, "min_gram_length", 1), hi = ir_attr_int(n, "max_gram_length", 1);
-    int64_t skips = ir_attr_int(n, "max_skip_count", 0) + 1;
-    const char *mode = ir_attr_str(n, "mode", "");
     Attr *wa = ir_attr(n, "weights");
-    int64_t ng = 0, maxn = MAX(MIN(hi, pl.nlevels), 1);
-    int64_t *gram = ARENA_ARRAY(p->arena, int64_t, pl.ngrams * maxn + 1), *len = ARENA_ARRAY(p->arena, int64_t, pl.ngrams + 1);
-    int64_t *col = ARENA_ARRAY(p->arena, int64_t, pl.ngrams + 1);
-    float *wt = ARENA_ARRAY(p->arena, float, pl.ngrams + 1);
-    for (int64_t l = 0, gi = 0; l < pl.nlevels; l++) {
-        int64_t a = pl.counts[l], e = l + 1 < pl.nlevels ? pl.counts[l + 1] : pl.nints;
+    size_t N = ir_strlen;
+    memset(G, 0, sizeof *G);
+    G->maxn = MAX(MIN(hi, pl->nlevels), 1);
+    int64_t cap = pl->ngrams * G->maxn + 1;
+    G->gram = ARENA_ARRAY(p->arena, int64_t, cap);
+    G->bytes = arena_alloc(p->arena, (size_t)cap * N);
+    memset(G->bytes, 0, (size_t)cap * N);
+    G->len = ARENA_ARRAY(p->arena, int64_t, pl->ngrams + 1);
+    G->col = ARENA_ARRAY(p->arena, int64_t, pl->ngrams + 1);
+    G->wt = ARENA_ARRAY(p->arena, float, pl->ngrams + 1);
+    for (int64_t l = 0, gi = 0; l < pl->nlevels; l++) {
+        int64_t a = pl->counts[l], e = l + 1 < pl->nlevels ? pl->counts[l + 1] : pl->ntokens;
         for (int64_t q = a; q < e; q += l + 1, gi++) {
-            if (l + 1 < lo || l + 1 > hi) continue;     /* never counted: its column stays 0 */
-            for (int64_t j = 0; j <= l; j++) gram[ng * maxn + j] = pl.ints[q + j];
-            len[ng] = l + 1;
-            col[ng] = pl.indexes[gi];
-            wt[ng] = wa && wa->n ? wa->floats[gi] : 1.0f;
-            ng++;
+            bool fits = l + 1 >= lo && l + 1 <= hi;
+            for (int64_t j = 0; j <= l && fits && pl->strings; j++) fits = strlen(pl->strings[q + j]) <= N;
+            if (!fits) continue;
+            for (int64_t j = 0; j <= l; j++) {
+                int64_t at = G->n * G->maxn + j;
+                if (pl->strings) memcpy(G->bytes + at * (int64_t)N, pl->strings[q + j], strlen(pl->strings[q + j]));
+                else G->gram[at] = pl->ints[q + j];
+            }
+            G->len[G->n] = l + 1;
+            G->col[G->n] = pl->indexes[gi];
+            G->wt[G->n] = wa && wa->n ? wa->floats[gi] : 1.0f;
+            G->n++;
         }
     }
+}
+
+/* out[b, o] = sum over the pool n-grams g with column o of their term (TF: count, IDF:
+ * weight if count > 0, TFIDF: count * weight); the count of g is how often it occurs in row
+ * b with its tokens s+1 apart, s = 0..max_skip_count (a unigram once). The pool is read from
+ * constant tables in loops, so the code does not grow with it. String tokens are equal when
+ * their bytes are, up to the pool string's end (as StringNormalizer's stopwords). */
+void lower_tfidf(Lower *L, Node *n) {
+    Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
-    int64_t gd[2] = {MAX(ng, 1), maxn};
-    Buf *tg = const_table(L, n, "pool", DT_INT64, 2, gd, gram);
-    Buf *tl = const_table(L, n, "len", DT_INT64, 1, gd, len);
-    Buf *tc = const_table(L, n, "col", DT_INT64, 1, gd, col);
-    Buf *tw = const_table(L, n, "weights", DT_FLOAT, 1, gd, wt);
+    Pool pl;
+    Grams G;
+    if (!read_pool(NULL, n, x->string, &pl)) die("lower_tfidf: %s", n->name);
+    pool_grams(p, n, &pl, &G);
+    int64_t skips = ir_attr_int(n, "max_skip_count", 0) + 1;
+    const char *mode = ir_attr_str(n, "mode", "");
+    int64_t gd[3] = {MAX(G.n, 1), G.maxn, (int64_t)ir_strlen};
+    Buf *tg = x->string ? const_table(L, n, "pool", DT_UINT8, 3, gd, G.bytes)
+                        : const_table(L, n, "pool", DT_INT64, 2, gd, G.gram);
+    Buf *tl = const_table(L, n, "len", DT_INT64, 1, gd, G.len);
+    Buf *tc = const_table(L, n, "col", DT_INT64, 1, gd, G.col);
+    Buf *tw = const_table(L, n, "weights", DT_FLOAT, 1, gd, G.wt);
     int vars[2];
     Expr *idx[2];
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, tg, tl, tc, tw), y, vars, idx);
     int rank = y->rank, acc = kir_scalar(p, k, DT_FLOAT), cnt = kir_scalar(p, k, DT_FLOAT);
     int m = kir_scalar(p, k, DT_BOOL);
     int gv = kir_var(k), sv = kir_var(k), iv = kir_var(k), jv = kir_var(k);
-    int64_t c = x->dims[x->rank - 1];
-    Expr *g = kx_var(p, gv);
+    int64_t c = x->dims[rank - 1];
     /* m = the n-gram g starts at token i of the row with gaps of s */
     Expr *pos = kx_add(p, kx_var(p, iv), kx_bin(p, K_MUL, kx_var(p, jv), kx_addc(p, kx_var(p, sv), 1)));
-    Expr *xi[2] = {rank == 2 ? kx_clone(p, idx[0]) : NULL, NULL};
+    Expr *xi[3] = {rank == 2 ? kx_clone(p, idx[0]) : NULL, NULL, NULL};
     xi[rank - 1] = kx_bin(p, K_MIN, kx_clone(p, pos), kx_index(p, c - 1));
-    Expr *tok = kx_cast(p, DT_INT64, kx_load(p, x, xi));
-    Expr *gj[2] = {kx_clone(p, g), kx_var(p, jv)};
-    Expr *lg = kx_load(p, tl, &g);
-    Expr *hit = kx_and(p, kx_bin(p, K_LT, pos, kx_index(p, c)), kx_bin(p, K_EQ, tok, kx_load(p, tg, gj)));
+    Expr *lg = kx_load(p, tl, (Expr *[]){kx_var(p, gv)});
     Expr *past = kx_bin(p, K_GE, kx_cast(p, DT_INT64, kx_var(p, jv)), kx_clone(p, lg));
-    Stmt *step = ks_set(p, m, kx_and(p, sreg(p, k, m), kx_bin(p, K_OR, past, hit)));
     Stmt *at = ks_set(p, m, kx_const(p, DT_BOOL, 1));
-    ks_seq(at, ks_loop(p, jv, 0, maxn, 1, step));
+    Stmt *step;
+    if (x->string) {
+        /* eq = token pos equals the pool string: match_word's comparison */
+        int eq = kir_scalar(p, k, DT_BOOL), done = kir_scalar(p, k, DT_BOOL), bv = kir_var(k);
+        xi[rank] = kx_var(p, bv);
+        Expr *pc = kx_load(p, tg, (Expr *[]){kx_var(p, gv), kx_var(p, jv), kx_var(p, bv)});
+        Stmt *cmp = ks_set(p, eq, kx_and(p, sreg(p, k, eq), kx_bin(p, K_OR, sreg(p, k, done),
+                                                                     kx_bin(p, K_EQ, kx_load(p, x, xi), pc))));
+        ks_seq(cmp, ks_set(p, done, kx_bin(p, K_OR, sreg(p, k, done), kx_bin(p, K_EQ, kx_clone(p, pc), u8(p, 0)))));
+        step = ks_set(p, eq, kx_const(p, DT_BOOL, 1));
+        ks_seq(step, ks_set(p, done, kx_const(p, DT_BOOL, 0)));
+        ks_seq(step, ks_loop(p, bv, 0, (int64_t)ir_strlen, 1, cmp));
+        Expr *hit = kx_and(p, kx_bin(p, K_LT, pos, kx_index(p, c)), sreg(p, k, eq));
+        ks_seq(step, ks_set(p, m, kx_and(p, sreg(p, k, m), kx_bin(p, K_OR, past, hit))));
+    } else {
+        Expr *tok = kx_cast(p, DT_INT64, kx_load(p, x, xi));
+        Expr *hit = kx_and(p, kx_bin(p, K_LT, pos, kx_index(p, c)),
+                           kx_bin(p, K_EQ, tok, kx_load(p, tg, (Expr *[]){kx_var(p, gv), kx_var(p, jv)})));
+        step = ks_set(p, m, kx_and(p, sreg(p, k, m), kx_bin(p, K_OR, past, hit)));
+    }
+    ks_seq(at, ks_loop(p, jv, 0, G.maxn, 1, step));
     ks_seq(at, ks_if(p, sreg(p, k, m), ks_set(p, cnt, kx_bin(p, K_ADD, sreg(p, k, cnt), kx_const(p, DT_FLOAT, 1))), NULL));
     Expr *once = kx_bin(p, K_OR, kx_bin(p, K_EQ, kx_var(p, sv), kx_index(p, 0)),
-                        kx_bin(p, K_GT, kx_clone(p, lg), kx_const(p, DT_INT64, 1)));
+                        kx_bin(p, K_GT, lg, kx_const(p, DT_INT64, 1)));
     Stmt *count = ks_set(p, cnt, kx_const(p, DT_FLOAT, 0));
     ks_seq(count, ks_loop(p, sv, 0, skips, 1, ks_if(p, once, ks_loop(p, iv, 0, c, 1, at), NULL)));
-    Expr *w = kx_load(p, tw, (Expr *[]){kx_clone(p, g)});
+    Expr *w = kx_load(p, tw, (Expr *[]){kx_var(p, gv)});
     Expr *term = strcmp(mode, "TF") == 0 ? sreg(p, k, cnt)
                : strcmp(mode, "IDF") == 0 ? kx_select(p, kx_bin(p, K_GT, sreg(p, k, cnt), kx_const(p, DT_FLOAT, 0)), w, kx_const(p, DT_FLOAT, 0))
                : kx_bin(p, K_MUL, sreg(p, k, cnt), w);
     ks_seq(count, ks_set(p, acc, kx_bin(p, K_ADD, sreg(p, k, acc), term)));
-    Expr *mine = kx_bin(p, K_EQ, kx_load(p, tc, (Expr *[]){kx_clone(p, g)}), kx_cast(p, DT_INT64, kx_clone(p, idx[rank - 1])));
+    Expr *mine = kx_bin(p, K_EQ, kx_load(p, tc, (Expr *[]){kx_var(p, gv)}), kx_cast(p, DT_INT64, kx_clone(p, idx[rank - 1])));
     Stmt *body = ks_set(p, acc, kx_const(p, DT_FLOAT, 0));
-    ks_seq(body, ks_loop(p, gv, 0, ng, 1, ks_if(p, mine, count, NULL)));
+    ks_seq(body, ks_loop(p, gv, 0, G.n, 1, ks_if(p, mine, count, NULL)));
     ks_seq(body, ks_store(p, y, idx, sreg(p, k, acc)));
     k->body = lower_wrap(p, rank, y->dims, vars, body);
 }

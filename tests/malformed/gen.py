@@ -279,6 +279,12 @@ def attrs():
                  extra=" --max-strlen 8")
     compile_case("cast_int_to_string", model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.STRING)],
                  [helper.make_tensor_value_info("x", TensorProto.INT64, [2])], [f32("y", None)]), "only float32")
+    compile_case("string_rank_8", model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+                 [helper.make_tensor_value_info("x", TensorProto.STRING, [1] * 8)], [f32("y", None)]), "up to rank 7")
+    compile_case("tfidf_strings_int_pool", model([helper.make_node(
+        "TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=1, max_skip_count=0,
+        ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1])],
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [3])], [f32("y", None)]), "need pool_strings")
     compile_case("stringnormalizer_on_floats", unary("StringNormalizer", [2]), "takes strings")
     compile_case("tfidf_pool_counts", model([helper.make_node(
         "TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0,

@@ -3,7 +3,8 @@
 # numpy's shortest float32 text changes form (1e-4 and 1e16 borders, subnormals, carries to a
 # new digit, -0.0, nan, inf), Cast string -> float32/float64 on well- and ill-formed text,
 # StringNormalizer with case-insensitive stopwords, no stopwords and an empty result, and
-# TfIdfVectorizer (IDF, TFIDF with weights, int64 tokens, unigrams to trigrams with skips).
+# TfIdfVectorizer (IDF, TFIDF with weights, int64 and string tokens, unigrams to trigrams with
+# skips).
 import onnx, numpy as np, os, sys
 from onnx import helper as h, TensorProto as T, numpy_helper as nh
 
@@ -136,3 +137,21 @@ for name, mode, lo, hi, skip, w in tf_cases:
     save(name, h.make_node('TfIdfVectorizer', ['x'], ['y'], **attrs),
          [h.make_tensor_value_info('x', T.INT64, xi.shape)], [h.make_tensor_value_info('y', T.FLOAT, want.shape)],
          [xi], [want], opset=9)
+
+# ---- TfIdfVectorizer on strings: a pool string of the whole capacity, one longer (never met)
+long32, long40 = 'w' * 32, 'v' * 40
+spool = ['cat', 'dog', long32, long40, 'cat', 'dog', 'dog', 'cat', long32, 'cat']
+scounts = [0, 4]
+sindexes = [0, 1, 2, 3, 4, 5, 6]
+words = np.array([['cat', 'dog', 'cat', long32, 'cat', 'Dog', 'dog', 'cat'],
+                  ['dog', 'dog', 'cat', 'bird', 'cat', long32, 'cat', '']], dtype=object)
+for name, mode, lo, hi, skip, w in (('tfidf_str_tf', 'TF', 1, 2, 1, None),
+                                    ('tfidf_str_tfidf', 'TFIDF', 1, 2, 2, [1, 2, 3, 4, 5, 6, 7])):
+    attrs = dict(mode=mode, min_gram_length=lo, max_gram_length=hi, max_skip_count=skip,
+                 ngram_counts=scounts, ngram_indexes=sindexes, pool_strings=spool)
+    if w:
+        attrs['weights'] = [float(v) for v in w]
+    want = tfidf(words, mode, lo, hi, skip, scounts, sindexes, spool, w)
+    save(name, h.make_node('TfIdfVectorizer', ['x'], ['y'], **attrs),
+         [h.make_tensor_value_info('x', T.STRING, words.shape)], [h.make_tensor_value_info('y', T.FLOAT, want.shape)],
+         [words], [want], opset=9)
