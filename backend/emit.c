@@ -344,15 +344,16 @@ static LLVMValueRef tensor_infos(Emitter *e, InfoTypes *it, Buf **bufs, int n, c
     LLVMValueRef *elems = ARENA_ARRAY(e->p->arena, LLVMValueRef, n);
     for (int i = 0; i < n; i++) {
         Buf *b = bufs[i];
+        int rank = kir_io_rank(b);      /* a string's bytes are not a dim of its ONNX shape */
         LLVMValueRef dims = LLVMConstNull(e->ptr);
-        if (b->rank > 0) {
+        if (rank > 0) {
             LLVMValueRef d[MAX_RANK];
-            for (int j = 0; j < b->rank; j++) d[j] = LLVMConstInt(e->i64, (unsigned long long)b->dims[j], 1);
-            dims = private_const(e, LLVMConstArray2(e->i64, d, (uint64_t)b->rank), "dims", 8);
+            for (int j = 0; j < rank; j++) d[j] = LLVMConstInt(e->i64, (unsigned long long)b->dims[j], 1);
+            dims = private_const(e, LLVMConstArray2(e->i64, d, (uint64_t)rank), "dims", 8);
         }
         LLVMValueRef f[6] = {
-            cstring(e, b->name), LLVMConstInt(e->i32, (unsigned long long)b->dtype, 0),
-            LLVMConstInt(e->i32, (unsigned long long)b->rank, 0), dims,
+            cstring(e, b->name), LLVMConstInt(e->i32, (unsigned long long)(b->string ? DT_STRING : b->dtype), 0),
+            LLVMConstInt(e->i32, (unsigned long long)rank, 0), dims,
             LLVMConstInt(it->size, kir_nbytes(b), 0),
             LLVMConstInt(e->i32, (unsigned long long)(int64_t)kir_dims_output(e->p, b), 1),
         };

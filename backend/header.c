@@ -39,9 +39,19 @@ static void put_name(FILE *f, const char *s) {
 }
 
 static void put_shape(FILE *f, const Buf *b) {
-    fprintf(f, "%s[", dtype_name(b->dtype));
-    for (int d = 0; d < b->rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)b->dims[d]);
+    int rank = kir_io_rank(b);
+    fprintf(f, "%s[", b->string ? "string" : dtype_name(b->dtype));
+    for (int d = 0; d < rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)b->dims[d]);
     fputc(']', f);
+    if (b->string) fprintf(f, " (char[%lld] each)", (long long)b->dims[rank]);
+}
+
+static bool has_strings(const Program *p) {
+    for (int i = 0; i < p->ninputs; i++)
+        if (p->inputs[i]->string) return true;
+    for (int i = 0; i < p->noutputs; i++)
+        if (p->outputs[i]->string) return true;
+    return false;
 }
 
 static void io_doc(FILE *f, Program *p) {
@@ -70,9 +80,10 @@ static void io_macros(FILE *f, Program *p) {
         const char *kind = io ? "OUTPUT" : "INPUT";
         for (int i = 0; i < n; i++) {
             Buf *b = bufs[i];
-            fprintf(f, "#define %s_%s_%d_DTYPE %d\n", p->name, kind, i, (int)b->dtype);
-            fprintf(f, "#define %s_%s_%d_RANK %d\n", p->name, kind, i, b->rank);
-            fprintf(f, "#define %s_%s_%d_NUMEL %lld\n", p->name, kind, i, (long long)kir_numel(b));
+            int64_t bytes = b->string ? b->dims[b->rank - 1] : 1;
+            fprintf(f, "#define %s_%s_%d_DTYPE %d\n", p->name, kind, i, (int)(b->string ? DT_STRING : b->dtype));
+            fprintf(f, "#define %s_%s_%d_RANK %d\n", p->name, kind, i, kir_io_rank(b));
+            fprintf(f, "#define %s_%s_%d_NUMEL %lld\n", p->name, kind, i, (long long)(kir_numel(b) / bytes));
             fprintf(f, "#define %s_%s_%d_SIZE %zu\n", p->name, kind, i, kir_nbytes(b));
         }
     }
@@ -82,12 +93,12 @@ static void typed_run(FILE *f, Program *p) {
     fprintf(f, "/* The same as %s_run%s with one typed pointer per tensor. */\n", p->name, p->weights_external ? "_w" : "");
     fprintf(f, "static inline int %s_run_typed(", p->name);
     for (int i = 0; i < p->ninputs; i++) {
-        fprintf(f, "\n    const %s *in_%d /* \"", ctype(p->inputs[i]->dtype), i);
+        fprintf(f, "\n    const %s *in_%d /* \"", p->inputs[i]->string ? "char" : ctype(p->inputs[i]->dtype), i);
         put_name(f, p->inputs[i]->name);
         fputs("\" */,", f);
     }
     for (int i = 0; i < p->noutputs; i++) {
-        fprintf(f, "\n    %s *out_%d /* \"", ctype(p->outputs[i]->dtype), i);
+        fprintf(f, "\n    %s *out_%d /* \"", p->outputs[i]->string ? "char" : ctype(p->outputs[i]->dtype), i);
         put_name(f, p->outputs[i]->name);
         fputs("\" */,", f);
     }
@@ -193,6 +204,11 @@ static void fill(FILE *f, Program *p, const char *key, size_t len) {
     else if (IS("NUM_OUTPUTS")) fprintf(f, "%d", p->noutputs);
     else if (IS("IO_DOC")) io_doc(f, p);
     else if (IS("IO_MACROS")) io_macros(f, p);
+    else if (IS("STRINGS")) {
+        if (has_strings(p))
+            fprintf(f, "/* string tensors: bytes per element (--max-strlen; see \"Strings\" above) */\n"
+                       "#define %s_STRLEN %zu\n", p->name, ir_strlen);
+    }
     else if (IS("TYPED_RUN")) typed_run(f, p);
     else if (IS("PROFILE")) profile_decls(f, p);
     else if (IS("COST_FACTS")) cost_facts(f, p);

@@ -204,6 +204,17 @@ static DType data_dtype(const Tensor *t, DType model) {
     return t->dtype == DT_UINT16 && model == DT_BFLOAT16 ? DT_BFLOAT16 : t->dtype;
 }
 
+/* A string tensor (char[ir_strlen] per element, ir.h) as the model's buffer holds it: bytes
+ * with one more dim, compared exactly like any uint8 tensor. */
+static Tensor as_bytes(const Tensor *t) {
+    Tensor r = *t;
+    if (t->dtype == DT_STRING && t->rank < MAX_RANK) {
+        r.dtype = DT_UINT8;
+        r.dims[r.rank++] = (int64_t)ir_strlen;
+    }
+    return r;
+}
+
 static bool same_dims(int rank, const int64_t *dims, const Tensor *t) {
     if (rank != t->rank) return false;
     for (int d = 0; d < rank; d++)
@@ -216,7 +227,8 @@ static bool same_dims(int rank, const int64_t *dims, const Tensor *t) {
  * zero as the header promises. */
 static bool reported_dims(const Buf *b, const int64_t *dims, int64_t *shape, const void *got) {
     int64_t n = 1;
-    for (int d = 0; d < b->rank; d++) {
+    if (b->string) n = shape[b->rank - 1];      /* the bytes of each string, not a reported dim */
+    for (int d = 0; d < kir_io_rank(b); d++) {
         shape[d] = dims[d];
         if (dims[d] < 0 || dims[d] > b->dims[d]) {
             printf("MISMATCH: reported dim %d is %lld, the capacity %lld\n", d, (long long)dims[d], (long long)b->dims[d]);
@@ -242,8 +254,15 @@ static const char *dims_str(Arena *a, int rank, const int64_t *dims) {
 /* Compare one output; prints its line; returns whether it matches. A data-dependent output
  * (dims: the int64 dims run() reported, else NULL) is compared in its valid part. */
 static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const void *got,
-                    const int64_t *dims, const Tensor *want) {
+                    const int64_t *dims, const Tensor *want_data) {
     printf("  %s: output '%s': ", set, b->name);
+    Tensor bytes = as_bytes(want_data);
+    const Tensor *want = b->string ? &bytes : want_data;
+    if (b->string != (want_data->dtype == DT_STRING)) {
+        printf("MISMATCH: dtype %s, expected %s\n", b->string ? "string" : dtype_name(b->dtype),
+               dtype_name(want_data->dtype));
+        return false;
+    }
     if (data_dtype(want, b->dtype) != b->dtype) {
         printf("MISMATCH: dtype %s, expected %s\n", dtype_name(b->dtype), dtype_name(want->dtype));
         return false;
@@ -252,11 +271,11 @@ static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const
     memcpy(shape, b->dims, sizeof shape);
     if (dims && !reported_dims(b, dims, shape, got)) return false;
     if (!same_dims(b->rank, shape, want)) {
-        printf("MISMATCH: %sshape %s, expected %s\n", dims ? "reported " : "", dims_str(a, b->rank, shape),
+        printf("MISMATCH: %sshape %s, expected %s\n", dims ? "reported " : "", dims_str(a, kir_io_rank(b), shape),
                dims_str(a, want->rank, want->dims));
         return false;
     }
-    if (dims) printf("reported shape %s, ", dims_str(a, b->rank, shape));
+    if (dims) printf("reported shape %s, ", dims_str(a, kir_io_rank(b), shape));
     Value vg = {.dtype = b->dtype, .data = (void *)got}, vw = {.dtype = b->dtype, .data = want->data};
     bool fl = dtype_is_float(b->dtype);
     double max_abs = 0, max_rel = 0;
@@ -275,10 +294,17 @@ static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const
             if (y != 0) max_rel = fmax(max_rel, fabs(x - y) / fabs(y));
         }
     }
-    printf("max abs err %.1e, max rel err %.1e: ", max_abs, max_rel);
+    if (!b->string) printf("max abs err %.1e, max rel err %.1e: ", max_abs, max_rel);
     if (bad < 0) {
         puts("ok");
         return true;
+    }
+    if (b->string) {
+        int64_t sl = b->dims[b->rank - 1], e = bad / sl;
+        const char *x = (const char *)got + e * sl, *y = (const char *)want->data + e * sl;
+        printf("MISMATCH at string %lld (got \"%.*s\", want \"%.*s\")\n", (long long)e,
+               (int)strnlen(x, (size_t)sl), x, (int)strnlen(y, (size_t)sl), y);
+        return false;
     }
     printf("MISMATCH at index %lld (got %.9g, want %.9g)\n", (long long)bad,
            ir_const_float(&vg, bad), ir_const_float(&vw, bad));
@@ -292,7 +318,13 @@ static bool inputs_fit(const Program *p, const DataSet *d) {
     }
     for (int i = 0; i < p->ninputs; i++) {
         const Buf *b = p->inputs[i];
-        if (data_dtype(&d->in[i], b->dtype) != b->dtype || d->in[i].nbytes != kir_nbytes(b)) {
+        if (b->string != (d->in[i].dtype == DT_STRING)) {
+            error(d->path, "input %d ('%s'): the data is %s, the model wants %s", i, b->name,
+                  dtype_name(d->in[i].dtype), b->string ? "string" : dtype_name(b->dtype));
+            return false;
+        }
+        Tensor t = as_bytes(&d->in[i]);
+        if (data_dtype(&t, b->dtype) != b->dtype || d->in[i].nbytes != kir_nbytes(b)) {
             error(d->path, "input %d ('%s'): the data is %s with %zu bytes, the model wants %s with %zu",
                   i, b->name, dtype_name(d->in[i].dtype), d->in[i].nbytes, dtype_name(b->dtype),
                   kir_nbytes(b));

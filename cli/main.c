@@ -71,6 +71,8 @@ static const char options_text[] =
     "                        holds a value (1, or N for an optional sequence) or none\n"
     "  --max-trip NODE=N     at most N iterations of Loop NODE, whose trip count is known\n"
     "                        only at run time: sizes its scan outputs (repeatable)\n"
+    "  --max-strlen N        bytes per string element (char[N], NUL-padded; default 32):\n"
+    "                        longer string constants or test values are an error\n"
     "  --print-after=PASS    print the IR after PASS to stdout\n"
     "  --print-after-all     print the IR after every pass\n"
     "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
@@ -219,6 +221,14 @@ static uint64_t parse_size(const char *s) {
     return (uint64_t)n << shift;
 }
 
+static size_t parse_strlen(const char *s) {
+    char *end;
+    errno = 0;
+    long long n = isdigit((unsigned char)*s) ? strtoll(s, &end, 10) : 0;
+    if (n < 1 || n > 65536 || errno || *end) usage("bad --max-strlen '%s': expected 1 to 65536 bytes", s);
+    return (size_t)n;
+}
+
 static double parse_tol(const char *flag, const char *s) {
     char *end;
     double x = strtod(s, &end);
@@ -282,6 +292,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--bind", argc, argv, i))) add_binding(a, c, v);
     else if ((v = opt_value("--max-trip", argc, argv, i))) add_max_trip(a, c, v);
     else if ((v = opt_value("--seq", argc, argv, i))) add_seq(a, c, v);
+    else if ((v = opt_value("--max-strlen", argc, argv, i))) ir_strlen = parse_strlen(v);
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
     else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);

@@ -126,7 +126,7 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
     v->kind = kind;
     v->elem_kind = elem;
     if (tt->has_elem_type && tt->elem_type != 0) {
-        if (!dtype_supported((DType)tt->elem_type)) {
+        if (!dtype_known((DType)tt->elem_type)) {
             error(p->path, "%s '%s' has unsupported element type %s", what, v->name,
                   fe_type_name(tt->elem_type));
             return;
@@ -146,7 +146,7 @@ static Value *make_const(Parser *p, const Onnx__TensorProto *tp, const char *whe
                          const char *what, bool in_graph) {
     Tensor t;
     if (!fe_tensor_from_proto(p->g->arena, tp, p->path, where, what, &t)) return NULL;
-    if (!dtype_supported(t.dtype)) {
+    if (!dtype_known(t.dtype)) {
         error(where, "%s has unsupported element type %s", what, dtype_name(t.dtype));
         return NULL;
     }
@@ -204,7 +204,7 @@ static void read_value_info(Parser *p, const Onnx__GraphProto *gp) {
             continue;
         Value *v = lookup(p, vi->name);
         const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
-        if (v && !v->data && v->dtype == DT_UNDEF && tt && dtype_supported((DType)tt->elem_type))
+        if (v && !v->data && v->dtype == DT_UNDEF && tt && dtype_known((DType)tt->elem_type))
             v->dtype = (DType)tt->elem_type;
     }
 }
@@ -456,7 +456,7 @@ static void read_body_inputs(Parser *p, const Onnx__GraphProto *gp) {
         v->is_input = true;
         const Onnx__TypeProto *tp = vi->type;
         if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
-            tp->tensor_type->has_elem_type && dtype_supported((DType)tp->tensor_type->elem_type))
+            tp->tensor_type->has_elem_type && dtype_known((DType)tp->tensor_type->elem_type))
             v->dtype = (DType)tp->tensor_type->elem_type;
         else if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->value_case != 0)
             error(ir_where(p->up->g, g->owner), "body input '%s' is not a tensor "

@@ -101,6 +101,29 @@ static void from_typed(const Onnx__TensorProto *tp, Tensor *t, size_t n) {
     }
 }
 
+/* string_data: each element NUL-padded into its char[ir_strlen] (ir.h); a longer one is an
+ * error, not truncated, so that a constant or a test value never silently changes. */
+static bool from_strings(Arena *a, const Onnx__TensorProto *tp, const char *where, const char *what,
+                         Tensor *t, size_t n) {
+    if (tp->n_string_data != n) {
+        error(where, "%s holds %zu strings, its shape needs %zu", what, tp->n_string_data, n);
+        return false;
+    }
+    uint8_t *d = arena_alloc(a, t->nbytes ? t->nbytes : 1);
+    memset(d, 0, t->nbytes);
+    for (size_t i = 0; i < n; i++) {
+        const ProtobufCBinaryData *s = &tp->string_data[i];
+        if (s->len > ir_strlen) {
+            error(where, "%s: string %zu is %zu bytes long, more than the string capacity %zu "
+                  "(raise it with --max-strlen)", what, i, s->len, ir_strlen);
+            return false;
+        }
+        if (s->len) memcpy(d + i * ir_strlen, s->data, s->len);
+    }
+    t->data = d;
+    return true;
+}
+
 /* Shape and byte count, refusing what cannot be held in memory. */
 static bool read_shape(const Onnx__TensorProto *tp, const char *where, const char *what,
                        Tensor *t) {
@@ -141,6 +164,7 @@ bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *mod
         return false;
     }
     if (!read_shape(tp, where, what, t)) return false;
+    if (t->dtype == DT_STRING) return from_strings(a, tp, where, what, t, t->nbytes / ir_strlen);
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         if (!fe_external_data(a, tp, model_path, where, what, t)) return false;
         if (!host_is_little_endian()) swap_elements(t->data, t->nbytes, dtype_size(t->dtype));

@@ -3,8 +3,11 @@
 
 #include <string.h>
 
+size_t ir_strlen = IR_STRLEN_DEFAULT;
+
 size_t dtype_size(DType t) {
     switch (t) {
+    case DT_STRING: return ir_strlen;
     case DT_FLOAT: case DT_INT32: case DT_UINT32: return 4;
     case DT_INT64: case DT_UINT64: case DT_DOUBLE: return 8;
     case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return 2;
@@ -50,6 +53,8 @@ bool dtype_supported(DType t) {
     default: return false;
     }
 }
+
+bool dtype_known(DType t) { return dtype_supported(t) || t == DT_STRING; }
 
 Graph *ir_graph_new(Arena *a) {
     Graph *g = ARENA_NEW(a, Graph);

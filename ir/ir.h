@@ -31,11 +31,19 @@ typedef enum DType {
     DT_UINT32 = 12, DT_UINT64 = 13, DT_BFLOAT16 = 16,
     DT_INDEX = 100,
 } DType;
-size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported */
+size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported;
+                                      DT_STRING: ir_strlen */
+/* Strings (README "Strings"): every element of a string tensor is char[ir_strlen], the bytes
+ * of the string NUL-padded (a string of exactly ir_strlen bytes has no NUL). One capacity per
+ * compilation, from --max-strlen; in the kernel IR a string tensor is a uint8 Buf with one
+ * more dimension of ir_strlen bytes (Buf.string). */
+extern size_t ir_strlen;
+#define IR_STRLEN_DEFAULT 32
 const char *dtype_name(DType t);   /* "float32", "int64", ... */
 bool dtype_is_float(DType t);
 bool dtype_is_unsigned(DType t);
 bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
+bool dtype_known(DType t);         /* supported, or a string (which only some ops take: OPF_STRINGS) */
 
 #define MAX_RANK 8
 
@@ -58,6 +66,7 @@ typedef enum Op {
 enum {                              /* OpInfo.flags */
     OPF_VIEW = 1 << 0,              /* output is a re-shaped view of input 0 (no data moves);
                                        simplify drops it when the shape does not change */
+    OPF_STRINGS = 1 << 1,           /* takes string tensors (any other op reading one is an error) */
 };
 #define OPIN(i) (1u << (i))         /* OpInfo.shape_in: input i decides output shapes */
 

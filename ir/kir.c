@@ -72,6 +72,8 @@ Buf *kir_view_new(Program *p, Buf *of, const char *name, int rank, const int64_t
     return b;
 }
 
+int kir_io_rank(const Buf *b) { return b->rank - b->string; }
+
 int kir_dims_output(const Program *p, const Buf *b) {
     for (int i = 0; i < p->noutputs; i++)
         if (p->outputs[i]->dims_of == b) return i;

@@ -39,6 +39,9 @@ typedef struct Buf {
     int io_index;                   /* B_INPUT/B_OUTPUT: position in the run() arrays */
     const void *data;               /* B_CONST: contents */
     struct Buf *alias;              /* non-NULL: a view of alias's storage (root via kir_root) */
+    bool string;                    /* a string tensor (ir.h): uint8, its last dim is the
+                                       capacity ir_strlen, the others the ONNX shape (text:
+                                       "string" after an input's or output's position) */
     struct Buf *dims_of;            /* B_OUTPUT int64[rank of dims_of]: run() writes here the
                                        actual dims of output dims_of, a data-dependent shape
                                        whose dims above are its capacity (text: "dims of %x") */
@@ -262,6 +265,7 @@ Buf *kir_root(Buf *b);                          /* follow alias to the storage o
 int kir_dims_output(const Program *p, const Buf *b); /* output holding b's run-time dims, or -1 */
 int64_t kir_numel(const Buf *b);
 size_t kir_nbytes(const Buf *b);
+int kir_io_rank(const Buf *b);                  /* rank of the ONNX shape (a string's less one) */
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);
 void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+out=inout) */
 int kir_var(Kernel *k);                         /* a fresh loop variable */

@@ -245,6 +245,10 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
         if (ios[io][i]) { P->s = at; perr(P, "two %ss at position %lld", kir_bufkind_name[kind], (long long)i); }
         ios[io][i] = b;
         b->io_index = (int)i;
+        if (accept(P, "string")) {
+            if (t != DT_UINT8 || rank < 1) { P->s = at; perr(P, "a string buffer must be uint8 with a last dim of bytes"); }
+            b->string = true;
+        }
         if (io && accept(P, "dims")) {
             expect(P, "of");
             expect(P, "%");
@@ -252,7 +256,7 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
             char *ofname = token(P, "", "a buffer name");
             Buf *of = find_buf(p, ofname);
             if (!of || of->kind != B_OUTPUT) { P->s = of_at; perr(P, "dims of %%%s, which is not an earlier output", ofname); }
-            if (t != DT_INT64 || rank != 1 || d[0] != of->rank) { P->s = at; perr(P, "the dims of %%%s must be int64[%d]", ofname, of->rank); }
+            if (t != DT_INT64 || rank != 1 || d[0] != of->rank - of->string) { P->s = at; perr(P, "the dims of %%%s must be int64[%d]", ofname, of->rank - of->string); }
             b->dims_of = of;
         }
     } else if (kind == B_TEMP) temp_place(P, b);

@@ -242,7 +242,7 @@ static void canon_constant(Graph *g, Node *n) {
     Attr *a = n->nattrs == 1 ? &n->attrs[0] : NULL;
     const char *name = a ? a->name : "";
     if (a && a->type == A_TENSOR && strcmp(name, "value") == 0) {
-        if (!dtype_supported(a->t->dtype)) {
+        if (!dtype_known(a->t->dtype)) {
             error(ir_where(g, n), "constant of type %s is not supported", dtype_name(a->t->dtype));
             return;
         }

@@ -50,6 +50,12 @@ static void fix_softmax_axis(Graph *g, Node *n) {
 /* The size limit, for values whose shape the model states (inputs, constants) and for each
  * rule's outputs, before anything multiplies their dims again. */
 static bool size_ok(Graph *g, const char *where, const Value *v) {
+    /* a string's bytes are one more dim in the kernel IR (ir.h) */
+    if (v->dtype == DT_STRING && v->rank >= MAX_RANK) {
+        error(where, "'%s' is a string tensor of rank %d; onnxcc supports strings up to rank %d",
+              v->name, v->rank, MAX_RANK - 1);
+        return false;
+    }
     if (!has_shape(v) || ir_extent(v) <= g->max_bytes) return true;
     const char *dims = "";
     for (int d = 0; d < v->rank; d++)
@@ -73,6 +79,12 @@ static bool inputs_static(Graph *g, const Node *n) {
         if (v && v->kind && !rule_takes_containers(n->op)) {
             error(ir_where(g, n), "input '%s' is a %s; %s takes tensors", v->name,
                   v->kind == VK_SEQ ? "sequence" : "optional", n->op_type);
+            return false;
+        }
+        if (v && v->dtype == DT_STRING && !(op_info[n->op].flags & OPF_STRINGS)) {
+            error(ir_where(g, n), "input '%s' is a string tensor; %s does not take strings "
+                  "(onnxcc supports strings in StringNormalizer, TfIdfVectorizer, Cast and CastLike)",
+                  v->name, n->op_type);
             return false;
         }
         if (v && v->dyn) {

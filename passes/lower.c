@@ -13,8 +13,20 @@
 
 #include "pipeline.h"
 
+/* The Buf of a graph value; a string tensor is its bytes, one more dim of ir_strlen (ir.h). */
+Buf *lower_value_buf(Program *p, const Value *v, BufKind k) {
+    if (v->dtype != DT_STRING) return kir_buf_new(p, v->name, v->dtype, v->rank, v->dims, k);
+    int64_t dims[MAX_RANK];
+    if (v->rank >= MAX_RANK) die("lower: string tensor '%s' of rank %d", v->name, v->rank);
+    memcpy(dims, v->dims, sizeof(int64_t) * (size_t)v->rank);
+    dims[v->rank] = (int64_t)ir_strlen;
+    Buf *b = kir_buf_new(p, v->name, DT_UINT8, v->rank + 1, dims, k);
+    b->string = true;
+    return b;
+}
+
 static Buf *const_buf(Lower *L, Value *v) {
-    Buf *b = kir_buf_new(L->p, v->name, v->dtype, v->rank, v->dims, B_CONST);
+    Buf *b = lower_value_buf(L->p, v, B_CONST);
     b->data = v->data;
     return b;
 }
@@ -34,7 +46,7 @@ Buf *lower_out(Lower *L, Node *n, int i) {
     if (!v) die("lowering %s: output %d absent", n->name, i);
     if (L->vbuf[v->id] && L->vbuf[v->id]->kind == B_OUTPUT) return L->vbuf[v->id];
     if (L->vbuf[v->id]) die("lowering %s: output '%s' written twice", n->name, v->name);
-    return L->vbuf[v->id] = kir_buf_new(L->p, v->name, v->dtype, v->rank, v->dims, B_TEMP);
+    return L->vbuf[v->id] = lower_value_buf(L->p, v, B_TEMP);
 }
 
 Buf *lower_dims(Lower *L, Node *n, int i) {
@@ -183,7 +195,7 @@ Program *lower(Graph *g, const Options *o) {
     p->inputs = ARENA_ARRAY(g->arena, Buf *, g->ninputs + 1);
     for (int i = 0; i < g->ninputs; i++) {
         Value *v = g->inputs[i];
-        Buf *b = kir_buf_new(p, v->name, v->dtype, v->rank, v->dims, B_INPUT);
+        Buf *b = lower_value_buf(p, v, B_INPUT);
         b->io_index = i;
         p->inputs[i] = L.vbuf[v->id] = b;
     }
@@ -192,7 +204,7 @@ Program *lower(Graph *g, const Options *o) {
     Buf **src = ARENA_ARRAY(g->arena, Buf *, g->noutputs + 1); /* outputs needing a copy */
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
-        Buf *b = kir_buf_new(p, v->name, v->dtype, v->rank, v->dims, B_OUTPUT);
+        Buf *b = lower_value_buf(p, v, B_OUTPUT);
         b->io_index = i;
         p->outputs[i] = b;
         if (L.vbuf[v->id]) src[i] = L.vbuf[v->id];          /* also an input or an earlier output */

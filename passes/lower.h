@@ -18,6 +18,7 @@ typedef struct Lower {
 } Lower;
 
 /* The buffer of a node input (NULL for an absent optional input). Constants become B_CONST. */
+Buf *lower_value_buf(Program *p, const Value *v, BufKind k);   /* a graph value's Buf (strings: bytes) */
 Buf *lower_in(Lower *L, Node *n, int i);
 /* The buffer for output i of n: the graph output's B_OUTPUT buffer or a fresh B_TEMP. */
 Buf *lower_out(Lower *L, Node *n, int i);
@@ -63,6 +64,11 @@ void lower_vars(Kernel *k, int rank, int *vars);
 Stmt *lower_wrap(Program *p, int rank, const int64_t *dims, const int *vars, Stmt *body);
 /* Index list of plain variables: idx[d] = kx_var(vars[d]). */
 void lower_var_idx(Program *p, int rank, const int *vars, Expr **idx);
+
+/* Cast and CastLike to or from strings (passes/ops/text.c), called by elementwise.c's rules
+ * when the input or the target type is a string. */
+void infer_cast_string(Graph *g, Node *n, DType to);
+void lower_cast_string(Lower *L, Node *n);
 
 /* Shared by the rules (passes/ops/helpers.c). */
 /* MatMul operands as numpy sees them: a 1-D A is a row [1, K] and a 1-D B a column [K, 1],

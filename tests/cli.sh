@@ -109,6 +109,25 @@ fi
 fresh; expect_error "check with another model's test data" 1 any -- \
     check models/mlp/model.onnx models/cnn/test_data_set_0
 
+# Strings: only some ops take them; capacities (--max-strlen) are checked at compile time
+fresh; expect_error "a string into an op without strings" 1 1 "id_node.*'s' is a string tensor; Identity" -- \
+    $B/str_identity.onnx -o $dir/x.o
+fresh; expect_error "a string constant longer than the capacity" 1 1 "40 bytes long.*--max-strlen" -- \
+    $B/str_long_const.onnx -o $dir/x.o
+fresh; run $B/str_long_const.onnx --max-strlen 40 -o $dir/x.o
+if [ $rc = 0 ]; then ok "--max-strlen 40 holds it"; else fail "--max-strlen 40 holds it" "exit status $rc"; fi
+fresh; expect_error "Cast to string with a capacity under 19" 1 1 "cast_node.*at least 19" -- \
+    $B/str_cast.onnx --max-strlen 18 -o $dir/x.o
+fresh; expect_error "bad --max-strlen" 2 1 max-strlen -- $B/str_cast.onnx --max-strlen 0 -o $dir/x.o
+fresh; expect_error "StringNormalizer with a locale beyond ASCII" 1 1 "norm_node.*locale 'tr_TR'" -- \
+    $B/str_locale.onnx -o $dir/x.o
+fresh; run $B/str_cast.onnx -o $dir/x.o
+if [ $rc = 0 ] && grep -q '#define x_STRLEN 32' $dir/x.h && grep -q 'string\[2\] (char\[32\] each)' $dir/x.h; then
+    ok "a string output in the header: NAME_STRLEN and its documentation line"
+else
+    fail "a string output in the header" "exit status $rc or no x_STRLEN 32"
+fi
+
 # Control flow: a scan output sized by a run-time trip count needs --max-trip; If branches
 # must agree on their shapes; Slice's run-time starts need ends = starts + a constant, step 1.
 fresh; expect_error "Loop scan output without a bound" 1 1 loop_node "max-trip loop_node=N" -- \

@@ -69,6 +69,24 @@ def main():
                [f32("x", [6]), i64("s")], [f32("y", [None])], "slice_step"),
          os.path.join(out, "slice_step.onnx"))
 
+    # strings (passes/ops/text.c): a string into an op without strings; a string constant longer
+    # than --max-strlen; Cast to string (needs a capacity of 19); an unsupported locale
+    st = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.STRING, shape)
+    save(model([helper.make_node("Identity", ["s"], ["y"], name="id_node")], [st("s", [2])], [st("y", [2])],
+               "str_identity"),
+         os.path.join(out, "str_identity.onnx"))
+    save(model([helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.STRING, [1], [b"x" * 40])),
+                helper.make_node("Cast", ["c"], ["y"], name="cast_node", to=TensorProto.FLOAT)],
+               [], [f32("y", [1])], "str_long_const"),
+         os.path.join(out, "str_long_const.onnx"))
+    save(model([helper.make_node("Cast", ["x"], ["y"], name="cast_node", to=TensorProto.STRING)],
+               [f32("x", [2])], [st("y", [2])], "str_cast"),
+         os.path.join(out, "str_cast.onnx"))
+    save(model([helper.make_node("StringNormalizer", ["s"], ["y"], name="norm_node", locale="tr_TR",
+                                 case_change_action="UPPER")],
+               [st("s", [2])], [st("y", [2])], "str_locale"),
+         os.path.join(out, "str_locale.onnx"))
+
 
 if __name__ == "__main__":
     main()

@@ -41,6 +41,8 @@ quantize: test_quantizelinear test_dequantizelinear
 control: test_scan9_sum test_if
 loss: test_nllloss_NCd1_mean_weight_negative_ii
 training: test_adagrad test_momentum
+text: test_tfidfvectorizer_tf_batch_uniandbigrams_skip5 test_strnormalizer_nostopwords_nochangecase
+text: test_cast_FLOAT_to_STRING test_cast_STRING_to_FLOAT
 "
 MODELS="mlp mlp_opset9 cnn if_branch loop_while scan_rnn"
 

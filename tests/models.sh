@@ -7,6 +7,8 @@
 #     checks the header contract and that runs are independent of the arena's contents,
 #   - models/detect (outputs of data-dependent shape) linked into models/dyn_contract.c, which
 #     checks the header contract for them (dims outputs, valid part, zeroed rest),
+#   - models/text (string tensors) linked into models/str_contract.c, which checks the header
+#     contract for strings (char[NAME_STRLEN] elements, info, packed kept words, dims),
 #   - models/loop_while compiled with --max-trip loop=3 linked into models/trip_bound.c: runs
 #     within the bound give numpy's outputs, one past it returns NAME_ERR_TRIP (4),
 #   - `nm -u` of a model object: it may need nothing but memcpy/memset/memmove,
@@ -97,6 +99,17 @@ if $ONNXCC models/detect/model.onnx -o $OUT/detect.o </dev/null >$log 2>&1 &&
     run_checker dyn_contract
 else
     fail "detect linked into models/dyn_contract.c" $log
+fi
+
+# String tensors (models/text) as a user's program sees them.
+log=$OUT/str_contract.log
+rm -f $OUT/text.o $OUT/text.h
+if $ONNXCC models/text/model.onnx -o $OUT/text.o </dev/null >$log 2>&1 &&
+        $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$OUT \
+            models/str_contract.c $OUT/text.o -o $OUT/str_contract >>$log 2>&1; then
+    run_checker str_contract
+else
+    fail "text linked into models/str_contract.c" $log
 fi
 
 # A Loop bounded by --max-trip (models/loop_while): a run that needs more iterations returns

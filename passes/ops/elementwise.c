@@ -93,6 +93,10 @@ void infer_unary(Graph *g, Node *n) {
 void infer_cast(Graph *g, Node *n) {
     Value *x = n->in[0];
     DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
+    if (to == DT_STRING || x->dtype == DT_STRING) {
+        infer_cast_string(g, n, to);
+        return;
+    }
     if (!dtype_supported(to)) {
         error(ir_where(g, n), "cast to unsupported type %s (%d)", dtype_name(to), (int)to);
         return;
@@ -281,6 +285,10 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
 }
 
 void lower_unary(Lower *L, Node *n) {
+    if (n->in[0]->dtype == DT_STRING || n->out[0]->dtype == DT_STRING) {
+        lower_cast_string(L, n);
+        return;
+    }
     Buf *in = lower_in(L, n, 0);
     lower_map(L, n, lower_out(L, n, 0), 1, &in, map_unary, NULL);
 }
@@ -405,6 +413,10 @@ void lower_clip(Lower *L, Node *n) {
 
 void infer_castlike(Graph *g, Node *n) {
     Value *x = n->in[0];
+    if (n->in[1]->dtype == DT_STRING || x->dtype == DT_STRING) {
+        infer_cast_string(g, n, n->in[1]->dtype);
+        return;
+    }
     if (!dtype_supported(n->in[1]->dtype)) {
         error(ir_where(g, n), "cast to unsupported type %s", dtype_name(n->in[1]->dtype));
         return;

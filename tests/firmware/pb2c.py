@@ -12,7 +12,8 @@ the model was compiled with --profile, P_NUM_KERNELS, P_PROFILE, P_PROFILE_NAMES
 P_PROFILE_MACS and P_PROFILE_CLOCK. With --header, the model's header, an output whose shape
 depends on the data gets a buffer of its capacity (NAME_OUTPUT_K_NUMEL), its check covers the
 valid part (the data set's elements), and its "NAME.dims" output after the tensors is checked
-against the data set's shape.
+against the data set's shape. A string tensor becomes its bytes (uint8, char[NAME_STRLEN] per
+element, NUL-padded: runtime/model.h.in, "Strings"; the capacity from --header, else 32).
 Arrays are 16-byte aligned: Cortex-M4 faults on unaligned float loads (VLDR).
 """
 import argparse
@@ -79,6 +80,27 @@ def dims_outputs(header):
     return dyn
 
 
+def string_capacity(header):
+    if header:
+        with open(header) as f:
+            for line in f:
+                m = re.match(r"#define \S+_STRLEN (\d+)$", line)
+                if m:
+                    return int(m.group(1))
+    return 32
+
+
+def as_bytes(arr, n):
+    """A string array as the model's buffer holds it: uint8 [..., n], NUL-padded."""
+    b = np.zeros(arr.shape + (n,), np.uint8)
+    for idx, v in np.ndenumerate(arr):
+        v = v.encode() if isinstance(v, str) else bytes(v)
+        if len(v) > n:
+            sys.exit("pb2c: a string of %d bytes, more than the capacity %d" % (len(v), n))
+        b[idx][:len(v)] = np.frombuffer(v, np.uint8)
+    return b
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prefix", default="case")
@@ -101,6 +123,7 @@ def main():
                 "#define %s_PROFILE_MACS %s_profile_macs" % (P, m),
                 "#define %s_PROFILE_CLOCK %s_profile_clock" % (P, m), "#endif"]
     dyn = dims_outputs(a.header) if a.header else {}
+    strlen = string_capacity(a.header)
     tables = {"ins": [], "checks": []}
     extra = {}  # dims output index -> (its check line, its buffer)
     for kind, tag in (("input", "in"), ("output", "out")):
@@ -109,6 +132,9 @@ def main():
             sys.exit("pb2c: no %s_*.pb in %s" % (kind, a.dir))
         for i, f in enumerate(files):
             arr, name = load(f)
+            shape = arr.shape           # the ONNX shape (a string's bytes are one more dim)
+            if arr.dtype == object:
+                arr = as_bytes(arr, strlen)
             if str(arr.dtype) not in CTYPES:
                 sys.exit("pb2c: %s: dtype %s not supported" % (f, arr.dtype))
             ctype, ck = CTYPES[str(arr.dtype)]
@@ -121,14 +147,13 @@ def main():
                 emit_array(out, "%s %s_exp%d" % (ctype, P, i), arr, ck)
                 cap = max(arr.size, 1)
                 if i in dyn:    # the capacity; the check covers the valid part
-                    cap = "%s_OUTPUT_%d_NUMEL" % (a.model, i)
+                    cap = "%s_OUTPUT_%d_%s" % (a.model, i, "SIZE" if arr.ndim > len(shape) else "NUMEL")
                     j, name = dyn[i][0], name or dyn[i][1]
-                    emit_array(out, "int64_t %s_exp%d" % (P, j), np.array(arr.shape, np.int64),
-                               "TK_I64")
-                    out.append("static const int64_t %s_out_dims%d[] = { %d };" % (P, j, arr.ndim))
-                    out.append("static _Alignas(16) int64_t %s_out%d[%d];" % (P, j, max(arr.ndim, 1)))
+                    emit_array(out, "int64_t %s_exp%d" % (P, j), np.array(shape, np.int64), "TK_I64")
+                    out.append("static const int64_t %s_out_dims%d[] = { %d };" % (P, j, len(shape)))
+                    out.append("static _Alignas(16) int64_t %s_out%d[%d];" % (P, j, max(len(shape), 1)))
                     extra[j] = '    { "%s.dims", TK_I64, %s_out%d, %s_exp%d, %d, %d, 1, %s_out_dims%d },' % (
-                        name, P, j, P, j, arr.ndim, 8 * arr.ndim, P, j)
+                        name, P, j, P, j, len(shape), 8 * len(shape), P, j)
                 out.append("static _Alignas(16) %s %s_out%d[%s];" % (ctype, P, i, cap))
                 data, buf = "%s_exp%d" % (P, i), "%s_out%d" % (P, i)
             tables["ins" if kind == "input" else "checks"].append(

@@ -27,7 +27,8 @@ PATTERN=${1:-}
 # name model data-set: the sample models, node tests covering conv, pooling, gemm, softmax
 # and batch normalisation, the int8 models of tests/int8, a Loop with a run-time trip count
 # that exits early, and outputs of data-dependent shape (a Loop's scan output after an early
-# exit, NonMaxSuppression, NonZero: main.c compares the valid part and the "NAME.dims" outputs)
+# exit, NonMaxSuppression, NonZero: main.c compares the valid part and the "NAME.dims" outputs),
+# and string tensors (StringNormalizer, Cast from string: their bytes, by pb2c.py)
 CASES="example models/example/model.onnx models/example/test_data_set_0
 cnn models/cnn/model.onnx models/cnn/test_data_set_0
 mlp models/mlp/model.onnx models/mlp/test_data_set_0
@@ -43,7 +44,8 @@ mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
 lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0
 loop_while models/loop_while/model.onnx models/loop_while/test_data_set_0
 loop_exit models/loop_exit/model.onnx models/loop_exit/test_data_set_0
-detect models/detect/model.onnx models/detect/test_data_set_1"
+detect models/detect/model.onnx models/detect/test_data_set_1
+text models/text/model.onnx models/text/test_data_set_0"
 
 # Semihosting console on QEMU's stdout; no display, serial or monitor.
 QEMU_IO="-display none -serial none -monitor none -chardev stdio,id=sh0

@@ -284,7 +284,21 @@ def attrs():
     un("argmax_axis_range", "ArgMax", axis=-9)
     un("cast_to_0", "Cast", to=0)
     un("cast_to_1000", "Cast", to=1000)
-    un("cast_to_string", "Cast", to=TensorProto.STRING)
+    compile_case("cast_to_string_capacity", unary("Cast", [2, 3], to=TensorProto.STRING), "at least 19",
+                 extra=" --max-strlen 8")
+    compile_case("cast_int_to_string", model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.STRING)],
+                 [helper.make_tensor_value_info("x", TensorProto.INT64, [2])], [f32("y", None)]), "only float32")
+    compile_case("string_rank_8", model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+                 [helper.make_tensor_value_info("x", TensorProto.STRING, [1] * 8)], [f32("y", None)]), "up to rank 7")
+    compile_case("tfidf_strings_int_pool", model([helper.make_node(
+        "TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=1, max_skip_count=0,
+        ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1])],
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [3])], [f32("y", None)]), "need pool_strings")
+    compile_case("stringnormalizer_on_floats", unary("StringNormalizer", [2]), "takes strings")
+    compile_case("tfidf_pool_counts", model([helper.make_node(
+        "TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=2, max_skip_count=0,
+        ngram_counts=[0, 3], ngram_indexes=[0, 1, 2], pool_int64s=[1, 2, 3, 4])],
+        [helper.make_tensor_value_info("x", TensorProto.INT64, [5])], [f32("y", None)]), "whole 2-grams")
     un("lrn_size_0", "LRN", size=0)
     un("depthtospace_blocksize_0", "DepthToSpace", blocksize=0)
     un("spacetodepth_blocksize_huge", "SpaceToDepth", blocksize=BIG)

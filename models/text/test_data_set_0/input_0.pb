@@ -1,0 +1,1 @@
+2The2Quick2BROWN2a2fox2THE

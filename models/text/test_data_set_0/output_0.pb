@@ -1,0 +1,1 @@
+2quick2brown2fox
