@@ -58,6 +58,8 @@ typedef enum Op {
 enum {                              /* OpInfo.flags */
     OPF_VIEW = 1 << 0,              /* output is a re-shaped view of input 0 (no data moves);
                                        simplify drops it when the shape does not change */
+    OPF_INTERNAL = 1 << 1,          /* made by a pass only (fuse_qdq's integer ops); a model
+                                       that names it is refused as an unknown operator */
 };
 #define OPIN(i) (1u << (i))         /* OpInfo.shape_in: input i decides output shapes */
 
