@@ -17,6 +17,8 @@ typedef struct Target {
                                        32 float, 64 float and double (target.c, explicit_fma) */
     int arena_align;                /* alignment the generated code requires of the arena */
     bool vnni;                      /* x86 AVX-512 VNNI: r + dot4(a, b) is one vpdpbusd */
+    bool round_insn;                /* float round-half-to-even is one instruction (x86 SSE4.1
+                                       roundps, AArch64 frintn): llvm.roundeven */
 } Target;
 
 /* triple NULL: the host (LLVMGetHostCPUName/Features). Unknown triple/cpu: fatal(). */

@@ -176,6 +176,7 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
     t->vector_bytes = vector_width(t);
     t->fma_bits = explicit_fma(t);
     t->vnni = has_feature(t->features, "+avx512vnni") && has_feature(t->features, "+avx512vl");
+    t->round_insn = has_feature(t->features, "+sse4.1") || !strncmp(t->triple, "aarch64", 7);
     /* Loads use natural alignment, so the arena needs only the widest element (8 bytes);
      * on the host a cache line keeps vector loops from splitting lines. */
     t->arena_align = t->ptr_bits == 64 ? 64 : 8;
