@@ -324,9 +324,9 @@ static void fuse_unary(Fuser *f, Node *n) {
     Graph *g = f->g;
     float probe;
     if (fuse_clip(f, n)) return;
-    if (!unary_fn(n, 0, &probe) || !activation(n->in[0], &x) || !quantized_by(f, n->out[0], &y)) return;
     for (int i = 1; i < n->nin; i++)
         if (n->in[i] && (!n->in[i]->data || ir_numel(n->in[i]) != 1)) return;
+    if (!unary_fn(n, 0, &probe) || !activation(n->in[0], &x) || !quantized_by(f, n->out[0], &y)) return;
     DType xt = x.x->dtype, yt = y.node->out[0]->dtype;
     float sx = (float)ir_const_float(x.scale, 0), sy = (float)ir_const_float(y.scale, 0);
     float zx = (float)zp_value(&x, 0), zy = (float)zp_value(&y, 0);
