@@ -4,7 +4,8 @@
 #   - `onnxcc check` at -O0..-O3 on the host, within one quantum of the output (tests/int8/NAME/
 #     atol; the models end in a DequantizeLinear, so a quantum is the output scale): -O0 runs
 #     the QDQ groups in float as the standard defines them, -O1 and up as integer ops;
-#   - fuse_qdq rewrote every Conv and Gemm of the QDQ models (-v names what stays float);
+#   - fuse_qdq rewrote every Conv and Gemm of the QDQ models (-v names what stays float), and
+#     in ops the Sigmoid, Mul, Tanh, LeakyRelu, Add and GlobalAveragePool groups too;
 #   - the weights stay 8-bit: the object's read-only data at most 0.35x the float model's
 #     (tests/int8/NAME/float.onnx), on the host and for Cortex-M4. Not 0.25: per-channel
 #     scales and int32 biases stay 4 bytes, and the small KWS model's 64-channel layers have
@@ -45,11 +46,14 @@ for d in tests/int8/*/; do
     $ONNXCC -v -O2 $d/model.onnx -o $OUT/$name.o </dev/null >$log 2>&1
     if grep -q "^onnxcc: fuse_qdq: .*(\(Conv\|Gemm\|MatMul\)) stays float" $log; then
         fail "$d: a Conv or Gemm stayed float" $log
+    elif [ "$name" = ops ] && [ "$(grep -c "fuse_qdq: .*\(table\|QLinearMul\|QLinearAdd\|QLinearGlobalAveragePool\)$" $log)" != 6 ]; then
+        fail "$d: fuse_qdq left one of the six non-product groups float" $log
     elif [ "$name" = lenet_qop ] || grep -q "fuse_qdq: .*QLinearConv" $log; then
         ok "$d: Conv and Gemm as integer ops"
     else
         fail "$d: fuse_qdq rewrote nothing" $log
     fi
+    [ -f $d/float.onnx ] || continue     # ops: no float model to compare the size with
     for target in host thumbv7em-none-eabihf; do
         opts=
         [ $target = host ] || opts="--target $target"

@@ -27,6 +27,9 @@ Models (OUTDIR/NAME/, OUTDIR defaults to tests/int8/):
             Flatten, Gemm 64-12; the BatchNormalizations folded into the convs before quantizing
             (as onnxruntime's pre-processing does)
   mlp       1x256 -> Gemm 256-128 Relu, Gemm 128-64 Relu, Gemm 64-10
+  ops       1x8x6x6 -> Conv 3x3 (8), x * Sigmoid(x), Tanh, + LeakyRelu(conv), then
+            x + GlobalAveragePool(x): one op of each kind that is neither a product nor a move
+            (no float.onnx: too small for the flash comparison, not benchmarked)
   lenet_qop lenet's convolutions in QOperator form: QuantizeLinear, QLinearConv (Relu fused),
             MaxPool on uint8, QLinearConv, MaxPool, Reshape, QLinearMatMul 400-10 (per-tensor
             weights), DequantizeLinear
@@ -121,6 +124,19 @@ def kws():
         x = n.node("Add", [x, y]) if i >= 2 else y
     x = n.node("Flatten", [n.node("GlobalAveragePool", [x])], axis=1)
     return n, n.gemm(x, 64, 12)
+
+
+def ops():
+    """The QDQ groups that are not products, each with its own output parameters: Sigmoid,
+    Mul (swish), Tanh, LeakyRelu, Add, GlobalAveragePool (tables, integer Add/Mul/pool), and
+    an Add that broadcasts (float between its DQs and Q)."""
+    n = Net("ops", [1, 8, 6, 6])
+    c = n.conv("input", 8, 8, (3, 3), pads=(1, 1, 1, 1))
+    x = n.node("Tanh", [n.node("Mul", [c, n.node("Sigmoid", [c])])])
+    x = n.node("Add", [x, n.node("LeakyRelu", [c], alpha=0.1)])
+    # the broadcasting Add stays float (-v says so); the output is the whole map, so that a
+    # one-quantum error of any of the ops above shows
+    return n, n.node("Add", [x, n.node("GlobalAveragePool", [x])])
 
 
 def mlp():
@@ -297,7 +313,8 @@ def write(outdir, name, model, float_model, atol, x):
     d = os.path.join(outdir, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     save(model, os.path.join(d, "model.onnx"))
-    save(float_model, os.path.join(d, "float.onnx"))
+    if float_model:
+        save(float_model, os.path.join(d, "float.onnx"))
     ((_, y),) = ort_run(model, {"input": x})
     for fn, arr, nm in (("input_0.pb", x, "input"), ("output_0.pb", y, "output")):
         with open(os.path.join(d, "test_data_set_0", fn), "wb") as f:
@@ -319,6 +336,11 @@ def main():
         if net.name == "lenet":
             qm, qs, fm = lenet_qop(net, ranges)
             write(outdir, "lenet_qop", qm, fm, qs, x)
+    # after the others, so that their random draws and files stay as they were
+    net, y = ops()
+    ranges = calibrate(net, y)
+    m, ys = QDQ(net, ranges, False).build(y, net.xshape)
+    write(outdir, net.name, m, None, ys, rng.uniform(-1, 1, net.xshape).astype(F32))
 
 
 if __name__ == "__main__":
