@@ -242,7 +242,10 @@ static void fuse_binary(Fuser *f, Node *n) {
 static void fuse_global_pool(Fuser *f, Node *n) {
     Quant x, y;
     Graph *g = f->g;
-    if (!activation(n->in[0], &x) || !quantized_by(f, n->out[0], &y)) return;
+    if (!activation(n->in[0], &x) || !quantized_by(f, n->out[0], &y) || x.x->rank < 3) return;
+    int64_t hw = 1;
+    for (int d = 2; d < x.x->rank; d++) hw *= x.x->dims[d];
+    if (hw > (1 << 22)) return;     /* the int32 sum of 8-bit values would overflow */
     Value **in = ARENA_ARRAY(g->arena, Value *, 5);
     in[0] = x.x, in[1] = x.scale, in[2] = zp_or_zero(g, &x, 1);
     in[3] = y.scale, in[4] = zp_or_zero(g, &y, 1);
