@@ -9,15 +9,21 @@
  *   MaxPool / Flatten / Reshape / Concat   the op itself on the 8-bit data, when the output is
  *     (DQ(x)...) -> Q                       quantized with its input's scale and zero point
  *                                           (they only select or move values)
+ *   Add / Mul (DQ(a), DQ(b)) -> Q          QLinearAdd / QLinearMul (a, b of the output's shape)
+ *   GlobalAveragePool(DQ(x)) -> Q          QLinearGlobalAveragePool, the sum in int32
+ *   Relu / Clip(DQ(x)) -> Q                QLinearClip: the bounds become the requantisation's
+ *   Sigmoid / Tanh / LeakyRelu /           QLinearLookup, a 256-entry table of the group's
+ *     HardSigmoid (DQ(x)) -> Q               result for each input byte
+ * (the last four are internal ops, passes/ops/qlinear.c, which says how each rounds)
  * Conditions: the weights and the bias are constants behind their DequantizeLinear, per
  * tensor or per output channel; the bias is int32 with scale x_scale * w_scale and zero
  * point 0 (what every quantizer writes); every other scale and zero point is a constant
  * scalar; the op's float result feeds nothing but the QuantizeLinear. The requantisation is
  * QLinearConv's: float scaling of the int32 sum (docs/int8.md says why).
  * Everything else keeps the float op between its DequantizeLinear and QuantizeLinear: an
- * elementwise op (Relu, Clip, Add, Mul, ...) is then fused with them into one kernel that
- * reads and writes 8-bit data and computes in registers; other ops (pools by averaging,
- * Softmax, ...) get a float temporary. -v names each of those.
+ * elementwise op (an Add that broadcasts, ...) is then fused with them into one kernel that
+ * reads and writes 8-bit data and computes in registers; other ops (AveragePool, Softmax,
+ * ...) get a float temporary. -v names each of those.
  *
  * Runs after infer_shapes (which leaves DequantizeLinear of constants unfolded for this pass)
  * and before fold_constants, which folds the DequantizeLinears left over into float weights. */
