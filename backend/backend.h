@@ -19,6 +19,8 @@ typedef struct Target {
     bool vnni;                      /* x86 AVX-512 VNNI: r + dot4(a, b) is one vpdpbusd */
     bool dsp;                       /* Arm DSP extension (Cortex-M4): r + dot4(a, b) is two smlad */
     bool vldm;                      /* Arm M-profile FPU: adjacent float loads as one vldmia */
+    bool round_insn;                /* float round-half-to-even is one instruction (x86 SSE4.1
+                                       roundps, AArch64 frintn): llvm.roundeven */
 } Target;
 
 /* triple NULL: the host (LLVMGetHostCPUName/Features). Unknown triple/cpu: fatal(). */

@@ -278,6 +278,7 @@ static V m_ceil(M *m, V x) {
  * subtracting 2^mant again is exact. Six operations where a float->int->float round trip
  * with its tie test took fifteen (the requantisation of every integer kernel rounds). */
 static V m_round(M *m, V x) {
+    if (m->e->t->round_insn) return intrinsic(m, "llvm.roundeven", &x, 1);
     V big = fk(m, ldexp(1.0, m->mant)), ax = fabs_(m, x);
     V t = sub(m, add(m, ax, big), big);
     return sel(m, cmp(m, LLVMRealOLT, ax, big), copysign_(m, t, x), x);

@@ -67,6 +67,8 @@ enum {                              /* OpInfo.flags */
     OPF_VIEW = 1 << 0,              /* output is a re-shaped view of input 0 (no data moves);
                                        simplify drops it when the shape does not change */
     OPF_STRINGS = 1 << 1,           /* takes string tensors (any other op reading one is an error) */
+    OPF_INTERNAL = 1 << 2,          /* made by a pass only (fuse_qdq's integer ops); a model
+                                       that names it is refused as an unknown operator */
 };
 #define OPIN(i) (1u << (i))         /* OpInfo.shape_in: input i decides output shapes */
 

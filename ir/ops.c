@@ -19,7 +19,7 @@ Op op_lookup(const char *domain, const char *op_type) {
     bool training = domain && strcmp(domain, "ai.onnx.preview.training") == 0;
     if (domain && *domain && strcmp(domain, "ai.onnx") != 0 && !training) return OP_UNKNOWN;
     for (int i = 0; i < OP_COUNT; i++)
-        if (strcmp(op_info[i].name, op_type) == 0)
+        if (!(op_info[i].flags & OPF_INTERNAL) && strcmp(op_info[i].name, op_type) == 0)
             return training == training_op((Op)i) ? (Op)i : OP_UNKNOWN;
     return OP_UNKNOWN;
 }

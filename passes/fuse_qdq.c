@@ -9,15 +9,21 @@
  *   MaxPool / Flatten / Reshape / Concat   the op itself on the 8-bit data, when the output is
  *     (DQ(x)...) -> Q                       quantized with its input's scale and zero point
  *                                           (they only select or move values)
+ *   Add / Mul (DQ(a), DQ(b)) -> Q          QLinearAdd / QLinearMul (a, b of the output's shape)
+ *   GlobalAveragePool(DQ(x)) -> Q          QLinearGlobalAveragePool, the sum in int32
+ *   Relu / Clip(DQ(x)) -> Q                QLinearClip: the bounds become the requantisation's
+ *   Sigmoid / Tanh / LeakyRelu /           QLinearLookup, a 256-entry table of the group's
+ *     HardSigmoid (DQ(x)) -> Q               result for each input byte
+ * (the last four are internal ops, passes/ops/qlinear.c, which says how each rounds)
  * Conditions: the weights and the bias are constants behind their DequantizeLinear, per
  * tensor or per output channel; the bias is int32 with scale x_scale * w_scale and zero
  * point 0 (what every quantizer writes); every other scale and zero point is a constant
  * scalar; the op's float result feeds nothing but the QuantizeLinear. The requantisation is
  * QLinearConv's: float scaling of the int32 sum (docs/int8.md says why).
  * Everything else keeps the float op between its DequantizeLinear and QuantizeLinear: an
- * elementwise op (Relu, Clip, Add, Mul, ...) is then fused with them into one kernel that
- * reads and writes 8-bit data and computes in registers; other ops (pools by averaging,
- * Softmax, ...) get a float temporary. -v names each of those.
+ * elementwise op (an Add that broadcasts, ...) is then fused with them into one kernel that
+ * reads and writes 8-bit data and computes in registers; other ops (AveragePool, Softmax,
+ * ...) get a float temporary. -v names each of those.
  *
  * Runs after infer_shapes (which leaves DequantizeLinear of constants unfolded for this pass)
  * and before fold_constants, which folds the DequantizeLinears left over into float weights. */
@@ -216,6 +222,149 @@ static void fuse_move(Fuser *f, Node *n) {
     progress("fuse_qdq: %s: %s on 8-bit data", n->name, n->op_type);
 }
 
+/* Add and Mul of two activations of the output's shape: QLinearAdd / QLinearMul
+ * (passes/ops/qlinear.c), the scale ratios folded. */
+static void fuse_binary(Fuser *f, Node *n) {
+    Quant a, b, y;
+    Graph *g = f->g;
+    if (!activation(n->in[0], &a) || !activation(n->in[1], &b) || !quantized_by(f, n->out[0], &y)) return;
+    if (!ir_same_shape(a.x, b.x) || !ir_same_shape(a.x, n->out[0]) || a.x->dtype != b.x->dtype) return;
+    Value **in = ARENA_ARRAY(g->arena, Value *, 8);
+    in[0] = a.x, in[1] = a.scale, in[2] = zp_or_zero(g, &a, 1);
+    in[3] = b.x, in[4] = b.scale, in[5] = zp_or_zero(g, &b, 1);
+    in[6] = y.scale, in[7] = zp_or_zero(g, &y, 1);
+    bool add = n->op == OP_Add;
+    n->op = add ? OP_QLinearAdd : OP_QLinearMul;
+    n->op_type = add ? "QLinearAdd" : "QLinearMul";
+    n->in = in;
+    n->nin = 8;
+    n->out[0] = y.node->out[0];
+    n->out[0]->producer = n;
+    y.node->dead = true;
+    progress("fuse_qdq: %s: %s", n->name, n->op_type);
+}
+
+/* GlobalAveragePool of an activation: QLinearGlobalAveragePool, the sum in int32. */
+static void fuse_global_pool(Fuser *f, Node *n) {
+    Quant x, y;
+    Graph *g = f->g;
+    if (!activation(n->in[0], &x) || !quantized_by(f, n->out[0], &y) || x.x->rank < 3) return;
+    int64_t hw = 1;
+    for (int d = 2; d < x.x->rank; d++) hw *= x.x->dims[d];
+    if (hw > (1 << 22)) return;     /* the int32 sum of 8-bit values would overflow */
+    Value **in = ARENA_ARRAY(g->arena, Value *, 5);
+    in[0] = x.x, in[1] = x.scale, in[2] = zp_or_zero(g, &x, 1);
+    in[3] = y.scale, in[4] = zp_or_zero(g, &y, 1);
+    n->op = OP_QLinearGlobalAveragePool;
+    n->op_type = "QLinearGlobalAveragePool";
+    n->in = in;
+    n->nin = 5;
+    n->out[0] = y.node->out[0];
+    n->out[0]->producer = n;
+    y.node->dead = true;
+    progress("fuse_qdq: %s: QLinearGlobalAveragePool", n->name);
+}
+
+/* The float function of a one-input op that a table can replace; false for other ops. */
+static bool unary_fn(const Node *n, float v, float *out) {
+    switch (n->op) {
+    case OP_Relu: *out = v > 0 ? v : 0; return true;
+    case OP_Clip: {
+        float lo = n->nin > 1 && n->in[1] ? (float)ir_const_float(n->in[1], 0) : -INFINITY;
+        float hi = n->nin > 2 && n->in[2] ? (float)ir_const_float(n->in[2], 0) : INFINITY;
+        *out = v < lo ? lo : v > hi ? hi : v;
+        return true;
+    }
+    case OP_LeakyRelu: *out = v >= 0 ? v : v * ir_attr_float(n, "alpha", 0.01f); return true;
+    case OP_Sigmoid: *out = 1.0f / (1.0f + expf(-v)); return true;
+    case OP_Tanh: *out = tanhf(v); return true;
+    case OP_HardSigmoid: {
+        float t = ir_attr_float(n, "alpha", 0.2f) * v + ir_attr_float(n, "beta", 0.5f);
+        *out = t < 0 ? 0 : t > 1 ? 1 : t;
+        return true;
+    }
+    default: return false;
+    }
+}
+
+/* Relu or Clip (constant bounds) of an activation: QLinearClip, its bounds as integer bounds
+ * of the requantisation (rounding is monotonic, so it commutes with them). */
+static bool fuse_clip(Fuser *f, Node *n) {
+    Quant x, y;
+    Graph *g = f->g;
+    if (n->op != OP_Relu && n->op != OP_Clip) return false;
+    if (!activation(n->in[0], &x) || !quantized_by(f, n->out[0], &y)) return false;
+    double sy = ir_const_float(y.scale, 0), zy = zp_value(&y, 0);
+    DType yt = y.node->out[0]->dtype;
+    double lo = yt == DT_INT8 ? -128 : 0, hi = yt == DT_INT8 ? 127 : 255, blo = 0, bhi = INFINITY;
+    if (n->op == OP_Clip) {
+        for (int i = 1; i < n->nin; i++)
+            if (n->in[i] && (!n->in[i]->data || ir_numel(n->in[i]) != 1)) return false;
+        blo = n->nin > 1 && n->in[1] ? ir_const_float(n->in[1], 0) : -INFINITY;
+        bhi = n->nin > 2 && n->in[2] ? ir_const_float(n->in[2], 0) : INFINITY;
+    }
+    /* the bounds quantized as the reference quantizes a value (float32 division) */
+    if (blo > -INFINITY) lo = fmax(lo, nearbyintf((float)blo / (float)sy) + zy);
+    if (bhi < INFINITY) hi = fmin(hi, nearbyintf((float)bhi / (float)sy) + zy);
+    if (lo > hi) return false;
+    const char *was = n->op_type;
+    Value **in = ARENA_ARRAY(g->arena, Value *, 5);
+    in[0] = x.x, in[1] = x.scale, in[2] = zp_or_zero(g, &x, 1);
+    in[3] = y.scale, in[4] = zp_or_zero(g, &y, 1);
+    n->op = OP_QLinearClip;
+    n->op_type = "QLinearClip";
+    n->in = in;
+    n->nin = 5;
+    n->nattrs = 0;
+    ir_attr_set_int(g, n, "lo", (int64_t)lo);
+    ir_attr_set_int(g, n, "hi", (int64_t)hi);
+    n->out[0] = y.node->out[0];
+    n->out[0]->producer = n;
+    y.node->dead = true;
+    progress("fuse_qdq: %s: %s as QLinearClip (bounds %g..%g)", n->name, was, lo, hi);
+    return true;
+}
+
+/* A one-input elementwise op on an activation: QLinearLookup, a table of the reference's
+ * result Q(op(DQ(q))) for each of the 256 inputs, computed with its float32 steps (exact for
+ * Relu and Clip; Sigmoid and Tanh through libm, within an ulp of any other float32 one). */
+static void fuse_unary(Fuser *f, Node *n) {
+    Quant x, y;
+    Graph *g = f->g;
+    float probe;
+    if (fuse_clip(f, n)) return;
+    for (int i = 1; i < n->nin; i++)
+        if (n->in[i] && (!n->in[i]->data || ir_numel(n->in[i]) != 1)) return;
+    if (!unary_fn(n, 0, &probe) || !activation(n->in[0], &x) || !quantized_by(f, n->out[0], &y)) return;
+    DType xt = x.x->dtype, yt = y.node->out[0]->dtype;
+    float sx = (float)ir_const_float(x.scale, 0), sy = (float)ir_const_float(y.scale, 0);
+    float zx = (float)zp_value(&x, 0), zy = (float)zp_value(&y, 0);
+    float lo = yt == DT_INT8 ? -128 : 0, hi = yt == DT_INT8 ? 127 : 255;
+    int64_t len = 256;
+    Value *tab = ir_const_new(g, arena_printf(g->arena, "%s_table", n->name), yt, 1, &len, NULL);
+    uint8_t *d = tab->data;
+    for (int i = 0; i < 256; i++) {
+        float q = xt == DT_INT8 ? (float)(i - 128) : (float)i, v;
+        unary_fn(n, (q - zx) * sx, &v);
+        float r = nearbyintf(v / sy) + zy;
+        r = r < lo ? lo : r > hi ? hi : r;
+        d[i] = yt == DT_INT8 ? (uint8_t)(int8_t)r : (uint8_t)r;
+    }
+    const char *was = n->op_type;
+    Value **in = ARENA_ARRAY(g->arena, Value *, 2);
+    in[0] = x.x;
+    in[1] = tab;
+    n->op = OP_QLinearLookup;
+    n->op_type = "QLinearLookup";
+    n->in = in;
+    n->nin = 2;
+    n->nattrs = 0;
+    n->out[0] = y.node->out[0];
+    n->out[0]->producer = n;
+    y.node->dead = true;
+    progress("fuse_qdq: %s: %s as a 256-entry table", n->name, was);
+}
+
 /* -v: the float ops left between a DequantizeLinear and a QuantizeLinear. */
 static void report_float(Fuser *f, Node *n) {
     Quant q;
@@ -242,6 +391,10 @@ void fuse_qdq(Graph *g) {
         case OP_Gemm: case OP_MatMul: fuse_gemm(&f, n); break;
         case OP_MaxPool: if (n->nout == 1 || !n->out[1]) fuse_move(&f, n); break;
         case OP_Flatten: case OP_Reshape: case OP_Concat: fuse_move(&f, n); break;
+        case OP_Add: case OP_Mul: fuse_binary(&f, n); break;
+        case OP_GlobalAveragePool: fuse_global_pool(&f, n); break;
+        case OP_Relu: case OP_Clip: case OP_LeakyRelu: case OP_Sigmoid: case OP_Tanh:
+        case OP_HardSigmoid: fuse_unary(&f, n); break;
         default: break;
         }
     }

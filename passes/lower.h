@@ -164,6 +164,8 @@ bool rule_quant_type(DType t);
 
 /* saturate(round(v) + zp) into t's range, v and zp float32 */
 Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t);
+/* lo <= v <= hi (float v; a NaN passes through) */
+Expr *rule_clamp(Program *p, Expr *v, double lo, double hi);
 
 Value *rule_opt_in(const Node *n, int i);
 /* sequence.c: out becomes the same sequence or optional as x; the tensors a container

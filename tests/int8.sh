@@ -4,7 +4,9 @@
 #   - `onnxcc check` at -O0..-O3 on the host, within one quantum of the output (tests/int8/NAME/
 #     atol; the models end in a DequantizeLinear, so a quantum is the output scale): -O0 runs
 #     the QDQ groups in float as the standard defines them, -O1 and up as integer ops;
-#   - fuse_qdq rewrote every Conv and Gemm of the QDQ models (-v names what stays float);
+#   - fuse_qdq rewrote every Conv and Gemm of the QDQ models (-v names what stays float), and
+#     in ops and ops_s8 the Sigmoid, Tanh, LeakyRelu, Relu, Clip, Add, Mul and
+#     GlobalAveragePool groups too (all but their broadcasting Add);
 #   - the weights stay 8-bit: the object's read-only data at most 0.35x the float model's
 #     (tests/int8/NAME/float.onnx), on the host and for Cortex-M4. Not 0.25: per-channel
 #     scales and int32 biases stay 4 bytes, and the small KWS model's 64-channel layers have
@@ -41,15 +43,22 @@ for d in tests/int8/*/; do
             fail "check $opt $d (atol $atol)" $log
         fi
     done
+    # the non-product groups the ops models have (tables, Clip, Add, Mul, pool)
+    case $name in ops) ops=6 ;; ops_s8) ops=7 ;; *) ops= ;; esac
     log=$OUT/fuse_$name.log
     $ONNXCC -v -O2 $d/model.onnx -o $OUT/$name.o </dev/null >$log 2>&1
     if grep -q "^onnxcc: fuse_qdq: .*(\(Conv\|Gemm\|MatMul\)) stays float" $log; then
         fail "$d: a Conv or Gemm stayed float" $log
+    elif [ -n "$ops" ] && [ "$(grep -c "fuse_qdq: [^ ]*: \(.* table\|.*QLinearClip.*\|QLinearMul\|QLinearAdd\|QLinearGlobalAveragePool\)$" $log)" != $ops ]; then
+        fail "$d: fuse_qdq left one of the $ops non-product groups float" $log
+    elif [ -n "$ops" ]; then
+        ok "$d: its $ops non-product groups as integer ops"
     elif [ "$name" = lenet_qop ] || grep -q "fuse_qdq: .*QLinearConv" $log; then
         ok "$d: Conv and Gemm as integer ops"
     else
         fail "$d: fuse_qdq rewrote nothing" $log
     fi
+    [ -f $d/float.onnx ] || continue     # ops*: no float model to compare the size with
     for target in host thumbv7em-none-eabihf; do
         opts=
         [ $target = host ] || opts="--target $target"

@@ -284,6 +284,36 @@ static Expr *per_channel(Program *p, Kernel *k, Buf *b, Expr *m) {
     return kx_load(p, b, &m);
 }
 
+/* QLinearConv's multiplier of output channel m: x_scale * w_scale[m] / y_scale in float32
+ * steps. With constant scales (always, from fuse_qdq) it is computed here, in the same float32
+ * steps, into a table of its own (a scalar when per tensor), so the kernel neither loads three
+ * scales nor divides per output vector; the result is the same to the bit. */
+static Expr *requant_mult(Lower *L, Kernel *k, Node *n, Expr *m) {
+    Program *p = L->p;
+    Buf *xs = lower_in(L, n, 1), *ws = lower_in(L, n, 4), *ys = lower_in(L, n, 6);
+    bool known = true;
+    Buf *bs[3] = {xs, ws, ys};
+    for (int i = 0; i < 3; i++)
+        known &= bs[i]->kind == B_CONST && !bs[i]->alias && bs[i]->data && bs[i]->dtype == DT_FLOAT;
+    if (!known) {
+        Expr *mul = kx_bin(p, K_MUL, rule_load_first(p, k, xs), per_channel(p, k, ws, kx_clone(p, m)));
+        return kx_bin(p, K_DIV, mul, rule_load_first(p, k, ys));
+    }
+    int64_t nm = kir_numel(ws);
+    float sx = ((const float *)xs->data)[0], sy = ((const float *)ys->data)[0];
+    float *d = ARENA_ARRAY(p->arena, float, nm);
+    for (int64_t i = 0; i < nm; i++) {
+        float t = sx * ((const float *)ws->data)[i];
+        d[i] = t / sy;
+    }
+    if (nm == 1) return kx_const(p, DT_FLOAT, d[0]);
+    Buf *b = kir_buf_new(p, arena_printf(p->arena, "%s_mult", ws->name), DT_FLOAT, 1, &nm, B_CONST);
+    b->data = d;
+    kir_param(p, k, b, KP_IN);
+    Expr *mi = kx_clone(p, m);
+    return kx_load(p, b, &mi);
+}
+
 /* A zero point known to be 0 (a constant of zeros) needs no subtraction. */
 static bool zero_const(const Buf *zp) {
     if (!zp || zp->kind != B_CONST || zp->alias || !zp->data) return !zp;
@@ -472,13 +502,9 @@ static void lower_conv_dot4(Lower *L, Node *n, Buf *x, Buf *w, Buf *xzp, Buf *b,
     Stmt *body = ks_set(p, acc, kx_load(p, bb, (Expr *[]){kx_clone(p, oi[1])}));
     ks_seq(body, ks_red_loop(p, kv, K4, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), dot))));
     Expr *v = kx_scalar(p, k, acc);
-    if (n->op == OP_QLinearConv) {
-        Expr *mul = kx_bin(p, K_MUL, rule_load_first(p, k, lower_in(L, n, 1)),
-                           per_channel(p, k, lower_in(L, n, 4), kx_clone(p, oi[1])));
-        mul = kx_bin(p, K_DIV, mul, rule_load_first(p, k, lower_in(L, n, 6)));
-        v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), mul),
+    if (n->op == OP_QLinearConv)
+        v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), requant_mult(L, k, n, oi[1])),
                           rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
-    }
     ks_seq(body, ks_store(p, y, oi, v));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
@@ -530,13 +556,9 @@ void lower_conv_integer(Lower *L, Node *n) {
     Stmt *body = ks_set(p, acc, b ? per_channel(p, k, b, kx_clone(p, m)) : kx_const(p, DT_INT32, 0));
     ks_seq(body, ks_red_loop(p, cv, cg, taps));
     Expr *v = kx_scalar(p, k, acc);
-    if (n->op == OP_QLinearConv) {
-        Expr *mul = kx_bin(p, K_MUL, rule_load_first(p, k, lower_in(L, n, 1)),
-                           per_channel(p, k, lower_in(L, n, 4), kx_clone(p, m)));
-        mul = kx_bin(p, K_DIV, mul, rule_load_first(p, k, lower_in(L, n, 6)));
-        v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), mul),
-                     rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
-    }
+    if (n->op == OP_QLinearConv)
+        v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), requant_mult(L, k, n, m)),
+                          rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
     ks_seq(body, ks_store(p, y, oi, v));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }

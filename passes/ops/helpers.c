@@ -371,13 +371,23 @@ Expr *rule_load_first(Program *p, Kernel *k, Buf *b) {
 
 bool rule_quant_type(DType t) { return t == DT_UINT8 || t == DT_INT8; }
 
+/* lo <= v <= hi for float v, as two selects (v < lo ? lo : v, then v > hi ? hi : v) rather
+ * than K_MAX/K_MIN, whose NaN propagation costs a compare and a blend more on x86: here NaN
+ * passes through either way (a quantisation's NaN has no defined result), and each select
+ * is one vmaxps/vminps. */
+Expr *rule_clamp(Program *p, Expr *v, double lo, double hi) {
+    Expr *l = kx_const(p, DT_FLOAT, lo), *h = kx_const(p, DT_FLOAT, hi);
+    v = kx_select(p, kx_bin(p, K_LT, v, l), kx_clone(p, l), v);
+    Expr *v2 = kx_clone(p, v);
+    return kx_select(p, kx_bin(p, K_GT, v, h), kx_clone(p, h), v2);
+}
+
 /* saturate(round(v) + zp) into t's range, v and zp float32 */
 Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t) {
     v = kx_un(p, K_ROUND, v);
     if (zp) v = kx_bin(p, K_ADD, v, kx_cast(p, DT_FLOAT, zp));
     double lo = t == DT_INT8 ? -128 : 0, hi = t == DT_INT8 ? 127 : 255;
-    v = kx_bin(p, K_MIN, kx_bin(p, K_MAX, v, kx_const(p, DT_FLOAT, lo)), kx_const(p, DT_FLOAT, hi));
-    return kx_cast(p, t, v);
+    return kx_cast(p, t, rule_clamp(p, v, lo, hi));
 }
 
 Value *rule_opt_in(const Node *n, int i) { return i < n->nin ? n->in[i] : NULL; }

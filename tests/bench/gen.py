@@ -188,7 +188,7 @@ def main():
     tols = {}
     for name in sorted(os.listdir(int8)):
         d = os.path.join(int8, name)
-        if not os.path.isfile(os.path.join(d, "model.onnx")):
+        if not os.path.isfile(os.path.join(d, "float.onnx")):    # (ops: a test model only)
             continue
         paths[name + "_i8"] = os.path.join(d, "model.onnx")
         paths[name + "_f32"] = os.path.join(d, "float.onnx")

@@ -42,6 +42,8 @@ lenet_i8 tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
 kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
 lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0
+ops_i8 tests/int8/ops/model.onnx tests/int8/ops/test_data_set_0
+ops_s8 tests/int8/ops_s8/model.onnx tests/int8/ops_s8/test_data_set_0
 loop_while models/loop_while/model.onnx models/loop_while/test_data_set_0
 loop_exit models/loop_exit/model.onnx models/loop_exit/test_data_set_0
 detect models/detect/model.onnx models/detect/test_data_set_1

@@ -27,6 +27,11 @@ Models (OUTDIR/NAME/, OUTDIR defaults to tests/int8/):
             Flatten, Gemm 64-12; the BatchNormalizations folded into the convs before quantizing
             (as onnxruntime's pre-processing does)
   mlp       1x256 -> Gemm 256-128 Relu, Gemm 128-64 Relu, Gemm 64-10
+  ops       1x8x6x6 -> Conv 3x3 (8), x * Sigmoid(x), Tanh, + LeakyRelu(conv), then
+            x + GlobalAveragePool(x): one op of each kind that is neither a product nor a move
+            (no float.onnx: too small for the flash comparison, not benchmarked)
+  ops_s8    1x4x5x5, int8 activations with nonzero zero points: Sigmoid, Relu, Clip, Add, Mul,
+            Add, GlobalAveragePool, broadcasting Add (no float.onnx either)
   lenet_qop lenet's convolutions in QOperator form: QuantizeLinear, QLinearConv (Relu fused),
             MaxPool on uint8, QLinearConv, MaxPool, Reshape, QLinearMatMul 400-10 (per-tensor
             weights), DequantizeLinear
@@ -121,6 +126,19 @@ def kws():
         x = n.node("Add", [x, y]) if i >= 2 else y
     x = n.node("Flatten", [n.node("GlobalAveragePool", [x])], axis=1)
     return n, n.gemm(x, 64, 12)
+
+
+def ops():
+    """The QDQ groups that are not products, each with its own output parameters: Sigmoid,
+    Mul (swish), Tanh, LeakyRelu, Add, GlobalAveragePool (tables, integer Add/Mul/pool), and
+    an Add that broadcasts (float between its DQs and Q)."""
+    n = Net("ops", [1, 8, 6, 6])
+    c = n.conv("input", 8, 8, (3, 3), pads=(1, 1, 1, 1))
+    x = n.node("Tanh", [n.node("Mul", [c, n.node("Sigmoid", [c])])])
+    x = n.node("Add", [x, n.node("LeakyRelu", [c], alpha=0.1)])
+    # the broadcasting Add stays float (-v says so); the output is the whole map, so that a
+    # one-quantum error of any of the ops above shows
+    return n, n.node("Add", [x, n.node("GlobalAveragePool", [x])])
 
 
 def mlp():
@@ -293,11 +311,45 @@ def lenet_qop(net, ranges):
     return m, F32((hi - lo) / 255), f.model(1, "fc")
 
 
+def ops_s8():
+    """int8 activations (nonzero zero points), scales chosen by hand: Sigmoid, Relu, Clip with
+    constant bounds, Add, Mul, Add, GlobalAveragePool and a broadcasting Add, each with its own
+    QuantizeLinear/DequantizeLinear pair."""
+    nodes, inits = [], []
+
+    def const(name, a):
+        inits.append(numpy_helper.from_array(np.asarray(a), name))
+        return name
+
+    def op(kind, ins, s, z, **attrs):
+        t = "%s_%d" % (kind.lower(), len(nodes))
+        nodes.append(helper.make_node(kind, ins, [t], **attrs))
+        sn, zn = const(t + "_s", F32(s)), const(t + "_z", np.int8(z))
+        nodes.append(helper.make_node("QuantizeLinear", [t, sn, zn], [t + "_q"]))
+        nodes.append(helper.make_node("DequantizeLinear", [t + "_q", sn, zn], [t + "_dq"]))
+        return t + "_dq"
+
+    x = op("Identity", ["input"], 0.01, -5)
+    sg = op("Sigmoid", [x], 1 / 256, -128)
+    r = op("Relu", [x], 0.006, -100)
+    cl = op("Clip", [x, const("lo", F32(-0.3)), const("hi", F32(0.5))], 0.005, 3)
+    a = op("Add", [op("Mul", [op("Add", [sg, r], 0.012, -20), cl], 0.004, 7), x], 0.011, 2)
+    y = op("Add", [op("GlobalAveragePool", [a], 0.003, -9), a], 0.013, 1)
+    nodes.append(helper.make_node("Identity", [y], ["output"]))
+    shape = [1, 4, 5, 5]
+    g = helper.make_graph(nodes, "ops_s8", [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], producer_name="onnxcc tests/int8/gen.py")
+    check_model(m)
+    return m, F32(0.013), rng.uniform(-1.5, 1.5, shape).astype(F32)
+
+
 def write(outdir, name, model, float_model, atol, x):
     d = os.path.join(outdir, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     save(model, os.path.join(d, "model.onnx"))
-    save(float_model, os.path.join(d, "float.onnx"))
+    if float_model:
+        save(float_model, os.path.join(d, "float.onnx"))
     ((_, y),) = ort_run(model, {"input": x})
     for fn, arr, nm in (("input_0.pb", x, "input"), ("output_0.pb", y, "output")):
         with open(os.path.join(d, "test_data_set_0", fn), "wb") as f:
@@ -319,6 +371,13 @@ def main():
         if net.name == "lenet":
             qm, qs, fm = lenet_qop(net, ranges)
             write(outdir, "lenet_qop", qm, fm, qs, x)
+    # after the others, so that their random draws and files stay as they were
+    net, y = ops()
+    ranges = calibrate(net, y)
+    m, ys = QDQ(net, ranges, False).build(y, net.xshape)
+    write(outdir, net.name, m, None, ys, rng.uniform(-1, 1, net.xshape).astype(F32))
+    m, ys, x = ops_s8()
+    write(outdir, "ops_s8", m, None, ys, x)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ checked by hand (a folded BatchNormalization, say).
   infer_reshape       Shape -> Gather -> Concat -> Reshape: infer_shapes folds it to a constant
   simplify_identity   Identity -> Relu -> Dropout -> Exp: simplify drops Identity and Dropout
   fuse_qdq            QDQ Conv (per-channel int8 weights, int32 bias) and Relu: the conv
-                      becomes QLinearConv on the 8-bit data, the Relu stays float between its
-                      DequantizeLinear and QuantizeLinear
+                      becomes QLinearConv on the 8-bit data, the Relu (same scale and zero
+                      point 10 on both sides) QLinearClip with lower bound 10: max(q, 10)
   fuse_batchnorm      Conv -> BatchNormalization -> Relu: BN folds into the conv's weights
   lower_gemm          one Gemm (transB=1, alpha, beta, bias): its loop nest
   fuse_conv_add_relu  Conv -> Add -> Relu: the Add and Relu join the conv's loop nest
