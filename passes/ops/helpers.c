@@ -468,7 +468,15 @@ Stmt *rule_philox(Program *p, Kernel *k, Expr *const ctr[4], uint64_t key, int w
 
 Stmt *rule_random(Program *p, Kernel *k, const Node *n, Expr *index, int w[4]) {
     Attr *a = ir_attr(n, "seed");   /* a float in the random ops, an int in Dropout */
-    uint64_t key = !a ? 0 : a->type == A_INT ? (uint64_t)a->i : (uint64_t)(int64_t)a->f;
+    uint64_t key = !a ? 0 : a->type == A_INT ? (uint64_t)a->i : 0;
+    if (a && a->type != A_INT) {    /* a NaN or huge float seed keys by its bits, not by UB */
+        if (a->f > -9.2e18 && a->f < 9.2e18) key = (uint64_t)(int64_t)a->f;
+        else {
+            uint32_t bits;
+            memcpy(&bits, &a->f, sizeof bits);
+            key = bits;
+        }
+    }
     uint32_t h = 2166136261u;       /* FNV-1a of the first output's name: the stream */
     for (const char *s = n->out[0]->name; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
     Expr *ctr[4] = {index, kx_index(p, 0), kx_int(p, DT_UINT64, h), kx_index(p, 0)};
