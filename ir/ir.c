@@ -375,3 +375,78 @@ void ir_attr_remove(Node *n, const char *name) {
 const char *ir_where(Graph *g, const Node *n) {
     return arena_printf(g->arena, "%s: node '%s' (%s, opset %d)", g->path, n->name, n->op_type, n->opset);
 }
+
+/* ---- copying a body (ir_inline_body) ----
+ * map[id] is what value id of the original stands for in the copy (NULL: itself: an outer
+ * value or a constant, which the copies share). Ids past nmap are values created during the
+ * copy, which are never looked up. */
+typedef struct Copier {
+    Graph *root;
+    Value **map;
+    int nmap;
+    const char *tag;
+} Copier;
+
+static Value *mapped(const Copier *c, Value *v) {
+    return v && v->id >= 0 && v->id < c->nmap && c->map[v->id] ? c->map[v->id] : v;
+}
+
+static Value *fresh(Copier *c, const Value *v) {
+    Value *w = ir_value_new(c->root, arena_printf(c->root->arena, "%s_%s", v->name, c->tag));
+    if (v->id < c->nmap) c->map[v->id] = w;
+    return w;
+}
+
+static Graph *copy_graph(Copier *c, Graph *parent, Node *owner, const Graph *b);
+
+/* A copy of n, appended to g (or inserted before `before`). */
+static Node *copy_node(Copier *c, Graph *g, Node *before, const Node *n) {
+    const char *name = arena_printf(g->arena, "%s_%s", n->name, c->tag);
+    Node *m = before ? ir_node_insert_before(g, before, n->op, name, n->nin, n->nout)
+                     : ir_node_new(g, n->op, name, n->nin, n->nout);
+    m->op_type = n->op_type;
+    m->domain = n->domain;
+    m->opset = n->opset;
+    for (int i = 0; i < n->nin; i++) m->in[i] = mapped(c, n->in[i]);
+    m->nattrs = n->nattrs;
+    m->attrs = ARENA_ARRAY(g->arena, Attr, n->nattrs + 1);
+    if (n->nattrs) memcpy(m->attrs, n->attrs, sizeof(Attr) * (size_t)n->nattrs);
+    for (int i = 0; i < n->nattrs; i++)
+        if (m->attrs[i].type == A_GRAPH && m->attrs[i].g) m->attrs[i].g = copy_graph(c, g, m, n->attrs[i].g);
+    for (int i = 0; i < n->nout; i++) {
+        if (!n->out[i]) continue;
+        m->out[i] = fresh(c, n->out[i]);
+        m->out[i]->producer = m;
+    }
+    return m;
+}
+
+static Graph *copy_graph(Copier *c, Graph *parent, Node *owner, const Graph *b) {
+    Graph *s = ir_subgraph_new(parent, owner);
+    s->inputs = ARENA_ARRAY(s->arena, Value *, b->ninputs + 1);
+    for (int i = 0; i < b->ninputs; i++) {
+        Value *v = fresh(c, b->inputs[i]);
+        v->dtype = b->inputs[i]->dtype;     /* what the model declared; the owner's rule decides */
+        v->is_input = true;
+        s->inputs[s->ninputs++] = v;
+    }
+    for (int i = 0; i < b->nnodes; i++)
+        if (!b->nodes[i]->dead) copy_node(c, s, NULL, b->nodes[i]);
+    s->outputs = ARENA_ARRAY(s->arena, Value *, b->noutputs + 1);
+    for (int i = 0; i < b->noutputs; i++) s->outputs[s->noutputs++] = mapped(c, b->outputs[i]);
+    return s;
+}
+
+Node **ir_inline_body(Graph *g, Node *before, const Graph *body, Value **ins, const char *tag, Value **outs,
+                      int *count) {
+    Copier c = {ir_root(g), NULL, 0, tag};
+    c.nmap = c.root->nvalues;
+    c.map = ARENA_ARRAY(g->arena, Value *, c.nmap + 1);
+    for (int i = 0; i < body->ninputs; i++) c.map[body->inputs[i]->id] = ins[i];
+    Node **nodes = ARENA_ARRAY(g->arena, Node *, body->nnodes + 1);
+    *count = 0;
+    for (int i = 0; i < body->nnodes; i++)
+        if (!body->nodes[i]->dead) nodes[(*count)++] = copy_node(&c, g, before, body->nodes[i]);
+    for (int i = 0; i < body->noutputs; i++) outs[i] = mapped(&c, body->outputs[i]);
+    return nodes;
+}

@@ -248,6 +248,10 @@ void infer_loop(Graph *g, Node *n) {
     Graph *b = body_attr(n, "body");
     Value *m = opt_in(n, 0), *cond = opt_in(n, 1);
     int nc = loop_carried(n), nscan = n->nout - nc;
+    if (rule_loop_has_containers(n)) {     /* its structure changes per iteration (sequence.c) */
+        rule_unroll_loop(g, n);
+        return;
+    }
     if (m && !(ir_numel(m) == 1 && (m->dtype == DT_INT64 || m->dtype == DT_INT32))) {
         error(ir_where(g, n), "the trip count must be one int64, not %s", type_str(g, m));
         return;
