@@ -134,6 +134,15 @@ fi
 fresh; expect_error "sequence input without --seq" 1 1 "'s'" "seq s=N" -- models/seq_ops/model.onnx -o $dir/x.o
 fresh; expect_error "--seq of an unknown input" 1 any nosuch -- models/seq_ops/model.onnx --seq s=2 --seq nosuch=1 -o $dir/x.o
 fresh; expect_error "bad --seq" 2 1 -- models/seq_ops/model.onnx --seq s=-3 -o $dir/x.o
+fresh; expect_error "Loop growing a sequence by a run-time trip count" 1 1 seq_loop "trip count" -- $B/seq_loop.onnx -o $dir/x.o
+fresh; expect_error "SequenceMap over sequences of different lengths" 1 1 map_node "a sequence of 3 elements" -- $B/seq_map2.onnx --seq a=2 --seq b=3 -o $dir/x.o
+fresh
+run $B/seq_map2.onnx --seq a=2 --seq b=2 -o $dir/sm.o
+if [ $rc = 0 ] && grep -q '"y.1"' $dir/sm.h; then
+    ok "SequenceMap of two sequences of 2: outputs y.0, y.1"
+else
+    fail "SequenceMap of two sequences of 2: outputs y.0, y.1" "status $rc or header without y.1"
+fi
 fresh
 run models/seq_ops/model.onnx --seq s=2 -o $dir/sq.o
 if [ $rc = 0 ] && grep -q '"s.1"' $dir/sq.h && grep -q '"out_seq.1"' $dir/sq.h; then

@@ -1,6 +1,6 @@
 /* sequence.c - sequences and optionals: SequenceConstruct, SequenceEmpty, SequenceInsert,
- * SequenceErase, SequenceAt, SequenceLength, SplitToSequence, ConcatFromSequence, Optional,
- * OptionalHasElement, OptionalGetElement.
+ * SequenceErase, SequenceAt, SequenceLength, SplitToSequence, ConcatFromSequence,
+ * SequenceMap, Optional, OptionalHasElement, OptionalGetElement, and Loops carrying them.
  *
  * A sequence or an optional never exists at run time. Its structure (how many elements, or
  * whether the optional holds one) is fixed at compile time and its elements are ordinary
@@ -15,7 +15,8 @@
  * shape_in column of ir/ops.def, so `onnxcc check` binds them from the data set); element
  * shapes may differ from element to element. Graph inputs and outputs of these types are
  * expanded into one tensor per element (fix_shapes and expand_containers below); If branches
- * returning them are flattened by rule_flatten_branches. What needs a structure known only at
+ * returning them are flattened by rule_flatten_branches; SequenceMap and Loops carrying
+ * them are expanded per element or iteration (below). What needs a structure known only at
  * run time (a sequence grown by a Loop with a run-time trip count, an optional whose presence
  * depends on an If's run-time condition) is reported as unsupported. */
 #include <string.h>
