@@ -166,6 +166,35 @@ else
     fail "--bind makes the input a constant" "exit status $rc"
 fi
 
+# Sequences are resolved at compile time: a Loop that grows one by its trip count and
+# condition compiles once --bind makes both constants (it is unrolled; the If in its body
+# returns a sequence, whose rebuilding nodes come after the If), and an If whose condition
+# --bind fixes returns an optional that holds a value or not.
+for t in loop13_seq loop16_seq_none; do
+    L=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_$t
+    run check $L/model.onnx --bind trip_count=$L/test_data_set_0/input_0.pb --bind cond=$L/test_data_set_0/input_1.pb
+    if [ $rc = 0 ] && grep -q '^check: [1-9][0-9]* passed, 0 failed' $B/stdout; then
+        ok "check test_$t with --bind trip_count, cond"
+    else
+        fail "check test_$t with --bind trip_count, cond" "exit status $rc; $(tail -n 1 $B/stdout)"
+    fi
+done
+L=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_if_opt
+run check $L/model.onnx --bind cond=$L/test_data_set_0/input_0.pb
+if [ $rc = 0 ] && grep -q '^check: 1 passed, 0 failed' $B/stdout; then
+    ok "check test_if_opt with --bind cond"
+else
+    fail "check test_if_opt with --bind cond" "exit status $rc; $(tail -n 1 $B/stdout)"
+fi
+# An If with a constant condition: the branch not taken is neither inferred nor checked.
+fresh
+run $B/if_const.onnx -o $dir/ifc.o
+if [ $rc = 0 ] && [ -s $dir/ifc.o ]; then
+    ok "If with a constant condition and an untyped value in the other branch"
+else
+    fail "If with a constant condition and an untyped value in the other branch" "exit status $rc"
+fi
+
 # A data set whose expected output is wrong (cnn's logits for mlp's input): a failed check,
 # reported in the summary line, not an error of the model.
 mkdir -p $B/wrong_data

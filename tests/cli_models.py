@@ -8,7 +8,8 @@ if_shapes.onnx (an If named if_node whose branches give different shapes), slice
 slice_step.onnx (Slices named slice_node with run-time starts: ends not provably the starts
 plus a constant, and ends that are but with step 2), seq_loop.onnx (a Loop named seq_loop that
 grows a sequence by a run-time trip count) and seq_map2.onnx (a SequenceMap named map_node over
-two sequence inputs, whose lengths --seq makes differ)."""
+two sequence inputs, whose lengths --seq makes differ) and if_const.onnx (an If with a constant
+condition whose other branch has a value of no declared type)."""
 import os
 import sys
 
@@ -91,6 +92,13 @@ def main():
               [helper.make_value_info("y", seq_t)], "seq_map2")
     m.opset_import[0].version = 17
     save(m, os.path.join(out, "seq_map2.onnx"))
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "then", [], [f32("a", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["b1"]), helper.make_node("Abs", ["b1"], ["b"])],
+                               "else", [], [f32("b", [2, 3])])
+    yes = helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.BOOL, [], [True]))
+    save(model([yes, helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if_node")],
+               [f32("x", [2, 3])], [f32("y", [2, 3])], "if_const"),
+         os.path.join(out, "if_const.onnx"))
 
 
 if __name__ == "__main__":

@@ -287,12 +287,19 @@ void infer_opt_get(Graph *g, Node *n) {
 enum { MAX_EXPANSIONS = 4096 };     /* copies of one body: more is surely not a sequence */
 
 /* One copy of n's body `b` with inputs ins, inferred; its outputs in outs. False after a
- * reported error. */
+ * reported error. Every node from the first copy up to n is inferred, as infer_graph would:
+ * a rule may insert nodes after its own (rule_flatten_branches rebuilds containers there). */
 static bool expand(Graph *g, Node *n, const Graph *b, Value **ins, int64_t k, Value **outs) {
-    int count, before = error_count;
+    int count, before = error_count, i = 0;
     Node **copies = ir_inline_body(g, n, b, ins, arena_printf(g->arena, "%lld", (long long)k), outs, &count);
-    for (int i = 0; i < count && error_count == before; i++)
-        if (!copies[i]->dead) infer_node(g, copies[i]);
+    if (!count) return true;
+    while (g->nodes[i] != copies[0]) i++;
+    for (; g->nodes[i] != n && error_count == before; i++) {
+        Node *m = g->nodes[i];
+        if (m->dead) continue;
+        infer_node(g, m);
+        while (g->nodes[i] != m) i++;     /* over the nodes its rule inserted before it */
+    }
     return error_count == before;
 }
 
