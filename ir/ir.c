@@ -377,23 +377,49 @@ const char *ir_where(Graph *g, const Node *n) {
 }
 
 /* ---- copying a body (ir_inline_body) ----
- * map[id] is what value id of the original stands for in the copy (NULL: itself: an outer
- * value or a constant, which the copies share). Ids past nmap are values created during the
- * copy, which are never looked up. */
+ * The copier maps each value the body defines (its inputs and its nodes' outputs, nested
+ * bodies included) to what stands for it in the copy, in a hash table sized by the body, so
+ * that a copy costs what the body costs whatever the size of the model. A value not in the
+ * table (an outer value, a constant) stands for itself: the copies share it. */
 typedef struct Copier {
     Graph *root;
-    Value **map;
-    int nmap;
+    const Value **keys;
+    Value **vals;
+    unsigned mask;
     const char *tag;
 } Copier;
 
+static int defined_count(const Graph *b) {
+    int n = b->ninputs;
+    for (int i = 0; i < b->nnodes; i++) {
+        Graph *sub[4];
+        n += b->nodes[i]->nout;
+        for (int j = 0, ns = ir_subgraphs(b->nodes[i], sub, 4); j < ns; j++) n += defined_count(sub[j]);
+    }
+    return n;
+}
+
+static unsigned slot(const Copier *c, const Value *v) {
+    unsigned h = (unsigned)v->id * 2654435761u & c->mask;
+    while (c->keys[h] && c->keys[h] != v) h = (h + 1) & c->mask;
+    return h;
+}
+
 static Value *mapped(const Copier *c, Value *v) {
-    return v && v->id >= 0 && v->id < c->nmap && c->map[v->id] ? c->map[v->id] : v;
+    if (!v) return NULL;
+    unsigned h = slot(c, v);
+    return c->keys[h] ? c->vals[h] : v;
+}
+
+static void map_to(Copier *c, const Value *v, Value *w) {
+    unsigned h = slot(c, v);
+    c->keys[h] = v;
+    c->vals[h] = w;
 }
 
 static Value *fresh(Copier *c, const Value *v) {
     Value *w = ir_value_new(c->root, arena_printf(c->root->arena, "%s_%s", v->name, c->tag));
-    if (v->id < c->nmap) c->map[v->id] = w;
+    map_to(c, v, w);
     return w;
 }
 
@@ -439,10 +465,13 @@ static Graph *copy_graph(Copier *c, Graph *parent, Node *owner, const Graph *b) 
 
 Node **ir_inline_body(Graph *g, Node *before, const Graph *body, Value **ins, const char *tag, Value **outs,
                       int *count) {
-    Copier c = {ir_root(g), NULL, 0, tag};
-    c.nmap = c.root->nvalues;
-    c.map = ARENA_ARRAY(g->arena, Value *, c.nmap + 1);
-    for (int i = 0; i < body->ninputs; i++) c.map[body->inputs[i]->id] = ins[i];
+    Copier c = {ir_root(g), NULL, NULL, 0, tag};
+    unsigned size = 16;
+    while (size < 2u * (unsigned)defined_count(body) + 2) size *= 2;
+    c.mask = size - 1;
+    c.keys = ARENA_ARRAY(g->arena, const Value *, size);
+    c.vals = ARENA_ARRAY(g->arena, Value *, size);
+    for (int i = 0; i < body->ninputs; i++) map_to(&c, body->inputs[i], ins[i]);
     Node **nodes = ARENA_ARRAY(g->arena, Node *, body->nnodes + 1);
     *count = 0;
     for (int i = 0; i < body->nnodes; i++)

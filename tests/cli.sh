@@ -135,6 +135,7 @@ fresh; expect_error "sequence input without --seq" 1 1 "'s'" "seq s=N" -- models
 fresh; expect_error "--seq of an unknown input" 1 any nosuch -- models/seq_ops/model.onnx --seq s=2 --seq nosuch=1 -o $dir/x.o
 fresh; expect_error "bad --seq" 2 1 -- models/seq_ops/model.onnx --seq s=-3 -o $dir/x.o
 fresh; expect_error "Loop growing a sequence by a run-time trip count" 1 1 seq_loop "trip count" -- $B/seq_loop.onnx -o $dir/x.o
+fresh; expect_error "Loop growing a sequence for 5000 iterations" 1 1 seq_loop 4096 -- $B/seq_loop_long.onnx -o $dir/x.o
 fresh; expect_error "SequenceMap over sequences of different lengths" 1 1 map_node "a sequence of 3 elements" -- $B/seq_map2.onnx --seq a=2 --seq b=3 -o $dir/x.o
 fresh
 run $B/seq_map2.onnx --seq a=2 --seq b=2 -o $dir/sm.o

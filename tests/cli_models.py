@@ -7,8 +7,9 @@ loop_node with a run-time trip count and a scan output, which needs --max-trip) 
 if_shapes.onnx (an If named if_node whose branches give different shapes), slice_dyn.onnx and
 slice_step.onnx (Slices named slice_node with run-time starts: ends not provably the starts
 plus a constant, and ends that are but with step 2), seq_loop.onnx (a Loop named seq_loop that
-grows a sequence by a run-time trip count) and seq_map2.onnx (a SequenceMap named map_node over
-two sequence inputs, whose lengths --seq makes differ) and if_const.onnx (an If with a constant
+grows a sequence by a run-time trip count), seq_loop_long.onnx (the same for 5000 iterations),
+seq_map2.onnx (a SequenceMap named map_node over two sequence inputs, whose lengths --seq makes
+differ) and if_const.onnx (an If with a constant
 condition whose other branch has a value of no declared type)."""
 import os
 import sys
@@ -85,6 +86,11 @@ def main():
               [helper.make_tensor_value_info("n", TensorProto.INT64, []), f32("x", [3])],
               [helper.make_value_info("s", seq_t)], "seq_loop")
     save(m, os.path.join(out, "seq_loop.onnx"))
+    many = helper.make_node("Constant", [], ["n"], value=helper.make_tensor("n", TensorProto.INT64, [], [5000]))
+    m = model([many, helper.make_node("SequenceEmpty", [], ["e"], dtype=TensorProto.FLOAT),
+               helper.make_node("Loop", ["n", "", "e"], ["s"], body=body, name="seq_loop")],
+              [f32("x", [3])], [helper.make_value_info("s", seq_t)], "seq_loop_long")
+    save(m, os.path.join(out, "seq_loop_long.onnx"))
     body = helper.make_graph([helper.make_node("Add", ["p", "q"], ["r"])], "map_body",
                              [f32("p", [3]), f32("q", [3])], [f32("r", [3])])
     m = model([helper.make_node("SequenceMap", ["a", "b"], ["y"], body=body, name="map_node")],

@@ -284,13 +284,22 @@ void infer_opt_get(Graph *g, Node *n) {
  * built from the copies' results. Only the structure is unrolled: the tensor ops in each copy
  * are ordinary nodes, and a body's own If/Loop/Scan stay control regions. */
 
-enum { MAX_EXPANSIONS = 4096 };     /* copies of one body: more is surely not a sequence */
+enum {
+    MAX_EXPANSIONS = 4096,          /* copies of one body: more is surely not a sequence */
+    MAX_VALUES = 1 << 20,           /* values of the model with the copies (nested expansions
+                                       multiply): memory stays bounded on untrusted models */
+};
 
 /* One copy of n's body `b` with inputs ins, inferred; its outputs in outs. False after a
  * reported error. Every node from the first copy up to n is inferred, as infer_graph would:
  * a rule may insert nodes after its own (rule_flatten_branches rebuilds containers there). */
 static bool expand(Graph *g, Node *n, const Graph *b, Value **ins, int64_t k, Value **outs) {
     int count, before = error_count, i = 0;
+    if (ir_root(g)->nvalues > MAX_VALUES) {
+        error(ir_where(g, n), "expanding the body once per element or iteration makes the model larger "
+              "than %d values", MAX_VALUES);
+        return false;
+    }
     Node **copies = ir_inline_body(g, n, b, ins, arena_printf(g->arena, "%lld", (long long)k), outs, &count);
     if (!count) return true;
     while (g->nodes[i] != copies[0]) i++;
