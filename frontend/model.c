@@ -458,9 +458,14 @@ static void read_body_inputs(Parser *p, const Onnx__GraphProto *gp) {
         if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
             tp->tensor_type->has_elem_type && dtype_known((DType)tp->tensor_type->elem_type))
             v->dtype = (DType)tp->tensor_type->elem_type;
-        else if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->value_case != 0)
-            error(ir_where(p->up->g, g->owner), "body input '%s' is not a tensor "
-                  "(sequences, maps and optionals are not supported)", name);
+        else if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->value_case != 0) {
+            /* a sequence or optional carried by a Loop: the owner's rule gives it its value
+             * (passes/ops/sequence.c unrolls such loops) */
+            ValueKind kind, elem;
+            if (!container_type(tp, &kind, &elem))
+                error(ir_where(p->up->g, g->owner), "body input '%s' is not a tensor, a sequence of "
+                      "tensors or an optional of either (maps are not supported)", name);
+        }
         g->inputs[g->ninputs++] = v;
     }
 }

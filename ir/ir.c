@@ -380,3 +380,107 @@ void ir_attr_remove(Node *n, const char *name) {
 const char *ir_where(Graph *g, const Node *n) {
     return arena_printf(g->arena, "%s: node '%s' (%s, opset %d)", g->path, n->name, n->op_type, n->opset);
 }
+
+/* ---- copying a body (ir_inline_body) ----
+ * The copier maps each value the body defines (its inputs and its nodes' outputs, nested
+ * bodies included) to what stands for it in the copy, in a hash table sized by the body, so
+ * that a copy costs what the body costs whatever the size of the model. A value not in the
+ * table (an outer value, a constant) stands for itself: the copies share it. */
+typedef struct Copier {
+    Graph *root;
+    const Value **keys;
+    Value **vals;
+    unsigned mask;
+    const char *tag;
+} Copier;
+
+static int defined_count(const Graph *b) {
+    int n = b->ninputs;
+    for (int i = 0; i < b->nnodes; i++) {
+        Graph *sub[4];
+        n += b->nodes[i]->nout;
+        for (int j = 0, ns = ir_subgraphs(b->nodes[i], sub, 4); j < ns; j++) n += defined_count(sub[j]);
+    }
+    return n;
+}
+
+static unsigned slot(const Copier *c, const Value *v) {
+    unsigned h = (unsigned)v->id * 2654435761u & c->mask;
+    while (c->keys[h] && c->keys[h] != v) h = (h + 1) & c->mask;
+    return h;
+}
+
+static Value *mapped(const Copier *c, Value *v) {
+    if (!v) return NULL;
+    unsigned h = slot(c, v);
+    return c->keys[h] ? c->vals[h] : v;
+}
+
+static void map_to(Copier *c, const Value *v, Value *w) {
+    unsigned h = slot(c, v);
+    c->keys[h] = v;
+    c->vals[h] = w;
+}
+
+static Value *fresh(Copier *c, const Value *v) {
+    Value *w = ir_value_new(c->root, arena_printf(c->root->arena, "%s_%s", v->name, c->tag));
+    map_to(c, v, w);
+    return w;
+}
+
+static Graph *copy_graph(Copier *c, Graph *parent, Node *owner, const Graph *b);
+
+/* A copy of n, appended to g (or inserted before `before`). */
+static Node *copy_node(Copier *c, Graph *g, Node *before, const Node *n) {
+    const char *name = arena_printf(g->arena, "%s_%s", n->name, c->tag);
+    Node *m = before ? ir_node_insert_before(g, before, n->op, name, n->nin, n->nout)
+                     : ir_node_new(g, n->op, name, n->nin, n->nout);
+    m->op_type = n->op_type;
+    m->domain = n->domain;
+    m->opset = n->opset;
+    for (int i = 0; i < n->nin; i++) m->in[i] = mapped(c, n->in[i]);
+    m->nattrs = n->nattrs;
+    m->attrs = ARENA_ARRAY(g->arena, Attr, n->nattrs + 1);
+    if (n->nattrs) memcpy(m->attrs, n->attrs, sizeof(Attr) * (size_t)n->nattrs);
+    for (int i = 0; i < n->nattrs; i++)
+        if (m->attrs[i].type == A_GRAPH && m->attrs[i].g) m->attrs[i].g = copy_graph(c, g, m, n->attrs[i].g);
+    for (int i = 0; i < n->nout; i++) {
+        if (!n->out[i]) continue;
+        m->out[i] = fresh(c, n->out[i]);
+        m->out[i]->producer = m;
+    }
+    return m;
+}
+
+static Graph *copy_graph(Copier *c, Graph *parent, Node *owner, const Graph *b) {
+    Graph *s = ir_subgraph_new(parent, owner);
+    s->inputs = ARENA_ARRAY(s->arena, Value *, b->ninputs + 1);
+    for (int i = 0; i < b->ninputs; i++) {
+        Value *v = fresh(c, b->inputs[i]);
+        v->dtype = b->inputs[i]->dtype;     /* what the model declared; the owner's rule decides */
+        v->is_input = true;
+        s->inputs[s->ninputs++] = v;
+    }
+    for (int i = 0; i < b->nnodes; i++)
+        if (!b->nodes[i]->dead) copy_node(c, s, NULL, b->nodes[i]);
+    s->outputs = ARENA_ARRAY(s->arena, Value *, b->noutputs + 1);
+    for (int i = 0; i < b->noutputs; i++) s->outputs[s->noutputs++] = mapped(c, b->outputs[i]);
+    return s;
+}
+
+Node **ir_inline_body(Graph *g, Node *before, const Graph *body, Value **ins, const char *tag, Value **outs,
+                      int *count) {
+    Copier c = {ir_root(g), NULL, NULL, 0, tag};
+    unsigned size = 16;
+    while (size < 2u * (unsigned)defined_count(body) + 2) size *= 2;
+    c.mask = size - 1;
+    c.keys = ARENA_ARRAY(g->arena, const Value *, size);
+    c.vals = ARENA_ARRAY(g->arena, Value *, size);
+    for (int i = 0; i < body->ninputs; i++) map_to(&c, body->inputs[i], ins[i]);
+    Node **nodes = ARENA_ARRAY(g->arena, Node *, body->nnodes + 1);
+    *count = 0;
+    for (int i = 0; i < body->nnodes; i++)
+        if (!body->nodes[i]->dead) nodes[(*count)++] = copy_node(&c, g, before, body->nodes[i]);
+    for (int i = 0; i < body->noutputs; i++) outs[i] = mapped(&c, body->outputs[i]);
+    return nodes;
+}

@@ -190,6 +190,13 @@ void ir_dce(Graph *g);          /* marks nodes dead whose outputs are all unused
 Graph *ir_subgraph_new(Graph *parent, Node *owner);
 int ir_subgraphs(const Node *n, Graph **out, int max);
 Graph *ir_root(Graph *g);
+/* A copy of body's live nodes inserted into g before `before` (a compile-time expansion of
+ * a body: passes/ops/sequence.c), body input i standing for ins[i]. Each copied node writes
+ * fresh values named after the originals with "_TAG" appended; nested bodies are copied with
+ * their owners. Sets outs[i] to what body output i became and returns the copied nodes, in
+ * order (*count of them), not yet inferred. */
+Node **ir_inline_body(Graph *g, Node *before, const Graph *body, Value **ins, const char *tag, Value **outs,
+                      int *count);
 /* How graph passes reach bodies: f(sub) for each subgraph of each
  * live node of g, innermost first. */
 void ir_each_subgraph(Graph *g, void (*f)(Graph *));

@@ -11,6 +11,12 @@ written from the ONNX operator definitions, not from any runtime.
             the last element, SequenceLength, ConcatFromSequence with new_axis (a stack on
             axis 1), an Optional of s[0] read back with OptionalHasElement/OptionalGetElement,
             and a sequence output built by SequenceConstruct; two data sets
+  seq_map   SequenceMap over a sequence `s` of three [N,3] tensors with different N and a
+            tensor w[3] given whole to each element; its body holds a Loop (constant trip
+            count) and gives two outputs, one stacked by ConcatFromSequence; then a Loop over
+            the result's SequenceLength that builds a reversed sequence with SequenceInsert at
+            position 0 and has a scan output (the pattern of SequenceMap's function body); two
+            data sets (elements of 2, 4 and 1 rows)
 
 Run: /usr/bin/python3 models/gen_seq_models.py   (needs python3-onnx, python3-numpy)
 Written with onnx 1.12.0 and numpy 1.24; SEED fixes the data.
@@ -77,6 +83,80 @@ def seq_ops():
     return m
 
 
+def seq_map_reference(s, w):
+    ys, ms = [], []
+    for x in s:
+        acc = x
+        for _ in range(2):                                        # the body's Loop
+            acc = acc * np.float32(0.5) + x
+        y = np.tanh(x) * w + acc
+        ys.append(y)
+        ms.append(y.max(axis=0))                                  # ReduceMax axes=[0]
+    stack = np.stack(ms, axis=0)                                  # ConcatFromSequence new_axis
+    rev = [-y for y in reversed(ys)]                              # SequenceInsert at 0
+    mins = np.array([y.min() for y in ys], np.float32)            # the scan output
+    return ys, stack, rev, mins
+
+
+def seq_map():
+    inner = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         const("half", np.array(0.5, np.float32)),
+         helper.make_node("Mul", ["acc_in", "half"], ["scaled"]),
+         helper.make_node("Add", ["scaled", "x"], ["acc_out"])],
+        "inner",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", F, ["N", 3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", F, ["N", 3])])
+    body = helper.make_graph(
+        [const("trip", np.array(2, np.int64)),
+         const("yes", np.array(True)),
+         helper.make_node("Loop", ["trip", "yes", "x"], ["acc"], body=inner),
+         helper.make_node("Tanh", ["x"], ["t"]),
+         helper.make_node("Mul", ["t", "wv"], ["tw"]),
+         helper.make_node("Add", ["tw", "acc"], ["y"]),
+         helper.make_node("ReduceMax", ["y"], ["m"], axes=[0], keepdims=0)],
+        "map_body",
+        [helper.make_tensor_value_info("x", F, ["N", 3]), helper.make_tensor_value_info("wv", F, [3])],
+        [helper.make_tensor_value_info("y", F, ["N", 3]), helper.make_tensor_value_info("m", F, [3])])
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, ["N", 3]))
+    rev_body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("SequenceAt", ["ys", "k"], ["e"]),
+         helper.make_node("Neg", ["e"], ["ne"]),
+         const("front", np.array(0, np.int64)),
+         helper.make_node("SequenceInsert", ["r_in", "ne", "front"], ["r_out"]),
+         helper.make_node("ReduceMin", ["e"], ["lo"], keepdims=0)],
+        "rev_body",
+        [helper.make_tensor_value_info("k", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_value_info("r_in", seq_t)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_value_info("r_out", seq_t),
+         helper.make_tensor_value_info("lo", F, [])])
+    nodes = [
+        helper.make_node("SequenceMap", ["s", "w"], ["ys", "ms"], body=body),
+        helper.make_node("ConcatFromSequence", ["ms"], ["stack"], axis=0, new_axis=1),
+        helper.make_node("SequenceLength", ["ys"], ["len"]),
+        const("go", np.array(True)),
+        helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+        helper.make_node("Loop", ["len", "go", "empty"], ["rev", "mins"], body=rev_body),
+    ]
+    g = helper.make_graph(
+        nodes, "seq_map",
+        [helper.make_value_info("s", seq_t), helper.make_tensor_value_info("w", F, [3])],
+        [helper.make_value_info("ys", seq_t),
+         helper.make_tensor_value_info("stack", F, [3, 3]),
+         helper.make_value_info("rev", seq_t),
+         helper.make_tensor_value_info("mins", F, [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="gen_seq_models.py")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    return m
+
+
 def write(name, model, sets):
     d = os.path.join(HERE, name)
     os.makedirs(d, exist_ok=True)
@@ -102,6 +182,12 @@ def main():
         s = [rng.standard_normal((2, 4)).astype(np.float32) for _ in range(2)]
         sets.append(([x, s], list(reference(x, s))))
     write("seq_ops", seq_ops(), sets)
+    sets = []
+    for rows in ((2, 4, 1), (2, 4, 1)):     # check compiles once, for the first set's shapes
+        s = [rng.standard_normal((r, 3)).astype(np.float32) for r in rows]
+        w = rng.standard_normal(3).astype(np.float32)
+        sets.append(([s, w], list(seq_map_reference(s, w))))
+    write("seq_map", seq_map(), sets)
 
 
 if __name__ == "__main__":

@@ -174,6 +174,9 @@ void rule_container_like(Graph *g, Value *out, const Value *x);
 int rule_flatten(const Value *v, Value **out);
 /* If whose branches return sequences or optionals: they return the tensors instead. */
 bool rule_flatten_branches(Graph *g, Node *n, Graph **bs, int nb);
+/* A Loop carrying a sequence or optional is unrolled at compile time (its rule calls this). */
+bool rule_loop_has_containers(const Node *n);
+void rule_unroll_loop(Graph *g, Node *n);
 
 /* An operand element as int32 minus its zero point (zi: the zero point's index when it is
  * per row/column). */

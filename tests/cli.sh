@@ -153,6 +153,16 @@ fi
 fresh; expect_error "sequence input without --seq" 1 1 "'s'" "seq s=N" -- models/seq_ops/model.onnx -o $dir/x.o
 fresh; expect_error "--seq of an unknown input" 1 any nosuch -- models/seq_ops/model.onnx --seq s=2 --seq nosuch=1 -o $dir/x.o
 fresh; expect_error "bad --seq" 2 1 -- models/seq_ops/model.onnx --seq s=-3 -o $dir/x.o
+fresh; expect_error "Loop growing a sequence by a run-time trip count" 1 1 seq_loop "trip count" -- $B/seq_loop.onnx -o $dir/x.o
+fresh; expect_error "Loop growing a sequence for 5000 iterations" 1 1 seq_loop 4096 -- $B/seq_loop_long.onnx -o $dir/x.o
+fresh; expect_error "SequenceMap over sequences of different lengths" 1 1 map_node "a sequence of 3 elements" -- $B/seq_map2.onnx --seq a=2 --seq b=3 -o $dir/x.o
+fresh
+run $B/seq_map2.onnx --seq a=2 --seq b=2 -o $dir/sm.o
+if [ $rc = 0 ] && grep -q '"y.1"' $dir/sm.h; then
+    ok "SequenceMap of two sequences of 2: outputs y.0, y.1"
+else
+    fail "SequenceMap of two sequences of 2: outputs y.0, y.1" "status $rc or header without y.1"
+fi
 fresh
 run models/seq_ops/model.onnx --seq s=2 -o $dir/sq.o
 if [ $rc = 0 ] && grep -q '"s.1"' $dir/sq.h && grep -q '"out_seq.1"' $dir/sq.h; then
@@ -174,6 +184,35 @@ if [ $rc = 0 ] && grep -q '#define rs_NUM_INPUTS 1' $dir/rs.h; then
     ok "--bind makes the input a constant (one input left)"
 else
     fail "--bind makes the input a constant" "exit status $rc"
+fi
+
+# Sequences are resolved at compile time: a Loop that grows one by its trip count and
+# condition compiles once --bind makes both constants (it is unrolled; the If in its body
+# returns a sequence, whose rebuilding nodes come after the If), and an If whose condition
+# --bind fixes returns an optional that holds a value or not.
+for t in loop13_seq loop16_seq_none; do
+    L=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_$t
+    run check $L/model.onnx --bind trip_count=$L/test_data_set_0/input_0.pb --bind cond=$L/test_data_set_0/input_1.pb
+    if [ $rc = 0 ] && grep -q '^check: [1-9][0-9]* passed, 0 failed' $B/stdout; then
+        ok "check test_$t with --bind trip_count, cond"
+    else
+        fail "check test_$t with --bind trip_count, cond" "exit status $rc; $(tail -n 1 $B/stdout)"
+    fi
+done
+L=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_if_opt
+run check $L/model.onnx --bind cond=$L/test_data_set_0/input_0.pb
+if [ $rc = 0 ] && grep -q '^check: 1 passed, 0 failed' $B/stdout; then
+    ok "check test_if_opt with --bind cond"
+else
+    fail "check test_if_opt with --bind cond" "exit status $rc; $(tail -n 1 $B/stdout)"
+fi
+# An If with a constant condition: the branch not taken is neither inferred nor checked.
+fresh
+run $B/if_const.onnx -o $dir/ifc.o
+if [ $rc = 0 ] && [ -s $dir/ifc.o ]; then
+    ok "If with a constant condition and an untyped value in the other branch"
+else
+    fail "If with a constant condition and an untyped value in the other branch" "exit status $rc"
 fi
 
 # A data set whose expected output is wrong (cnn's logits for mlp's input): a failed check,

@@ -6,7 +6,11 @@ dimension is the symbol "batch", which only --shape resolves), loop_scan.onnx (a
 loop_node with a run-time trip count and a scan output, which needs --max-trip) and
 if_shapes.onnx (an If named if_node whose branches give different shapes), slice_dyn.onnx and
 slice_step.onnx (Slices named slice_node with run-time starts: ends not provably the starts
-plus a constant, and ends that are but with step 2)."""
+plus a constant, and ends that are but with step 2), seq_loop.onnx (a Loop named seq_loop that
+grows a sequence by a run-time trip count), seq_loop_long.onnx (the same for 5000 iterations),
+seq_map2.onnx (a SequenceMap named map_node over two sequence inputs, whose lengths --seq makes
+differ) and if_const.onnx (an If with a constant
+condition whose other branch has a value of no declared type)."""
 import os
 import sys
 
@@ -86,6 +90,38 @@ def main():
                                  case_change_action="UPPER")],
                [st("s", [2])], [st("y", [2])], "str_locale"),
          os.path.join(out, "str_locale.onnx"))
+    # sequences are resolved at compile time: a Loop that grows one needs a constant trip count
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("SequenceInsert", ["s_in", "x"], ["s_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), helper.make_value_info("s_in", seq_t)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_value_info("s_out", seq_t)])
+    m = model([helper.make_node("SequenceEmpty", [], ["e"], dtype=TensorProto.FLOAT),
+               helper.make_node("Loop", ["n", "", "e"], ["s"], body=body, name="seq_loop")],
+              [helper.make_tensor_value_info("n", TensorProto.INT64, []), f32("x", [3])],
+              [helper.make_value_info("s", seq_t)], "seq_loop")
+    save(m, os.path.join(out, "seq_loop.onnx"))
+    many = helper.make_node("Constant", [], ["n"], value=helper.make_tensor("n", TensorProto.INT64, [], [5000]))
+    m = model([many, helper.make_node("SequenceEmpty", [], ["e"], dtype=TensorProto.FLOAT),
+               helper.make_node("Loop", ["n", "", "e"], ["s"], body=body, name="seq_loop")],
+              [f32("x", [3])], [helper.make_value_info("s", seq_t)], "seq_loop_long")
+    save(m, os.path.join(out, "seq_loop_long.onnx"))
+    body = helper.make_graph([helper.make_node("Add", ["p", "q"], ["r"])], "map_body",
+                             [f32("p", [3]), f32("q", [3])], [f32("r", [3])])
+    m = model([helper.make_node("SequenceMap", ["a", "b"], ["y"], body=body, name="map_node")],
+              [helper.make_value_info("a", seq_t), helper.make_value_info("b", seq_t)],
+              [helper.make_value_info("y", seq_t)], "seq_map2")
+    m.opset_import[0].version = 17
+    save(m, os.path.join(out, "seq_map2.onnx"))
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "then", [], [f32("a", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["b1"]), helper.make_node("Abs", ["b1"], ["b"])],
+                               "else", [], [f32("b", [2, 3])])
+    yes = helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.BOOL, [], [True]))
+    save(model([yes, helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if_node")],
+               [f32("x", [2, 3])], [f32("y", [2, 3])], "if_const"),
+         os.path.join(out, "if_const.onnx"))
 
 
 if __name__ == "__main__":

@@ -81,7 +81,11 @@ void infer_if(Graph *g, Node *n) {
     Graph *t = body_attr(n, "then_branch"), *e = body_attr(n, "else_branch");
     if (c->data) {                  /* only the branch taken matters; the other may not fit */
         bool taken = ir_const_int(c, 0) != 0;
-        Graph *b = taken ? t : e;
+        Graph *b = taken ? t : e, *other = taken ? e : t;
+        if (other) {                /* never runs: nothing of it is inferred, checked or lowered */
+            other->nnodes = 0;
+            other->noutputs = 0;
+        }
         if (!infer_body(g, n, b, taken ? "then_branch" : "else_branch", n->nout) ||
             !rule_flatten_branches(g, n, &b, 1)) return;
         for (int i = 0; i < n->nout; i++)
@@ -248,6 +252,10 @@ void infer_loop(Graph *g, Node *n) {
     Graph *b = body_attr(n, "body");
     Value *m = opt_in(n, 0), *cond = opt_in(n, 1);
     int nc = loop_carried(n), nscan = n->nout - nc;
+    if (rule_loop_has_containers(n)) {     /* its structure changes per iteration (sequence.c) */
+        rule_unroll_loop(g, n);
+        return;
+    }
     if (m && !(ir_numel(m) == 1 && (m->dtype == DT_INT64 || m->dtype == DT_INT32))) {
         error(ir_where(g, n), "the trip count must be one int64, not %s", type_str(g, m));
         return;

@@ -1,6 +1,6 @@
 /* sequence.c - sequences and optionals: SequenceConstruct, SequenceEmpty, SequenceInsert,
- * SequenceErase, SequenceAt, SequenceLength, SplitToSequence, ConcatFromSequence, Optional,
- * OptionalHasElement, OptionalGetElement.
+ * SequenceErase, SequenceAt, SequenceLength, SplitToSequence, ConcatFromSequence,
+ * SequenceMap, Optional, OptionalHasElement, OptionalGetElement, and Loops carrying them.
  *
  * A sequence or an optional never exists at run time. Its structure (how many elements, or
  * whether the optional holds one) is fixed at compile time and its elements are ordinary
@@ -15,7 +15,8 @@
  * shape_in column of ir/ops.def, so `onnxcc check` binds them from the data set); element
  * shapes may differ from element to element. Graph inputs and outputs of these types are
  * expanded into one tensor per element (fix_shapes and expand_containers below); If branches
- * returning them are flattened by rule_flatten_branches. What needs a structure known only at
+ * returning them are flattened by rule_flatten_branches; SequenceMap and Loops carrying
+ * them are expanded per element or iteration (below). What needs a structure known only at
  * run time (a sequence grown by a Loop with a run-time trip count, an optional whose presence
  * depends on an If's run-time condition) is reported as unsupported. */
 #include <string.h>
@@ -274,6 +275,188 @@ void infer_opt_get(Graph *g, Node *n) {
     rewrite(g, n, OP_Identity, x->elems, 1);
 }
 
+/* ---- bodies over sequences: SequenceMap, Loops carrying containers ----
+ * A sequence's structure is fixed at compile time, so a body that maps its elements, or a
+ * Loop that builds a sequence, cannot be a loop at run time: its iterations may give
+ * elements of different shapes and change the sequence's length. Such a body is expanded
+ * once per element (or iteration) into the enclosing graph (ir_inline_body), each copy
+ * inferred with the shapes of its own element, and the node is replaced by the containers
+ * built from the copies' results. Only the structure is unrolled: the tensor ops in each copy
+ * are ordinary nodes, and a body's own If/Loop/Scan stay control regions. */
+
+enum {
+    MAX_EXPANSIONS = 4096,          /* copies of one body: more is surely not a sequence */
+    MAX_VALUES = 1 << 20,           /* values of the model with the copies (nested expansions
+                                       multiply): memory stays bounded on untrusted models */
+};
+
+/* One copy of n's body `b` with inputs ins, inferred; its outputs in outs. False after a
+ * reported error. Every node from the first copy up to n is inferred, as infer_graph would:
+ * a rule may insert nodes after its own (rule_flatten_branches rebuilds containers there). */
+static bool expand(Graph *g, Node *n, const Graph *b, Value **ins, int64_t k, Value **outs) {
+    int count, before = error_count, i = 0;
+    if (ir_root(g)->nvalues > MAX_VALUES) {
+        error(ir_where(g, n), "expanding the body once per element or iteration makes the model larger "
+              "than %d values", MAX_VALUES);
+        return false;
+    }
+    Node **copies = ir_inline_body(g, n, b, ins, arena_printf(g->arena, "%lld", (long long)k), outs, &count);
+    if (!count) return true;
+    while (g->nodes[i] != copies[0]) i++;
+    for (; g->nodes[i] != n && error_count == before; i++) {
+        Node *m = g->nodes[i];
+        if (m->dead) continue;
+        infer_node(g, m);
+        while (g->nodes[i] != m) i++;     /* over the nodes its rule inserted before it */
+    }
+    return error_count == before;
+}
+
+/* A node before n writing v (which n wrote) from ins: n's results get new producers. */
+static void produce(Graph *g, Node *n, Op op, Value *v, Value **ins, int nin) {
+    Node *m = ir_node_insert_before(g, n, op, arena_printf(g->arena, "%s_%s", n->name, v->name), nin, 1);
+    if (nin) memcpy(m->in, ins, sizeof(Value *) * (size_t)nin);
+    m->out[0] = v;
+    v->producer = m;
+    infer_node(g, m);
+}
+
+/* v becomes the sequence of elems (dtype t when there are none). */
+static void produce_seq(Graph *g, Node *n, Value *v, Value **elems, int len, DType t) {
+    if (len) {
+        produce(g, n, OP_SequenceConstruct, v, elems, len);
+        return;
+    }
+    Node *m = ir_node_insert_before(g, n, OP_SequenceEmpty, arena_printf(g->arena, "%s_%s", n->name, v->name), 0, 1);
+    ir_attr_set_int(g, m, "dtype", t);
+    m->out[0] = v;
+    v->producer = m;
+    infer_node(g, m);
+}
+
+/* SequenceMap: output j is the sequence of body output j over the elements; the inputs after
+ * the first are sequences of the same length (mapped element by element) or tensors (given
+ * whole to every copy). */
+void infer_seq_map(Graph *g, Node *n) {
+    Attr *a = ir_attr(n, "body");
+    Graph *b = a && a->type == A_GRAPH ? a->g : NULL;
+    if (!b || b->ninputs != n->nin || b->noutputs != n->nout) {
+        error(ir_where(g, n), "the body must take %d inputs and give %d outputs", n->nin, n->nout);
+        return;
+    }
+    if (!want_kind(g, n, 0, VK_SEQ)) return;
+    int len = n->in[0]->nelems;
+    for (int i = 1; i < n->nin; i++)
+        if (n->in[i]->kind == VK_OPT || (n->in[i]->kind == VK_SEQ && n->in[i]->nelems != len)) {
+            error(ir_where(g, n), "input %d ('%s') is %s; SequenceMap takes tensors and sequences of %d "
+                  "elements (as input 0)", i, n->in[i]->name, n->in[i]->kind == VK_OPT ? "an optional" :
+                  arena_printf(g->arena, "a sequence of %d elements", n->in[i]->nelems), len);
+            return;
+        }
+    Value **ins = ARENA_ARRAY(g->arena, Value *, n->nin + 1);
+    Value **res = ARENA_ARRAY(g->arena, Value *, (size_t)n->nout * (size_t)len + 1);
+    for (int k = 0; k < len; k++) {
+        for (int i = 0; i < n->nin; i++) ins[i] = n->in[i]->kind == VK_SEQ ? n->in[i]->elems[k] : n->in[i];
+        if (!expand(g, n, b, ins, k, res + (size_t)k * (size_t)n->nout)) return;
+    }
+    Value **elems = ARENA_ARRAY(g->arena, Value *, len + 1);
+    for (int j = 0; j < n->nout; j++) {
+        if (!n->out[j]) continue;
+        for (int k = 0; k < len; k++) {
+            elems[k] = res[(size_t)k * (size_t)n->nout + (size_t)j];
+            if (elems[k]->kind != VK_TENSOR) {
+                error(ir_where(g, n), "body output %d is %s; SequenceMap's body gives tensors", j,
+                      kind_name(elems[k]->kind));
+                return;
+            }
+        }
+        DType t = b->outputs[j]->dtype;     /* an empty map: the type the body declares */
+        if (!len && !t) {
+            error(ir_where(g, n), "mapping an empty sequence, and body output %d declares no element type", j);
+            return;
+        }
+        produce_seq(g, n, n->out[j], elems, len, t);
+    }
+    n->dead = true;
+}
+
+/* Whether v is a constant; its value (as int64) in *x. */
+static bool const_scalar(const Value *v, int64_t *x) {
+    if (!v || !v->data || ir_numel(v) != 1) return false;
+    *x = ir_const_int(v, 0);
+    return true;
+}
+
+bool rule_loop_has_containers(const Node *n) {
+    for (int i = 2; i < n->nin; i++)
+        if (n->in[i] && n->in[i]->kind != VK_TENSOR) return true;
+    return false;
+}
+
+/* A Loop carrying a sequence or optional, unrolled: the trip count and every iteration's
+ * condition must be known at compile time (the condition after inferring that iteration's
+ * copy). The final carried values become Identities of the last copy's results; a scan
+ * output becomes the ConcatFromSequence (new axis 0) of its rows. */
+void rule_unroll_loop(Graph *g, Node *n) {
+    Attr *a = ir_attr(n, "body");
+    Graph *b = a && a->type == A_GRAPH ? a->g : NULL;
+    Value *m = n->nin > 0 ? n->in[0] : NULL, *c = n->nin > 1 ? n->in[1] : NULL;
+    int nc = n->nin - 2, nscan = n->nout - nc;
+    int64_t trip = INT64_MAX, go = 1;
+    if (nc < 0 || nscan < 0 || !b || b->ninputs != 2 + nc || b->noutputs != 1 + nc + nscan) {
+        error(ir_where(g, n), "the body must take 2 + %d inputs and give 1 + %d outputs", nc, n->nout);
+        return;
+    }
+    if ((m && !const_scalar(m, &trip)) || (c && !const_scalar(c, &go))) {
+        error(ir_where(g, n), "the loop carries a sequence or optional, so its trip count and condition "
+              "must be known at compile time (sequences are resolved at compile time)");
+        return;
+    }
+    Value **ins = ARENA_ARRAY(g->arena, Value *, 2 + nc + 1), **outs = ARENA_ARRAY(g->arena, Value *, b->noutputs + 1);
+    memcpy(ins + 2, n->in + 2, sizeof(Value *) * (size_t)nc);
+    Value ***rows = ARENA_ARRAY(g->arena, Value **, nscan + 1);
+    for (int j = 0; j < nscan; j++) rows[j] = ARENA_ARRAY(g->arena, Value *, MAX(0, MIN(trip, MAX_EXPANSIONS)) + 1);
+    int64_t k = 0;
+    for (; k < trip && go; k++) {
+        if (k == MAX_EXPANSIONS) {
+            error(ir_where(g, n), "the loop carries a sequence or optional and runs more than %d "
+                  "iterations: onnxcc unrolls such loops at compile time", MAX_EXPANSIONS);
+            return;
+        }
+        uint8_t yes = 1;
+        ins[0] = ir_const_new(g, arena_printf(g->arena, "%s_iter%lld", n->name, (long long)k), DT_INT64, 0, NULL, &k);
+        ins[1] = ir_const_new(g, arena_printf(g->arena, "%s_cond%lld", n->name, (long long)k), DT_BOOL, 0, NULL, &yes);
+        if (!expand(g, n, b, ins, k, outs)) return;
+        if (!const_scalar(outs[0], &go)) {
+            error(ir_where(g, n), "the loop carries a sequence or optional, so the body's condition must be "
+                  "known at compile time; '%s' is computed at run time", outs[0]->name);
+            return;
+        }
+        memcpy(ins + 2, outs + 1, sizeof(Value *) * (size_t)nc);
+        for (int j = 0; j < nscan; j++) rows[j][k] = outs[1 + nc + j];
+    }
+    for (int i = 0; i < nc; i++)
+        if (n->out[i]) produce(g, n, OP_Identity, n->out[i], ins + 2 + i, 1);
+    for (int j = 0; j < nscan; j++) {
+        Value *o = n->out[nc + j];
+        if (!o) continue;
+        if (!k) {
+            error(ir_where(g, n), "scan output '%s' of a loop that runs no iteration has no static shape", o->name);
+            return;
+        }
+        Value *s = ir_value_new(g, arena_printf(g->arena, "%s_rows", o->name));
+        produce_seq(g, n, s, rows[j], (int)k, DT_UNDEF);
+        Node *cat = ir_node_insert_before(g, n, OP_ConcatFromSequence, arena_printf(g->arena, "%s_%s", n->name, o->name), 1, 1);
+        cat->in[0] = s;
+        ir_attr_set_int(g, cat, "axis", 0);
+        ir_attr_set_int(g, cat, "new_axis", 1);
+        cat->out[0] = o;
+        o->producer = cat;
+        infer_node(g, cat);
+    }
+    n->dead = true;
+}
+
 /* Container nodes compute nothing; they are dead by lowering unless a container reached an
  * op that takes no container (reported by that op's rule). */
 void lower_container(Lower *L, Node *n) {
@@ -284,7 +467,7 @@ bool rule_takes_containers(Op op) {
     switch (op) {
     case OP_ConcatFromSequence: case OP_Optional: case OP_OptionalGetElement: case OP_OptionalHasElement:
     case OP_SequenceAt: case OP_SequenceConstruct: case OP_SequenceErase: case OP_SequenceInsert:
-    case OP_SequenceLength: case OP_Identity: case OP_If:
+    case OP_SequenceLength: case OP_SequenceMap: case OP_Identity: case OP_If: case OP_Loop:
         return true;
     default:
         return false;
