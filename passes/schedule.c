@@ -31,9 +31,10 @@
  *     AVX-512's 32, U = 2 with 16), and the rows left over get one narrower block. A J not
  *     blocked (a matrix-vector product) gets up to twice as many vectors: more independent
  *     chains, and each packed weight row streamed whole;
- *   - with 32 vector registers, convs of at least 16 input channels that get the cm layout
- *     read a zero-padded copy of their input (conv_pad) and run blocks of 2 vectors of output
- *     channels by a row of pixels (conv_channel_block, conv_pixel_tile);
+ *   - with vectors, convs of at least 16 input channels that get the cm layout read a
+ *     zero-padded copy of their input (conv_pad) and run blocks of 2 vectors of output
+ *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
+ *     (conv_channel_block, conv_pixel_tile);
  *   - in every kernel, the innermost loops that only store (elementwise, copies, the last loop
  *     of a softmax) are strip-mined the same way with U = 1;
  *   - last, innermost reduction loops outside vector loops that read an operand contiguously
@@ -788,14 +789,17 @@ static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t, bool c_last) {
 }
 
 /* ---- contractions: convolutions on a zero-padded input ----
- * With 32 vector registers (AVX-512, the target this was measured on), a conv with at least
- * PAD_CHANNELS input channels whose taps read padding, weights packed [C,t..,M] (cm) and
- * finite, reads a zero-padded copy of its input (loop_pad: a small copy kernel before it)
- * instead of guarding each tap. Every output pixel is then interior: no peeled border
- * pieces, each a narrow register tile of its own (a 7x7 map left a 5-wide interior and 1-pixel
- * corners that streamed the weights at one FMA per weight vector loaded), and a tenth of the
- * code. Then conv_channel_block and conv_pixel_tile shape the register tile for small maps. */
-enum { PAD_CHANNELS = 16, MAX_PIXELS = 14 };
+ * On targets with vectors, a conv with at least PAD_CHANNELS input channels whose taps read
+ * padding, weights packed [C,t..,M] (cm) and finite, reads a zero-padded copy of its input
+ * (loop_pad: a small copy kernel before it) instead of guarding each tap. Every output pixel
+ * is then interior: no peeled border pieces, each a narrow register tile of its own (a 7x7
+ * map left a 5-wide interior and 1-pixel corners that streamed the weights at one FMA per
+ * weight vector loaded), and a tenth of the code: ResNet-18 for AVX2 (16 registers) compiled
+ * in ~2.4 s instead of ~4.2 and ran in ~36 ms instead of ~56, for SSE in ~1.4 s instead of
+ * ~2.5 at the same speed (CPU time, rough). Then conv_channel_block and conv_pixel_tile shape
+ * the register tile: BLOCK_VECTORS vectors of output channels by up to block_pixels
+ * pixels. */
+enum { PAD_CHANNELS = 16, BLOCK_VECTORS = 2 };
 
 static void mark_blocked(Stmt *s);
 
@@ -842,7 +846,7 @@ static Buf *conv_input(const Stmt *s, const Buf *w, int rank, bool in_red) {
 static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
-    if (r < 3 || vregs(p) < 32 || p->fp_strict || !has_conds(k->body)) return false;
+    if (r < 3 || lanes(p, k) < 2 || p->fp_strict || !has_conds(k->body)) return false;
     const Stmt *st = first_store((*nest[r - 1])->body), *col = *nest[r - 1], *red = col->body;
     if (!st || st->buf->rank != r || !dtype_is_float(st->buf->dtype)) return false;
     bool cl = store_channel_last(st, nest, r);
@@ -866,17 +870,25 @@ static Kernel *conv_pad(Program *p, Kernel *k) {
     return pad_candidate(p, k, &w, &x) ? loop_pad(p, k, x) : NULL;
 }
 
-/* After conv_layout, a conv without borders (padded, or a 1x1) on AVX-512 runs U = 2
- * vectors of output channels by a row of up to MAX_PIXELS pixels (28 accumulators): at 7x7 a
- * whole row of 7, each weight vector feeding 7 FMAs where the peeled form's 1-pixel corners
- * fed 1; two rows of 7 (28 accumulators, 2 rows of input addresses) spilled and ran ~30%
- * slower, 4 vectors x 7 too. The output channels are split in blocks of those 2 vectors, the
- * block loop outermost, so that one block's weights (590 KB for ResNet-18's layer4 3x3 convs,
- * whose 9.4 MB do not fit the L2) are reused from the L2 by every row instead of streamed
- * from L3 or memory once per pixel tile: in the model those convs went from ~1.55 to ~1.1 ms,
- * layer3's from ~1.05 to ~0.96 (thread CPU time, rough). Returns the channels of a block, 0
- * if not done; conv_pixel_tile then jams the pixels.
- * Not for a channel-last 1x1 conv (one tap) on rows wider than MAX_PIXELS / 2: there
+/* The pixels of a register tile of BLOCK_VECTORS vectors of output channels: 14 with
+ * AVX-512's 32 registers (28 accumulators, the 2 weight vectors and a broadcast), 5 with 16
+ * (10 accumulators): LLVM keeps several broadcast input elements live at once, and 6 pixels
+ * (12 accumulators) spilled three of them in ResNet-18's 3x3 convs on AVX2, the model 43-51 ms
+ * against 36 at 5 or 4 pixels and 63-69 at 7 (thread CPU time, rough). */
+static int block_pixels(const Program *p) { return vregs(p) >= 32 ? 14 : 5; }
+
+/* After conv_layout, a conv without borders (padded, or a 1x1) runs BLOCK_VECTORS = 2
+ * vectors of output channels by a row of up to block_pixels pixels (28 accumulators on
+ * AVX-512, 12 on AVX2): at 7x7 a whole row of 7 on AVX-512, each weight vector feeding 7 FMAs
+ * where the peeled form's 1-pixel corners fed 1; two rows of 7 (28 accumulators, 2 rows of
+ * input addresses) spilled and ran ~30% slower, 4 vectors x 7 too. The output channels are
+ * split in blocks of those 2 vectors, the block loop outermost, so that one block's weights
+ * (590 KB for ResNet-18's layer4 3x3 convs on AVX-512, whose 9.4 MB do not fit the L2) are
+ * reused from the L2 by every row instead of streamed from L3 or memory once per pixel tile:
+ * in the model those convs went from ~1.55 to ~1.1 ms, layer3's from ~1.05 to ~0.96 (thread
+ * CPU time, rough). Returns the channels of a block, 0 if not done; conv_pixel_tile then
+ * jams the pixels.
+ * Not for a channel-last 1x1 conv (one tap) on rows wider than block_pixels / 2: there
  * block_list's MR pixels by U vectors (6 x 4 on AVX-512) run each weight vector over more
  * pixels and walk the output in order, and such weights (MobileNetV2's, up to 221 KB on its
  * 14x14 maps) stay in L2 anyway: its 1x1 convs on 14x14 to 112x112 maps went from 62-77% of
@@ -884,13 +896,13 @@ static Kernel *conv_pad(Program *p, Kernel *k) {
  * beats 6 and a rest of 1, and its weights (1.6 MB) do not fit the L2. */
 static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     Stmt **nest[MAX_RANK + 1];
-    int r = parallel_nest(k, nest), u = 2;
-    int64_t b = (int64_t)lanes(p, k) * u;
-    if (r < 3 || vregs(p) < 32 || has_conds(k->body)) return 0;
+    int r = parallel_nest(k, nest);
+    int64_t b = (int64_t)lanes(p, k) * BLOCK_VECTORS;
+    if (r < 3 || lanes(p, k) < 2 || has_conds(k->body)) return 0;
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
     bool one_tap = w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1];
-    if (one_tap && trips(*nest[r - 2]) > MAX_PIXELS / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
+    if (one_tap && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
     if (trips(m) <= b || trips(m) % b || !has_reduction_child(m->body)) return 0;
     loop_split(p, k, nest[r - 1], b);
     for (int d = r - 2; d >= 1; d--) loop_interchange(p, k, *nest[d]);
@@ -899,7 +911,7 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
 
 /* The pixels of a conv_channel_block kernel (nest n, channel block, o..., channels): the
  * last spatial loop jammed by a whole row, or the row cut in equal pieces of at most
- * MAX_PIXELS (the rest one narrower block). The vector loops inside are marked blocked
+ * block_pixels (the rest one narrower block). The vector loops inside are marked blocked
  * (block_list leaves them). */
 static void conv_pixel_tile(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 2];
@@ -908,7 +920,7 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
         if (!((*at)->hints & LH_TILE)) nest[r++] = at;
     if (r < 3) return;
     Stmt **col = nest[r - 2], *c = *col;
-    int64_t w = trips(c), cols = (w + (w + MAX_PIXELS - 1) / MAX_PIXELS - 1) / ((w + MAX_PIXELS - 1) / MAX_PIXELS);
+    int64_t w = trips(c), px = block_pixels(p), pieces = (w + px - 1) / px, cols = (w + pieces - 1) / pieces;
     if (w < 2 || !iterations_independent(p, k, c) || !body_private(p, k, c)) return;
     Stmt *main = loop_jam(p, k, col, (int)cols);
     mark_blocked(main->body);

@@ -39,6 +39,12 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('pad_1d_dil',[2,16,20],[32,16,3],[1],[2],[2,2],1),
        ('pad_3d',[1,16,4,5,6],[32,16,3,3,3],[1,1,1],[1,1,1],[1,1,1,1,1,1],0),
        ('pad_after_s2',[1,24,9,10],[64,24,3,3],[2,2],[1,1],[0,0,1,2],1),
+       # the same with AVX2's 8 lanes (the default CPU): tiles of at most 5 pixels by blocks
+       # of 16 channels, a row of 26 as 5 x 5 and 1; a row of 11 as 4 + 4 + 3 by 3 blocks;
+       # 24 channels, not a whole block: padded, the pixels blocked by block_list
+       ('pad_row26',[1,32,3,26],[32,32,3,3],[1,1],[1,1],[1,1,1,1],1),
+       ('pad_row11_m48',[1,32,4,11],[48,32,3,3],[1,1],[1,1],[1,1,1,1],0),
+       ('pad_m24',[1,16,6,13],[24,16,3,3],[1,1],[1,1],[1,1,1,1],1),
        # few taps per output (3 x 7x7, a network's stem) on wide maps: vectors along the
        # width, stride-2 loads, the columns left over as a whole vector redone back
        # (passes/schedule.c conv_layout, vector_tile); 20 channels: blocks of 6 and a rest
