@@ -179,11 +179,15 @@ typedef struct Norm {
     double momentum;
 } Norm;
 
-static Expr *affine_load(Program *p, const Norm *nm, Buf *b, int rank, Expr **idx) {
+/* e as dtype t: opset 15 lets BatchNormalization's scale and bias, mean and var be other
+ * float types than x. */
+static Expr *as(Program *p, DType t, Expr *e) { return e->type == t ? e : kx_cast(p, t, e); }
+
+static Expr *affine_load(Program *p, const Norm *nm, Buf *b, int rank, Expr **idx, DType t) {
     Expr *bi[MAX_RANK];
-    if (nm->af == AF_CHANNEL) return kx_load(p, b, &idx[1]);
+    if (nm->af == AF_CHANNEL) return as(p, t, kx_load(p, b, &idx[1]));
     lower_bcast_idx(p, b, rank - nm->axis, idx + nm->axis, bi);
-    return kx_load(p, b, bi);
+    return as(p, t, kx_load(p, b, bi));
 }
 
 /* For every position of the kept dims, three passes over the reduced ones:
@@ -230,25 +234,25 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
                                 : kx_un(p, K_SQRT, kx_bin(p, K_ADD, var, eps));
     if (nm->run_var) {      /* before var is consumed by den below */
         Expr *c = kx_clone(p, kidx[1]), *c2 = kx_clone(p, kidx[1]);
-        Expr *old = kx_bin(p, K_MUL, kx_load(p, nm->var_in, &c), kx_const(p, t, nm->momentum));
-        ks_seq(body, ks_store(p, nm->run_var, &c2, kx_bin(p, K_ADD, old, kx_bin(p, K_MUL, kx_clone(p, var),
-                                                                                 kx_const(p, t, 1 - nm->momentum)))));
+        Expr *old = kx_bin(p, K_MUL, as(p, t, kx_load(p, nm->var_in, &c)), kx_const(p, t, nm->momentum));
+        ks_seq(body, ks_store(p, nm->run_var, &c2, as(p, nm->run_var->dtype, kx_bin(p, K_ADD, old, kx_bin(p, K_MUL, kx_clone(p, var),
+                                                                                 kx_const(p, t, 1 - nm->momentum))))));
     }
     if (nm->run_mean) {
         Expr *c = kx_clone(p, kidx[1]), *c2 = kx_clone(p, kidx[1]);
-        Expr *old = kx_bin(p, K_MUL, kx_load(p, nm->mean_in, &c), kx_const(p, t, nm->momentum));
-        ks_seq(body, ks_store(p, nm->run_mean, &c2, kx_bin(p, K_ADD, old, kx_bin(p, K_MUL, kx_scalar(p, k, mean),
-                                                                                   kx_const(p, t, 1 - nm->momentum)))));
+        Expr *old = kx_bin(p, K_MUL, as(p, t, kx_load(p, nm->mean_in, &c)), kx_const(p, t, nm->momentum));
+        ks_seq(body, ks_store(p, nm->run_mean, &c2, as(p, nm->run_mean->dtype, kx_bin(p, K_ADD, old, kx_bin(p, K_MUL, kx_scalar(p, k, mean),
+                                                                                   kx_const(p, t, 1 - nm->momentum))))));
     }
     ks_seq(body, ks_set(p, inv, kx_un(p, K_RECIP, den)));
-    if (nm->mean_out) ks_seq(body, ks_store(p, nm->mean_out, kidx, kx_scalar(p, k, mean)));
-    if (nm->inv_out) ks_seq(body, ks_store(p, nm->inv_out, kidx, kx_scalar(p, k, inv)));
+    if (nm->mean_out) ks_seq(body, ks_store(p, nm->mean_out, kidx, as(p, nm->mean_out->dtype, kx_scalar(p, k, mean))));
+    if (nm->inv_out) ks_seq(body, ks_store(p, nm->inv_out, kidx, as(p, nm->inv_out->dtype, kx_scalar(p, k, inv))));
 
     rule_sel_vars(p, k, r, nm->mask, rv, idx);
     Expr *v = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
     v = kx_bin(p, K_MUL, v, kx_scalar(p, k, inv));
-    if (nm->scale) v = kx_bin(p, K_MUL, v, affine_load(p, nm, nm->scale, r, idx));
-    if (nm->bias) v = kx_bin(p, K_ADD, v, affine_load(p, nm, nm->bias, r, idx));
+    if (nm->scale) v = kx_bin(p, K_MUL, v, affine_load(p, nm, nm->scale, r, idx, t));
+    if (nm->bias) v = kx_bin(p, K_ADD, v, affine_load(p, nm, nm->bias, r, idx, t));
     ks_seq(body, rule_wrap_dims(p, r, x->dims, nm->mask, rv, ks_store(p, y, idx, v), false));
     k->body = lower_wrap(p, no, od, ov, body);
 }
@@ -309,6 +313,11 @@ void infer_instnorm(Graph *g, Node *n) {
         error(ir_where(g, n), "input must have rank >= 3 (N, C, spatial...), not %d", x->rank);
         return;
     }
+    if (!dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input must be a float tensor, not %s", dtype_name(x->dtype));
+        return;
+    }
+    if (!rule_same_type(g, n, 1, 2)) return;
     for (int i = 1; i < 3; i++)
         if (n->in[i]->rank != 1 || n->in[i]->dims[0] != x->dims[1]) {
             error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
