@@ -51,8 +51,9 @@ void be_write_weights(Program *p, const char *path);
 void be_write_header(Program *p, const char *path);
 
 /* The host's float multiply-add peak in GFLOP/s on one core, measured for about `seconds`
- * with a JIT-compiled loop of independent FMAs on the widest vectors (peak.c). */
-double be_fma_peak(double seconds);
+ * with a JIT-compiled loop of independent FMAs on the vectors of `like` (a host target: the
+ * peak of the instructions its objects may use) (peak.c). */
+double be_fma_peak(const Target *like, double seconds);
 
 /* Load a host object file in-process (LLVM ORC) and return NAME_run. fatal() on failure. */
 typedef int (*RunFn)(const void *const *inputs, void *const *outputs, void *arena);

@@ -70,9 +70,10 @@ static void build(Emitter *e, int lanes, int chains) {
     LLVMBuildRetVoid(e->B);
 }
 
-double be_fma_peak(double seconds) {
-    Target t;
-    be_target(&t, NULL, "native", NULL, NULL);    /* this core, whatever objects default to */
+double be_fma_peak(const Target *like, double seconds) {
+    /* this core with the instructions the benchmarked object may use (an x86-64-v3 object's
+     * peak is half an AVX-512 core's), whatever objects default to */
+    Target t = *like;
     int lanes = t.vector_bytes / 4 < 1 ? 1 : t.vector_bytes / 4;
     int chains = t.vector_bytes >= 64 ? 24 : 12;
     Emitter e = {.t = &t};
@@ -99,7 +100,7 @@ double be_fma_peak(double seconds) {
     LLVMDisposeModule(e.M);
     LLVMContextDispose(e.C);
     LLVMDisposeTargetMachine(tm);
-    be_target_free(&t);
+    /* t is the caller's: not freed here */
     be_load_buffer(buf, "peak");
     void *addr = be_loaded_symbol("onnxcc_peak");
     if (!addr) die("peak: onnxcc_peak not found");

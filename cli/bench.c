@@ -227,7 +227,7 @@ int bench_main(Arena *a, Cli *c) {
     Bench b = build(a, c, &t, false);
     Program *p = b.p;
     prepare(a, &b, dir);
-    double peak = be_fma_peak(secs / 10 < 0.05 ? secs / 10 : 0.05);
+    double peak = be_fma_peak(&t, secs / 10 < 0.05 ? secs / 10 : 0.05);
     Timing plain = time_runs(&b, secs);
 
     int64_t macs = 0, bytes = 0;
