@@ -811,7 +811,7 @@ static bool has_conds(const Stmt *s) {
 
 static bool finite_data(const Buf *b) {
     if (!b->data || b->dtype != DT_FLOAT) return b->dtype == DT_FLOAT;   /* a parsed program: no contents */
-    for (int64_t i = 0; i < kir_numel(b); i++) {
+    for (int64_t i = 0, n = kir_numel(b); i < n; i++) {
         float f;                    /* contents may sit unaligned in the model's bytes */
         memcpy(&f, (const char *)b->data + i * (int64_t)sizeof f, sizeof f);
         if (!isfinite(f)) return false;
