@@ -404,6 +404,10 @@ void infer_lrn(Graph *g, Node *n) {
         error(ir_where(g, n), "need an input of rank >= 2 and a positive size attribute");
         return;
     }
+    if (!dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input must be a float tensor, not %s", dtype_name(x->dtype));
+        return;
+    }
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
 }
 

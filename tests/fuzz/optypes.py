@@ -25,6 +25,15 @@ for line in open(os.path.join(here, "../../ir/ops.def")):
     m = re.match(r"OP\((\w+),\s*(\d+),\s*(\d+),\s*(\w+),\s*(\d+),", line)
     if m:
         ops.append((m.group(1), int(m.group(3)), int(m.group(5))))
+# attributes without which an op is refused before its types are looked at
+ATTRS = {
+    "LRN": {"size": 3}, "AveragePool": {"kernel_shape": [2, 2]}, "MaxPool": {"kernel_shape": [2, 2]},
+    "LpPool": {"kernel_shape": [2, 2]}, "MaxRoiPool": {"pooled_shape": [1, 1]},
+    "Cast": {"to": T.FLOAT}, "DepthToSpace": {"blocksize": 1}, "SpaceToDepth": {"blocksize": 1},
+    "Concat": {"axis": 0}, "Einsum": {"equation": "ij->ji"}, "Split": {"axis": 0},
+    "Gather": {"axis": 0}, "ConcatFromSequence": {"axis": 0}, "MaxUnpool": {"kernel_shape": [2, 2]},
+    "EyeLike": {}, "RandomUniformLike": {}, "Bernoulli": {},
+}
 TYPES = [T.BOOL, T.INT32, T.FLOAT16, T.DOUBLE, T.INT8, T.UINT64, T.FLOAT, T.INT64]
 passed = failed = 0
 for op, nin, nout in ops:
@@ -33,7 +42,8 @@ for op, nin, nout in ops:
             for only_first in (False, True):
                 names = ["i%d" % k for k in range(nin)]
                 types = [T.FLOAT if only_first and k else t for k in range(nin)]
-                node = helper.make_node(op, names, ["o%d" % k for k in range(max(nout, 1))])
+                node = helper.make_node(op, names, ["o%d" % k for k in range(max(nout, 1))],
+                                        **ATTRS.get(op, {}))
                 g = helper.make_graph(
                     [node], "g", [helper.make_tensor_value_info(a, b, shape) for a, b in zip(names, types)],
                     [helper.make_tensor_value_info("o0", t, None)])
