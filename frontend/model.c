@@ -348,8 +348,12 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
     }
     const OpInfo *oi = &op_info[n->op];
     int missing = -1;
-    /* Scan-8's first input (sequence_lens) is optional, though the later ones are not */
-    for (int i = n->op == OP_Scan && n->opset < 9; i < n->nin && i < oi->min_in; i++)
+    /* The required inputs: the first min_in, and all of a variadic list (ONNX has no optional
+     * variadic inputs); but Scan-8's first input (sequence_lens) and Loop's first two (M,
+     * cond) are optional. */
+    int first = n->op == OP_Loop ? 2 : n->op == OP_Scan && n->opset < 9;
+    int last = oi->max_in == OP_INF ? n->nin : oi->min_in;
+    for (int i = first; i < n->nin && i < last; i++)
         if (!n->in[i] && missing < 0) missing = i;
     if (n->opset < oi->since)
         error(where, "unsupported operator %s (domain '%s'): opset %d is older than %d",
