@@ -90,7 +90,7 @@ typedef struct Loss {
 /* Whether the sample at label index ti counts (NULL: always). */
 static Expr *counted(Program *p, const Loss *s, Expr **ti) {
     if (!s->has_ii) return NULL;
-    return kx_bin(p, K_NE, kx_load(p, s->t, ti), kx_const(p, s->t->dtype, (double)s->ii));
+    return kx_bin(p, K_NE, kx_load(p, s->t, ti), kx_int(p, s->t->dtype, s->ii));
 }
 
 /* The sample's class as an index, clamped into [0, C). */
