@@ -270,6 +270,11 @@ void infer_conv_integer(Graph *g, Node *n) {
             error(ir_where(g, n), "needs a uint8/int8 y_zero_point and an int32 bias per channel");
             return;
         }
+        /* x_scale, w_scale, y_scale: inputs 1, 4, 6 */
+        if (n->in[1]->dtype != DT_FLOAT || n->in[4]->dtype != DT_FLOAT || n->in[6]->dtype != DT_FLOAT) {
+            error(ir_where(g, n), "needs float32 x_scale, w_scale and y_scale");
+            return;
+        }
     }
     dims[0] = x->dims[0];
     dims[1] = w->dims[0];
