@@ -2,7 +2,6 @@
  * (x*1, x+0, constants) so that lowering rules can build indices without care. */
 #include "kir.h"
 
-#include <math.h>
 #include <string.h>
 
 const char *const kop_name[K_COUNT] = {
@@ -171,8 +170,7 @@ static Expr *mk(Program *p, ExprKind kind, DType t, int nargs) {
 Expr *kx_const(Program *p, DType t, double v) {
     Expr *e = mk(p, E_CONST, t, 0);
     if (dtype_is_float(t)) e->f = v;
-    else if (isnan(v)) e->i = 0;        /* saturated, as the interpreter's casts (kinterp.c) */
-    else e->i = v >= 9223372036854775807.0 ? INT64_MAX : v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+    else e->i = sat_i64(v);             /* as the interpreter's casts (kinterp.c) */
     return e;
 }
 

@@ -89,6 +89,13 @@ int64_t sz_add(int64_t a, int64_t b) {
     return a < 0 ? INT64_MIN : INT64_MAX;
 }
 
+int64_t sat_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775807.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+
 /* ---- errors ---- */
 int error_count;
 int verbose_level;

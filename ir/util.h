@@ -59,6 +59,9 @@ void out_remove_all(void);
  * the check that follows the computation reports it as a user error. */
 int64_t sz_mul(int64_t a, int64_t b);
 int64_t sz_add(int64_t a, int64_t b);
+/* A double as int64_t without C's undefined behaviour: NaN is 0, values beyond the range
+ * saturate (the interpreter's casts, kernel constants). */
+int64_t sat_i64(double x);
 
 /* ---- internal bugs ---- */
 _Noreturn void die_(const char *file, int line, const char *fmt, ...)
