@@ -1155,13 +1155,6 @@ static Stmt *pad_nest(Pad *pd, Kernel *c, const int *vars, int d, bool in) {
     return head;
 }
 
-/* A padded copy whose innermost dim spans a multiple of PAD_SLACK_STRIDE bytes (NHWC with 256
- * channels or more) gets PAD_SLACK bytes more per row of that dim, zeros never read: at a
- * stride of 2 KB the 14 pixels whose elements a conv's register tile broadcasts fall in 2 of
- * the L1's 64 sets, and evict each other (512 channels on a 14x14 map ran at ~22% of the FMA
- * peak, on 7x7 ~70%). */
-enum { PAD_SLACK_STRIDE = 1024, PAD_SLACK = 64 };
-
 Kernel *loop_pad(Program *p, Kernel *k, Buf *x) {
     Pad pd = {p, k, x, NULL, {0}, {0}, {0}, true};
     int r = x->rank, at = -1;
@@ -1181,8 +1174,6 @@ Kernel *loop_pad(Program *p, Kernel *k, Buf *x) {
     for (int d = 0; d < r; d++) {
         pd.before[d] = -pd.mn[d];
         dims[d] = pd.mx[d] + 1 + pd.before[d];
-        if (d == r - 1 && dims[d] * (int64_t)dtype_size(x->dtype) % PAD_SLACK_STRIDE == 0)
-            dims[d] += PAD_SLACK / (int64_t)dtype_size(x->dtype);
         snprintf(pads + strlen(pads), sizeof pads - strlen(pads), ",%lld:%lld", (long long)pd.before[d],
                  (long long)(dims[d] - x->dims[d] - pd.before[d]));
     }

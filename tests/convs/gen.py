@@ -156,5 +156,5 @@ def resnet(name,xs,c1,c2):
 resnet('res_32_48',[1,3,27,23],32,48)
 resnet('res_b2_16_40',[2,3,20,31],16,40)
 resnet('res_64_96',[1,3,30,34],64,96)
-# 256 channels: their padded NHWC copies get a 64-byte slack per pixel (passes/loops.c, loop_pad)
+# 256 channels (padded NHWC inputs of 1 KB per pixel, 32-channel blocks over 4x4 and 2x2 maps)
 resnet('res_256',[1,3,14,14],256,256)
