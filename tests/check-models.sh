@@ -1,21 +1,19 @@
 # tests/check-models.sh - sourced by the runners whose generators write models with numpy
 # reference outputs (tests/convs.sh, tests/rnn.sh): check_models OUT LEVELS runs
 # `onnxcc check --atol 1e-4` on every OUT/NAME/model.onnx (and its test_data_set_*) at each
-# -O level of LEVELS, counting into $passed and $failed. A level may carry more options after
-# commas (-O2,--cpu,native). atol 1e-4: the references compute in
-# float64, the compiled code in float32.
+# -O level of LEVELS, counting with tests/lib.sh's ok and fail. A level may carry more options
+# after commas (-O2,--cpu,native). atol 1e-4: the references compute in float64, the compiled
+# code in float32.
 check_models() { # out-dir levels
     for m in $1/*/; do
         name=${m%/}
         name=${name##*/}
         for o in $2; do
             if $ONNXCC check $(echo $o | tr , ' ') --atol 1e-4 $m/model.onnx >$1/$name$o.log 2>&1; then
-                echo "ok   $name $o"
-                passed=$((passed + 1))
+                ok "$name $o"
             else
-                echo "FAIL $name $o"
+                fail "$name $o"
                 tail -n 5 $1/$name$o.log
-                failed=$((failed + 1))
             fi
         done
     done

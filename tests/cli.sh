@@ -7,32 +7,24 @@
 set -u
 set -f    # patterns below are regular expressions, not file names
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
-PYTHON=${PYTHON:-/usr/bin/python3}
+. tests/lib.sh
 B=build/cli
-passed=0 failed=0
 
 if [ ! -x "$ONNXCC" ]; then
-    echo "FAIL cli: $ONNXCC not built (make)"
-    echo "cli: 0 passed, 1 failed"
-    exit 1
+    fail "cli: $ONNXCC not built (make)"
+    summary cli; exit 1
 fi
 rm -rf $B/out
 mkdir -p $B/out
 if ! $PYTHON tests/cli_models.py $B >$B/models.log 2>&1; then
-    echo "FAIL cli: tests/cli_models.py"; cat $B/models.log
-    echo "cli: 0 passed, 1 failed"
-    exit 1
+    fail "cli: tests/cli_models.py"; cat $B/models.log
+    summary cli; exit 1
 fi
 echo "this is not a protobuf" >$B/text.onnx
 head -c 2000 models/mlp/model.onnx >$B/truncated.onnx
 
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { # what why
-    echo "FAIL $1: $2"
-    sed 's/^/    stderr: /' $B/stderr | head -n 8
-    failed=$((failed + 1))
-}
+# a failure shows the stderr of the last onnxcc run
+excerpt() { sed 's/^/    stderr: /' "$1" | head -n 8; }
 
 # Runs onnxcc with stdout/stderr in $B/stdout, $B/stderr; sets $rc.
 run() {
@@ -53,15 +45,15 @@ expect_error() {
     run "$@"
     errs=$(grep -c '^onnxcc: error: ' $B/stderr)
     if [ $rc != $status ]; then
-        fail "$what" "exit status $rc, expected $status"
+        fail "$what" "exit status $rc, expected $status" $B/stderr
     elif [ "$nerr" != any ] && [ "$errs" != "$nerr" ]; then
-        fail "$what" "$errs 'onnxcc: error:' lines on stderr, expected $nerr"
+        fail "$what" "$errs 'onnxcc: error:' lines on stderr, expected $nerr" $B/stderr
     elif [ -n "$(ls -A $dir)" ]; then
-        fail "$what" "left $(ls -A $dir | tr '\n' ' ')behind"
+        fail "$what" "left $(ls -A $dir | tr '\n' ' ')behind" $B/stderr
     else
         for p in $patterns; do
             if ! grep '^onnxcc: error: ' $B/stderr | grep -q -- "$p"; then
-                fail "$what" "the error does not mention '$p'"
+                fail "$what" "the error does not mention '$p'" $B/stderr
                 return
             fi
         done
@@ -77,7 +69,7 @@ fresh; expect_error "missing file (check)" 1 1 no_such.onnx -- check $B/no_such.
 fresh; expect_error "unknown ops: one error per op, each naming its node" 1 2 \
     'foo_node.*FooOp' 'bar_node.*BarOp' -- $B/unknown_ops.onnx -o $dir/x.o
 if grep '^onnxcc: error: ' $B/stderr | grep -q relu_node; then
-    fail "unknown ops" "the valid node relu_node is reported too"
+    fail "unknown ops" "the valid node relu_node is reported too" $B/stderr
 fi
 fresh; expect_error "unresolved symbolic dimension" 1 1 batch -- $B/symbolic.onnx -o $dir/x.o
 fresh; expect_error "a data-dependent shape feeding another op" 1 1 "neg_node.*'nz'.*NonZero 'nz_node'" -- \
@@ -104,7 +96,7 @@ run models/mlp/model.onnx --emit=asm --emit-weights $dir/w.bin -o $dir/x.s
 if [ $rc = 0 ] && [ -s $dir/w.bin ] && grep -q 'mlp_run_w\|x_run_w' $dir/x.s && grep -q '_run_w(' $dir/x.h; then
     ok "--emit-weights with --emit=asm: assembly with NAME_run_w, header and blob"
 else
-    fail "--emit-weights with --emit=asm" "exit status $rc; $(ls $dir | tr '\n' ' ')"
+    fail "--emit-weights with --emit=asm" "exit status $rc; $(ls $dir | tr '\n' ' ')" $B/stderr
 fi
 fresh; expect_error "check with another model's test data" 1 any -- \
     check models/mlp/model.onnx models/cnn/test_data_set_0
@@ -115,7 +107,7 @@ fresh; expect_error "a string into an op without strings" 1 1 "id_node.*'s' is a
 fresh; expect_error "a string constant longer than the capacity" 1 1 "40 bytes long.*--max-strlen" -- \
     $B/str_long_const.onnx -o $dir/x.o
 fresh; run $B/str_long_const.onnx --max-strlen 40 -o $dir/x.o
-if [ $rc = 0 ]; then ok "--max-strlen 40 holds it"; else fail "--max-strlen 40 holds it" "exit status $rc"; fi
+if [ $rc = 0 ]; then ok "--max-strlen 40 holds it"; else fail "--max-strlen 40 holds it" "exit status $rc" $B/stderr; fi
 fresh; expect_error "Cast to string with a capacity under 19" 1 1 "cast_node.*at least 19" -- \
     $B/str_cast.onnx --max-strlen 18 -o $dir/x.o
 fresh; expect_error "bad --max-strlen" 2 1 max-strlen -- $B/str_cast.onnx --max-strlen 0 -o $dir/x.o
@@ -125,7 +117,7 @@ fresh; run $B/str_cast.onnx -o $dir/x.o
 if [ $rc = 0 ] && grep -q '#define x_STRLEN 32' $dir/x.h && grep -q 'string\[2\] (char\[32\] each)' $dir/x.h; then
     ok "a string output in the header: NAME_STRLEN and its documentation line"
 else
-    fail "a string output in the header" "exit status $rc or no x_STRLEN 32"
+    fail "a string output in the header" "exit status $rc or no x_STRLEN 32" $B/stderr
 fi
 
 # Control flow: a scan output sized by a run-time trip count needs --max-trip; If branches
@@ -146,7 +138,7 @@ run $B/loop_scan.onnx --max-trip loop_node=8 -o $dir/ls.o
 if [ $rc = 0 ] && grep -q '#define ls_OUTPUT_1_NUMEL 24' $dir/ls.h && grep -q 'ls_ERR_TRIP 4' $dir/ls.h; then
     ok "--max-trip sizes the scan output (8 rows)"
 else
-    fail "--max-trip sizes the scan output (8 rows)" "status $rc or header without OUTPUT_1_NUMEL 24"
+    fail "--max-trip sizes the scan output (8 rows)" "status $rc or header without OUTPUT_1_NUMEL 24" $B/stderr
 fi
 
 # Sequences and optionals: an input's structure comes from --seq (models/seq_ops: input 's').
@@ -161,14 +153,14 @@ run $B/seq_map2.onnx --seq a=2 --seq b=2 -o $dir/sm.o
 if [ $rc = 0 ] && grep -q '"y.1"' $dir/sm.h; then
     ok "SequenceMap of two sequences of 2: outputs y.0, y.1"
 else
-    fail "SequenceMap of two sequences of 2: outputs y.0, y.1" "status $rc or header without y.1"
+    fail "SequenceMap of two sequences of 2: outputs y.0, y.1" "status $rc or header without y.1" $B/stderr
 fi
 fresh
 run models/seq_ops/model.onnx --seq s=2 -o $dir/sq.o
 if [ $rc = 0 ] && grep -q '"s.1"' $dir/sq.h && grep -q '"out_seq.1"' $dir/sq.h; then
     ok "--seq s=2: inputs s.0, s.1; outputs out_seq.0, out_seq.1"
 else
-    fail "--seq s=2: inputs s.0, s.1; outputs out_seq.0, out_seq.1" "status $rc or header without s.1/out_seq.1"
+    fail "--seq s=2: inputs s.0, s.1; outputs out_seq.0, out_seq.1" "status $rc or header without s.1/out_seq.1" $B/stderr
 fi
 
 # --bind: a shape input fixed at compile time (ONNX's reshape test: inputs 'data', 'shape').
@@ -183,7 +175,7 @@ run $R/model.onnx --bind shape=$R/test_data_set_0/input_1.pb -o $dir/rs.o
 if [ $rc = 0 ] && grep -q '#define rs_NUM_INPUTS 1' $dir/rs.h; then
     ok "--bind makes the input a constant (one input left)"
 else
-    fail "--bind makes the input a constant" "exit status $rc"
+    fail "--bind makes the input a constant" "exit status $rc" $B/stderr
 fi
 
 # Sequences are resolved at compile time: a Loop that grows one by its trip count and
@@ -196,7 +188,7 @@ for t in loop13_seq loop16_seq_none; do
     if [ $rc = 0 ] && grep -q '^check: [1-9][0-9]* passed, 0 failed' $B/stdout; then
         ok "check test_$t with --bind trip_count, cond"
     else
-        fail "check test_$t with --bind trip_count, cond" "exit status $rc; $(tail -n 1 $B/stdout)"
+        fail "check test_$t with --bind trip_count, cond" "exit status $rc; $(tail -n 1 $B/stdout)" $B/stderr
     fi
 done
 L=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/test_if_opt
@@ -204,7 +196,7 @@ run check $L/model.onnx --bind cond=$L/test_data_set_0/input_0.pb
 if [ $rc = 0 ] && grep -q '^check: 1 passed, 0 failed' $B/stdout; then
     ok "check test_if_opt with --bind cond"
 else
-    fail "check test_if_opt with --bind cond" "exit status $rc; $(tail -n 1 $B/stdout)"
+    fail "check test_if_opt with --bind cond" "exit status $rc; $(tail -n 1 $B/stdout)" $B/stderr
 fi
 # An If with a constant condition: the branch not taken is neither inferred nor checked.
 fresh
@@ -212,7 +204,7 @@ run $B/if_const.onnx -o $dir/ifc.o
 if [ $rc = 0 ] && [ -s $dir/ifc.o ]; then
     ok "If with a constant condition and an untyped value in the other branch"
 else
-    fail "If with a constant condition and an untyped value in the other branch" "exit status $rc"
+    fail "If with a constant condition and an untyped value in the other branch" "exit status $rc" $B/stderr
 fi
 
 # A data set whose expected output is wrong (cnn's logits for mlp's input): a failed check,
@@ -223,7 +215,7 @@ run check models/mlp/model.onnx $B/wrong_data
 if [ $rc = 1 ] && grep -q '^check: 0 passed, 1 failed' $B/stdout; then
     ok "check with wrong expected outputs"
 else
-    fail "check with wrong expected outputs" "exit status $rc; $(tail -n 1 $B/stdout)"
+    fail "check with wrong expected outputs" "exit status $rc; $(tail -n 1 $B/stdout)" $B/stderr
 fi
 
 # The symbolic model compiles once --shape fixes the symbol.
@@ -232,7 +224,7 @@ run $B/symbolic.onnx --shape x=2x4 -o $dir/sym.o
 if [ $rc = 0 ] && [ -s $dir/sym.o ] && [ -s $dir/sym.h ] && grep -q 'sym_run' $dir/sym.h; then
     ok "--shape x=2x4 resolves the symbol"
 else
-    fail "--shape x=2x4 resolves the symbol" "exit status $rc"
+    fail "--shape x=2x4 resolves the symbol" "exit status $rc" $B/stderr
 fi
 
 # --help: exit 0, every option mentioned.
@@ -244,7 +236,7 @@ for opt in -o --name --emit -O0 -O1 -O2 -O3 --target --cpu --features --abi --sh
     grep -q -- "$opt\\b" $B/stdout || missing="$missing $opt"
 done
 if [ $rc = 0 ] && [ -z "$missing" ]; then ok "--help mentions every option"
-else fail "--help" "exit status $rc, not mentioned:$missing"; fi
+else fail "--help" "exit status $rc, not mentioned:$missing" $B/stderr; fi
 
 # --emit: assembly and LLVM IR text, for the host and for Cortex-M4.
 fresh
@@ -253,11 +245,11 @@ for emit in asm llvm; do
         run models/mlp/model.onnx --emit=$emit $target -o $dir/mlp.$emit
         what="--emit=$emit${target:+ (cortex-m4)}"
         if [ $rc != 0 ] || [ ! -s $dir/mlp.$emit ]; then
-            fail "$what" "exit status $rc, file empty or missing"
+            fail "$what" "exit status $rc, file empty or missing" $B/stderr
         elif [ $emit = llvm ] && ! grep -q '^define .*@mlp_run' $dir/mlp.$emit; then
-            fail "$what" "no definition of @mlp_run in the LLVM IR"
+            fail "$what" "no definition of @mlp_run in the LLVM IR" $B/stderr
         elif [ $emit = asm ] && ! grep -q 'mlp_run' $dir/mlp.$emit; then
-            fail "$what" "no mlp_run in the assembly"
+            fail "$what" "no mlp_run in the assembly" $B/stderr
         else
             ok "$what"
         fi
@@ -276,13 +268,13 @@ got=$(sed -n 's/.*after \([a-z_]*\).*/\1/p' $B/stdout | tr '\n' ' ')
 if [ $rc = 0 ] && [ -n "$passes" ] && [ -z "$missing" ]; then
     ok "--print-after-all prints every pass ($(echo $passes | wc -w))"
 else
-    fail "--print-after-all" "exit status $rc; no section for:$missing (saw: $got)"
+    fail "--print-after-all" "exit status $rc; no section for:$missing (saw: $got)" $B/stderr
 fi
 run models/cnn/model.onnx --print-after=lower -o $dir/cnn.o
 if [ $rc = 0 ] && [ "$(grep -c 'after ' $B/stdout)" = 1 ] && grep -q 'after lower' $B/stdout; then
     ok "--print-after=lower prints one section"
 else
-    fail "--print-after=lower" "exit status $rc"
+    fail "--print-after=lower" "exit status $rc" $B/stderr
 fi
 fresh; expect_error "--print-after=nosuchpass" 2 1 nosuchpass -- models/mlp/model.onnx \
     --print-after=nosuchpass -o $dir/x.o
@@ -300,7 +292,7 @@ if [ $rc = 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && grep -q '^latency: m
    grep -q '^peak: [0-9.]* GFLOP/s' $B/stdout; then
     ok "bench prints latency, the peak and a row per kernel ($want)"
 else
-    fail "bench example" "exit status $rc; kernels in the table: '$got', in the program: '$want'"
+    fail "bench example" "exit status $rc; kernels in the table: '$got', in the program: '$want'" $B/stderr
 fi
 if $PYTHON - $B >$B/bench_models.log 2>&1 <<'PY'
 import sys
@@ -332,11 +324,11 @@ then
         if [ $rc = 0 ] && [ "$got" = "$macs" ]; then
             ok "bench $name: $macs MACs"
         else
-            fail "bench $name" "exit status $rc, $got MACs, want $macs"
+            fail "bench $name" "exit status $rc, $got MACs, want $macs" $B/stderr
         fi
     done <$B/bench_models.log
 else
-    fail "bench MAC models" "$(tail -n 1 $B/bench_models.log)"
+    fail "bench MAC models" "$(tail -n 1 $B/bench_models.log)" $B/stderr
 fi
 # --profile: an instrumented object whose header declares the counters, for the host and for a
 # target whose clock the application supplies; a normal build declares none of it.
@@ -346,19 +338,19 @@ hn=$(grep -c -e '^extern .* p_profile\(_names\|_macs\)*\[p_NUM_KERNELS\];$' -e '
 if [ $rc = 0 ] && [ "$hn" = 4 ] && grep -q '^#define p_NUM_KERNELS 4$' $dir/p.h && nm $dir/p.o | grep -q ' p_profile$'; then
     ok "--profile: counters in the object and the header"
 else
-    fail "--profile" "exit status $rc, $hn declarations"
+    fail "--profile" "exit status $rc, $hn declarations" $B/stderr
 fi
 run models/example/model.onnx --profile --target thumbv7em-none-eabihf --cpu cortex-m4 -o $dir/m.o
 if [ $rc = 0 ] && nm $dir/m.o | grep -q ' U m_profile_clock$'; then
     ok "--profile on Cortex-M4: the clock is the application's m_profile_clock"
 else
-    fail "--profile on Cortex-M4" "exit status $rc or no m_profile_clock import"
+    fail "--profile on Cortex-M4" "exit status $rc or no m_profile_clock import" $B/stderr
 fi
 run models/example/model.onnx -o $dir/n.o
 if [ $rc = 0 ] && ! grep -q profile $dir/n.h && ! nm $dir/n.o | grep -q profile; then
     ok "no --profile: no counters"
 else
-    fail "no --profile" "a normal build mentions profile"
+    fail "no --profile" "a normal build mentions profile" $B/stderr
 fi
 # Outputs: a special file (here a FIFO, as /dev/null would be) is written directly, never
 # replaced, and gets no header unless --header asks; --header puts the header anywhere.
@@ -371,7 +363,7 @@ if [ $rc = 0 ] && [ -p $dir/pipe ] && [ "$(ls -A $dir)" = pipe ] \
    && [ "$(head -c 4 $B/pipe.o | od -An -c | tr -d ' ')" = "177ELF" ]; then
     ok "-o FIFO: the object goes through it, it stays a FIFO, no header"
 else
-    fail "-o FIFO" "exit status $rc; folder holds: $(ls -A $dir | tr '\n' ' ')"
+    fail "-o FIFO" "exit status $rc; folder holds: $(ls -A $dir | tr '\n' ' ')" $B/stderr
 fi
 cat $dir/pipe >/dev/zero &
 run models/mlp/model.onnx -o $dir/pipe --header $dir/pipe.h
@@ -379,7 +371,7 @@ wait
 if [ $rc = 0 ] && [ -p $dir/pipe ] && grep -q 'pipe_run' $dir/pipe.h; then
     ok "-o FIFO --header PATH: the header is written"
 else
-    fail "-o FIFO --header PATH" "exit status $rc"
+    fail "-o FIFO --header PATH" "exit status $rc" $B/stderr
 fi
 rm -f $dir/pipe.h
 cat $dir/pipe >/dev/zero &
@@ -390,7 +382,7 @@ wait
 if [ $rc = 1 ] && [ -p $dir/pipe ]; then
     ok "a failed compilation does not remove a special output"
 else
-    fail "failed compilation with a FIFO output" "exit status $rc; pipe still a FIFO: $([ -p $dir/pipe ] && echo yes || echo no)"
+    fail "failed compilation with a FIFO output" "exit status $rc; pipe still a FIFO: $([ -p $dir/pipe ] && echo yes || echo no)" $B/stderr
 fi
 # A symbolic link is written through: the target is replaced, the link stays; a dangling one
 # is refused and nothing is left behind.
@@ -403,7 +395,7 @@ if [ $rc = 0 ] && [ -L $dir/link.o ] && [ "$(head -c 4 $dir/t/real.o | od -An -c
    && grep -q 'link_run' $dir/link.h && [ "$(ls -A $dir/t)" = real.o ]; then
     ok "-o SYMLINK: written through to its target, the link stays"
 else
-    fail "-o SYMLINK" "exit status $rc; folder holds: $(ls -A $dir $dir/t | tr '\n' ' ')"
+    fail "-o SYMLINK" "exit status $rc; folder holds: $(ls -A $dir $dir/t | tr '\n' ' ')" $B/stderr
 fi
 fresh
 ln -s $dir/nowhere/x.o $dir/../dangling.o
@@ -411,7 +403,7 @@ expect_error "-o DANGLING-SYMLINK is refused" 1 1 symbolic -- models/mlp/model.o
 if [ -L $dir/../dangling.o ] && [ ! -e $dir/../dangling.h ]; then
     ok "-o DANGLING-SYMLINK: the link stays, no header"
 else
-    fail "-o DANGLING-SYMLINK" "the link is gone or a header was written"
+    fail "-o DANGLING-SYMLINK" "the link is gone or a header was written" $B/stderr
 fi
 rm -f $dir/../dangling.o
 fresh
@@ -421,10 +413,9 @@ if [ $rc = 0 ] && [ -s $dir/m.o ] && grep -q 'm_run' $dir/inc/mlp.h && [ ! -e $d
    && [ -z "$(ls $dir | grep -v -x -e m.o -e inc)" ]; then
     ok "--header PATH: the header there, none beside the object, no temporary left"
 else
-    fail "--header PATH" "exit status $rc; folder: $(ls -A $dir | tr '\n' ' ')"
+    fail "--header PATH" "exit status $rc; folder: $(ls -A $dir | tr '\n' ' ')" $B/stderr
 fi
 fresh; expect_error "bench --target" 2 1 target -- bench models/mlp/model.onnx --target thumbv7em-none-eabihf
 fresh; expect_error "bench: missing model" 1 1 nosuch -- bench $dir/nosuch.onnx
 
-echo "cli: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary cli

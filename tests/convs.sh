@@ -8,15 +8,12 @@
 # Last line: "convs: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-/usr/bin/python3}
-ONNXCC=${ONNXCC:-./onnxcc}
+. tests/lib.sh
 OUT=build/conv-tests
 rm -rf $OUT && mkdir -p $OUT
-passed=0 failed=0
 if ! $PYTHON tests/convs/gen.py $OUT || ! $PYTHON tests/convs/gen_dense.py $OUT; then
-    echo "FAIL convs: tests/convs/gen.py or gen_dense.py"
-    echo "convs: 0 passed, 1 failed"
-    exit 1
+    fail "convs: tests/convs/gen.py or gen_dense.py"
+    summary convs; exit 1
 fi
 . tests/check-models.sh
 # and for this CPU when it has AVX-512: the schedule's 32-register paths (padded inputs,
@@ -24,5 +21,4 @@ fi
 native=
 grep -qw avx512f /proc/cpuinfo 2>/dev/null && native=-O2,--cpu,native
 check_models $OUT "-O0 -O2 $native"
-echo "convs: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary convs

@@ -23,7 +23,8 @@
 set -u
 SELF=$(cd "$(dirname "$0")" && pwd)/${0##*/}
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
+. tests/lib.sh
+skipped=0               # the listed tests that failed
 DATA=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 LIST=tests/golden-expected-unsupported.txt
 if [ "${1:-}" != --one ]; then          # the --one runs below take these from the parent
@@ -57,9 +58,8 @@ for arg; do
 done
 
 if [ ! -x "$ONNXCC" ] || [ ! -d "$DATA" ]; then
-    echo "FAIL $NAME: need $ONNXCC (make) and $DATA (libonnx-testdata)"
-    echo "$NAME: 0 passed, 1 failed, 0 skipped"
-    exit 1
+    fail "$NAME: need $ONNXCC (make) and $DATA (libonnx-testdata)"
+    summary $NAME; exit 1
 fi
 
 RUN=$LOGS/run.$$
@@ -81,8 +81,7 @@ for s in $SUITES; do
 done | grep -E -- "${pattern:-.}" >$tests
 if [ ! -s $tests ]; then
     echo "$NAME: no test matches '$pattern'"
-    echo "$NAME: 0 passed, 0 failed, 0 skipped"
-    exit 0
+    summary $NAME; exit 0
 fi
 
 : >$RUN/results.txt
@@ -157,5 +156,4 @@ if [ $update = 1 ]; then
     # The list now matches this run: what failed is expected from here on.
     failed=0 skipped=$(wc -l <$newfails) passed=$((passed + $(grep -c '^XPASS' $verdicts)))
 fi
-echo "$NAME: $passed passed, $failed failed, $skipped skipped"
-[ $failed = 0 ]
+summary $NAME

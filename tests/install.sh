@@ -11,16 +11,10 @@
 set -u
 cd "$(dirname "$0")/.."
 SRC=$PWD
-PYTHON=${PYTHON:-/usr/bin/python3}
+. tests/lib.sh
+excerpt() { tail -n 15 "$1" | sed 's/^/    /'; }
 W=$SRC/${B:-build}/install
 STAGE=$W/stage
-passed=0 failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { # what log
-    echo "FAIL $1"
-    [ -f "$2" ] && tail -n 15 "$2" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
 rm -rf $W
 mkdir -p $W
 
@@ -31,8 +25,7 @@ if make -s install SANITIZE=${SANITIZE:-} DESTDIR=$STAGE PREFIX=/usr >$W/install
     ok "make install DESTDIR=... PREFIX=/usr: bin/onnxcc, share/man/man1/onnxcc.1, share/onnxcc/cmake/onnxcc.cmake"
 else
     fail "make install" $W/install.log
-    echo "install: $passed passed, $failed failed"
-    exit 1
+    summary install; exit 1
 fi
 ONNXCC=$STAGE/usr/bin/onnxcc
 
@@ -45,13 +38,12 @@ done
 if [ -z "$missing" ]; then
     ok "onnxcc.1 names every option of --help"
 else
-    fail "onnxcc.1 lacks:$missing" /dev/null
+    fail "onnxcc.1 lacks:$missing"
 fi
 
 if ! command -v cmake >/dev/null 2>&1; then
-    fail "cmake not installed (sh tools/install-deps.sh)" /dev/null
-    echo "install: $passed passed, $failed failed"
-    exit 1
+    fail "cmake not installed (sh tools/install-deps.sh)"
+    summary install; exit 1
 fi
 cp models/example/model.onnx $W/example.onnx
 mkdir -p $W/case
@@ -92,5 +84,4 @@ else
     fail "CMake, Cortex-M4: configure, build or run" $log
 fi
 
-echo "install: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary install

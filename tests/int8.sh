@@ -15,17 +15,9 @@
 # Work files: build/int8/. Last line: "int8: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
+. tests/lib.sh
 OUT=build/int8
-passed=0 failed=0
 mkdir -p $OUT
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { # what log
-    echo "FAIL $1"
-    [ -f "$2" ] && tail -n 10 "$2" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
 
 # read-only data of an object: the .rodata* sections (weights, tables)
 rodata() { size -A "$1" | awk '$1 ~ /^\.rodata/ { s += $2 } END { print s + 0 }'; }
@@ -79,5 +71,4 @@ for d in tests/int8/*/; do
         fi
     done
 done
-echo "int8: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary int8

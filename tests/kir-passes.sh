@@ -12,25 +12,18 @@
 #                                  the diff before committing it: an expected file is a claim)
 set -u
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
+. tests/lib.sh
 D=tests/passes/kir
 B=build/kir-passes
 update=0
 [ "${1:-}" = --update ] && update=1
-passed=0 failed=0
 mkdir -p $B
+excerpt() { sed 's/^/    /' "$1" | head -n 40; }
 
 if [ ! -x "$ONNXCC" ]; then
-    echo "FAIL kir-passes: $ONNXCC not built (make)"
-    echo "kir-passes: 0 passed, 1 failed"
-    exit 1
+    fail "kir-passes: $ONNXCC not built (make)"
+    summary kir-passes; exit 1
 fi
-
-fail() { # name why [file to show]
-    echo "FAIL $1: $2"
-    [ -n "${3:-}" ] && sed 's/^/    /' "$3" | head -n 40
-    failed=$((failed + 1))
-}
 
 for t in $D/*.kir; do
     name=${t##*/}
@@ -50,8 +43,7 @@ for t in $D/*.kir; do
     fi
     if [ $update = 1 ]; then
         cp $got $exp
-        echo "ok   $name ($passes): updated"
-        passed=$((passed + 1))
+        ok "$name ($passes): updated"
         continue
     fi
     if [ ! -f $exp ]; then fail $name "no $exp (tests/kir-passes.sh --update writes it)"; continue; fi
@@ -68,9 +60,7 @@ for t in $D/*.kir; do
             continue
         fi
     fi
-    echo "ok   $name ($passes)"
-    passed=$((passed + 1))
+    ok "$name ($passes)"
 done
 
-echo "kir-passes: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary kir-passes

@@ -8,30 +8,23 @@
 # Last line: "malformed: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
-PYTHON=${PYTHON:-/usr/bin/python3}
+. tests/lib.sh
 B=${B:-build}/malformed
 TIMEOUT=${TIMEOUT:-30}
 MEM_KB=${MEM_KB:-2000000}
-passed=0 failed=0
 
 rm -rf $B
 mkdir -p $B/out
 if ! $PYTHON tests/malformed/gen.py $B >$B/gen.log 2>&1; then
-    echo "FAIL malformed: tests/malformed/gen.py"; cat $B/gen.log
-    echo "malformed: 0 passed, 1 failed"
-    exit 1
+    fail "malformed: tests/malformed/gen.py"; cat $B/gen.log
+    summary malformed; exit 1
 fi
 case "$ONNXCC" in /*) ;; *) ONNXCC=$PWD/$ONNXCC ;; esac
 limit="ulimit -v $MEM_KB;"
 [ -n "${SANITIZE:-}" ] && limit=
 
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { # what why
-    echo "FAIL $1: $2"
-    sed 's/^/    stderr: /' $B/stderr | head -n 6
-    failed=$((failed + 1))
-}
+# a failure shows onnxcc's stderr
+excerpt() { sed 's/^/    stderr: /' "$1" | head -n 6; }
 
 n=0
 # run NAME STATUS PATTERN ARGS...: STATUS 1, 2, 0 (must work), or "flip" (0 or 1)
@@ -46,15 +39,15 @@ run() {
         </dev/null >$B/stdout 2>$B/stderr || rc=$?
     errs=$(grep -c '^onnxcc: error: ' $B/stderr)
     if [ $rc -ge 124 ]; then
-        fail "$name" "killed or crashed (exit status $rc)"
+        fail "$name" "killed or crashed (exit status $rc)" $B/stderr
     elif grep -q 'internal error\|runtime error\|Sanitizer' $B/stderr; then
-        fail "$name" "internal error"
+        fail "$name" "internal error" $B/stderr
     elif [ "$want" = 0 ] && [ $rc = 0 ]; then
         rm -rf $dir
         ok "$name"
         return
     elif [ "$want" = 0 ]; then
-        fail "$name" "exit status $rc, expected 0"
+        fail "$name" "exit status $rc, expected 0" $B/stderr
     elif [ "$want" = flip ] && [ $rc = 0 ]; then
         rm -rf $dir
         ok "$name (compiles)"
@@ -62,13 +55,13 @@ run() {
     elif [ "$want" = flip ] && [ $rc = 1 ] && [ "$errs" -ge 1 ] && [ -z "$(ls -A $dir)" ]; then
         ok "$name"
     elif [ "$want" != flip ] && [ $rc != "$want" ]; then
-        fail "$name" "exit status $rc, expected $want"
+        fail "$name" "exit status $rc, expected $want" $B/stderr
     elif [ "$want" != flip ] && [ "$errs" != 1 ]; then
-        fail "$name" "$errs 'onnxcc: error:' lines, expected 1"
+        fail "$name" "$errs 'onnxcc: error:' lines, expected 1" $B/stderr
     elif [ -n "$(ls -A $dir 2>/dev/null)" ]; then
-        fail "$name" "left $(ls -A $dir | tr '\n' ' ')behind"
+        fail "$name" "left $(ls -A $dir | tr '\n' ' ')behind" $B/stderr
     elif [ "$pat" != - ] && ! grep '^onnxcc: error: ' $B/stderr | grep -q -F -- "$pat"; then
-        fail "$name" "the error does not mention '$pat'"
+        fail "$name" "the error does not mention '$pat'" $B/stderr
     else
         ok "$name"
     fi
@@ -87,5 +80,4 @@ for f in tests/fuzz/crashes/*; do
     run "crash ${f##*/}" flip - "$f" -o "$B/out/$((n + 1))/x.o"
 done
 
-echo "malformed: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary malformed

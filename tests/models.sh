@@ -19,35 +19,21 @@
 # Work files: build/models/. Last line: "models: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
-PYTHON=${PYTHON:-/usr/bin/python3}
-CC=${CC:-cc}
+. tests/lib.sh
 OUT=build/models
-passed=0 failed=0
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { # what log
-    echo "FAIL $1"
-    [ -f "$2" ] && tail -n 10 "$2" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
 
 # Runs the checker program build/models/NAME, which prints ok/FAIL lines: counts them, and a
 # non-zero status without any FAIL line is a failure too.
 run_checker() { # name
     rc=0
     $OUT/$1 >$OUT/$1.out 2>&1 || rc=$?
-    cat $OUT/$1.out
-    n=$(grep -c '^ok' $OUT/$1.out)
-    f=$(grep -c '^FAIL' $OUT/$1.out)
-    passed=$((passed + n)) failed=$((failed + f))
-    [ $rc != 0 ] && [ $f = 0 ] && fail "$1 exited with status $rc" $OUT/$1.out
+    tally $OUT/$1.out
+    [ $rc != 0 ] && ! grep -q '^FAIL' $OUT/$1.out && fail "$1 exited with status $rc" $OUT/$1.out
 }
 
 if [ ! -x "$ONNXCC" ]; then
-    echo "FAIL models: $ONNXCC not built (make)"
-    echo "models: 0 passed, 1 failed"
-    exit 1
+    fail "models: $ONNXCC not built (make)"
+    summary models; exit 1
 fi
 mkdir -p $OUT
 
@@ -138,7 +124,7 @@ for name in mlp cnn; do
         ok "nm -u $name.o: no undefined symbols but mem*"
     else
         echo "$extra" >$OUT/nm_$name.log
-        fail "nm -u $name.o: needs $(echo $extra)" /dev/null
+        fail "nm -u $name.o: needs $(echo $extra)"
     fi
 done
 
@@ -163,7 +149,7 @@ for name in example cnn mlp; do
     if [ -n "$flash" ] && [ "$flash" = "$text" ]; then
         ok "$name: ${name}_FLASH_SIZE $flash = size's text"
     else
-        fail "$name: ${name}_FLASH_SIZE ${flash:-missing}, size's text $text" /dev/null
+        fail "$name: ${name}_FLASH_SIZE ${flash:-missing}, size's text $text"
     fi
     macs=$(sed -n "s/^#define ${name}_MACS //p" $D/$name.h)
     ref=$($PYTHON tests/macs.py models/$name/model.onnx 2>>$log)
@@ -212,5 +198,4 @@ avx512fp16|--cpu=x86-64-v4 --features=+avx512fp16|avx512_fp16
 END
 fi
 
-echo "models: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary models

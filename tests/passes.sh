@@ -8,25 +8,28 @@
 #                              diff before committing it: an expected file is a claim)
 set -u
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
-PYTHON=${PYTHON:-/usr/bin/python3}
+. tests/lib.sh
 B=build/passes-tests
 E=tests/passes
 TARGET="--target x86_64-unknown-linux-gnu --cpu x86-64"
 update=0
 [ "${1:-}" = --update ] && update=1
-passed=0 failed=0
+# a failure shows onnxcc's stderr, or the diff of its dump
+excerpt() {
+    case $1 in
+    *.err) sed 's/^/    stderr: /' "$1" | head -n 8 ;;
+    *) sed 's/^/    /' "$1" | head -n 40 ;;
+    esac
+}
 
 if [ ! -x "$ONNXCC" ]; then
-    echo "FAIL passes: $ONNXCC not built (make)"
-    echo "passes: 0 passed, 1 failed"
-    exit 1
+    fail "passes: $ONNXCC not built (make)"
+    summary passes; exit 1
 fi
 mkdir -p $B/out
 if ! $PYTHON $E/gen.py $B >$B/gen.log 2>&1; then
-    echo "FAIL passes: tests/passes/gen.py"; cat $B/gen.log
-    echo "passes: 0 passed, 1 failed"
-    exit 1
+    fail "passes: tests/passes/gen.py"; cat $B/gen.log
+    summary passes; exit 1
 fi
 
 # check NAME PASS: compile build/passes-tests/NAME.onnx, compare the dump after PASS.
@@ -37,23 +40,16 @@ check() {
     $ONNXCC $TARGET --name "$name" --print-after="$pass" $B/$name.onnx -o $B/out/$name.o \
         </dev/null >$B/$name.out 2>$B/$name.err || rc=$?
     if [ $rc != 0 ] || [ -s $B/$name.err ]; then
-        echo "FAIL $name ($pass): exit status $rc"
-        sed 's/^/    stderr: /' $B/$name.err | head -n 8
-        failed=$((failed + 1))
+        fail "$name ($pass)" "exit status $rc" $B/$name.err
     elif [ $update = 1 ]; then
         cp $B/$name.out $E/$name.expected
-        echo "ok   $name ($pass): updated"
-        passed=$((passed + 1))
+        ok "$name ($pass): updated"
     elif [ ! -f $E/$name.expected ]; then
-        echo "FAIL $name ($pass): no $E/$name.expected (tests/passes.sh --update writes it)"
-        failed=$((failed + 1))
+        fail "$name ($pass)" "no $E/$name.expected (tests/passes.sh --update writes it)"
     elif diff -u $E/$name.expected $B/$name.out >$B/$name.diff; then
-        echo "ok   $name ($pass)"
-        passed=$((passed + 1))
+        ok "$name ($pass)"
     else
-        echo "FAIL $name ($pass): the dump differs from $E/$name.expected"
-        sed 's/^/    /' $B/$name.diff | head -n 40
-        failed=$((failed + 1))
+        fail "$name ($pass)" "the dump differs from $E/$name.expected" $B/$name.diff
     fi
 }
 
@@ -67,5 +63,4 @@ check fuse_conv_add_relu fuse           # one kernel: max(conv + z, 0)
 check schedule_matmul schedule                # columns unrolled by 16 and jammed, tail of 8
 check bufferize_chain bufferize         # h1 @0, s1 @64 (both live in sm1), h2 reuses @0
 
-echo "passes: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary passes

@@ -8,15 +8,12 @@
 # Last line: "random-ops: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-/usr/bin/python3}
-ONNXCC=${ONNXCC:-./onnxcc}
+. tests/lib.sh
 OUT=build/random-tests
 rm -rf $OUT && mkdir -p $OUT
-passed=0 failed=0
 if ! $PYTHON tests/random/gen.py $OUT; then
-    echo "FAIL random-ops: tests/random/gen.py"
-    echo "random-ops: 0 passed, 1 failed"
-    exit 1
+    fail "random-ops: tests/random/gen.py"
+    summary random-ops; exit 1
 fi
 for m in $OUT/*/; do
     name=${m%/}
@@ -24,14 +21,11 @@ for m in $OUT/*/; do
     atol=$(cat $m/atol)
     for o in -O0 -O2; do
         if $ONNXCC check $o --rtol 0 --atol $atol $m/model.onnx >$OUT/$name$o.log 2>&1; then
-            echo "ok   $name $o"
-            passed=$((passed + 1))
+            ok "$name $o"
         else
-            echo "FAIL $name $o"
+            fail "$name $o"
             tail -n 5 $OUT/$name$o.log
-            failed=$((failed + 1))
         fi
     done
 done
-echo "random-ops: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary random-ops

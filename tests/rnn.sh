@@ -8,17 +8,13 @@
 # Last line: "rnn: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-/usr/bin/python3}
-ONNXCC=${ONNXCC:-./onnxcc}
+. tests/lib.sh
 OUT=build/rnn-tests
 rm -rf $OUT && mkdir -p $OUT
-passed=0 failed=0
 if ! $PYTHON tests/rnn/gen.py $OUT; then
-    echo "FAIL rnn: tests/rnn/gen.py"
-    echo "rnn: 0 passed, 1 failed"
-    exit 1
+    fail "rnn: tests/rnn/gen.py"
+    summary rnn; exit 1
 fi
 . tests/check-models.sh
 check_models $OUT "-O0 -O1 -O2 -O3"
-echo "rnn: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary rnn

@@ -13,7 +13,8 @@
 #   tests/int8.sh (quantized models against onnxruntime's outputs) and
 #   tests/firmware/run.sh (Cortex-M4 and RV32IMAFC under QEMU), tests/install.sh (make install,
 #   the man page, the CMake module for the host and a Cortex-M4).
-# Each runner's last line reads "NAME: N passed, N failed[, N skipped]"; this script shows each
+# Each runner's last line reads "NAME: N passed, N failed[, N skipped]" (the shell runners print
+# it with tests/lib.sh's summary, the unit tests themselves); this script shows each
 # runner's failures and that line, and sums them up. Full logs: $B/test/NAME.log.
 # Last line: "test: N passed, N failed"; exit 1 if anything failed.
 # B (build dir, default build) and BIN (the compiler, default ./onnxcc) come from the Makefile;

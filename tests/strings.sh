@@ -6,17 +6,13 @@
 # Last line: "strings: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-/usr/bin/python3}
-ONNXCC=${ONNXCC:-./onnxcc}
+. tests/lib.sh
 OUT=build/string-tests
 rm -rf $OUT && mkdir -p $OUT
-passed=0 failed=0
 if ! $PYTHON tests/strings/gen.py $OUT; then
-    echo "FAIL strings: tests/strings/gen.py"
-    echo "strings: 0 passed, 1 failed"
-    exit 1
+    fail "strings: tests/strings/gen.py"
+    summary strings; exit 1
 fi
 . tests/check-models.sh
 check_models $OUT "-O0 -O1 -O2 -O3"
-echo "strings: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary strings

@@ -13,28 +13,12 @@
 # Work files: build/weights/. Last line: "weights: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-ONNXCC=${ONNXCC:-./onnxcc}
-PYTHON=${PYTHON:-/usr/bin/python3}
-CC=${CC:-cc}
+. tests/lib.sh
 OUT=build/weights
-passed=0 failed=0
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { # what log
-    echo "FAIL $1"
-    [ -f "$2" ] && tail -n 10 "$2" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
-# Counts the ok/FAIL lines of a checker's output file.
-tally() { # file
-    cat "$1"
-    passed=$((passed + $(grep -c '^ok' "$1"))) failed=$((failed + $(grep -c '^FAIL' "$1")))
-}
 
 if [ ! -x "$ONNXCC" ]; then
-    echo "FAIL weights: $ONNXCC not built (make)"
-    echo "weights: 0 passed, 1 failed"
-    exit 1
+    fail "weights: $ONNXCC not built (make)"
+    summary weights; exit 1
 fi
 rm -rf $OUT
 mkdir -p $OUT
@@ -63,13 +47,13 @@ while read -r board opts; do
     if [ -n "$wsize" ] && [ "$sect" = "$(printf %0${#sect}x "$wsize")" ]; then
         ok "$board: readelf: one section .extflash of ws_WEIGHTS_SIZE = $wsize bytes"
     else
-        fail "$board: readelf: .extflash '$sect', ws_WEIGHTS_SIZE '${wsize:-missing}'" /dev/null
+        fail "$board: readelf: .extflash '$sect', ws_WEIGHTS_SIZE '${wsize:-missing}'"
     fi
     text=$(size $D/ws.o | awk 'NR == 2 { print $1 }')
     if [ -n "$flash" ] && [ -n "$wsize" ] && [ $((flash + wsize)) = "$text" ]; then
         ok "$board: ws_FLASH_SIZE $flash + ws_WEIGHTS_SIZE $wsize = size's text"
     else
-        fail "$board: ws_FLASH_SIZE ${flash:-missing} + ws_WEIGHTS_SIZE ${wsize:-missing}, size's text $text" /dev/null
+        fail "$board: ws_FLASH_SIZE ${flash:-missing} + ws_WEIGHTS_SIZE ${wsize:-missing}, size's text $text"
     fi
 done <<END
 host
@@ -91,7 +75,7 @@ if $ONNXCC $M -O1 --name wb --emit-weights $D/wb.bin -o $D/wb.o </dev/null >$log
     if [ "${flash:-x}" = "$text" ]; then
         ok "wb_FLASH_SIZE $flash = size's text (the blob not counted)"
     else
-        fail "wb_FLASH_SIZE ${flash:-missing}, size's text $text" /dev/null
+        fail "wb_FLASH_SIZE ${flash:-missing}, size's text $text"
     fi
 else
     fail "mlp --emit-weights: onnxcc" $log
@@ -131,5 +115,4 @@ lenet_i8 tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
 kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 END
 
-echo "weights: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary weights

@@ -17,8 +17,7 @@
 # Last line: "firmware: N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
-ONNXCC=${ONNXCC:-./onnxcc}
-PYTHON=${PYTHON:-/usr/bin/python3}
+. tests/lib.sh
 FW0=build/fw
 HERE=tests/firmware
 DATA=/usr/share/libonnx-testdata/data/node
@@ -86,13 +85,7 @@ board() {
     mkdir -p $FW
 }
 
-passed=0 failed=0
-
-fail() { # name log why
-    echo "FAIL $BOARD $1: $3"
-    tail -n 15 "$2" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
+excerpt() { tail -n 15 "$1" | sed 's/^/    /'; }
 
 # Sum of the sizes of all sections of an object whose names start with $2 (.text, .rodata).
 section_size() {
@@ -123,24 +116,24 @@ run_case() { # name model data-set [profile]
     rm -f $D/$name.o $D/$name.h $D/$name.elf $D/$name.out
     if ! $ONNXCC "$2" $TARGET $opts -o $D/$name.o \
             </dev/null >$log 2>&1; then
-        fail $name $log "onnxcc failed"; return
+        fail "$BOARD $name" "onnxcc failed" $log; return
     fi
     if ! $PYTHON $HERE/pb2c.py --model $name --header $D/$name.h "$3" >$D/$name/case.h 2>>$log; then
-        fail $name $log "pb2c.py failed"; return
+        fail "$BOARD $name" "pb2c.py failed" $log; return
     fi
     # the int8 models (tests/int8): within one output quantum, as on the host
     tol=
     [ -f "${2%/*}/atol" ] && tol="-DATOL=$(cat "${2%/*}/atol") -DRTOL=0"
     if ! $XCC $CFLAGS $tol $cdefs -I$D/$name -I$D -I$HERE $LDFLAGS \
             $HERE/main.c $SUPPORT $D/$name.o -o $D/$name.elf >>$log 2>&1; then
-        fail $name $log "link failed"; return
+        fail "$BOARD $name" "link failed" $log; return
     fi
     rc=0
     timeout 30 $QEMU $QEMU_IO -kernel $D/$name.elf \
         </dev/null >$D/$name.out 2>>$log || rc=$?
     cat $D/$name.out >>$log
     if [ $rc != 0 ] || ! grep -qx PASS $D/$name.out; then
-        fail $name $log "qemu exit status $rc"; return
+        fail "$BOARD $name" "qemu exit status $rc" $log; return
     fi
     if [ -n "${4:-}" ]; then            # the kernels that multiply-accumulate, per MAC
         sed -n 's/^kernel \([^:]*\): \([0-9]*\) instructions, \([0-9]*\) MACs$/\1 \2 \3/p' $D/$name.out |
@@ -162,10 +155,10 @@ run_case() { # name model data-set [profile]
     hweights=$(sed -n "s/^#define ${name}_WEIGHTS_SIZE //p" $FW/$name.h)
     text=$($SIZE $FW/$name.o | awk 'NR == 2 { print $1 }')
     if [ "${hflash:-x}" != "$((text - ${hweights:-0}))" ]; then
-        fail $name $log "header FLASH_SIZE ${hflash:-missing} (+ WEIGHTS_SIZE ${hweights:-0}), size(1) says text $text"; return
+        fail "$BOARD $name" "header FLASH_SIZE ${hflash:-missing} (+ WEIGHTS_SIZE ${hweights:-0}), size(1) says text $text" $log; return
     fi
     if [ -n "$opts" ] && ! placed $FW/$name.elf $hweights >>$log 2>&1; then
-        fail $name $log "weights or arena not where mps2.ld puts them"; return
+        fail "$BOARD $name" "weights or arena not where mps2.ld puts them" $log; return
     fi
     # NAME_MACS counts every multiply-add of the loop nests, macs.py only Conv/Gemm/MatMul/RNN
     # products: equal on the sample models and the plain convolution, never fewer elsewhere.
@@ -174,12 +167,11 @@ run_case() { # name model data-set [profile]
     *) exact= ;;
     esac
     if [ -z "$hmacs" ] || [ "$hmacs" -lt "${macs:-0}" ] || { [ -n "$exact" ] && [ "$hmacs" != "$macs" ]; }; then
-        fail $name $log "header MACS ${hmacs:-missing}, macs.py counts ${macs:-?}"; return
+        fail "$BOARD $name" "header MACS ${hmacs:-missing}, macs.py counts ${macs:-?}" $log; return
     fi
-    printf 'ok   %-4s %-26s .text %6d B  .rodata %6d B  flash %6d B  arena %6d B  stack %5d B (bound %5d)  insns %8d  MACs %7d (%s/MAC)  max err %s\n' \
+    ok "$(printf '%-4s %-26s .text %6d B  .rodata %6d B  flash %6d B  arena %6d B  stack %5d B (bound %5d)  insns %8d  MACs %7d (%s/MAC)  max err %s' \
         $BOARD $name "$(section_size $FW/$name.o .text)" "$(section_size $FW/$name.o .rodata)" \
-        "$hflash" "${arena:-0}" "${stack:-0}" "$hstack" "${insns:-0}" "${macs:-0}" "$per" "$err"
-    passed=$((passed + 1))
+        "$hflash" "${arena:-0}" "${stack:-0}" "$hstack" "${insns:-0}" "${macs:-0}" "$per" "$err")"
 }
 
 missing=""
@@ -188,9 +180,8 @@ for tool in arm-none-eabi-gcc arm-none-eabi-size qemu-system-arm riscv64-unknown
     command -v $tool >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -n "$missing" ]; then
-    echo "FAIL firmware: missing$missing (sh tools/install-deps.sh)"
-    echo "firmware: 0 passed, 1 failed"
-    exit 1
+    fail "firmware: missing$missing (sh tools/install-deps.sh)"
+    summary firmware; exit 1
 fi
 
 for BOARD in m4 rv32; do
@@ -198,7 +189,7 @@ for BOARD in m4 rv32; do
     if [ $BOARD = rv32 ]; then
         # Reading the counters takes Zicsr, which GCC 12's multilib names do not include.
         if ! $XCC $CFLAGS -march=rv32imafc_zicsr -c $HERE/rv32.c -o $FW/rv32.o >$FW/rv32.log 2>&1; then
-            fail rv32.c $FW/rv32.log "does not compile"
+            fail "$BOARD rv32.c" "does not compile" $FW/rv32.log
             continue
         fi
     fi
@@ -219,5 +210,4 @@ END
 $(echo "$CASES" | grep -E '^(example|cnn|mlp|lenet_i8|kws_i8|mlp_i8|lenet_qop_i8) ')
 END
 done
-echo "firmware: $passed passed, $failed failed"
-[ $failed = 0 ]
+summary firmware
