@@ -98,19 +98,24 @@ void infer_qlinear_clip(Graph *g, Node *n) {
 static Expr *map_qlinear_clip(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
     Expr *x = kx_bin(p, K_SUB, kx_cast(p, DT_INT32, v[0]), kx_const(p, DT_INT32, cf(n, 2)));
-    Expr *y = kx_bin(p, K_ADD, kx_un(p, K_ROUND, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, x), ratio(p, ctx, 0))),
-                     kx_const(p, DT_FLOAT, cf(n, 4)));
-    y = kx_bin(p, K_MAX, y, kx_const(p, DT_FLOAT, (double)ir_attr_int(n, "lo", 0)));
-    y = kx_bin(p, K_MIN, y, kx_const(p, DT_FLOAT, (double)ir_attr_int(n, "hi", 255)));
-    return kx_cast(p, n->out[0]->dtype, y);
+    double lo = (double)ir_attr_int(n, "lo", 0), hi = (double)ir_attr_int(n, "hi", 255);
+    if (!ctx) {     /* the same scale on both sides: x - zx + zy, clamped, all in integers */
+        Expr *l = kx_const(p, DT_INT32, lo), *h = kx_const(p, DT_INT32, hi);
+        x = kx_bin(p, K_ADD, x, kx_const(p, DT_INT32, cf(n, 4)));
+        x = kx_select(p, kx_bin(p, K_LT, x, l), kx_clone(p, l), kx_clone(p, x));
+        x = kx_select(p, kx_bin(p, K_GT, x, h), kx_clone(p, h), kx_clone(p, x));
+        return kx_cast(p, n->out[0]->dtype, x);
+    }
+    Expr *y = kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, x), ratio(p, ctx, 0));
+    return rule_quantize_in(p, y, kx_const(p, DT_FLOAT, cf(n, 4)), n->out[0]->dtype, lo, hi);
 }
 
 void lower_qlinear_clip(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0);
     float r = (float)(cf(n, 1) / cf(n, 3));
-    Buf *t = ratio_table(L->p, n, 1, &r);
+    Buf *t = r != 1 ? ratio_table(L->p, n, 1, &r) : NULL;
     Kernel *k = lower_map(L, n, lower_out(L, n, 0), 1, &x, map_qlinear_clip, t);
-    kir_param(L->p, k, t, KP_IN);
+    if (t) kir_param(L->p, k, t, KP_IN);
 }
 
 /* QLinearGlobalAveragePool: X [N, C, spatial...], x_scale, x_zp, y_scale, y_zp. */
