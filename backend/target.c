@@ -202,6 +202,7 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
     t->vldm = (starts(t->triple, "thumb") || starts(t->triple, "arm")) && t->fma_bits >= 32 && t->vector_bytes < 16;
     t->round_insn = has_feature(t->features, "+sse4.1") || !strncmp(t->triple, "aarch64", 7);
     cvt_rne(t);
+    t->small_code = t->ptr_bits == 32 && t->vector_bytes < 16;
     /* Loads use natural alignment, so the arena needs only the widest element (8 bytes);
      * on the host a cache line keeps vector loops from splitting lines. */
     t->arena_align = t->ptr_bits == 64 ? 64 : 8;
