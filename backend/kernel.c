@@ -437,8 +437,7 @@ static LLVMValueRef round_cvt(Emitter *e, Expr *x, unsigned w) {
     const char *text = e->t->cvt_rne, *cons = e->t->cvt_rne_cons;
     bool freg = cons[1] == 't';
     LLVMTypeRef ft = LLVMFunctionType(freg ? e->f32 : e->i32, &e->f32, 1, 0);
-    LLVMValueRef asm_ = LLVMGetInlineAsm(ft, (char *)text, strlen(text), (char *)cons, strlen(cons), 0, 0,
-                                         LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef asm_ = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
     LLVMValueRef out = w ? LLVMGetPoison(LLVMVectorType(e->i32, w)) : NULL;
     for (unsigned i = 0; i < (w ? w : 1); i++) {
         LLVMValueRef lane = w ? LLVMBuildExtractElement(e->B, v, LLVMConstInt(e->i32, i, 0), "") : v;
@@ -1237,11 +1236,11 @@ static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn) {
 }
 
 /* Whether kernel k is compiled for size: on a microcontroller (Target.small_code), a kernel of
- * a quantized model (one with 8-bit integer data) that does no multiply-accumulate (pads,
- * im2col, pools, (de)quantisations, Relu: little of the time), kept out of line so that
- * NAME_run, into which the products are inlined, stays -O2 (optsize on NAME_run slowed the
- * dense layers by 10-20%: their operands' addresses are constants there). LLVM then does not
- * unroll its loops, nor scalarise 4-byte vectors of uint8 copy by copy. Cortex-M4: the KWS
+ * a quantized model (one with 8-bit integer data; the byte kernels of string models too) that
+ * does no multiply-accumulate (pads, im2col, pools, (de)quantisations, Relu: little of the
+ * time), kept out of line so that NAME_run, into which the products are inlined, stays -O2
+ * (optsize on NAME_run slowed the dense layers by 10-20%: their operands' addresses are
+ * constants there). LLVM then does not unroll its loops. Cortex-M4: the KWS
  * int8 model's code 6.7 -> 5.8 KB with 0.3% fewer instructions, lenet_qop's 5.6 -> 4.8 KB and
  * 3% more; the float models' kernels stay as they were (on the sample models this policy
  * cost them 5-10% more instructions for 5-10% less flash). */

@@ -474,7 +474,9 @@ static Buf *int32_const(Lower *L, const char *name, int rank, const int64_t *dim
  * vectors (microcontrollers), where a load sign-extends for free: on x86 the widening of a
  * vector of them cost more code than the bytes it saved (LeNet: +0.9 KB of code, -0.5 KB). */
 static Buf *narrow_table(Lower *L, Buf *b) {
-    if (!b || L->p->vector_bytes >= 16 || b->kind != B_CONST || b->alias || !b->data || b->dtype != DT_INT32 || kir_numel(b) < 2) return b;
+    if (!b || L->p->vector_bytes >= 16 || b->kind != B_CONST || b->alias || !b->data || b->dtype != DT_INT32 ||
+        kir_numel(b) < 2)
+        return b;
     const int32_t *d = b->data;
     int32_t lo = 0, hi = 0;
     for (int64_t i = 0; i < kir_numel(b); i++) lo = MIN(lo, d[i]), hi = MAX(hi, d[i]);

@@ -21,7 +21,7 @@
  * immediates: `fuse` merges these ops into the conv before them, and two such kernels that
  * differ only in their scales (a model's repeated residual blocks) then compile to the same
  * code, which the backend's mergefunc keeps once (the KWS model's two pointwise convs with
- * their residual Add: -1.2 KB of code on Cortex-M4). The loads are loop-invariant. */
+ * their residual Add: -1.1 KB of code on Cortex-M4). The loads are loop-invariant. */
 #include <math.h>
 #include <string.h>
 
