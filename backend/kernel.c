@@ -426,27 +426,22 @@ static LLVMValueRef minmax(Emitter *e, bool max, DType t, LLVMValueRef a, LLVMVa
     return LLVMBuildSelect(B, LLVMBuildICmp(B, p, a, b, ""), a, b, "");
 }
 
-/* cast<int32>(round(v)), v float32, as the target's rounding conversion (Target.cvt_rne),
- * lane by lane; NULL where it has none. In range, as a rule's cast must be (rule_quantize
- * clamps first): the instruction's saturation is never reached. */
+/* cast<int32>(round(v)), v a float32 scalar, as the target's rounding conversion
+ * (Target.cvt_rne); NULL where it has none, and for vectors (an Arm core with NEON has no
+ * vector vcvtr: lane by lane would cost more than m_round on the vector). In range, as a
+ * rule's cast must be (rule_quantize clamps first): the instruction's saturation is never
+ * reached. */
 static LLVMValueRef round_cvt(Emitter *e, Expr *x, unsigned w) {
     const Expr *r = x->args[0];
-    if (!e->t->cvt_rne || x->type != DT_INT32 || r->kind != E_UN || r->op != K_ROUND || r->type != DT_FLOAT)
+    if (!e->t->cvt_rne || w || x->type != DT_INT32 || r->kind != E_UN || r->op != K_ROUND || r->type != DT_FLOAT)
         return NULL;
     LLVMValueRef v = expr(e, r->args[0], w);
     const char *text = e->t->cvt_rne, *cons = e->t->cvt_rne_cons;
     bool freg = cons[1] == 't';
     LLVMTypeRef ft = LLVMFunctionType(freg ? e->f32 : e->i32, &e->f32, 1, 0);
     LLVMValueRef asm_ = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), 0, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef out = w ? LLVMGetPoison(LLVMVectorType(e->i32, w)) : NULL;
-    for (unsigned i = 0; i < (w ? w : 1); i++) {
-        LLVMValueRef lane = w ? LLVMBuildExtractElement(e->B, v, LLVMConstInt(e->i32, i, 0), "") : v;
-        LLVMValueRef c = LLVMBuildCall2(e->B, ft, asm_, &lane, 1, "");
-        if (freg) c = LLVMBuildBitCast(e->B, c, e->i32, "");
-        if (!w) return c;
-        out = LLVMBuildInsertElement(e->B, out, c, LLVMConstInt(e->i32, i, 0), "");
-    }
-    return out;
+    LLVMValueRef c = LLVMBuildCall2(e->B, ft, asm_, &v, 1, "");
+    return freg ? LLVMBuildBitCast(e->B, c, e->i32, "") : c;
 }
 
 static LLVMValueRef unary(Emitter *e, Expr *x, unsigned w) {
