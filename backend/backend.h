@@ -21,6 +21,11 @@ typedef struct Target {
     bool vldm;                      /* Arm M-profile FPU: adjacent float loads as one vldmia */
     bool round_insn;                /* float round-half-to-even is one instruction (x86 SSE4.1
                                        roundps, AArch64 frintn): llvm.roundeven */
+    bool small_code;                /* a microcontroller (32-bit, no float vectors), whose flash
+                                       is scarce: some kernels for size (kernel.c, small_kernel) */
+    const char *cvt_rne, *cvt_rne_cons; /* float to int32 rounding half to even in one
+                                       instruction: inline asm text and constraints (its result
+                                       in a float register for "=t"), or NULL (target.c) */
 } Target;
 
 /* triple NULL: the host (LLVMGetHostCPUName/Features). Unknown triple/cpu: fatal(). */

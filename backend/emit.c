@@ -65,7 +65,11 @@ static LLVMValueRef const_buf(Emitter *e, Buf *b) {
     if (!b->data && n) die("constant buffer %s has no data", b->name);
     static const char zero[1];
     LLVMValueRef init = LLVMConstStringInContext2(e->C, n ? b->data : zero, n ? n : 1, 1);
-    LLVMValueRef g = private_const(e, init, arena_printf(e->p->arena, "const.%s", b->name), 64);
+    /* loads assume element alignment only; on a 64-bit host a cache line keeps vectors
+     * whole, on a 32-bit target 64 left up to 63 bytes of padding after each constant (the
+     * KWS model's eight one-byte zero points took 512 bytes of flash on the M4) */
+    unsigned align = e->t->ptr_bits == 64 ? 64 : 8;
+    LLVMValueRef g = private_const(e, init, arena_printf(e->p->arena, "const.%s", b->name), align);
     if (e->p->weights_section) {    /* --weights-section */
         LLVMSetSection(g, e->p->weights_section);
         /* not mergeable: LLVM would put small constants in sections of their own of the same

@@ -86,6 +86,19 @@ static bool arm_dsp(const Target *t) {
     return starts(t->triple, "thumbv7em") || starts(t->triple, "armv7em") || has_feature(t->features, "+dsp");
 }
 
+/* The instruction that converts a float to int32 rounding half to even, where the target's
+ * FPU has one and LLVM does not use it for fptosi(roundeven(x)): Arm's VFP vcvtr (in the
+ * FPSCR's rounding mode, round to nearest even unless the program changed it, which m_round's
+ * additions assume too), RISC-V F's fcvt.w.s with the static mode rne. A quantized output is
+ * then the conversion, an integer add and two compares (rule_quantize), where m_round's
+ * float rounding took nine instructions on Cortex-M4. */
+static void cvt_rne(Target *t) {
+    if ((starts(t->triple, "thumb") || starts(t->triple, "arm")) && t->fma_bits >= 32)
+        t->cvt_rne = "vcvtr.s32.f32 $0, $1", t->cvt_rne_cons = "=t,t";
+    if (starts(t->triple, "riscv") && has_feature(t->features, "+f"))
+        t->cvt_rne = "fcvt.w.s $0, $1, rne", t->cvt_rne_cons = "=r,f";
+}
+
 /* The x86-64 microarchitecture levels, spelled out as features: the vector width and the
  * run-time CPU check (cpucheck.c) read the feature list, and LLVM's CPU name alone leaves it
  * empty. Each level includes the one before it. */
@@ -188,6 +201,8 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
     t->dsp = arm_dsp(t);
     t->vldm = (starts(t->triple, "thumb") || starts(t->triple, "arm")) && t->fma_bits >= 32 && t->vector_bytes < 16;
     t->round_insn = has_feature(t->features, "+sse4.1") || !strncmp(t->triple, "aarch64", 7);
+    cvt_rne(t);
+    t->small_code = t->ptr_bits == 32 && t->vector_bytes < 16;
     /* Loads use natural alignment, so the arena needs only the widest element (8 bytes);
      * on the host a cache line keeps vector loops from splitting lines. */
     t->arena_align = t->ptr_bits == 64 ? 64 : 8;

@@ -162,8 +162,10 @@ Expr *rule_load_first(Program *p, Kernel *k, Buf *b);
 
 bool rule_quant_type(DType t);
 
-/* saturate(round(v) + zp) into t's range, v and zp float32 */
+/* saturate(round(v) + zp) into t's range, v float32, zp any number type or NULL */
 Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t);
+/* the same, saturated to [lo, hi] within t's range (a Relu or Clip on the quantized value) */
+Expr *rule_quantize_in(Program *p, Expr *v, Expr *zp, DType t, double lo, double hi);
 /* lo <= v <= hi (float v; a NaN passes through) */
 Expr *rule_clamp(Program *p, Expr *v, double lo, double hi);
 

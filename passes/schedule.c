@@ -133,13 +133,19 @@ static bool conv_weights(const Program *p, const Kernel *k, const Buf *w, int r)
 static bool activation_type(DType t) { return dtype_is_float(t) || t == DT_UINT8 || t == DT_INT8; }
 
 /* Elements of the output type in one target vector; of the accumulators when wider (an
- * integer convolution sums 8-bit products in int32 registers: int_acc_size). */
+ * integer convolution sums 8-bit products in int32 registers: int_acc_size). One on a target
+ * without float vectors (Cortex-M4, RV32: vector_bytes 4, one float): four 8-bit elements
+ * "vectors" there were only four unrolled copies of the kernel body, each converted element
+ * by element (the quantized models' pads, pools, (de)quantisations; Cortex-M4: KWS int8
+ * -0.5 KB of code, lenet_qop -0.6 KB, mlp -0.5 KB, for 14% more instructions in the small
+ * mlp model's elementwise kernels). */
 static int lanes(const Program *p, const Kernel *k) {
     int esz = 4;
     for (int i = 0; i < k->nparams; i++)
         if (k->modes[i] & KP_OUT) esz = (int)dtype_size(k->params[i]->dtype);
     esz = MAX(esz, int_acc_size(k));
     int w = p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
+    if (p->vector_bytes <= 4) w = 1;
     return MIN(w, MAX_LANES);
 }
 
@@ -1060,8 +1066,12 @@ static bool list_assembled(const Stmt *s) {
  * ors), which is then shared by more channels instead. Mixed on the KWS model's pointwise
  * convs (QEMU counts per kernel): those with the residual Add fused went from 3.3-3.5 to
  * 3.05-3.2 instructions per multiply-accumulate, the two without from 2.67 to 3.07 (2 x 4
- * spilled, but less than its share of the epilogue cost); the whole run 3% fewer. */
+ * spilled, but less than its share of the epilogue cost); the whole run 3% fewer. An integer
+ * contraction of the plain form (int32 products of zero-point-centred bytes: a depthwise conv,
+ * QLinearMatMul) gets at most INT_ROWS copies, its accumulators in core registers too:
+ * lenet_qop's QLinearMatMul had 10 (spilled, 1.2 KB of code; 2 now: -0.6 KB). */
 static int copies_cap(const Kernel *k) {
+    if (int_acc_size(k) > 0 && !dot4_kernel(k)) return INT_ROWS;
     if (!dot4_kernel(k)) return SCALAR_COPIES;
     return list_assembled(k->body) ? 1 : INT_COPIES;
 }
@@ -1091,7 +1101,18 @@ static int scalar_rows(int64_t n, int cap) {
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
-    if (lanes(p, k) < 2) return (int)MIN(scalar_rows(trips(inner), copies_cap(k)), trips(l));
+    if (lanes(p, k) < 2) {
+        int f = (int)MIN(scalar_rows(trips(inner), copies_cap(k)), trips(l));
+        /* the output channels of a dot4 kernel: a divisor of their number if one >= 2 fits,
+         * so that there is no rest block (a second copy of the tile and its requantisations)
+         * and the packed weights need no padding rows. Cortex-M4, against 3 channels and a
+         * rest of 1 (64 or 16 channels): KWS int8 -0.6 KB of code, 2.84 -> 2.79 instructions
+         * per MAC, LeNet -1.1 KB, 2.93 -> 2.83; lenet_qop -0.7 KB, 2.85 -> 2.65 */
+        if (dot4_kernel(k))
+            for (int d = f; d >= 2; d--)
+                if (trips(l) % d == 0) return d;
+        return f;
+    }
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;

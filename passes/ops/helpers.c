@@ -382,12 +382,27 @@ Expr *rule_clamp(Program *p, Expr *v, double lo, double hi) {
     return kx_select(p, kx_bin(p, K_GT, v, h), kx_clone(p, h), v2);
 }
 
-/* saturate(round(v) + zp) into t's range, v and zp float32 */
+/* saturate(round(v) + zp) into t's range, v float32, zp a number of any type (NULL: 0), as
+ * round(clamp(v, lo - zp, hi - zp)) + zp: the same value (rounding is monotonic and keeps
+ * integers), but the clamped value converts to int32 in range, so that the conversion may
+ * round itself (one instruction on Cortex-M4F and RV32F, backend/kernel.c's round_cvt,
+ * where the float rounding took nine), and the zero point is an integer add. */
 Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t) {
-    v = kx_un(p, K_ROUND, v);
-    if (zp) v = kx_bin(p, K_ADD, v, kx_cast(p, DT_FLOAT, zp));
-    double lo = t == DT_INT8 ? -128 : 0, hi = t == DT_INT8 ? 127 : 255;
-    return kx_cast(p, t, rule_clamp(p, v, lo, hi));
+    return rule_quantize_in(p, v, zp, t, t == DT_INT8 ? -128 : 0, t == DT_INT8 ? 127 : 255);
+}
+
+Expr *rule_quantize_in(Program *p, Expr *v, Expr *zp, DType t, double lo_q, double hi_q) {
+    Expr *lo = kx_const(p, DT_FLOAT, lo_q), *hi = kx_const(p, DT_FLOAT, hi_q);
+    if (zp) {
+        Expr *zf = kx_cast(p, DT_FLOAT, kx_clone(p, zp));
+        lo = kx_bin(p, K_SUB, lo, zf);
+        hi = kx_bin(p, K_SUB, hi, kx_clone(p, zf));
+    }
+    v = kx_select(p, kx_bin(p, K_LT, v, lo), kx_clone(p, lo), kx_clone(p, v));
+    v = kx_select(p, kx_bin(p, K_GT, v, hi), kx_clone(p, hi), kx_clone(p, v));
+    Expr *r = kx_cast(p, DT_INT32, kx_un(p, K_ROUND, v));
+    if (zp) r = kx_bin(p, K_ADD, r, kx_cast(p, DT_INT32, zp));
+    return kx_cast(p, t, r);
 }
 
 Value *rule_opt_in(const Node *n, int i) { return i < n->nin ? n->in[i] : NULL; }
