@@ -10,8 +10,9 @@
 #   - the weights stay 8-bit: the object's read-only data at most 0.35x the float model's
 #     (tests/int8/NAME/float.onnx), on the host and for Cortex-M4. Not 0.25: per-channel
 #     scales stay 4 bytes (biases 2 on Cortex-M4), and the small KWS model's 64-channel layers
-#     have few weights per channel (it lands at 0.31 on the host, 0.29 on the M4). Whole flash
-#     (code too) is printed, not checked: KWS's is over 0.3x (docs/int8.md).
+#     have few weights per channel (it lands at 0.31 on the host, 0.29 on the M4);
+#   - the whole flash (code and data) for Cortex-M4 at most 0.3x the float model's, except the
+#     models listed in FLASH_OVER (skipped, and counted so: KWS, docs/int8.md).
 # Work files: build/int8/. Last line: "int8: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -21,6 +22,10 @@ mkdir -p $OUT
 
 # read-only data of an object: the .rodata* sections (weights, tables)
 rodata() { size -A "$1" | awk '$1 ~ /^\.rodata/ { s += $2 } END { print s + 0 }'; }
+
+# Over the 0.3x flash goal on Cortex-M4, and why: docs/int8.md ("Flash"). kws: its int8 weights,
+# per-channel multipliers and biases alone are 0.27x of the float model's flash.
+FLASH_OVER="kws"
 
 for d in tests/int8/*/; do
     d=${d%/}
@@ -65,6 +70,24 @@ for d in tests/int8/*/; do
             else
                 echo "rodata $q bytes, float model $f" >>$log
                 fail "$d: $target read-only data $q bytes > 0.35 x float $f" $log
+            fi
+            # the whole flash (code and data) of the firmware build: at most 0.3x the float
+            # model's, but for the models of FLASH_OVER (counted as skipped, each named)
+            if [ $target != host ]; then
+                qf=$(size $OUT/$name.$target.o | awk 'NR == 2 { print $1 + $2 }')
+                ff=$(size $OUT/${name}_float.$target.o | awk 'NR == 2 { print $1 + $2 }')
+                over=no
+                case " $FLASH_OVER " in *" $name "*) over=yes ;; esac
+                if [ $((qf * 100)) -le $((ff * 30)) ] && [ $over = no ]; then
+                    ok "$d: $target flash $qf bytes <= 0.3 x float $ff"
+                elif [ $over = yes ] && [ $((qf * 100)) -gt $((ff * 30)) ]; then
+                    echo "skip $d: $target flash $qf bytes > 0.3 x float $ff (FLASH_OVER: docs/int8.md)"
+                    skipped=$((${skipped:-0} + 1))
+                elif [ $over = yes ]; then
+                    fail "$d: $target flash $qf bytes is now <= 0.3 x float $ff: take $name out of FLASH_OVER"
+                else
+                    fail "$d: $target flash $qf bytes > 0.3 x float $ff"
+                fi
             fi
         else
             fail "$d: $target compile" $log
