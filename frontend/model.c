@@ -474,6 +474,18 @@ static void read_body_inputs(Parser *p, const Onnx__GraphProto *gp) {
     }
 }
 
+/* An outer value v that a subgraph of scope p uses: defined before the node that owns the
+ * subgraph (in the scope that holds that node, or further out before its owner in turn).
+ * A value the owner itself or a later node produces is not (a Scan body returning the Scan's
+ * own output made a value with no definition). */
+static bool outer_defined(Parser *p, const Value *v) {
+    for (; p->up; p = p->up) {
+        if (lookup(p->up, v->name) != v) continue;
+        return v->is_input || v->data || (v->producer && v->producer->id < p->g->owner->id);
+    }
+    return false;
+}
+
 /* Every node input of the body is defined before it: in the body (an input, a constant, an
  * earlier node) or outside (looked up through the enclosing scopes at read time). */
 static void check_body_order(Parser *p) {
@@ -482,8 +494,12 @@ static void check_body_order(Parser *p) {
         Node *n = g->nodes[i];
         for (int j = 0; j < n->nin; j++) {
             Value *v = n->in[j];
-            if (!v || v->is_input || v->data || lookup(p, v->name) != v) continue;
-            if (v->producer && v->producer->id < n->id) continue;
+            if (!v) continue;
+            if (lookup(p, v->name) != v) {
+                if (outer_defined(p, v)) continue;
+            } else if (v->is_input || v->data || (v->producer && v->producer->id < n->id)) {
+                continue;
+            }
             error(ir_where(g, n), "uses value '%s', which is not defined before it in the body "
                   "or outside", v->name);
         }
@@ -496,8 +512,8 @@ static void read_body_outputs(Parser *p, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_output; i++) {
         const char *name = gp->output[i]->name ? gp->output[i]->name : "";
         Value *v = *name ? lookup_scoped(p, name) : NULL;
-        if (!v || !(v->producer || v->is_input || v->data)) {
-            error(ir_where(p->up->g, g->owner), "body output '%s' is not defined", name);
+        if (!v || !(v->producer || v->is_input || v->data) || (lookup(p, name) != v && !outer_defined(p, v))) {
+            error(ir_where(p->up->g, g->owner), "body output '%s' is not defined (in the body, or outside before the node)", name);
             continue;
         }
         g->outputs[g->noutputs++] = v;
