@@ -10,12 +10,8 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 OUT=build/conv-tests
-rm -rf $OUT && mkdir -p $OUT
-if ! $PYTHON tests/convs/gen.py $OUT || ! $PYTHON tests/convs/gen_dense.py $OUT; then
-    fail "convs: tests/convs/gen.py or gen_dense.py"
-    summary convs; exit 1
-fi
 . tests/check-models.sh
+gen_models convs $OUT tests/convs/gen.py tests/convs/gen_dense.py
 # and for this CPU when it has AVX-512: the schedule's 32-register paths (padded inputs,
 # channel blocks: passes/schedule.c) are taken only there
 native=

@@ -46,3 +46,18 @@ summary() {
     echo "$1: $passed passed, $failed failed${skipped:+, $skipped skipped}"
     [ $failed = 0 ]
 }
+
+# gen_models NAME OUT GEN.py...: empties OUT and runs each model generator on it (they write
+# models and their reference outputs there); if one fails, the runner NAME ends at once with
+# its closing line.
+gen_models() {
+    local gen
+    rm -rf "$2" && mkdir -p "$2"
+    for gen in $(shift 2; echo "$@"); do
+        if ! $PYTHON $gen "$2"; then
+            fail "$1: $gen"
+            summary "$1"
+            exit 1
+        fi
+    done
+}

@@ -10,11 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 OUT=build/random-tests
-rm -rf $OUT && mkdir -p $OUT
-if ! $PYTHON tests/random/gen.py $OUT; then
-    fail "random-ops: tests/random/gen.py"
-    summary random-ops; exit 1
-fi
+gen_models random-ops $OUT tests/random/gen.py
 for m in $OUT/*/; do
     name=${m%/}
     name=${name##*/}

@@ -10,11 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 OUT=build/rnn-tests
-rm -rf $OUT && mkdir -p $OUT
-if ! $PYTHON tests/rnn/gen.py $OUT; then
-    fail "rnn: tests/rnn/gen.py"
-    summary rnn; exit 1
-fi
 . tests/check-models.sh
+gen_models rnn $OUT tests/rnn/gen.py
 check_models $OUT "-O0 -O1 -O2 -O3"
 summary rnn

@@ -8,11 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 OUT=build/string-tests
-rm -rf $OUT && mkdir -p $OUT
-if ! $PYTHON tests/strings/gen.py $OUT; then
-    fail "strings: tests/strings/gen.py"
-    summary strings; exit 1
-fi
 . tests/check-models.sh
+gen_models strings $OUT tests/strings/gen.py
 check_models $OUT "-O0 -O1 -O2 -O3"
 summary strings
