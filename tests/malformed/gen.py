@@ -187,6 +187,19 @@ def operands():
         compile_case(f"{op.lower()}_{'bool' if t == B else 'int32' if t == I else 'float'}",
                      model([helper.make_node(op, "ab"[:n], ["y"])], ins, [f32("y", None)]),
                      "bool" if t == B else "int32" if t == I else "float32")
+    # a subgraph may use outer values defined before its node only (the fuzzer's Scan body
+    # returned the Scan's own output, a value with no definition)
+    def if_model(then_out, else_out, then_nodes=()):
+        c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+        br = [helper.make_graph(list(ns), b, [], [f32(o, [2])])
+              for b, o, ns in (("then", then_out, then_nodes), ("else", else_out, ()))]
+        return model([helper.make_node("If", ["c"], ["y"], then_branch=br[0], else_branch=br[1]),
+                      helper.make_node("Relu", ["x"], ["r"])],
+                     [c, f32("x", [2])], [f32("y", [2]), f32("r", [2])])
+    compile_case("if_branch_returns_own_output", if_model("y", "x"), "body output 'y' is not defined")
+    compile_case("if_branch_uses_later_value",
+                 if_model("t", "x", [helper.make_node("Neg", ["r"], ["t"])]),
+                 "uses value 'r', which is not defined before it")
 
 
 # ---- 4. opsets ----
