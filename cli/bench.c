@@ -11,7 +11,8 @@
  * time, gives its time per run. Its work comes from the kernel IR (kir_kernel_cost): GFLOP/s
  * (2 per multiply-add) where it multiplies-adds, else GB/s over its params' bytes; % of peak
  * relates GFLOP/s to this core's FMA peak, measured in the same command (be_fma_peak).
- * Kernels are listed by time, the first TOP of them, then the rest as one line. */
+ * Kernels are listed by time, the first --top of them (default TOP), then the rest as one line;
+ * a name too long for its column keeps its head and its tail, where generated names differ. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@
 
 #include "cli.h"
 
-enum { TOP = 20 };
+enum { TOP = 20, NAME_MIN = 32, NAME_MAX = 48 };
 
 
 static double now_s(void) {
@@ -202,8 +203,16 @@ static int by_time(const void *x, const void *y) {
     return (a->us < b->us) - (a->us > b->us);
 }
 
-static void print_row(const char *name, const char *ops, double us, double total, int64_t macs,
-                      int64_t bytes, double peak) {
+/* name in at most w columns: if longer, its first third and its tail around "..". */
+static const char *fit_name(Arena *a, const char *name, int w) {
+    int n = (int)strlen(name);
+    if (n <= w) return name;
+    int head = (w - 2) / 3;
+    return arena_printf(a, "%.*s..%s", head, name, name + n - (w - 2 - head));
+}
+
+static void print_row(Arena *a, int w, const char *name, const char *ops, double us, double total,
+                      int64_t macs, int64_t bytes, double peak) {
     char rate[32] = "-", pct[16] = "-";
     if (us > 0 && macs > 0) {
         double gf = 2.0 * (double)macs / us / 1e3;
@@ -212,7 +221,7 @@ static void print_row(const char *name, const char *ops, double us, double total
     } else if (us > 0 && bytes > 0) {
         snprintf(rate, sizeof rate, "%.2f GB/s", (double)bytes / us / 1e3);
     }
-    printf("%-32.32s %-20.20s %10.2f %6.1f%% %16s %7s\n", name, ops, us,
+    printf("%-*s %-20.20s %10.2f %6.1f%% %16s %7s\n", w, fit_name(a, name, w), ops, us,
            total > 0 ? 100 * us / total : 0.0, rate, pct);
 }
 
@@ -261,18 +270,23 @@ int bench_main(Arena *a, Cli *c) {
     printf("instrumented build: median %.2f us (%d runs)%s\n", prof.median, prof.n,
            ticks ? "" : "; no cycle counter on this host, kernel times unknown");
     qsort(rows, (size_t)p->nkernels, sizeof *rows, by_time);
-    printf("%-32s %-20s %10s %7s %16s %7s\n", "kernel", "ops", "us/run", "share", "rate", "%peak");
+    int top = c->top < 0 ? TOP : c->top == 0 ? p->nkernels : c->top;
+    int shown = p->nkernels < top ? p->nkernels : top, w = NAME_MIN;
+    for (int i = 0; i < shown; i++) {
+        int n = (int)strlen(rows[i].k->name);
+        if (n > w) w = n < NAME_MAX ? n : NAME_MAX;
+    }
+    printf("%-*s %-20s %10s %7s %16s %7s\n", w, "kernel", "ops", "us/run", "share", "rate", "%peak");
     double total = 0;
     for (int i = 0; i < p->nkernels; i++) total += rows[i].us;
-    int shown = p->nkernels < TOP ? p->nkernels : TOP;
     for (int i = 0; i < shown; i++)
-        print_row(rows[i].k->name, rows[i].k->ops ? rows[i].k->ops : "", rows[i].us, total, rows[i].macs,
-                  rows[i].bytes, peak);
+        print_row(a, w, rows[i].k->name, rows[i].k->ops ? rows[i].k->ops : "", rows[i].us, total,
+                  rows[i].macs, rows[i].bytes, peak);
     if (p->nkernels > shown) {
         double us = 0;
         int64_t m = 0, by = 0;
         for (int i = shown; i < p->nkernels; i++) us += rows[i].us, m += rows[i].macs, by += rows[i].bytes;
-        print_row(arena_printf(a, "(%d more)", p->nkernels - shown), "", us, total, m, by, peak);
+        print_row(a, w, arena_printf(a, "(%d more)", p->nkernels - shown), "", us, total, m, by, peak);
     }
     for (int i = 0; i < p->ninputs; i++) free((void *)b.in[i]);
     for (int i = 0; i < p->noutputs; i++) free(b.out[i]);

@@ -18,6 +18,7 @@ typedef struct Cli {
     EmitKind emit;
     double rtol, atol;
     double seconds;                 /* bench: how long to time (0: the default) */
+    int top;                        /* bench: kernels listed one per row (-1: the default) */
     const char **dirs;              /* check, bench: data set directories given on the command line */
     int ndirs;
 } Cli;

@@ -85,6 +85,8 @@ static const char options_text[] =
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
     "                        (default 1e-3 and 1e-7)\n"
     "  --seconds S           bench: time runs for S seconds (default 1)\n"
+    "  --top N               bench: list the N slowest kernels one per row, the rest as one\n"
+    "                        line (default 20; 0: all of them)\n"
     "  -h, --help            this text\n"
     "  --version             print the version\n";
 
@@ -229,6 +231,14 @@ static size_t parse_strlen(const char *s) {
     return (size_t)n;
 }
 
+static int parse_top(const char *s) {
+    char *end;
+    errno = 0;
+    long n = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
+    if (n < 0 || n > 1000000 || errno || *end) usage("bad --top '%s': expected a number of kernels (0: all)", s);
+    return (int)n;
+}
+
 static double parse_tol(const char *flag, const char *s) {
     char *end;
     double x = strtod(s, &end);
@@ -296,6 +306,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--rtol", argc, argv, i))) c->rtol = parse_tol("--rtol", v);
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
     else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);
+    else if ((v = opt_value("--top", argc, argv, i))) c->top = parse_top(v);
     else if ((v = opt_value("--print-after", argc, argv, i))) {
         if (!pass_find(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a, -1));
         c->o.print_after = v;
@@ -440,7 +451,7 @@ static Arena *volatile main_arena;
 int main(int argc, char **argv) {
     Arena *a = arena_new();
     main_arena = a;
-    Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7};
+    Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7, .top = -1};
     bool check = argc > 1 && strcmp(argv[1], "check") == 0;
     bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
     parse_args(a, &c, argc, argv, check || bench);

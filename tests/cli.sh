@@ -294,6 +294,18 @@ if [ $rc = 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && grep -q '^latency: m
 else
     fail "bench example" "exit status $rc; kernels in the table: '$got', in the program: '$want'" $B/stderr
 fi
+# --top 1: the slowest kernel (one of the program's) on a row, the others on one line
+run bench models/example/model.onnx --seconds 0.05 --top 1
+rows=$(sed -n '/^kernel  *ops/,$p' $B/stdout | sed 1d)
+first=$(echo "$rows" | sed -n 1p | awk '{ print $1 }')
+nk=$(echo "$want" | wc -w)
+if [ $rc = 0 ] && [ "$(echo "$rows" | wc -l)" = 2 ] && case " $want" in *" $first "*) true ;; *) false ;; esac &&
+   echo "$rows" | sed -n 2p | grep -q "^($((nk - 1)) more) "; then
+    ok "bench --top 1: one kernel row, then the other $((nk - 1)) as one line"
+else
+    fail "bench --top 1" "exit status $rc, rows: $rows" $B/stderr
+fi
+fresh; expect_error "bench --top: not a number" 2 1 "--top" -- bench models/example/model.onnx --top many
 if $PYTHON - $B >$B/bench_models.log 2>&1 <<'PY'
 import sys
 from onnx import TensorProto, helper, numpy_helper, save
@@ -305,7 +317,8 @@ def model(name, nodes, ins, outs, inits=()):
                           [helper.make_tensor_value_info(*o) for o in outs], list(inits))
     save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), "%s/%s.onnx" % (out, name))
 m, k, n = 3, 17, 29
-model("bench_mm", [helper.make_node("MatMul", ["a", "b"], ["c"])],
+# a node name longer than the table's name column (48): its row keeps the head and the tail
+model("bench_mm", [helper.make_node("MatMul", ["a", "b"], ["c"], name="matmul_" + "x" * 50 + "_end")],
       [("a", f, [m, k]), ("b", f, [k, n])], [("c", f, [m, n])])
 print("bench_mm", m * n * k)
 for name, stride, group in (("bench_conv", 1, 1), ("bench_conv_s2g2", 2, 2)):
@@ -321,7 +334,11 @@ then
     while read name macs; do
         run bench $B/$name.onnx --seconds 0.02
         got=$(sed -n 's/^work: \([0-9]*\) MACs.*/\1/p' $B/stdout)
-        if [ $rc = 0 ] && [ "$got" = "$macs" ]; then
+        row=$(sed -n '/^kernel  *ops/{n;p;}' $B/stdout | awk '{ print $1 }')
+        if [ $name = bench_mm ] && ! expr "$row" : 'matmul_x*\.\.x*_end$' >/dev/null ||
+           [ $name = bench_mm ] && [ ${#row} != 48 ]; then
+            fail "bench $name" "the long kernel name is shown as '$row', not its head..tail in 48 columns" $B/stdout
+        elif [ $rc = 0 ] && [ "$got" = "$macs" ]; then
             ok "bench $name: $macs MACs"
         else
             fail "bench $name" "exit status $rc, $got MACs, want $macs" $B/stderr
