@@ -718,21 +718,36 @@ Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const Pack
         dims[d] = !B ? n : pd[d].inner ? B : (n + B - 1) / B;
     }
     Buf *nb = kir_buf_new(p, name, b->dtype, rank, dims, B_CONST);
-    if (b->data) {          /* element by element; positions past the end (padding) are 0 */
+    if (b->data) {          /* row by row of the last dim; positions past the end (padding) are 0 */
         size_t es = dtype_size(b->dtype);
         char *dst = arena_alloc(p->arena, kir_nbytes(nb));
         memset(dst, 0, kir_nbytes(nb));
-        int64_t pos[MAX_RANK] = {0}, count = kir_numel(nb);
-        for (int64_t e = 0; e < count; e++) {
-            int64_t old[MAX_RANK] = {0}, off = 0;
+        int64_t stride[MAX_RANK], pos[MAX_RANK] = {0}, rows = kir_numel(nb) / MAX(dims[rank - 1], 1);
+        int64_t st = 1;
+        for (int d = b->rank - 1; d >= 0; d--) stride[d] = st, st *= b->dims[d];
+        const PackDim *last = &pd[rank - 1];
+        int64_t step = last->block && !last->inner ? last->block : 1;       /* along its src dim */
+        char *out = dst;
+        for (int64_t row = 0; row < rows; row++) {
+            int64_t old[MAX_RANK] = {0};
+            for (int d = 0; d < rank - 1; d++) old[pd[d].src] += pd[d].block && !pd[d].inner ? pos[d] * pd[d].block : pos[d];
             bool in = true;
-            for (int d = 0; d < rank; d++) old[pd[d].src] += pd[d].block && !pd[d].inner ? pos[d] * pd[d].block : pos[d];
+            int64_t off = 0;
             for (int d = 0; d < b->rank; d++) {
-                in &= old[d] < b->dims[d];
-                off = off * b->dims[d] + old[d];
+                if (d != last->src) in &= old[d] < b->dims[d];
+                off += old[d] * stride[d];
             }
-            if (in) memcpy(dst + (size_t)e * es, (const char *)b->data + (size_t)off * es, es);
-            for (int d = rank - 1; d >= 0 && ++pos[d] == dims[d]; d--) pos[d] = 0;
+            /* the row's elements: src index old[last->src] + i * step while below its extent */
+            int64_t n = 0;
+            if (in && old[last->src] < b->dims[last->src])
+                n = MIN(dims[rank - 1], (b->dims[last->src] - old[last->src] + step - 1) / step);
+            const char *src = (const char *)b->data + (size_t)off * es;
+            size_t jump = (size_t)(step * stride[last->src]) * es;
+            if (jump == es) memcpy(out, src, (size_t)n * es);
+            else if (es == 4) for (int64_t i = 0; i < n; i++) memcpy(out + i * 4, src + (size_t)i * jump, 4);
+            else for (int64_t i = 0; i < n; i++) memcpy(out + (size_t)i * es, src + (size_t)i * jump, es);
+            out += (size_t)dims[rank - 1] * es;
+            for (int d = rank - 2; d >= 0 && ++pos[d] == dims[d]; d--) pos[d] = 0;
         }
         nb->data = dst;
     }
