@@ -1176,8 +1176,9 @@ static void rloop(Emitter *e, Stmt *s) {
  * separated from the add it may contract with: they are never leaves), so the results are
  * bitwise the same. The call costs a few instructions per output, not per multiply-
  * accumulate: Cortex-M4, KWS int8 code 4.7 -> 3.7 KB, the pointwise convs' instructions
- * unchanged, the depthwise ones' 5.19 -> 5.12 per multiply-accumulate (with their border
- * pieces gone: passes/schedule.c, size_first). */
+ * unchanged, the depthwise ones' 5.19 -> 5.29 per multiply-accumulate (5.12 once their
+ * border pieces were gone: passes/schedule.c, size_first); more where an output sums few
+ * products with many registers live (LeNet's first conv 3.05 -> 3.69). */
 typedef struct Outlined {
     char *key;
     LLVMValueRef fn;
@@ -1442,7 +1443,7 @@ static bool small_kernel(Emitter *e, Kernel *k) {
 /* Whether kernel k calls its epilogues (outline): on a microcontroller, at -O2 and up, a
  * contraction of a quantized model that multiplies and accumulates (a conv or dense layer,
  * whose register tile repeats the epilogue; an elementwise kernel has one copy, which a call
- * would only slow down: KWS's residual Adds 2.75 instructions per element inline, 4.0
+ * would only slow down: KWS's residual Adds 22 instructions per element inline, 32
  * called). */
 static bool outlining_kernel(Emitter *e, Kernel *k) {
     if (!e->t->small_code || e->p->opt_level < 2 || k->kclass != KC_CONTRACTION) return false;

@@ -211,7 +211,7 @@ static void fuse_into(Program *p, Kernel *pk, Kernel *c, Buf *b, const EwForm *m
  * its own there: P then has the body of the same layer without the residual, which LLVM's
  * mergefunc keeps once (KWS int8: its four pointwise convs one body instead of two, the Add
  * one small loop; -0.4 KB of code on the Cortex-M4, for 2 x 8000 bytes more written and read
- * and ~0.3M more of its 7.4M instructions), while flash, not time, decides whether such a
+ * and ~0.1M more of its 7.5M instructions), while flash, not time, decides whether such a
  * model fits (passes/schedule.c, size_first). */
 static bool residual_kept(const Program *p, const Kernel *c, const Buf *b, const Kernel *pk, const EwForm *m) {
     DType t = m->store->buf->dtype;

@@ -149,11 +149,11 @@ static bool activation_type(DType t) { return dtype_is_float(t) || t == DT_UINT8
  *   - a conv of the plain form (a depthwise conv) keeps its border tests instead of border
  *     pieces, each a copy of the body (conv_layout);
  *   - the loops of an elementwise kernel over contiguous buffers are one loop.
- * Cortex-M4, KWS int8 (QEMU counts, whole run, with the outlined epilogues of
- * backend/kernel.c): 3.0 KB -> 2.7 KB of code (with fuse's unfused residual Adds), 7.40M
- * -> 7.56M instructions; the depthwise convs 5.19 -> 5.12 instructions per
- * multiply-accumulate unpeeled (their tests cost less than the peeled pieces' calls), the
- * first conv 2.20 -> 2.37. */
+ * Cortex-M4, KWS int8 (QEMU counts, whole run, after the outlined epilogues of
+ * backend/kernel.c): 3.7 KB -> 2.7 KB of code (with fuse's unfused residual Adds), 7.66M
+ * -> 7.56M instructions (7.40M before the outlined epilogues); the depthwise convs 5.29 ->
+ * 5.12 instructions per multiply-accumulate unpeeled (their tests cost less than the
+ * peeled pieces' extra epilogue calls), the first conv 2.20 -> 2.37. */
 enum { FEW_MACS = 100 };            /* a kernel with less than 1/100 of the model's MACs */
 
 static bool size_first(const Program *p, const Kernel *k) {
@@ -169,12 +169,13 @@ static int64_t kernel_macs(const Kernel *k) {
     return macs;
 }
 
-/* A size_first kernel whose multiply-accumulates are too few to pay for a register tile. */
-static bool few_macs(const Program *p, const Kernel *k) {
-    if (!size_first(p, k)) return false;
-    int64_t all = 0, own = kernel_macs(k);
-    for (int i = 0; i < p->nkernels; i++)
-        if (!p->kernels[i]->dead) all += kernel_macs(p->kernels[i]);
+static int lanes(const Program *p, const Kernel *k);
+
+/* A size_first kernel without float vectors whose multiply-accumulates are too few to pay
+ * for a register tile (the model has `all`). */
+static bool few_macs(const Program *p, const Kernel *k, int64_t all) {
+    if (!size_first(p, k) || lanes(p, k) >= 2) return false;
+    int64_t own = kernel_macs(k);
     return own == 0 || own * FEW_MACS < all;
 }
 
@@ -1148,7 +1149,7 @@ static int scalar_copies(int64_t n, int cap) {
  * that a size_first dot4 kernel gets a divisor of n or none (no rest block). */
 static int tile_copies(const Program *p, const Kernel *k, int64_t n) {
     int u = scalar_copies(n, copies_cap(k));
-    return dot4_kernel(k) && size_first(p, k) && n % u ? 1 : u;
+    return dot4_kernel(k) && size_first(p, k) && u > 0 && n % u ? 1 : u;
 }
 
 /* Rows blocked around scalar_copies(n) copies: up to SCALAR_ROWS while rows x copies stay
@@ -1169,7 +1170,6 @@ static int scalar_rows(const Program *p, const Kernel *k, int64_t n) {
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
-        if (few_macs(p, k)) return 1;
         int f = (int)MIN(scalar_rows(p, k, trips(inner)), trips(l));
         /* the output channels of a dot4 kernel: a divisor of their number if one >= 2 fits,
          * so that there is no rest block (a second copy of the tile and its requantisations)
@@ -1235,7 +1235,7 @@ static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
     int u = tile_copies(p, k, n);
-    if (u < 2 || few_macs(p, k) || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
+    if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
@@ -1366,8 +1366,12 @@ static void vector_reductions(Program *p, Kernel *k, Stmt *s) {
 
 void schedule(Program *p) {
     if (p->opt_level < 2) return;
+    int64_t macs = 0;
     for (int i = 0; i < p->nkernels; i++)
-        if (!p->kernels[i]->dead) mark_reductions(p->kernels[i]->body);
+        if (!p->kernels[i]->dead) {
+            mark_reductions(p->kernels[i]->body);
+            macs += kernel_macs(p->kernels[i]);
+        }
     channel_last_layouts(p);
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
@@ -1388,9 +1392,11 @@ void schedule(Program *p) {
                 }
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
             }
-            pick_loops(k->body, lanes(p, k) >= 2);
-            if (cb) conv_pixel_tile(p, k);
-            block_list(p, k, &k->body);
+            if (!few_macs(p, k, macs)) {
+                pick_loops(k->body, lanes(p, k) >= 2);
+                if (cb) conv_pixel_tile(p, k);
+                block_list(p, k, &k->body);
+            }
             clear_shared(k->body);
             vector_list(p, k, &k->body);
             if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
