@@ -67,8 +67,11 @@ static LLVMValueRef const_buf(Emitter *e, Buf *b) {
     LLVMValueRef init = LLVMConstStringInContext2(e->C, n ? b->data : zero, n ? n : 1, 1);
     /* loads assume element alignment only; on a 64-bit host a cache line keeps vectors
      * whole, on a 32-bit target 64 left up to 63 bytes of padding after each constant (the
-     * KWS model's eight one-byte zero points took 512 bytes of flash on the M4) */
+     * KWS model's eight one-byte zero points took 512 bytes of flash on the M4), so there 8,
+     * and a constant of fewer bytes the largest power of two it fills (a zero point: 1; at
+     * 8 the KWS model's took 60 bytes) */
     unsigned align = e->t->ptr_bits == 64 ? 64 : 8;
+    while (e->t->ptr_bits == 32 && align > 1 && n < align) align /= 2;
     LLVMValueRef g = private_const(e, init, arena_printf(e->p->arena, "const.%s", b->name), align);
     if (e->p->weights_section) {    /* --weights-section */
         LLVMSetSection(g, e->p->weights_section);

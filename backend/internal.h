@@ -40,6 +40,16 @@ typedef struct Emitter {
      * loads (kernel.c, vldm_groups) */
     struct LoadRun *runs;
     int nruns;
+    /* epilogues called, not inlined (kernel.c, outline): whether the kernel being built does
+     * so; whether a helper is being built (its one-element constants are then constants);
+     * the helpers made so far (key: the expression's shape); the leaves of the expression
+     * of the helper being built and the param each stands for */
+    bool outline, building;
+    struct Outlined *outlined;
+    int noutlined;
+    const Expr **oleaf;
+    LLVMValueRef *oarg;
+    int noleaf;
 } Emitter;
 
 /* A TargetMachine for t (PIC on the host, static elsewhere). */

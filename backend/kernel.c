@@ -22,6 +22,7 @@
  * float_to_half below), never with LLVM's `half`/`bfloat` types, whose fpext/fptrunc become
  * compiler-rt calls (__extendhfsf2, __truncsfhf2) on x86 without F16C and on Cortex-M4. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,8 @@ static LLVMValueRef float_to_half(Emitter *e, DType t, LLVMValueRef f) {
  * register) is emitted as a scalar and splatted where a vector is needed. */
 
 static LLVMValueRef expr(Emitter *e, Expr *x, unsigned w);
+static bool folded(const Emitter *e, const Expr *x);
+static LLVMValueRef folded_value(Emitter *e, const Expr *x);
 
 static bool varying(const Emitter *e, const Expr *x) {
     if (!e->vw) return false;
@@ -716,6 +719,9 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
 }
 
 static LLVMValueRef expr(Emitter *e, Expr *x, unsigned w) {
+    for (int i = 0; i < e->noleaf; i++)     /* building an outlined helper: a leaf is a param */
+        if (e->oleaf[i] == x) return e->oarg[i];
+    if (e->building && folded(e, x)) return folded_value(e, x);
     if (w && !varying(e, x)) return splat(e, expr(e, x, 0), w);
     switch (x->kind) {
     case E_CONST: return konst(e, x);
@@ -853,7 +859,14 @@ static bool expr_has_dot4(const Expr *x) {
  * it: its accumulators, unpacked operands and pointers fill the M4's 13 core registers, and
  * LLVM's runtime unrolling by two made it spill (int8 dense layers 1.9 -> 1.6 instructions
  * per multiply-accumulate without). */
-static bool loop_keep(const Emitter *e, const Stmt *s) {
+/* So is a loop of more than one iteration around an outlined epilogue's call (outline): LLVM
+ * unrolled lenet_qop's dense layer, 5 blocks of 2 outputs, whole once its epilogues were
+ * calls (+1.1 KB, same speed). */
+static bool calls_outlined(Emitter *e, const Stmt *s);
+
+static bool loop_keep(Emitter *e, const Stmt *s) {
+    bool once = s->lo->kind == E_CONST && s->hi->kind == E_CONST && s->hi->i - s->lo->i <= s->step;
+    if (e->outline && !(s->hints & LH_REDUCTION) && !once && calls_outlined(e, s->body)) return true;
     if (!e->t->dsp || !(s->hints & LH_REDUCTION)) return false;
     for (const Stmt *b = s->body; b; b = b->next)
         if (b->kind == S_SET && expr_has_dot4(b->val)) return true;
@@ -1149,6 +1162,180 @@ static void rloop(Emitter *e, Stmt *s) {
     }
 }
 
+/* ---- outlined epilogues ----
+ * On a microcontroller (Target.small_code) the product kernels of a quantized model compute
+ * each output's requantisation (int32 to float, scale, clamp, round, zero point: ~14
+ * instructions, ~56 bytes on Cortex-M4) once per jammed accumulator and per rest piece: the
+ * KWS int8 model's code had 31 copies, a third of it. In such a kernel (outlining_kernel) a
+ * store's or register's value that rounds a float is a call of an internal helper computing
+ * the expression from its leaves - loads, registers and loop variables, evaluated by the
+ * caller and passed as arguments - one helper per shape of expression in the module, so
+ * that every kernel with the same epilogue shares it. One-element constants (zero points)
+ * stay in the helper as constants (folded), as they were folded into the inlined code.
+ * The helper evaluates the same operations on the same values (no float multiply is
+ * separated from the add it may contract with: they are never leaves), so the results are
+ * bitwise the same. The call costs a few instructions per output, not per multiply-
+ * accumulate: Cortex-M4, KWS int8 code 4.7 -> 3.7 KB, the pointwise convs' instructions
+ * unchanged, the depthwise ones' 5.19 -> 5.29 per multiply-accumulate (5.12 once their
+ * border pieces were gone: passes/schedule.c, size_first); more where an output sums few
+ * products with many registers live (LeNet's first conv 3.05 -> 3.69). */
+typedef struct Outlined {
+    char *key;
+    LLVMValueRef fn;
+} Outlined;
+
+enum { MAX_LEAVES = 8, MAX_LEAF_USES = 48, KEY_BYTES = 2048 };
+
+typedef struct Shape {
+    const Expr *leaf[MAX_LEAF_USES];    /* every leaf occurrence */
+    int arg[MAX_LEAF_USES];             /* its argument */
+    int nuse;
+    const Expr *first[MAX_LEAVES];      /* the distinct leaves, one per argument */
+    int nargs;
+    char key[KEY_BYTES];
+    size_t len;
+    bool ok, round;
+} Shape;
+
+static void key_put(Shape *sh, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void key_put(Shape *sh, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sh->key + sh->len, sizeof sh->key - sh->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof sh->key - sh->len) sh->ok = false;
+    else sh->len += (size_t)n;
+}
+
+/* A load of a one-element constant (a zero point), which a helper holds as a constant: the
+ * code the caller had inlined folded it too (its clamp bounds). Not with --emit-weights,
+ * whose blob may be another of the same layout. */
+static bool folded(const Emitter *e, const Expr *x) {
+    DType t = x->kind == E_LOAD ? x->buf->dtype : DT_FLOAT;
+    return x->kind == E_LOAD && x->buf->kind == B_CONST && kir_numel(x->buf) == 1 && x->buf->data &&
+           !e->p->weights_external &&
+           (t == DT_UINT8 || t == DT_INT8 || t == DT_UINT16 || t == DT_INT16 || t == DT_INT32 || t == DT_FLOAT);
+}
+
+static LLVMValueRef folded_value(Emitter *e, const Expr *x) {
+    const Buf *b = x->buf;
+    const void *d = b->data;
+    switch (b->dtype) {
+    case DT_UINT8: return LLVMConstInt(e->i8, *(const uint8_t *)d, 0);
+    case DT_INT8: return LLVMConstInt(e->i8, (unsigned long long)(int64_t)*(const int8_t *)d, 1);
+    case DT_UINT16: return LLVMConstInt(e->i16, *(const uint16_t *)d, 0);
+    case DT_INT16: return LLVMConstInt(e->i16, (unsigned long long)(int64_t)*(const int16_t *)d, 1);
+    case DT_INT32: return LLVMConstInt(e->i32, (unsigned long long)(int64_t)*(const int32_t *)d, 1);
+    case DT_FLOAT: return LLVMConstReal(e->f32, *(const float *)d);
+    default: return NULL;
+    }
+}
+
+/* The key of x's shape (operators, types, constants, folded values; leaves by argument
+ * number) and its leaves. */
+static void shape_of(Emitter *e, Shape *sh, const Expr *x) {
+    if (!sh->ok) return;
+    if (folded(e, x)) {
+        const Buf *b = x->buf;
+        key_put(sh, "k%d:", (int)b->dtype);
+        for (size_t i = 0; i < kir_nbytes(b); i++) key_put(sh, "%02x", ((const unsigned char *)b->data)[i]);
+        key_put(sh, " ");
+        return;
+    }
+    if (x->kind == E_LOAD || x->kind == E_SCALAR || x->kind == E_VAR) {
+        int a = 0;
+        while (a < sh->nargs && !same_expr(sh->first[a], x)) a++;
+        if (a == sh->nargs) {
+            if (a == MAX_LEAVES) { sh->ok = false; return; }
+            sh->first[sh->nargs++] = x;
+        }
+        if (sh->nuse == MAX_LEAF_USES) { sh->ok = false; return; }
+        sh->leaf[sh->nuse] = x;
+        sh->arg[sh->nuse++] = a;
+        key_put(sh, "a%d:%d ", a, (int)x->type);
+        return;
+    }
+    if (x->kind == E_CONST) {
+        key_put(sh, "c%d:%a:%lld ", (int)x->type, x->f, (long long)x->i);
+        return;
+    }
+    if (x->kind == E_BIN && x->op == K_DOT4) sh->ok = false;
+    sh->round |= x->kind == E_UN && x->op == K_ROUND && is_float(x->type);
+    key_put(sh, "(%d.%d:%d ", (int)x->kind, (int)x->op, (int)x->type);
+    for (int i = 0; i < x->nargs; i++) shape_of(e, sh, x->args[i]);
+    key_put(sh, ") ");
+}
+
+static LLVMValueRef make_outlined(Emitter *e, Shape *sh, Expr *x, LLVMTypeRef *pt) {
+    char *name = arena_printf(e->p->arena, "%s.epilogue%d", e->p->name, e->noutlined);
+    LLVMValueRef fn = LLVMAddFunction(e->M, name, LLVMFunctionType(be_reg_type(e, x->type), pt, (unsigned)sh->nargs, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    be_fn_attrs(e, fn);
+    be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "noinline");
+    be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "optsize");
+    LLVMBasicBlockRef back = LLVMGetInsertBlock(e->B);
+    LLVMValueRef kfn = e->fn, args[MAX_LEAF_USES];
+    for (int i = 0; i < sh->nuse; i++) args[i] = LLVMGetParam(fn, (unsigned)sh->arg[i]);
+    e->fn = fn;
+    e->oleaf = sh->leaf;
+    e->oarg = args;
+    e->noleaf = sh->nuse;
+    e->building = true;
+    LLVMPositionBuilderAtEnd(e->B, block(e, "entry"));
+    LLVMBuildRet(e->B, expr(e, x, 0));
+    e->noleaf = 0;
+    e->building = false;
+    e->fn = kfn;
+    LLVMPositionBuilderAtEnd(e->B, back);
+    return fn;
+}
+
+/* Whether x is computed by a helper (its shape in *sh): in an outlining kernel, outside
+ * vector loops, a value that rounds a float and has no dot4. */
+static bool outlinable(Emitter *e, const Expr *x, Shape *sh) {
+    if (!e->outline || e->vw) return false;
+    sh->nuse = sh->nargs = 0;
+    sh->len = 0;
+    sh->key[0] = 0;
+    sh->ok = true;
+    sh->round = false;
+    shape_of(e, sh, x);
+    return sh->ok && sh->round;
+}
+
+/* Whether a statement of list s calls an outlined helper. */
+static bool calls_outlined(Emitter *e, const Stmt *s) {
+    Shape sh;
+    for (; s; s = s->next)
+        if (((s->kind == S_STORE || s->kind == S_SET) && outlinable(e, s->val, &sh)) || calls_outlined(e, s->body) ||
+            calls_outlined(e, s->then) || calls_outlined(e, s->els))
+            return true;
+    return false;
+}
+
+/* The value of x as a call of its helper (made on first use), or NULL where x stays inline. */
+static LLVMValueRef outline(Emitter *e, Expr *x) {
+    Shape *sh = ARENA_NEW(e->p->arena, Shape);
+    if (!outlinable(e, x, sh)) return NULL;
+    LLVMValueRef av[MAX_LEAVES];
+    LLVMTypeRef pt[MAX_LEAVES];
+    for (int a = 0; a < sh->nargs; a++) {
+        av[a] = expr(e, (Expr *)sh->first[a], 0);
+        pt[a] = LLVMTypeOf(av[a]);
+    }
+    LLVMValueRef fn = NULL;
+    for (int i = 0; i < e->noutlined && !fn; i++)
+        if (!strcmp(e->outlined[i].key, sh->key)) fn = e->outlined[i].fn;
+    if (!fn) {
+        fn = make_outlined(e, sh, x, pt);
+        Outlined *o = ARENA_ARRAY(e->p->arena, Outlined, e->noutlined + 1);
+        if (e->noutlined) memcpy(o, e->outlined, sizeof *o * (size_t)e->noutlined);
+        o[e->noutlined++] = (Outlined){arena_printf(e->p->arena, "%s", sh->key), fn};
+        e->outlined = o;
+    }
+    return LLVMBuildCall2(e->B, LLVMGlobalGetValueType(fn), fn, av, (unsigned)sh->nargs, "");
+}
+
 /* In a vector loop: a contiguous store, a scatter, or - when every lane stores to the same
  * element - the last lane's value, which is what running the lanes in order leaves. */
 static void store(Emitter *e, Stmt *s) {
@@ -1156,7 +1343,8 @@ static void store(Emitter *e, Stmt *s) {
     unsigned w = e->vw, align = elem_align(e, b->dtype);
     Expr **idx = simple_idx(e, b, s->idx);
     int64_t c = w ? lane_coef(e, b, idx) : 0;
-    LLVMValueRef v = expr(e, s->val, c ? w : 0);
+    LLVMValueRef v = w ? NULL : outline(e, s->val);
+    if (!v) v = expr(e, s->val, c ? w : 0);
     if (c == 0 && varying(e, s->val))
         v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");
     if (b->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, like(v, e->i8), "");
@@ -1174,7 +1362,10 @@ static void store(Emitter *e, Stmt *s) {
 
 static void set(Emitter *e, Stmt *s) {
     if (e->vw && e->vreg[s->var]) LLVMBuildStore(e->B, expr(e, s->val, e->vw), e->vreg[s->var]);
-    else LLVMBuildStore(e->B, expr(e, s->val, 0), e->scalars[s->var]);
+    else {
+        LLVMValueRef v = outline(e, s->val);
+        LLVMBuildStore(e->B, v ? v : expr(e, s->val, 0), e->scalars[s->var]);
+    }
 }
 
 static void cond(Emitter *e, Stmt *s) {
@@ -1249,6 +1440,21 @@ static bool small_kernel(Emitter *e, Kernel *k) {
     return false;
 }
 
+/* Whether kernel k calls its epilogues (outline): on a microcontroller, at -O2 and up, a
+ * contraction of a quantized model that multiplies and accumulates (a conv or dense layer,
+ * whose register tile repeats the epilogue; an elementwise kernel has one copy, which a call
+ * would only slow down: KWS's residual Adds 22 instructions per element inline, 32
+ * called). */
+static bool outlining_kernel(Emitter *e, Kernel *k) {
+    if (!e->t->small_code || e->p->opt_level < 2 || k->kclass != KC_CONTRACTION) return false;
+    int64_t macs, bytes;
+    kir_kernel_cost(k, &macs, &bytes);
+    if (macs == 0) return false;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
+    return false;
+}
+
 LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     LLVMTypeRef *pt = ARENA_ARRAY(e->p->arena, LLVMTypeRef, k->nparams + 1);
     for (int i = 0; i < k->nparams; i++) pt[i] = e->ptr;
@@ -1281,6 +1487,7 @@ LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     e->vw = 0;
     e->lanebase = NULL;
     e->contract = e->p->opt_level >= 2 && !e->p->fp_strict;
+    e->outline = outlining_kernel(e, k);
     stmts(e, k->body);
     LLVMBuildRetVoid(e->B);
     e->k = NULL;

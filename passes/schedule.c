@@ -46,6 +46,9 @@
  *     vector]` (kir.h: vreduce), unless --fp-strict. A contraction's J whose reduction
  *     operands are all strided along it (weights [N, K]) is not vectorised, so that its
  *     reduction is: its lanes would all be gathers.
+ *   - on a microcontroller (no float vectors), the kernels of a quantized model are scheduled
+ *     for code size first (size_first: fewer copies, no border pieces, coalesced elementwise
+ *     loops), as their code is what decides whether the model fits its flash.
  * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
  * a register set inside and read after it) stays scalar.
  * Legality, per loop (iterations_independent). Iterations of J (and of L) are independent
@@ -134,6 +137,63 @@ static bool conv_weights(const Program *p, const Kernel *k, const Buf *w, int r)
 /* Temporaries the channel-last layouts may permute: float, and the 8-bit activations of
  * integer models. */
 static bool activation_type(DType t) { return dtype_is_float(t) || t == DT_UINT8 || t == DT_INT8; }
+
+/* ---- microcontrollers: code size first ----
+ * On a target without float vectors (vector_bytes 4: Cortex-M4, RV32, the backend's
+ * Target.small_code) a quantized model's flash is its 8-bit weights plus its code, and the
+ * code of register tiles, their rest pieces and border pieces is what decides whether it
+ * fits (issue 9: at most 0.3x the float model's flash; the KWS model's weights, multipliers
+ * and biases alone are 0.27x of it). So in the kernels of such a model (an 8-bit operand, as
+ * the backend's small_kernel tells them) the policy gives up a little speed for code:
+ *   - kernels with no or few multiply-accumulates (a pool, a dense layer of less than
+ *     FEW_MACS of the model's products: KWS's last Gemm, 768 of 2.66M) get no register tile;
+ *   - the pixels of a dot4 conv are jammed only by a divisor of their number (KWS's first
+ *     conv, 125 pixels: 4 channels x 1 pixel instead of 2 x 2 and a rest block of 1 pixel);
+ *   - a conv of the plain form (a depthwise conv) keeps its border tests instead of border
+ *     pieces, each a copy of the body (conv_layout);
+ *   - the loops of an elementwise kernel over contiguous buffers are one loop.
+ * Cortex-M4, KWS int8 (QEMU counts, whole run, after the outlined epilogues of
+ * backend/kernel.c): 3.7 KB -> 2.7 KB of code (with fuse's unfused residual Adds), 7.66M
+ * -> 7.56M instructions (7.40M before the outlined epilogues); the depthwise convs 5.29 ->
+ * 5.12 instructions per multiply-accumulate unpeeled (their tests cost less than the
+ * peeled pieces' extra epilogue calls), the first conv 2.20 -> 2.37. */
+enum { FEW_MACS = 100 };            /* a kernel with less than 1/100 of the model's MACs */
+
+static bool size_first(const Program *p, const Kernel *k) {
+    if (p->vector_bytes > 4) return false;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
+    return false;
+}
+
+static int64_t kernel_macs(const Kernel *k) {
+    int64_t macs, bytes;
+    kir_kernel_cost(k, &macs, &bytes);
+    return macs;
+}
+
+static int lanes(const Program *p, const Kernel *k);
+
+/* A size_first kernel without float vectors whose multiply-accumulates are too few to pay
+ * for a register tile (the model has `all`). */
+static bool few_macs(const Program *p, const Kernel *k, int64_t all) {
+    if (!size_first(p, k) || lanes(p, k) >= 2) return false;
+    int64_t own = kernel_macs(k);
+    return own == 0 || own * FEW_MACS < all;
+}
+
+/* A size_first elementwise or copy kernel's perfect loop nest coalesced from the inside
+ * out while its buffers allow (loop_coalesce): one loop and one counter instead of four. */
+static void coalesce_nest(Program *p, Kernel *k) {
+    for (;;) {
+        Stmt *o = k->body;
+        if (!o || o->kind != S_LOOP || o->next) return;
+        while (o->body && o->body->kind == S_LOOP && !o->body->next && o->body->body &&
+               o->body->body->kind == S_LOOP && !o->body->body->next)
+            o = o->body;
+        if (!loop_coalesce(p, k, o)) return;
+    }
+}
 
 /* Elements of the output type in one target vector; of the accumulators when wider (an
  * integer convolution sums 8-bit products in int32 registers: int_acc_size). One on a target
@@ -734,7 +794,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
         peel_rows(p, k, nest[r - 3]);
         return packed;
     }
-    if (!loop_interior(p, k, col, &front, &back) || (!front && !back)) return cm ? packed : NULL;
+    if (size_first(p, k) || !loop_interior(p, k, col, &front, &back) || (!front && !back)) return cm ? packed : NULL;
     int cv = col->var;
     Stmt *mid = loop_peel(p, k, at, front, back);
     if (border_cm && mid) loop_interchange(p, k, mid);
@@ -1088,6 +1148,13 @@ static int scalar_copies(int64_t n, int cap) {
     return (int)MIN(cap, n);
 }
 
+/* The copies side by side of kernel k's picked loop of n iterations: scalar_copies, except
+ * that a size_first dot4 kernel gets a divisor of n or none (no rest block). */
+static int tile_copies(const Program *p, const Kernel *k, int64_t n) {
+    int u = scalar_copies(n, copies_cap(k));
+    return dot4_kernel(k) && size_first(p, k) && u > 0 && n % u ? 1 : u;
+}
+
 /* Rows blocked around scalar_copies(n) copies: up to SCALAR_ROWS while rows x copies stay
  * within SCALAR_ACCS accumulators of the 32 single registers, at least 2 (16 x 2 measured
  * best when the convs had 2 rows whatever their copies). A conv with one input channel has 9
@@ -1096,16 +1163,17 @@ static int scalar_copies(int64_t n, int cap) {
  * of models/example and models/cnn from 2.54 and 2.55 to 2.28 and 2.19 instructions per
  * multiply-accumulate (with the one-compare Relu of backend/kernel.c), models/cnn's second
  * conv from 2.06 to 1.92 (QEMU counts, --profile). */
-static int scalar_rows(int64_t n, int cap) {
-    if (cap < SCALAR_COPIES) return MIN(INT_ROWS, MAX(2, INT_ACCS / scalar_copies(n, cap)));
-    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / scalar_copies(n, cap)));
+static int scalar_rows(const Program *p, const Kernel *k, int64_t n) {
+    int cap = copies_cap(k), u = tile_copies(p, k, n);
+    if (cap < SCALAR_COPIES) return MIN(INT_ROWS, MAX(2, INT_ACCS / u));
+    return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / u));
 }
 
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
-        int f = (int)MIN(scalar_rows(trips(inner), copies_cap(k)), trips(l));
+        int f = (int)MIN(scalar_rows(p, k, trips(inner)), trips(l));
         /* the output channels of a dot4 kernel: a divisor of their number if one >= 2 fits,
          * so that there is no rest block (a second copy of the tile and its requantisations)
          * and the packed weights need no padding rows. Cortex-M4, against 3 channels and a
@@ -1169,7 +1237,7 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
 static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
-    int u = scalar_copies(n, copies_cap(k));
+    int u = tile_copies(p, k, n);
     if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
@@ -1339,8 +1407,12 @@ static void row_jam(Program *p, Kernel *k, Stmt **at) {
 
 void schedule(Program *p) {
     if (p->opt_level < 2) return;
+    int64_t macs = 0;
     for (int i = 0; i < p->nkernels; i++)
-        if (!p->kernels[i]->dead) mark_reductions(p->kernels[i]->body);
+        if (!p->kernels[i]->dead) {
+            mark_reductions(p->kernels[i]->body);
+            macs += kernel_macs(p->kernels[i]);
+        }
     channel_last_layouts(p);
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
@@ -1361,9 +1433,11 @@ void schedule(Program *p) {
                 }
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
             }
-            pick_loops(k->body, lanes(p, k) >= 2);
-            if (cb) conv_pixel_tile(p, k);
-            block_list(p, k, &k->body);
+            if (!few_macs(p, k, macs)) {
+                pick_loops(k->body, lanes(p, k) >= 2);
+                if (cb) conv_pixel_tile(p, k);
+                block_list(p, k, &k->body);
+            }
             clear_shared(k->body);
             vector_list(p, k, &k->body);
             if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
@@ -1374,6 +1448,7 @@ void schedule(Program *p) {
             }
         }
         if (k->kclass != KC_CONTRACTION && lanes(p, k) >= 2 && !p->fp_strict) row_jam(p, k, &k->body);
+        if (k->kclass != KC_CONTRACTION && size_first(p, k)) coalesce_nest(p, k);
         strip_list(p, k, &k->body);
     }
     for (int i = 0; i < p->nkernels && !p->fp_strict; i++)

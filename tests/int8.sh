@@ -12,7 +12,7 @@
 #     scales stay 4 bytes (biases 2 on Cortex-M4), and the small KWS model's 64-channel layers
 #     have few weights per channel (it lands at 0.31 on the host, 0.29 on the M4);
 #   - the whole flash (code and data) for Cortex-M4 at most 0.3x the float model's, except the
-#     models listed in FLASH_OVER (skipped, and counted so: KWS, docs/int8.md).
+#     models listed in FLASH_OVER (skipped, and counted so; none now: docs/int8.md, "Flash").
 # Work files: build/int8/. Last line: "int8: N passed, N failed, N skipped".
 set -u
 cd "$(dirname "$0")/.."
@@ -23,9 +23,11 @@ mkdir -p $OUT
 # read-only data of an object: the .rodata* sections (weights, tables)
 rodata() { size -A "$1" | awk '$1 ~ /^\.rodata/ { s += $2 } END { print s + 0 }'; }
 
-# Over the 0.3x flash goal on Cortex-M4, and why: docs/int8.md ("Flash"). kws: its int8 weights,
-# per-channel multipliers and biases alone are 0.27x of the float model's flash.
-FLASH_OVER="kws"
+# Over the 0.3x flash goal on Cortex-M4, and why: docs/int8.md ("Flash"). None: kws, whose int8
+# weights, per-channel multipliers and biases alone are 0.27x of the float model's flash, was
+# until its code was scheduled for size (passes/schedule.c, size_first; backend/kernel.c,
+# outline) and is now checked like the others.
+FLASH_OVER=""
 
 for d in tests/int8/*/; do
     d=${d%/}
