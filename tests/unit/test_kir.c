@@ -267,7 +267,8 @@ static void test_no_tiling_below_o2(Arena *a) {
 /* Vector reductions (tile): a softmax row's max and sum over 64 floats become
  * [reduction, vector] at -O2 with 16-byte vectors, and stay scalar at --fp-strict; a sum
  * down a column (no operand contiguous along the loop) stays scalar either way. The
- * interpreter runs them in order, so results stay bitwise. */
+ * interpreter runs them in order, so results stay bitwise. Not at --fp-strict, the two rows
+ * are first jammed into one iteration (row_jam). */
 static Prog softmax_sums(Arena *a) {
     Program *p = kir_program_new(a, "sm");
     int64_t dx[2] = {2, 64}, dy[2] = {2, 2};
@@ -305,14 +306,24 @@ static void test_reduction_policy(Arena *a) {
         void *ref = run(&g);
         schedule(g.p);
         kir_verify(g.p, "schedule");
-        Stmt *s = g.p->kernels[0]->body->body;
+        /* the row loop's body (its two rows jammed into one when not strict: row_jam) */
+        Stmt *outer = g.p->kernels[0]->body;
         unsigned rv = LH_REDUCTION | LH_VECTOR;
-        bool rows = (s->next->hints & rv) == rv && (s->next->next->next->hints & rv) == rv;
-        bool column = (s->next->next->next->next->next->next->hints & rv) == LH_REDUCTION;
+        int rows = 0, column = 0, other = 0;
+        for (Stmt *s = outer->body; s; s = s->next) {
+            if (s->kind != S_LOOP) continue;
+            if (trips(s) == 64 && (s->hints & rv) == rv) rows++;
+            else if (trips(s) == 2 && (s->hints & rv) == LH_REDUCTION) column++;
+            else other++;
+        }
         void *got = run(&g);
-        check(strict ? !find_hint(g.p->kernels[0]->body, LH_VECTOR) : rows && column,
+        check(strict ? !find_hint(g.p->kernels[0]->body, LH_VECTOR) : rows == 2 && column == 1 && !other,
               strict ? "schedule --fp-strict: no vector reductions"
                      : "schedule: a softmax row's max and sum are vector reductions, a column sum is not");
+        check(strict ? !outer->next && outer->step == 1 && !outer->hints
+                     : !outer->next && outer->step == 2 && (outer->hints & LH_TILE),
+              strict ? "schedule --fp-strict: the rows are not jammed"
+                     : "schedule: the two rows are jammed into one iteration (row_jam)");
         check(!memcmp(ref, got, g.out_bytes), "schedule: vector reductions: same interpreted result");
         free(ref), free(got);
     }
