@@ -1429,6 +1429,13 @@ static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn, const unsigned *
     }
 }
 
+bool be_small_quantized(const Emitter *e, const Kernel *k) {
+    if (!e->t->small_code || e->p->opt_level < 2) return false;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
+    return false;
+}
+
 /* Whether kernel k is compiled for size: on a microcontroller (Target.small_code), a kernel of
  * a quantized model (one with 8-bit integer data; the byte kernels of string models too) that
  * does no multiply-accumulate (pads, im2col, pools, (de)quantisations, Relu: little of the
@@ -1438,13 +1445,6 @@ static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn, const unsigned *
  * int8 model's code 6.7 -> 5.8 KB with 0.3% fewer instructions, lenet_qop's 5.6 -> 4.8 KB and
  * 3% more; the float models' kernels stay as they were (on the sample models this policy
  * cost them 5-10% more instructions for 5-10% less flash). */
-bool be_small_quantized(const Emitter *e, const Kernel *k) {
-    if (!e->t->small_code || e->p->opt_level < 2) return false;
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
-    return false;
-}
-
 static bool small_kernel(Emitter *e, Kernel *k) {
     int64_t macs, bytes;
     kir_kernel_cost(k, &macs, &bytes);
