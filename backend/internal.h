@@ -50,6 +50,12 @@ typedef struct Emitter {
     const Expr **oleaf;
     LLVMValueRef *oarg;
     int noleaf;
+    /* constant blocks (emit.c, plan_blocks): by kernel id, the one global holding the
+     * kernel's constants, or NULL; by root buffer id, a constant's offset in its kernel's
+     * block, or -1. pval: the pointers of the params of the kernel being built. */
+    LLVMValueRef *kblock;
+    int64_t *block_at;
+    LLVMValueRef *pval;
 } Emitter;
 
 /* A TargetMachine for t (PIC on the host, static elsewhere). */
@@ -81,8 +87,14 @@ LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code);
  * be_loaded_symbol then finds its symbols. */
 void be_load_buffer(LLVMMemoryBufferRef buf, const char *where);
 
-/* The internal function computing kernel k (kernel.c): void(ptr param0, ptr param1, ...). */
+/* The internal function computing kernel k (kernel.c): void(ptr param0, ptr param1, ...),
+ * the params in a constant block (be_in_block) replaced by one pointer to the block, last. */
 LLVMValueRef be_kernel(Emitter *e, Kernel *k);
+/* Whether param b of a kernel is in its kernel's constant block (emit.c, plan_blocks). */
+bool be_in_block(const Emitter *e, Buf *b);
+/* Whether kernel k is one of a quantized model (an 8-bit param) compiled for a
+ * microcontroller (Target.small_code) at -O2 and up: the size-first policies' kernels. */
+bool be_small_quantized(const Emitter *e, const Kernel *k);
 /* In-memory LLVM type of a dtype (bool: i8) and its register type (bool: i1). */
 LLVMTypeRef be_mem_type(Emitter *e, DType t);
 LLVMTypeRef be_reg_type(Emitter *e, DType t);

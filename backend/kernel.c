@@ -185,7 +185,7 @@ static LLVMValueRef fop(Emitter *e, LLVMValueRef v) {
 
 static LLVMValueRef param_ptr(Emitter *e, Buf *b) {
     for (int i = 0; i < e->k->nparams; i++)
-        if (e->k->params[i] == b) return LLVMGetParam(e->fn, (unsigned)i);
+        if (e->k->params[i] == b) return e->pval[i];
     die("kernel %s: buffer %s is not a param", e->k->name, b->name);
 }
 
@@ -1409,9 +1409,17 @@ static bool may_overlap(Buf *a, Buf *b) {
     return a0 < b1 && b0 < a1;
 }
 
-static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn) {
+/* The attributes of the LLVM params: pos[i] is param i's position (1-based), cpos the
+ * constant block's (0: none), which is read-only and apart from everything else. */
+static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn, const unsigned *pos, unsigned cpos) {
+    if (cpos) {
+        be_enum_attr(e, fn, cpos, "nocapture");
+        be_enum_attr(e, fn, cpos, "readonly");
+        be_enum_attr(e, fn, cpos, "noalias");
+    }
     for (int i = 0; i < k->nparams; i++) {
-        unsigned at = (unsigned)i + 1;
+        if (be_in_block(e, k->params[i])) continue;
+        unsigned at = pos[i];
         be_enum_attr(e, fn, at, "nocapture");
         if (k->modes[i] == KP_IN) be_enum_attr(e, fn, at, "readonly");
         bool alone = true;
@@ -1419,6 +1427,13 @@ static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn) {
             if (j != i && may_overlap(k->params[i], k->params[j])) alone = false;
         if (alone) be_enum_attr(e, fn, at, "noalias");
     }
+}
+
+bool be_small_quantized(const Emitter *e, const Kernel *k) {
+    if (!e->t->small_code || e->p->opt_level < 2) return false;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
+    return false;
 }
 
 /* Whether kernel k is compiled for size: on a microcontroller (Target.small_code), a kernel of
@@ -1431,13 +1446,9 @@ static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn) {
  * 3% more; the float models' kernels stay as they were (on the sample models this policy
  * cost them 5-10% more instructions for 5-10% less flash). */
 static bool small_kernel(Emitter *e, Kernel *k) {
-    if (!e->t->small_code || e->p->opt_level < 2) return false;
     int64_t macs, bytes;
     kir_kernel_cost(k, &macs, &bytes);
-    if (macs > 0) return false;
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
-    return false;
+    return macs == 0 && be_small_quantized(e, k);
 }
 
 /* Whether kernel k calls its epilogues (outline): on a microcontroller, at -O2 and up, a
@@ -1446,19 +1457,20 @@ static bool small_kernel(Emitter *e, Kernel *k) {
  * would only slow down: KWS's residual Adds 22 instructions per element inline, 32
  * called). */
 static bool outlining_kernel(Emitter *e, Kernel *k) {
-    if (!e->t->small_code || e->p->opt_level < 2 || k->kclass != KC_CONTRACTION) return false;
+    if (k->kclass != KC_CONTRACTION) return false;
     int64_t macs, bytes;
     kir_kernel_cost(k, &macs, &bytes);
-    if (macs == 0) return false;
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
-    return false;
+    return macs > 0 && be_small_quantized(e, k);
 }
 
 LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     LLVMTypeRef *pt = ARENA_ARRAY(e->p->arena, LLVMTypeRef, k->nparams + 1);
-    for (int i = 0; i < k->nparams; i++) pt[i] = e->ptr;
-    LLVMTypeRef fty = LLVMFunctionType(e->voidt, pt, (unsigned)k->nparams, 0);
+    unsigned *pos = ARENA_ARRAY(e->p->arena, unsigned, k->nparams + 1), n = 0, cpos = 0;
+    for (int i = 0; i < k->nparams; i++)
+        if (!be_in_block(e, k->params[i])) pos[i] = ++n;
+    if (e->kblock[k->id]) cpos = ++n;
+    for (unsigned i = 0; i < n; i++) pt[i] = e->ptr;
+    LLVMTypeRef fty = LLVMFunctionType(e->voidt, pt, n, 0);
     char *name = arena_printf(e->p->arena, "%s.k%d.%s", e->p->name, k->id, k->name);
     LLVMValueRef fn = LLVMAddFunction(e->M, name, fty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
@@ -1467,14 +1479,22 @@ LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
         be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "noinline");
         be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "optsize");
     }
-    param_attrs(e, k, fn);
-    for (int i = 0; i < k->nparams; i++) {
-        const char *pn = k->params[i]->name;
-        LLVMSetValueName2(LLVMGetParam(fn, (unsigned)i), pn, strlen(pn));
-    }
+    param_attrs(e, k, fn, pos, cpos);
     e->k = k;
     e->fn = fn;
     LLVMPositionBuilderAtEnd(e->B, block(e, "entry"));
+    e->pval = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nparams + 1);
+    if (cpos) LLVMSetValueName2(LLVMGetParam(fn, cpos - 1), "consts", 6);
+    for (int i = 0; i < k->nparams; i++) {
+        const char *pn = k->params[i]->name;
+        if (be_in_block(e, k->params[i])) {
+            LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)e->block_at[kir_root(k->params[i])->id], 0);
+            e->pval[i] = LLVMBuildInBoundsGEP2(e->B, e->i8, LLVMGetParam(fn, cpos - 1), &off, 1, pn);
+        } else {
+            e->pval[i] = LLVMGetParam(fn, pos[i] - 1);
+            LLVMSetValueName2(e->pval[i], pn, strlen(pn));
+        }
+    }
     e->vars = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nvars + 1);
     e->ranges = ARENA_ARRAY(e->p->arena, KRange, k->nvars + 1);     /* zeroed: unknown */
     e->scalars = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nscalars + 1);
