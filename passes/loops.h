@@ -118,7 +118,8 @@ Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const Pack
 Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, const PackDim *pd);
 /* The iterations of l (constant bounds, step 1) at which every condition inside that reads
  * l's variable is provably true (a convolution's interior columns, where no tap reads
- * padding): *front iterations before them and *back after. False if there are none. */
+ * padding): *front iterations before the first and *back after the last. False if there
+ * are none, or if either border is longer than BORDER_SCAN (65536) iterations. */
 bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t *back);
 /* Merges outer (for a in 0..A) and the one loop that is its whole body (for b in 0..B), both
  * plain parallel loops, into one loop over a*B + b (the variable of outer, now 0..A*B), when

@@ -2,8 +2,8 @@
 # tests/malformed.sh - onnxcc on untrusted input: the catalogue of tests/malformed/gen.py
 # (crafted models, truncations and byte flips of the samples, bad attributes per op family,
 # external data, command-line misuses) and the fuzzer's regression corpus (tests/fuzz/crashes/,
-# inputs that once crashed onnxcc). Every case must end in bounded time (timeout) and memory
-# (ulimit -v, except under ASan, which reserves terabytes of address space) with the expected
+# inputs that once crashed onnxcc or outran the fuzzer's time limit). Every case must end in
+# bounded time (timeout) and memory (ulimit -v, except under ASan, which reserves terabytes of address space) with the expected
 # exit status, exactly one "onnxcc: error:" line, no internal error and no file left behind.
 # Last line: "malformed: N passed, N failed".
 set -u
