@@ -4,7 +4,8 @@
 # external data, command-line misuses) and the fuzzer's regression corpus (tests/fuzz/crashes/,
 # inputs that once crashed onnxcc or outran the fuzzer's time limit). Every case must end in
 # bounded time (timeout) and memory (ulimit -v, except under ASan, which reserves terabytes of
-# address space) with the expected exit status, exactly one "onnxcc: error:" line, no internal error and no file left behind.
+# address space) with the expected exit status, exactly one "onnxcc: error:" line, no internal
+# error and no file left behind.
 # Last line: "malformed: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
