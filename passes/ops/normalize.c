@@ -29,6 +29,28 @@ void infer_batchnorm(Graph *g, Node *n) {
                   n->in[i]->name, dtype_name(n->in[i]->dtype));
             return;
         }
+    /* which inputs share a type: all five up to opset 13; then x, scale and bias (T) and mean
+     * and var (U); from 15 scale and bias (T1), mean and var (T2), each pair its own */
+    static const char *const pair_name[3] = {"scale and bias", "mean and var", "x, scale and bias"};
+    int pair = -1;
+    if (n->opset < 14) {
+        for (int i = 1; i < 5; i++)
+            if (n->in[i]->dtype != x->dtype) {
+                error(ir_where(g, n), "input %d '%s' is %s, x is %s: before opset 14 all five inputs "
+                      "have one type", i, n->in[i]->name, dtype_name(n->in[i]->dtype), dtype_name(x->dtype));
+                return;
+            }
+    } else if (n->in[3]->dtype != n->in[4]->dtype) {
+        pair = 1;
+    } else if (n->opset < 15 && (n->in[1]->dtype != x->dtype || n->in[2]->dtype != x->dtype)) {
+        pair = 2;
+    } else if (n->in[1]->dtype != n->in[2]->dtype) {
+        pair = 0;
+    }
+    if (pair >= 0) {
+        error(ir_where(g, n), "%s must have one type", pair_name[pair]);
+        return;
+    }
     for (int i = 1; i < 5; i++)
         if (ir_numel(n->in[i]) != x->dims[1] || n->in[i]->rank != 1) {
             error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
@@ -69,8 +91,28 @@ static Expr *bn_affine(Lower *L, Node *n, Expr **v, void *ctx) {
     return kx_bin(L->p, K_ADD, kx_bin(L->p, K_MUL, v[0], v[1]), v[2]);
 }
 
-/* (x - mean) / sqrt(var + eps) * scale + bias, from the five operands. */
+static Expr *as(Program *p, DType t, Expr *e);
+static Expr *bn_formula(Lower *L, Node *n, Expr **v);
+
+/* (x - mean) / sqrt(var + eps) * scale + bias, from the five operands. Opset 14 and 15 let the
+ * statistics, and scale and bias, be other float types than x: the formula then runs in the
+ * widest of them (double if one is, else float: 16-bit floats are float values in
+ * expressions), and only the result takes x's type, rounded once. */
 static Expr *bn_full(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    DType xt = v[0]->type, t = DT_FLOAT;
+    for (int i = 0; i < 5; i++)
+        if (v[i]->type == DT_DOUBLE) t = DT_DOUBLE;
+    bool mixed = false;
+    for (int i = 1; i < 5; i++) mixed |= v[i]->type != xt;
+    if (mixed) {
+        for (int i = 0; i < 5; i++) v[i] = as(p, t, v[i]);
+        return as(p, xt, bn_formula(L, n, v));
+    }
+    return bn_formula(L, n, v);
+}
+
+static Expr *bn_formula(Lower *L, Node *n, Expr **v) {
     Program *p = L->p;
     Expr *eps = kx_const(p, v[0]->type, ir_attr_float(n, "epsilon", 1e-5f));
     Expr *den = kx_un(p, K_SQRT, kx_bin(p, K_ADD, v[4], eps));
