@@ -29,28 +29,19 @@ void infer_batchnorm(Graph *g, Node *n) {
                   n->in[i]->name, dtype_name(n->in[i]->dtype));
             return;
         }
-    /* which inputs share a type: all five up to opset 13; then x, scale and bias (T) and mean
-     * and var (U); from 15 scale and bias (T1), mean and var (T2), each pair its own */
-    static const char *const pair_name[3] = {"scale and bias", "mean and var", "x, scale and bias"};
-    int pair = -1;
-    if (n->opset < 14) {
-        for (int i = 1; i < 5; i++)
-            if (n->in[i]->dtype != x->dtype) {
-                error(ir_where(g, n), "input %d '%s' is %s, x is %s: before opset 14 all five inputs "
-                      "have one type", i, n->in[i]->name, dtype_name(n->in[i]->dtype), dtype_name(x->dtype));
+    /* which inputs share a type (ONNX's type variables): all five up to opset 13; from 14 x,
+     * scale and bias (T), and mean and var (U); from 15 scale and bias (T1), and mean and var
+     * (T2) */
+    static const int group[3][5] = {{0, 0, 0, 0, 0}, {0, 0, 0, 1, 1}, {0, 1, 1, 2, 2}};
+    const int *gr = group[n->opset < 14 ? 0 : n->opset < 15 ? 1 : 2];
+    for (int i = 1; i < 5; i++)
+        for (int j = 0; j < i; j++)
+            if (gr[i] == gr[j] && n->in[i]->dtype != n->in[j]->dtype) {
+                error(ir_where(g, n), "input %d '%s' is %s and input %d '%s' %s: opset %d gives them one type",
+                      j, n->in[j]->name, dtype_name(n->in[j]->dtype), i, n->in[i]->name,
+                      dtype_name(n->in[i]->dtype), n->opset);
                 return;
             }
-    } else if (n->in[3]->dtype != n->in[4]->dtype) {
-        pair = 1;
-    } else if (n->opset < 15 && (n->in[1]->dtype != x->dtype || n->in[2]->dtype != x->dtype)) {
-        pair = 2;
-    } else if (n->in[1]->dtype != n->in[2]->dtype) {
-        pair = 0;
-    }
-    if (pair >= 0) {
-        error(ir_where(g, n), "%s must have one type", pair_name[pair]);
-        return;
-    }
     for (int i = 1; i < 5; i++)
         if (ir_numel(n->in[i]) != x->dims[1] || n->in[i]->rank != 1) {
             error(ir_where(g, n), "input %d must have shape [%lld]", i, (long long)x->dims[1]);
@@ -91,8 +82,17 @@ static Expr *bn_affine(Lower *L, Node *n, Expr **v, void *ctx) {
     return kx_bin(L->p, K_ADD, kx_bin(L->p, K_MUL, v[0], v[1]), v[2]);
 }
 
-static Expr *as(Program *p, DType t, Expr *e);
-static Expr *bn_formula(Lower *L, Node *n, Expr **v);
+/* e as dtype t: opset 15 lets BatchNormalization's scale and bias, mean and var be other
+ * float types than x. */
+static Expr *as(Program *p, DType t, Expr *e) { return e->type == t ? e : kx_cast(p, t, e); }
+
+static Expr *bn_formula(Lower *L, Node *n, Expr **v) {
+    Program *p = L->p;
+    Expr *eps = kx_const(p, v[0]->type, ir_attr_float(n, "epsilon", 1e-5f));
+    Expr *den = kx_un(p, K_SQRT, kx_bin(p, K_ADD, v[4], eps));
+    Expr *xn = kx_bin(p, K_DIV, kx_bin(p, K_SUB, v[0], v[3]), den);
+    return kx_bin(p, K_ADD, kx_bin(p, K_MUL, xn, v[1]), v[2]);
+}
 
 /* (x - mean) / sqrt(var + eps) * scale + bias, from the five operands. Opset 14 and 15 let the
  * statistics, and scale and bias, be other float types than x: the formula then runs in the
@@ -110,14 +110,6 @@ static Expr *bn_full(Lower *L, Node *n, Expr **v, void *ctx) {
         return as(p, xt, bn_formula(L, n, v));
     }
     return bn_formula(L, n, v);
-}
-
-static Expr *bn_formula(Lower *L, Node *n, Expr **v) {
-    Program *p = L->p;
-    Expr *eps = kx_const(p, v[0]->type, ir_attr_float(n, "epsilon", 1e-5f));
-    Expr *den = kx_un(p, K_SQRT, kx_bin(p, K_ADD, v[4], eps));
-    Expr *xn = kx_bin(p, K_DIV, kx_bin(p, K_SUB, v[0], v[3]), den);
-    return kx_bin(p, K_ADD, kx_bin(p, K_MUL, xn, v[1]), v[2]);
 }
 
 /* With constant statistics (the usual inference case) the whole op is y = x * s[c] + t[c]
@@ -221,9 +213,6 @@ typedef struct Norm {
     double momentum;
 } Norm;
 
-/* e as dtype t: opset 15 lets BatchNormalization's scale and bias, mean and var be other
- * float types than x. */
-static Expr *as(Program *p, DType t, Expr *e) { return e->type == t ? e : kx_cast(p, t, e); }
 
 static Expr *affine_load(Program *p, const Norm *nm, Buf *b, int rank, Expr **idx, DType t) {
     Expr *bi[MAX_RANK];

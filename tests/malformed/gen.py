@@ -166,6 +166,15 @@ def operands():
         compile_case(f"batchnorm_{dt}", model(
             [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
             [x], [f32("y", None)], p), dt, status="flip" if dt == "float16" else 1)
+    # BatchNormalization's type variables per opset: before 14 one type for all five inputs,
+    # from 14 mean and var share one (U), from 15 scale and bias (T1) and mean and var (T2)
+    for opset, odd, pattern in ((13, "m", "input 0 'x' is float32 and input 3 'm' float16: opset 13"),
+                                (14, "s", "input 0 'x' is float32 and input 1 's' float16: opset 14"),
+                                (15, "v", "input 3 'm' is float32 and input 4 'v' float16: opset 15")):
+        p = [const(n, np.ones((1,), np.float16 if n == odd else np.float32)) for n in "sbmv"]
+        compile_case(f"batchnorm_types_opset{opset}", model(
+            [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+            [x], [f32("y", None)], p, opset=opset), pattern)
     compile_case("conv_weight_int64", model(
         [helper.make_node("Conv", ["x", "W"], ["y"])], [x], [f32("y", None)],
         [const("W", np.ones((1, 1, 1, 1), np.int64))]), "int64")
