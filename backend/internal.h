@@ -92,6 +92,9 @@ void be_load_buffer(LLVMMemoryBufferRef buf, const char *where);
 LLVMValueRef be_kernel(Emitter *e, Kernel *k);
 /* Whether param b of a kernel is in its kernel's constant block (emit.c, plan_blocks). */
 bool be_in_block(const Emitter *e, Buf *b);
+/* A float add/sub/mul v, marked contractible into FMAs where the program allows (-O2 and
+ * above, not --fp-strict). */
+LLVMValueRef be_fop(Emitter *e, LLVMValueRef v);
 /* Whether kernel k is one of a quantized model (an 8-bit param) compiled for a
  * microcontroller (Target.small_code) at -O2 and up: the size-first policies' kernels. */
 bool be_small_quantized(const Emitter *e, const Kernel *k);

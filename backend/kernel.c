@@ -178,7 +178,7 @@ static bool varying(const Emitter *e, const Expr *x) {
 }
 
 /* Fast-math flags of a float add/sub/mul: contraction into FMAs unless strict. */
-static LLVMValueRef fop(Emitter *e, LLVMValueRef v) {
+LLVMValueRef be_fop(Emitter *e, LLVMValueRef v) {
     if (e->contract && LLVMIsAInstruction(v)) LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
     return v;
 }
@@ -701,9 +701,9 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     bool f = is_float(t), u = is_unsigned(t), ix = t == DT_INDEX;
     if (f && be_math_op(x->op)) return be_math(e, x->op, t, a, b);
     switch (x->op) {
-    case K_ADD: return f ? fop(e, LLVMBuildFAdd(B, a, b, "")) : ix ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
-    case K_SUB: return f ? fop(e, LLVMBuildFSub(B, a, b, "")) : ix ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
-    case K_MUL: return f ? fop(e, LLVMBuildFMul(B, a, b, "")) : ix ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
+    case K_ADD: return f ? be_fop(e, LLVMBuildFAdd(B, a, b, "")) : ix ? LLVMBuildNSWAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, "");
+    case K_SUB: return f ? be_fop(e, LLVMBuildFSub(B, a, b, "")) : ix ? LLVMBuildNSWSub(B, a, b, "") : LLVMBuildSub(B, a, b, "");
+    case K_MUL: return f ? be_fop(e, LLVMBuildFMul(B, a, b, "")) : ix ? LLVMBuildNSWMul(B, a, b, "") : LLVMBuildMul(B, a, b, "");
     case K_DIV: return f ? LLVMBuildFDiv(B, a, b, "") : idiv(e, x->op, u, a, b);
     case K_REM: return idiv(e, x->op, u, a, b);
     case K_POW: return be_math(e, K_POW, t, a, b);              /* integers */
@@ -1430,10 +1430,7 @@ static void param_attrs(Emitter *e, Kernel *k, LLVMValueRef fn, const unsigned *
 }
 
 bool be_small_quantized(const Emitter *e, const Kernel *k) {
-    if (!e->t->small_code || e->p->opt_level < 2) return false;
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
-    return false;
+    return e->t->small_code && e->p->opt_level >= 2 && kir_byte_kernel(k);
 }
 
 /* Whether kernel k is compiled for size: on a microcontroller (Target.small_code), a kernel of

@@ -72,18 +72,12 @@ static V iclamp(M *m, V n, long long lo, long long hi) {
     return sel(m, icmp(m, LLVMIntSGT, n, ik(m, hi)), ik(m, hi), n);
 }
 
-/* c[0] + x*(c[1] + x*(... c[n-1])) */
-/* Where the program allows contraction (-O2 and above, not --fp-strict), each step r x + c
- * may be one FMA: half the instructions and the latency of the polynomials that exp, tanh,
- * sigmoid, erf and log spend most of theirs in, and a rounding fewer. */
-static V contract(M *m, V v) {
-    if (m->e->contract && LLVMIsAInstruction(v)) LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
-    return v;
-}
-
+/* c[0] + x*(c[1] + x*(... c[n-1])). Where the program allows contraction (be_fop), each
+ * step r x + c may be one FMA: half the instructions and the latency of the polynomials that
+ * exp, tanh, sigmoid, erf and log spend most of theirs in, and a rounding fewer. */
 static V horner(M *m, V x, const double *c, int n) {
     V r = fk(m, c[n - 1]);
-    for (int i = n - 2; i >= 0; i--) r = contract(m, add(m, contract(m, mul(m, r, x)), fk(m, c[i])));
+    for (int i = n - 2; i >= 0; i--) r = be_fop(m->e, add(m, be_fop(m->e, mul(m, r, x)), fk(m, c[i])));
     return r;
 }
 

@@ -349,3 +349,9 @@ Stmt *ks_clone(Program *p, const Stmt *s) {
     c->next = ks_clone(p, s->next);
     return c;
 }
+
+bool kir_byte_kernel(const Kernel *k) {
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
+    return false;
+}

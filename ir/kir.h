@@ -264,6 +264,9 @@ Buf *kir_view_new(Program *p, Buf *of, const char *name, int rank, const int64_t
 Buf *kir_root(Buf *b);                          /* follow alias to the storage owner */
 int kir_dims_output(const Program *p, const Buf *b); /* output holding b's run-time dims, or -1 */
 int64_t kir_numel(const Buf *b);
+/* Whether some parameter of k is 8-bit integer data (int8/uint8): a kernel of a quantized
+ * model, or a byte kernel of a string model. */
+bool kir_byte_kernel(const Kernel *k);
 size_t kir_nbytes(const Buf *b);
 int kir_io_rank(const Buf *b);                  /* rank of the ONNX shape (a string's less one) */
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);

@@ -160,10 +160,7 @@ static bool activation_type(DType t) { return dtype_is_float(t) || t == DT_UINT8
 enum { FEW_MACS = 100 };            /* a kernel with less than 1/100 of the model's MACs */
 
 static bool size_first(const Program *p, const Kernel *k) {
-    if (p->vector_bytes > 4) return false;
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
-    return false;
+    return p->vector_bytes <= 4 && kir_byte_kernel(k);
 }
 
 static int64_t kernel_macs(const Kernel *k) {
