@@ -10,7 +10,11 @@ typedef enum EmitKind { EMIT_OBJ, EMIT_ASM, EMIT_LLVM } EmitKind;
 typedef struct Target {
     char *triple;                   /* normalised */
     char *cpu, *features, *abi;
+    char *isa;                      /* a name for what it runs on: the CPU and the --features
+                                       beyond it ("x86-64-v4+avx512vnni"; the header, NAME_info) */
     bool host;
+    bool dispatch;                  /* a default x86-64 host object: its kernels are also compiled
+                                       for the upper ISA levels, chosen at run time (be_isa_levels) */
     int ptr_bits;                   /* 32 or 64 */
     int vector_bytes;               /* widest useful float vector (64 on AVX-512, 4 on Cortex-M4) */
     int fma_bits;                   /* fused multiply-adds the backend writes as llvm.fma: 0 none,
@@ -30,6 +34,11 @@ typedef struct Target {
 
 /* triple NULL: the host (LLVMGetHostCPUName/Features). Unknown triple/cpu: fatal(). */
 void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi);
+/* The targets of the ISA levels an object for t holds, lowest first, into levels[]; returns
+ * how many. One (a copy of t) unless t->dispatch: then x86-64-v3 and x86-64-v4 with VNNI,
+ * which run() chooses between by cpuid (cpucheck.c). Free each with be_target_free. */
+#define MAX_ISAS 2
+int be_isa_levels(const Target *t, Target *levels);
 /* Frees the strings be_target() made. */
 void be_target_free(Target *t);
 /* Emit the program to `path` (object, assembly or LLVM IR text). opt_level 0..3. With
@@ -40,6 +49,10 @@ void be_target_free(Target *t);
  * p->weights_section puts the constants in that section; with p->weights_external they are left
  * out for be_write_weights' blob and run() is NAME_run_w, taking it as a fourth argument. */
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path);
+/* The same for the n ISA levels of one object (be_isa_levels): ps[l] is the program lowered and
+ * scheduled for ts[l]; NAME_run chooses among them at run time (cpucheck.c). The facts
+ * (flash, stack) are of the whole object, in every ps[l]. n 1 is be_emit. */
+void be_emit_levels(Program **ps, const Target *ts, int n, int opt_level, EmitKind kind, const char *path);
 /* Multiply-accumulates of one run: kir_kernel_cost over the kernels (facts.c). After be_emit,
  * p->flash_size and p->stack_size hold the object's read-only bytes and the stack one call of
  * NAME_run uses at most (-1: unknown). */
@@ -52,8 +65,9 @@ int64_t be_macs(const Program *p);
 #define WEIGHTS_ALIGN 64
 void be_weights_layout(Program *p);
 void be_write_weights(Program *p, const char *path);
-/* Write the self-contained C header describing the program's API (runtime/model.h.in). */
-void be_write_header(Program *p, const char *path);
+/* Write the self-contained C header describing the program's API (runtime/model.h.in); ts[0..nisas)
+ * are the targets of the object's ISA levels. */
+void be_write_header(Program *p, const Target *ts, int nisas, const char *path);
 
 /* The host's float multiply-add peak in GFLOP/s on one core, measured for about `seconds`
  * with a JIT-compiled loop of independent FMAs on the vectors of `like` (a host target: the

@@ -220,13 +220,157 @@ LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code) {
     LLVMPositionBuilderAtEnd(e->B, no);
     LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)code, 0));
     LLVMPositionBuilderAtEnd(e->B, go);
-    LLVMValueRef args[4];           /* NAME_run's 3 or NAME_run_w's 4 */
+    LLVMValueRef args[6];           /* NAME_run's 3 or NAME_run_w's 4, and a parallel-for's 2 */
     unsigned n = LLVMCountParams(fn);
-    if (n > 4) die("run has %u parameters", n);
+    if (n > 6) die("run has %u parameters", n);
     for (unsigned i = 0; i < n; i++) args[i] = LLVMGetParam(fn, i);
     LLVMValueRef call = LLVMBuildCall2(e->B, LLVMGlobalGetValueType(run), run, args, n, "");
     LLVMSetTailCall(call, 1);
     LLVMBuildRet(e->B, call);
+    LLVMPositionBuilderAtEnd(e->B, saved);
+    return fn;
+}
+
+/* The word holding the chosen level: 0 until chosen, then level + 1. Relaxed atomics: racing
+ * first calls each ask cpuid and store the same value. */
+static LLVMValueRef level_word(Emitter *e) {
+    LLVMValueRef w = LLVMAddGlobal(e->M, e->i32, "isa_level");
+    LLVMSetInitializer(w, LLVMConstInt(e->i32, 0, 0));
+    LLVMSetLinkage(w, LLVMInternalLinkage);
+    LLVMSetAlignment(w, 4);
+    return w;
+}
+
+static LLVMValueRef atomic_load(Emitter *e, LLVMValueRef w) {
+    LLVMValueRef v = LLVMBuildLoad2(e->B, e->i32, w, "");
+    LLVMSetOrdering(v, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(v, 4);
+    return v;
+}
+
+static void atomic_store(Emitter *e, LLVMValueRef v, LLVMValueRef w) {
+    LLVMValueRef st = LLVMBuildStore(e->B, v, w);
+    LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
+    LLVMSetAlignment(st, 4);
+}
+
+/* i32 choose(void): the highest level whose features the CPU has, plus one; 0 for none. */
+static LLVMValueRef choose_fn(Emitter *es, LLVMValueRef *has, int n) {
+    Emitter *e = &es[0];
+    LLVMValueRef fn = LLVMAddFunction(e->M, "isa_choose", LLVMFunctionType(e->i32, NULL, 0, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    baseline(e, fn);
+    be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "noinline");
+    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+    for (int l = n - 1; l >= 0; l--) {
+        LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(e->C, fn, "yes");
+        LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(e->C, fn, "next");
+        LLVMBuildCondBr(e->B, LLVMBuildCall2(e->B, LLVMGlobalGetValueType(has[l]), has[l], NULL, 0, ""), yes, next);
+        LLVMPositionBuilderAtEnd(e->B, yes);
+        LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)l + 1, 0));
+        LLVMPositionBuilderAtEnd(e->B, next);
+    }
+    LLVMBuildRet(e->B, LLVMConstInt(e->i32, 0, 0));
+    return fn;
+}
+
+/* v = the level word; if 0, v = choose() and, if not 0, stored. Leaves the builder where v
+ * is known; `none` is where a CPU with no level goes. */
+static LLVMValueRef chosen(Emitter *e, LLVMValueRef fn, LLVMValueRef word, LLVMValueRef choose, LLVMBasicBlockRef none) {
+    LLVMBasicBlockRef entry = LLVMGetInsertBlock(e->B);
+    LLVMBasicBlockRef ask = LLVMAppendBasicBlockInContext(e->C, fn, "ask");
+    LLVMBasicBlockRef keep = LLVMAppendBasicBlockInContext(e->C, fn, "keep");
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(e->C, fn, "go");
+    LLVMValueRef v = atomic_load(e, word);
+    LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntEQ, v, LLVMConstInt(e->i32, 0, 0), ""), ask, go);
+    LLVMPositionBuilderAtEnd(e->B, ask);
+    LLVMValueRef c = LLVMBuildCall2(e->B, LLVMGlobalGetValueType(choose), choose, NULL, 0, "");
+    LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntEQ, c, LLVMConstInt(e->i32, 0, 0), ""), none, keep);
+    LLVMPositionBuilderAtEnd(e->B, keep);
+    atomic_store(e, c, word);
+    LLVMBuildBr(e->B, go);
+    LLVMPositionBuilderAtEnd(e->B, go);
+    LLVMValueRef phi = LLVMBuildPhi(e->B, e->i32, "level");
+    LLVMValueRef vals[2] = {v, c};
+    LLVMBasicBlockRef from[2] = {entry, keep};
+    LLVMAddIncoming(phi, vals, from, 2);
+    return phi;
+}
+
+/* int NAME_isa(int level): level < 0 asks which level run() uses (choosing it as run() would),
+ * -1 if this CPU has none; level 0..n-1 makes run() use that level from now on, if this CPU
+ * has its features (returns level), else changes nothing and returns -1. */
+static LLVMValueRef isa_fn(Emitter *es, LLVMValueRef *has, int n, LLVMValueRef word, LLVMValueRef choose) {
+    Emitter *e = &es[0];
+    LLVMTypeRef i32 = e->i32;
+    LLVMValueRef fn = LLVMAddFunction(e->M, arena_printf(e->p->arena, "%s_isa", e->p->name), LLVMFunctionType(i32, &i32, 1, 0));
+    baseline(e, fn);
+    LLVMValueRef arg = LLVMGetParam(fn, 0);
+    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+    LLVMBasicBlockRef query = LLVMAppendBasicBlockInContext(e->C, fn, "query");
+    LLVMBasicBlockRef set = LLVMAppendBasicBlockInContext(e->C, fn, "set");
+    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(e->C, fn, "no");
+    LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, arg, LLVMConstInt(i32, 0, 0), ""), query, set);
+    LLVMPositionBuilderAtEnd(e->B, query);
+    LLVMValueRef v = chosen(e, fn, word, choose, no);
+    LLVMBuildRet(e->B, LLVMBuildSub(e->B, v, LLVMConstInt(i32, 1, 0), ""));
+    LLVMPositionBuilderAtEnd(e->B, set);
+    LLVMValueRef sw = LLVMBuildSwitch(e->B, arg, no, (unsigned)n);
+    for (int l = 0; l < n; l++) {
+        LLVMBasicBlockRef b = LLVMAppendBasicBlockInContext(e->C, fn, "level");
+        LLVMBasicBlockRef ok = LLVMAppendBasicBlockInContext(e->C, fn, "ok");
+        LLVMAddCase(sw, LLVMConstInt(i32, (unsigned long long)l, 0), b);
+        LLVMPositionBuilderAtEnd(e->B, b);
+        LLVMBuildCondBr(e->B, LLVMBuildCall2(e->B, LLVMGlobalGetValueType(has[l]), has[l], NULL, 0, ""), ok, no);
+        LLVMPositionBuilderAtEnd(e->B, ok);
+        atomic_store(e, LLVMConstInt(i32, (unsigned long long)l + 1, 0), word);
+        LLVMBuildRet(e->B, LLVMConstInt(i32, (unsigned long long)l, 0));
+    }
+    LLVMPositionBuilderAtEnd(e->B, no);
+    LLVMBuildRet(e->B, LLVMConstInt(i32, (unsigned long long)-1, 1));
+    return fn;
+}
+
+void be_entry_attrs(Emitter *e, LLVMValueRef fn) {
+    if (is_x86(e->t->triple)) baseline(e, fn);
+    else be_fn_attrs(e, fn);
+}
+
+LLVMValueRef be_cpu_dispatch(Emitter *es, LLVMValueRef *runs, int n, int code, LLVMValueRef *isa, const char *name) {
+    Emitter *e = &es[0];
+    LLVMBasicBlockRef saved = LLVMGetInsertBlock(e->B);
+    LLVMValueRef has[MAX_ISAS];
+    for (int l = 0; l < n; l++) {
+        Need nd = needs(es[l].t);
+        if (nd.n == 0) die("cpucheck: ISA level %s checks no feature", es[l].t->isa);
+        has[l] = has_fn(e, &nd);
+        baseline(e, has[l]);
+        LLVMSetLinkage(runs[l], LLVMInternalLinkage);
+        be_enum_attr(e, runs[l], LLVMAttributeFunctionIndex, "noinline");
+    }
+    LLVMValueRef word = level_word(e), choose = choose_fn(es, has, n);
+    *isa = isa_fn(es, has, n, word, choose);
+    LLVMTypeRef fty = LLVMGlobalGetValueType(runs[0]);
+    LLVMValueRef fn = LLVMAddFunction(e->M, name, fty);
+    baseline(e, fn);
+    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+    LLVMBasicBlockRef none = LLVMAppendBasicBlockInContext(e->C, fn, "none");
+    LLVMValueRef v = chosen(e, fn, word, choose, none);
+    LLVMValueRef args[6];
+    unsigned np = LLVMCountParams(fn);
+    if (np > 6) die("run has %u parameters", np);
+    for (unsigned i = 0; i < np; i++) args[i] = LLVMGetParam(fn, i);
+    LLVMValueRef sw = LLVMBuildSwitch(e->B, v, none, (unsigned)n);
+    for (int l = 0; l < n; l++) {
+        LLVMBasicBlockRef b = LLVMAppendBasicBlockInContext(e->C, fn, "call");
+        LLVMAddCase(sw, LLVMConstInt(e->i32, (unsigned long long)l + 1, 0), b);
+        LLVMPositionBuilderAtEnd(e->B, b);
+        LLVMValueRef call = LLVMBuildCall2(e->B, fty, runs[l], args, np, "");
+        LLVMSetTailCall(call, 1);
+        LLVMBuildRet(e->B, call);
+    }
+    LLVMPositionBuilderAtEnd(e->B, none);
+    LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)code, 0));
     LLVMPositionBuilderAtEnd(e->B, saved);
     return fn;
 }

@@ -71,9 +71,26 @@ static unsigned const_align(const Emitter *e, size_t n) {
     return align;
 }
 
+/* The constants already in the module, shared by the emitters of an object's ISA levels:
+ * a weight that lowering laid out alike for both (most are) is one global, read by both
+ * levels' kernels. */
+typedef struct ConstPool {
+    const void **data;
+    size_t *size;
+    LLVMValueRef *g;
+    int n, cap;
+} ConstPool;
+
 /* The global of n bytes of constant data (n 0: one byte). */
 static LLVMValueRef const_global(Emitter *e, const void *data, size_t n, const char *name, unsigned align) {
     static const char zero[1];
+    ConstPool *cp = e->pool;
+    if (cp && n)
+        for (int i = 0; i < cp->n; i++)
+            if (cp->size[i] == n && !memcmp(cp->data[i], data, n)) {
+                if (LLVMGetAlignment(cp->g[i]) < align) LLVMSetAlignment(cp->g[i], align);
+                return cp->g[i];
+            }
     LLVMValueRef init = LLVMConstStringInContext2(e->C, n ? data : zero, n ? n : 1, 1);
     LLVMValueRef g = private_const(e, init, arena_printf(e->p->arena, "const.%s", name), align);
     if (e->p->weights_section) {    /* --weights-section */
@@ -81,6 +98,16 @@ static LLVMValueRef const_global(Emitter *e, const void *data, size_t n, const c
         /* not mergeable: LLVM would put small constants in sections of their own of the same
          * name, each aligned, and the linked section would be larger than the object says */
         LLVMSetUnnamedAddress(g, LLVMNoUnnamedAddr);
+    }
+    if (cp && n) {
+        if (cp->n == cp->cap) {
+            cp->cap = cp->cap ? 2 * cp->cap : 64;
+            cp->data = realloc(cp->data, sizeof *cp->data * (size_t)cp->cap);
+            cp->size = realloc(cp->size, sizeof *cp->size * (size_t)cp->cap);
+            cp->g = realloc(cp->g, sizeof *cp->g * (size_t)cp->cap);
+            if (!cp->data || !cp->size || !cp->g) die("out of memory");
+        }
+        cp->data[cp->n] = data, cp->size[cp->n] = n, cp->g[cp->n++] = g;
     }
     return g;
 }
@@ -156,6 +183,8 @@ bool be_in_block(const Emitter *e, Buf *b) { return e->block_at[kir_root(b)->id]
 typedef struct RunState {
     LLVMValueRef in, out, arena;
     LLVMValueRef weights;           /* --emit-weights: NAME_run_w's blob, else NULL */
+    LLVMValueRef pf, ctx;           /* the caller's parallel-for and its context (NULL: none) */
+    LLVMValueRef argv;              /* an array of pointers: a parallel kernel's parameters */
     LLVMValueRef *ptr;              /* by root buffer id: its storage pointer, once computed */
 } RunState;
 
@@ -270,6 +299,7 @@ static LLVMValueRef load_scalar(Emitter *e, RunState *rs, Buf *b) {
 
 typedef struct Calls {
     LLVMValueRef fn, *kfn;
+    LLVMValueRef *ktask;            /* by kernel: its task function (be_kernel_task), or NULL */
     RunState *rs;
     Profile *pr;                    /* NULL without --profile */
 } Calls;
@@ -329,6 +359,31 @@ static int emit_loop(Emitter *e, Calls *c, int i) {
     return end;
 }
 
+/* A kernel with tasks: given a parallel-for, pf(ctx, tasks, task, params) with the params in
+ * an array; else the kernel whole, as NAME_run calls it. */
+static void call_parallel(Emitter *e, Calls *c, Kernel *k, LLVMValueRef task, LLVMValueRef *args, unsigned n,
+                          LLVMValueRef kfn) {
+    LLVMBuilderRef B = e->B;
+    RunState *rs = c->rs;
+    LLVMBasicBlockRef par = LLVMAppendBasicBlockInContext(e->C, c->fn, "par");
+    LLVMBasicBlockRef ser = LLVMAppendBasicBlockInContext(e->C, c->fn, "serial");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->C, c->fn, "joined");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, rs->pf, LLVMConstNull(e->ptr), ""), par, ser);
+    LLVMPositionBuilderAtEnd(B, par);
+    for (unsigned j = 0; j < n; j++) {
+        LLVMValueRef ix = LLVMConstInt(e->idx, j, 0);
+        LLVMBuildStore(B, args[j], LLVMBuildInBoundsGEP2(B, e->ptr, rs->argv, &ix, 1, ""));
+    }
+    LLVMTypeRef pt[4] = {e->ptr, e->i32, e->ptr, e->ptr};
+    LLVMValueRef pa[4] = {rs->ctx, LLVMConstInt(e->i32, (unsigned long long)kir_parallel_loop(k)->tasks, 0), task, rs->argv};
+    LLVMBuildCall2(B, LLVMFunctionType(e->voidt, pt, 4, 0), rs->pf, pa, 4, "");
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, ser);
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(kfn), kfn, args, n, "");
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+}
+
 static void emit_kernels(Emitter *e, Calls *c, int lo, int hi) {
     Program *p = e->p;
     for (int i = lo; i < hi; i++) {
@@ -343,7 +398,8 @@ static void emit_kernels(Emitter *e, Calls *c, int lo, int hi) {
             if (!be_in_block(e, k->params[j])) args[n++] = storage(e, c->rs, k->params[j]);
         if (e->kblock[k->id]) args[n++] = e->kblock[k->id];
         LLVMValueRef t0 = c->pr ? profile_now(e, c->pr) : NULL;
-        LLVMBuildCall2(e->B, LLVMGlobalGetValueType(c->kfn[i]), c->kfn[i], args, n, "");
+        if (c->ktask && c->ktask[i]) call_parallel(e, c, k, c->ktask[i], args, n, c->kfn[i]);
+        else LLVMBuildCall2(e->B, LLVMGlobalGetValueType(c->kfn[i]), c->kfn[i], args, n, "");
         if (c->pr) profile_add(e, c->pr, i, t0);
     }
 }
@@ -371,20 +427,31 @@ static void check_weights(Emitter *e, LLVMValueRef fn, LLVMValueRef w, int code)
 }
 
 /* NAME_run(inputs, outputs, arena), or with --emit-weights NAME_run_w(..., weights). */
-static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, bool profile) {
+/* The body of NAME_run(inputs, outputs, arena), or with --emit-weights NAME_run_w(..., weights);
+ * with ktask (a target with threads) two parameters more, the caller's parallel-for and its
+ * context (NULL: every kernel whole). Named `name`; the entry points call it (emit_entries). */
+static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, LLVMValueRef *ktask, bool profile, const char *name) {
     Program *p = e->p;
     bool ext = p->weights_external;
-    LLVMTypeRef pt[4] = {e->ptr, e->ptr, e->ptr, e->ptr};
-    LLVMTypeRef fty = LLVMFunctionType(e->i32, pt, ext ? 4 : 3, 0);
-    LLVMValueRef fn = LLVMAddFunction(e->M, arena_printf(p->arena, ext ? "%s_run_w" : "%s_run", p->name), fty);
+    LLVMTypeRef pt[6] = {e->ptr, e->ptr, e->ptr, e->ptr, e->ptr, e->ptr};
+    unsigned np = (ext ? 4 : 3) + (ktask ? 2 : 0);
+    LLVMTypeRef fty = LLVMFunctionType(e->i32, pt, np, 0);
+    LLVMValueRef fn = LLVMAddFunction(e->M, name, fty);
     be_fn_attrs(e, fn);
     RunState rs = {LLVMGetParam(fn, 0), LLVMGetParam(fn, 1), LLVMGetParam(fn, 2), ext ? LLVMGetParam(fn, 3) : NULL,
+                   ktask ? LLVMGetParam(fn, np - 2) : NULL, ktask ? LLVMGetParam(fn, np - 1) : NULL, NULL,
                    ARENA_ARRAY(p->arena, LLVMValueRef, p->nbufs + 1)};
     if (ext) LLVMSetValueName2(rs.weights, "weights", 7);
     LLVMSetValueName2(rs.in, "inputs", 6);
     LLVMSetValueName2(rs.out, "outputs", 7);
     LLVMSetValueName2(rs.arena, "arena", 5);
     LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+    if (ktask) {
+        int most = 1;
+        for (int i = 0; i < p->nkernels; i++)
+            if (ktask[i] && p->kernels[i]->nparams > most) most = p->kernels[i]->nparams;
+        rs.argv = LLVMBuildAlloca(e->B, LLVMArrayType2(e->ptr, (uint64_t)most), "params");
+    }
     LLVMValueRef null = LLVMConstNull(e->ptr);
     if (p->arena_size > 0) check(e, fn, LLVMBuildICmp(e->B, LLVMIntEQ, rs.arena, null, ""), 1);
     LLVMValueRef addr = LLVMBuildPtrToInt(e->B, rs.arena, e->idx, "");
@@ -399,14 +466,46 @@ static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, bool profile) {
         for (int j = 0; j < p->kernels[i]->nparams; j++) storage(e, &rs, p->kernels[i]->params[j]);
     Profile pr = {0};
     if (profile) pr = profile_init(e);
-    Calls c = {fn, kfn, &rs, profile ? &pr : NULL};
+    Calls c = {fn, kfn, ktask, &rs, profile ? &pr : NULL};
     emit_kernels(e, &c, 0, p->nkernels);
     LLVMBuildRet(e->B, LLVMConstInt(e->i32, 0, 0));
     return fn;
 }
 
+/* The public entry points around `body` (the checked run of a target with threads, taking a
+ * parallel-for): NAME_run (or NAME_run_w) without one, and NAME_run_par with one; returns
+ * NAME_run's function, *run_par gets NAME_run_par (NULL with --emit-weights). */
+static LLVMValueRef emit_entries(Emitter *e, LLVMValueRef body, LLVMValueRef *run_par) {
+    Program *p = e->p;
+    bool ext = p->weights_external;
+    LLVMSetValueName2(body, "run.checked", 11);
+    LLVMSetLinkage(body, LLVMInternalLinkage);
+    LLVMTypeRef bty = LLVMGlobalGetValueType(body), pt[6] = {e->ptr, e->ptr, e->ptr, e->ptr, e->ptr, e->ptr};
+    LLVMValueRef fns[2] = {NULL, NULL};
+    for (int par = 0; par < (ext ? 1 : 2); par++) {
+        unsigned np = (ext ? 4 : 3) + (par ? 2 : 0);
+        const char *name = arena_printf(p->arena, par ? "%s_run_par" : ext ? "%s_run_w" : "%s_run", p->name);
+        LLVMValueRef fn = LLVMAddFunction(e->M, name, LLVMFunctionType(e->i32, pt, np, 0));
+        be_entry_attrs(e, fn);
+        LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+        LLVMValueRef args[6];
+        unsigned n = ext ? 4 : 3;
+        for (unsigned i = 0; i < n; i++) args[i] = LLVMGetParam(fn, i);
+        args[n] = par ? LLVMGetParam(fn, n) : LLVMConstNull(e->ptr);
+        args[n + 1] = par ? LLVMGetParam(fn, n + 1) : LLVMConstNull(e->ptr);
+        LLVMValueRef call = LLVMBuildCall2(e->B, bty, body, args, n + 2, "");
+        LLVMSetTailCall(call, 1);
+        LLVMBuildRet(e->B, call);
+        fns[par] = fn;
+    }
+    *run_par = fns[1];
+    return fns[0];
+}
+
 /* ---- NAME_info ---- */
 
+/* the fields of onnxcc_model_info (runtime/model.h.in), in its order */
+enum { INFO_FIELDS = 14 };
 typedef struct InfoTypes { LLVMTypeRef size, tensor, model; } InfoTypes;
 
 static InfoTypes info_types(Emitter *e, LLVMTargetDataRef td) {
@@ -414,8 +513,9 @@ static InfoTypes info_types(Emitter *e, LLVMTargetDataRef td) {
     it.size = LLVMIntPtrTypeInContext(e->C, td);            /* size_t */
     LLVMTypeRef tf[6] = {e->ptr, e->i32, e->i32, e->ptr, it.size, e->i32};
     it.tensor = LLVMStructTypeInContext(e->C, tf, 6, 0);
-    LLVMTypeRef mf[10] = {e->ptr, it.size, it.size, e->i32, e->i32, e->ptr, e->ptr, e->ptr, it.size, e->ptr};
-    it.model = LLVMStructTypeInContext(e->C, mf, 10, 0);
+    LLVMTypeRef mf[INFO_FIELDS] = {e->ptr, it.size, it.size, e->i32, e->i32, e->ptr, e->ptr, e->ptr, it.size, e->ptr,
+                                   e->i32, e->ptr, e->ptr, e->ptr};
+    it.model = LLVMStructTypeInContext(e->C, mf, INFO_FIELDS, 0);
     return it;
 }
 
@@ -442,11 +542,14 @@ static LLVMValueRef tensor_infos(Emitter *e, InfoTypes *it, Buf **bufs, int n, c
     return private_const(e, LLVMConstArray2(it->tensor, elems, (uint64_t)n), what, 0);
 }
 
-static void emit_info(Emitter *e, LLVMTargetDataRef td, LLVMValueRef run) {
+static void emit_info(Emitter *e, LLVMTargetDataRef td, LLVMValueRef run, const Target *ts, int n, LLVMValueRef isa,
+                      LLVMValueRef run_par) {
     Program *p = e->p;
     InfoTypes it = info_types(e, td);
     bool ext = p->weights_external;
-    LLVMValueRef f[10] = {
+    LLVMValueRef names[MAX_ISAS];
+    for (int l = 0; l < n; l++) names[l] = cstring(e, ts[l].isa);
+    LLVMValueRef f[INFO_FIELDS] = {
         cstring(e, p->name),
         LLVMConstInt(it.size, (unsigned long long)p->arena_size, 0),
         LLVMConstInt(it.size, (unsigned long long)p->arena_align, 0),
@@ -457,9 +560,13 @@ static void emit_info(Emitter *e, LLVMTargetDataRef td, LLVMValueRef run) {
         ext ? LLVMConstNull(e->ptr) : run,
         LLVMConstInt(it.size, ext ? (unsigned long long)p->weights_size : 0, 0),
         ext ? run : LLVMConstNull(e->ptr),
+        LLVMConstInt(e->i32, (unsigned long long)n, 0),
+        private_const(e, LLVMConstArray2(e->ptr, names, (uint64_t)n), "isa_names", 0),
+        isa ? isa : LLVMConstNull(e->ptr),
+        run_par ? run_par : LLVMConstNull(e->ptr),
     };
     LLVMValueRef g = LLVMAddGlobal(e->M, it.model, arena_printf(p->arena, "%s_info", p->name));
-    LLVMSetInitializer(g, LLVMConstNamedStruct(it.model, f, 10));
+    LLVMSetInitializer(g, LLVMConstNamedStruct(it.model, f, INFO_FIELDS));
     LLVMSetGlobalConstant(g, 1);
 }
 
@@ -572,16 +679,21 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
-    Emitter e = {.p = p, .t = t};
+static void emit_module(Program **ps, const Target *ts, int n, int opt_level, EmitKind kind, const char *path) {
+    Program *p = ps[0];
+    const Target *t = &ts[0];
     if (opt_level < 0 || opt_level > 3) die("opt level %d", opt_level);
-    if (p->arena_align <= 0 || (p->arena_align & (p->arena_align - 1))) die("arena_align %d", p->arena_align);
+    if (n < 1 || n > MAX_ISAS || (n > 1 && (p->weights_external || p->profile))) die("emit: %d ISA levels", n);
+    for (int l = 0; l < n; l++)
+        if (ps[l]->arena_align <= 0 || (ps[l]->arena_align & (ps[l]->arena_align - 1)))
+            die("arena_align %d", ps[l]->arena_align);
     /* each tensor is below the limit (infer_shapes); the arena holding many may not be */
     int64_t limit = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
     if (p->arena_size > limit)
         fatal(path, "the model needs an arena of %lld bytes, over onnxcc's limit of %lld bytes "
               "for this target", (long long)p->arena_size, (long long)limit);
     LLVMTargetMachineRef tm = be_machine(t, opt_level);
+    Emitter e = {.p = p, .t = t};
     e.C = LLVMContextCreate();
     e.M = LLVMModuleCreateWithNameInContext(p->name, e.C);
     e.B = LLVMCreateBuilderInContext(e.C);
@@ -598,12 +710,38 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     if (p->weights_external && LLVMByteOrder(td) == LLVMBigEndian)    /* the blob is little-endian */
         fatal(path, "--emit-weights: big-endian targets are not supported");
     if (p->weights_external) be_weights_layout(p);
-    plan_blocks(&e);
-    LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
-    for (int i = 0; i < p->nkernels; i++)
-        if (!p->kernels[i]->ctl) kfn[i] = be_kernel(&e, p->kernels[i]);
-    LLVMValueRef run = be_cpu_guard(&e, emit_run(&e, kfn, p->profile), 5);   /* NAME_ERR_CPU */
-    emit_info(&e, td, run);
+    /* one emitter per ISA level, in one module: each level's kernels carry its target's
+     * attributes (be_fn_attrs), and LLVM compiles each function for those. Targets with float
+     * vectors have threads (NAME_run_par); microcontrollers do not, and keep NAME_run alone. */
+    bool threads = p->vector_bytes >= 16;
+    ConstPool pool = {0};
+    Emitter es[MAX_ISAS];
+    LLVMValueRef runs[MAX_ISAS];
+    for (int l = 0; l < n; l++) {
+        es[l] = e;
+        es[l].p = ps[l], es[l].t = &ts[l];
+        es[l].pool = n > 1 ? &pool : NULL;
+        Emitter *el = &es[l];
+        plan_blocks(el);
+        LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, ps[l]->nkernels + 1);
+        LLVMValueRef *ktask = threads ? ARENA_ARRAY(p->arena, LLVMValueRef, ps[l]->nkernels + 1) : NULL;
+        for (int i = 0; i < ps[l]->nkernels; i++) {
+            if (ps[l]->kernels[i]->ctl) continue;
+            kfn[i] = be_kernel(el, ps[l]->kernels[i]);
+            if (ktask) ktask[i] = be_kernel_task(el, ps[l]->kernels[i]);
+        }
+        const char *name = arena_printf(p->arena, p->weights_external ? "%s_run_w" : "%s_run", p->name);
+        if (n > 1 || threads) name = arena_printf(p->arena, "run.%s", ts[l].isa);
+        runs[l] = emit_run(el, kfn, ktask, p->profile, name);
+    }
+    /* NAME_ERR_CPU: a guard on x86, or the choice among the levels */
+    LLVMValueRef run, isa = NULL, run_par = NULL;
+    if (n > 1) run = be_cpu_dispatch(es, runs, n, 5, &isa, arena_printf(p->arena, "%s_run", p->name));
+    else run = be_cpu_guard(&es[0], runs[0], 5);
+    if (threads) run = emit_entries(&es[0], run, &run_par);
+    emit_info(&es[0], td, run, ts, n, isa, run_par);
+    e.noutlined = 0;
+    for (int l = 0; l < n; l++) e.noutlined += es[l].noutlined;
 
     /* -v times LLVM's two phases like the passes before them */
     double t0 = now_ms();
@@ -615,7 +753,14 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     write_out(p, e.M, tm, kind, path);
     progress("%-15s %8.2f ms", kind == EMIT_LLVM ? "llvm-print" : "llvm-codegen", now_ms() - t0);
     p->stack_size = be_stack_bound(&e, &fr, run);
+    for (int l = 1; l < n; l++) {
+        ps[l]->flash_size = p->flash_size, ps[l]->stack_size = p->stack_size;
+        ps[l]->weights_size = p->weights_size;
+    }
     be_frames_free(&fr);
+    free(pool.data);
+    free(pool.size);
+    free(pool.g);
     LLVMDisposeBuilder(e.B);
     LLVMDisposeModule(e.M);
     LLVMContextDispose(e.C);
@@ -623,12 +768,23 @@ static void emit_module(Program *p, const Target *t, int opt_level, EmitKind kin
     LLVMDisposeTargetMachine(tm);
 }
 
-void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
-    emit_module(p, t, opt_level, kind, path);
+void be_emit_levels(Program **ps, const Target *ts, int n, int opt_level, EmitKind kind, const char *path) {
+    Program *p = ps[0];
+    emit_module(ps, ts, n, opt_level, kind, path);
     if (p->weights_size)
         progress("weights: %lld B in %s%s, not counted in flash", (long long)p->weights_size,
                  p->weights_section ? "section " : "", p->weights_section ? p->weights_section : "the blob");
+    if (n > 1) {
+        char list[256] = "";
+        for (int l = 0; l < n; l++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", l ? ", " : "", ts[l].isa);
+        progress("ISA levels: %s (chosen at run time; flash counts all)", list);
+    }
     progress("memory: flash %lld B (code and constants), arena %lld B (align %d), stack %lld B at most; "
              "%lld multiply-accumulates per run", (long long)p->flash_size, (long long)p->arena_size,
              p->arena_align, (long long)p->stack_size, (long long)be_macs(p));
+}
+
+void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {
+    be_emit_levels(&p, t, 1, opt_level, kind, path);
 }

@@ -151,6 +151,21 @@ static void run_decl(FILE *f, Program *p) {
     const char *n = p->name;
     if (!p->weights_external) {
         fprintf(f, "int %s_run(const void *const *inputs, void *const *outputs, void *arena);   /* 0 on success */\n", n);
+        if (p->vector_bytes < 16) return;   /* a microcontroller: no threads */
+        int64_t most = 0;
+        for (int i = 0; i < p->nkernels; i++) {
+            const Stmt *l = kir_parallel_loop(p->kernels[i]);
+            if (l && l->tasks > most) most = l->tasks;
+        }
+        fprintf(f, "\n/* Several cores: %s_run_par is %s_run with a parallel-for of the caller's (onnxcc_parallel_for\n"
+                   " * above; runtime/onnxcc_pool.h has a small pthreads pool), through which the large kernels\n"
+                   " * run as up to %s_MAX_TASKS tasks each; NULL runs every kernel whole. The object creates no\n"
+                   " * thread. The outputs are bitwise those of %s_run for any number of threads, and the arena\n"
+                   " * is the same %s_ARENA_SIZE bytes (the tasks need no scratch of their own). %s_STACK_SIZE\n"
+                   " * is the calling thread's; each thread running tasks needs about as much. */\n", n, n, n, n, n, n);
+        fprintf(f, "#define %s_MAX_TASKS %lld\n", n, (long long)most);
+        fprintf(f, "int %s_run_par(const void *const *inputs, void *const *outputs, void *arena,\n"
+                   "    onnxcc_parallel_for *parallel_for, void *ctx);\n", n);
         return;
     }
     fprintf(f, "/* --emit-weights: as %s_run would be, with the weights blob %s_WEIGHTS_SIZE bytes long,\n"
@@ -194,7 +209,25 @@ static void weights_facts(FILE *f, Program *p) {
     fprintf(f, "#define %s_WEIGHTS_KEY 0x%016llxull\n", n, (unsigned long long)p->weights_key);
 }
 
-static void fill(FILE *f, Program *p, const char *key, size_t len) {
+/* The ISA levels the object holds (be_isa_levels) and how run() picks one. */
+static void isa_decls(FILE *f, Program *p, const Target *ts, int n) {
+    const char *m = p->name;
+    fprintf(f, "/* ISA levels: the instruction sets this object's kernels are compiled for, lowest first */\n");
+    fprintf(f, "#define %s_NUM_ISAS %d\n", m, n);
+    for (int l = 0; l < n; l++) fprintf(f, "#define %s_ISA_%d \"%s\"\n", m, l, ts[l].isa);
+    if (n < 2) return;
+    fprintf(f, "/* %s_run runs the highest level this CPU has, chosen by cpuid on the first call (thread-safe;\n"
+               " * on a CPU below level 0 it returns %s_ERR_CPU). %s_isa(-1) returns the level run() uses\n"
+               " * (-1: none); %s_isa(L) makes run() use level L from then on, for every thread, if this CPU\n"
+               " * has it (returns L, else -1 and nothing changes). Every level computes the same outputs\n"
+               " * within rounding; %s_FLASH_SIZE counts them all. */\n", m, m, m, m, m);
+    fprintf(f, "int %s_isa(int level);\n", m);
+}
+
+typedef struct Hdr { Program *p; const Target *ts; int n; } Hdr;
+
+static void fill(FILE *f, const Hdr *h, const char *key, size_t len) {
+    Program *p = h->p;
 #define IS(k) (len == strlen(k) && !memcmp(key, k, len))
     if (IS("NAME")) fputs(p->name, f);
     else if (IS("GUARD")) fprintf(f, "%s_H_INCLUDED", p->name);
@@ -214,29 +247,31 @@ static void fill(FILE *f, Program *p, const char *key, size_t len) {
     else if (IS("COST_FACTS")) cost_facts(f, p);
     else if (IS("WEIGHTS")) weights_facts(f, p);
     else if (IS("RUN_DECL")) run_decl(f, p);
+    else if (IS("ISA")) isa_decls(f, p, h->ts, h->n);
     else die("runtime/model.h.in: unknown placeholder @%.*s@", (int)len, key);
 #undef IS
 }
 
-static void expand(FILE *f, Program *p) {
+static void expand(FILE *f, const Hdr *h) {
     for (const char *s = be_header_template; *s;) {
         const char *at = strchr(s, '@');
         const char *end = at ? strchr(at + 1, '@') : NULL;
         if (!at || !end) { fputs(s, f); break; }
         fwrite(s, 1, (size_t)(at - s), f);
-        fill(f, p, at + 1, (size_t)(end - at - 1));
+        fill(f, h, at + 1, (size_t)(end - at - 1));
         s = end + 1;
     }
 }
 
 /* Made in memory, written by out_write (temporary file and rename, or directly to a special
  * file such as /dev/null). */
-void be_write_header(Program *p, const char *path) {
+void be_write_header(Program *p, const Target *ts, int nisas, const char *path) {
+    Hdr h = {p, ts, nisas};
     char *text = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&text, &n);
     if (!f) die("open_memstream: %s", strerror(errno));
-    expand(f, p);
+    expand(f, &h);
     if (ferror(f) | fclose(f)) die("writing the header in memory failed");
     out_write(path, text, n);
     free(text);

@@ -56,6 +56,11 @@ typedef struct Emitter {
     LLVMValueRef *kblock;
     int64_t *block_at;
     LLVMValueRef *pval;
+    struct ConstPool *pool;         /* constants shared by the ISA levels (emit.c), or NULL */
+    /* a task's part of a kernel (kernel.c, be_kernel_task): the loops of its LH_PARALLEL
+     * group run the values from par_lo to par_hi (function parameters) of their bounds */
+    const Stmt *par;
+    LLVMValueRef par_lo, par_hi;
 } Emitter;
 
 /* A TargetMachine for t (PIC on the host, static elsewhere). */
@@ -82,6 +87,14 @@ int64_t be_flash_size(const char *obj, size_t size, const char *skip, int64_t *s
 /* x86: wrap run in a NAME_run that returns `code` on a CPU lacking the features the object
  * was compiled for (cpucheck.c); returns the function to export (run itself elsewhere). */
 LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code);
+/* x86, several ISA levels (es[l] emitting runs[l], lowest first): NAME_run, compiled for the
+ * baseline, runs the highest level this CPU has (asked once by cpuid), or returns `code` on a
+ * CPU below the lowest; and NAME_isa, which reports or forces the level (cpucheck.c). Returns
+ * the function named `name`; *isa_fn gets NAME_isa. */
+LLVMValueRef be_cpu_dispatch(Emitter *es, LLVMValueRef *runs, int n, int code, LLVMValueRef *isa_fn, const char *name);
+/* The attributes of an entry point that must run on any CPU of the architecture (x86: the
+ * baseline, so that NAME_ERR_CPU can be returned), else be_fn_attrs. */
+void be_entry_attrs(Emitter *e, LLVMValueRef fn);
 
 /* Link an object held in memory into a fresh in-process JIT (load.c; takes ownership of buf);
  * be_loaded_symbol then finds its symbols. */
@@ -90,6 +103,9 @@ void be_load_buffer(LLVMMemoryBufferRef buf, const char *where);
 /* The internal function computing kernel k (kernel.c): void(ptr param0, ptr param1, ...),
  * the params in a constant block (be_in_block) replaced by one pointer to the block, last. */
 LLVMValueRef be_kernel(Emitter *e, Kernel *k);
+/* The task function of kernel k's LH_PARALLEL loop, void(ptr params[], i32 task), or NULL if
+ * it has none (kir_parallel_loop). */
+LLVMValueRef be_kernel_task(Emitter *e, Kernel *k);
 /* Whether param b of a kernel is in its kernel's constant block (emit.c, plan_blocks). */
 bool be_in_block(const Emitter *e, Buf *b);
 /* A float add/sub/mul v, marked contractible into FMAs where the program allows (-O2 and

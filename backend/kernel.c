@@ -1020,6 +1020,11 @@ static void loop(Emitter *e, Stmt *s) {
     }
     if (s->step <= 0) die("kernel %s: loop step %lld", e->k->name, (long long)s->step);
     LLVMValueRef lo = expr(e, s->lo, 0), hi = expr(e, s->hi, 0);      /* evaluated once, before */
+    if (e->par && (s->hints & LH_PARALLEL)) {     /* a task's part of the group: its range */
+        LLVMBuilderRef B = e->B;
+        lo = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, e->par_lo, lo, ""), e->par_lo, lo, "");
+        hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, e->par_hi, hi, ""), e->par_hi, hi, "");
+    }
     Loop l = loop_begin(e, s->var, lo, hi, s->step);
     l.keep = loop_keep(e, s);
     KRange saved = e->ranges[s->var];
@@ -1460,15 +1465,19 @@ static bool outlining_kernel(Emitter *e, Kernel *k) {
     return macs > 0 && be_small_quantized(e, k);
 }
 
-LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
-    LLVMTypeRef *pt = ARENA_ARRAY(e->p->arena, LLVMTypeRef, k->nparams + 1);
+/* The function of kernel k: void(ptr param0, ...) and the constant block's pointer; with
+ * `par` (the first loop of its LH_PARALLEL group) a part of it, two index parameters more:
+ * the range of the group's variable it runs (be_kernel_task). */
+static LLVMValueRef kernel_fn(Emitter *e, Kernel *k, const Stmt *par) {
+    LLVMTypeRef *pt = ARENA_ARRAY(e->p->arena, LLVMTypeRef, k->nparams + 3);
     unsigned *pos = ARENA_ARRAY(e->p->arena, unsigned, k->nparams + 1), n = 0, cpos = 0;
     for (int i = 0; i < k->nparams; i++)
         if (!be_in_block(e, k->params[i])) pos[i] = ++n;
     if (e->kblock[k->id]) cpos = ++n;
     for (unsigned i = 0; i < n; i++) pt[i] = e->ptr;
-    LLVMTypeRef fty = LLVMFunctionType(e->voidt, pt, n, 0);
-    char *name = arena_printf(e->p->arena, "%s.k%d.%s", e->p->name, k->id, k->name);
+    if (par) pt[n] = pt[n + 1] = e->idx;
+    LLVMTypeRef fty = LLVMFunctionType(e->voidt, pt, n + (par ? 2 : 0), 0);
+    char *name = arena_printf(e->p->arena, "%s.k%d.%s%s", e->p->name, k->id, k->name, par ? ".part" : "");
     LLVMValueRef fn = LLVMAddFunction(e->M, name, fty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     be_fn_attrs(e, fn);
@@ -1479,6 +1488,9 @@ LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     param_attrs(e, k, fn, pos, cpos);
     e->k = k;
     e->fn = fn;
+    e->par = par;
+    e->par_lo = par ? LLVMGetParam(fn, n) : NULL;
+    e->par_hi = par ? LLVMGetParam(fn, n + 1) : NULL;
     LLVMPositionBuilderAtEnd(e->B, block(e, "entry"));
     e->pval = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nparams + 1);
     if (cpos) LLVMSetValueName2(LLVMGetParam(fn, cpos - 1), "consts", 6);
@@ -1508,5 +1520,49 @@ LLVMValueRef be_kernel(Emitter *e, Kernel *k) {
     stmts(e, k->body);
     LLVMBuildRetVoid(e->B);
     e->k = NULL;
+    e->par = NULL;
+    return fn;
+}
+
+LLVMValueRef be_kernel(Emitter *e, Kernel *k) { return kernel_fn(e, k, NULL); }
+
+/* void task(ptr args, i32 t): part t of kernel k's parallel group, the values from cut t to
+ * cut t + 1 (kir_parallel_cuts, a constant table); args holds the kernel's parameters in
+ * order. The part takes them as parameters, so that it keeps their alias attributes. */
+LLVMValueRef be_kernel_task(Emitter *e, Kernel *k) {
+    const Stmt *s = kir_parallel_loop(k);
+    if (!s) return NULL;
+    if (e->kblock[k->id]) die("kernel %s: a constant block and a parallel loop", k->name);
+    LLVMValueRef part = kernel_fn(e, k, s);
+    be_enum_attr(e, part, LLVMAttributeFunctionIndex, "alwaysinline");
+    LLVMTypeRef at[2] = {e->ptr, e->i32};
+    LLVMValueRef fn = LLVMAddFunction(e->M, arena_printf(e->p->arena, "%s.k%d.%s.task", e->p->name, k->id, k->name),
+                                      LLVMFunctionType(e->voidt, at, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    be_fn_attrs(e, fn);
+    LLVMBuilderRef B = e->B;
+    LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+    LLVMValueRef *args = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nparams + 2);
+    LLVMValueRef arr = LLVMGetParam(fn, 0);
+    for (int i = 0; i < k->nparams; i++) {
+        LLVMValueRef ix = LLVMConstInt(e->idx, (unsigned long long)i, 0);
+        args[i] = LLVMBuildLoad2(B, e->ptr, LLVMBuildInBoundsGEP2(B, e->ptr, arr, &ix, 1, ""), k->params[i]->name);
+    }
+    int64_t n = s->tasks;
+    int64_t *cuts = ARENA_ARRAY(e->p->arena, int64_t, n + 1);
+    kir_parallel_cuts(s, cuts);
+    LLVMValueRef *cv = ARENA_ARRAY(e->p->arena, LLVMValueRef, n + 1);
+    for (int64_t i = 0; i <= n; i++) cv[i] = LLVMConstInt(e->idx, (unsigned long long)cuts[i], 1);
+    LLVMValueRef tab = LLVMAddGlobal(e->M, LLVMArrayType2(e->idx, (uint64_t)n + 1), "cuts");
+    LLVMSetInitializer(tab, LLVMConstArray2(e->idx, cv, (uint64_t)n + 1));
+    LLVMSetGlobalConstant(tab, 1);
+    LLVMSetLinkage(tab, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(tab, LLVMGlobalUnnamedAddr);
+    LLVMValueRef t = LLVMBuildZExt(B, LLVMGetParam(fn, 1), e->idx, "t");
+    LLVMValueRef t1 = LLVMBuildNUWAdd(B, t, LLVMConstInt(e->idx, 1, 0), "");
+    args[k->nparams] = LLVMBuildLoad2(B, e->idx, LLVMBuildInBoundsGEP2(B, e->idx, tab, &t, 1, ""), "lo");
+    args[k->nparams + 1] = LLVMBuildLoad2(B, e->idx, LLVMBuildInBoundsGEP2(B, e->idx, tab, &t1, 1, ""), "hi");
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(part), part, args, (unsigned)k->nparams + 2, "");
+    LLVMBuildRetVoid(B);
     return fn;
 }

@@ -150,10 +150,25 @@ static const char *host_baseline(const char *triple) {
     return "native";
 }
 
+/* The CPU followed by each feature given with its sign: "x86-64-v4+avx512vnni". */
+static char *isa_name(const char *cpu, const char *features) {
+    size_t n = strlen(cpu) + 2 * strlen(features ? features : "") + 1;
+    char *r = malloc(n), *w = r;
+    if (!r) die("out of memory");
+    w += snprintf(w, n, "%s", cpu);
+    for (const char *s = features; s && *s;) {
+        size_t len = strcspn(s, ",");
+        if (len) w += snprintf(w, n - (size_t)(w - r), "%s%.*s", *s == '+' || *s == '-' ? "" : "+", (int)len, s);
+        s += len + (s[len] == ',');
+    }
+    return r;
+}
+
 void be_target(Target *t, const char *triple, const char *cpu, const char *features, const char *abi) {
     init_llvm();
     memset(t, 0, sizeof *t);
     t->host = triple == NULL;
+    bool cpu_given = cpu != NULL;
     if (t->host) {
         char *tr = LLVMGetDefaultTargetTriple();
         t->triple = dup(tr);
@@ -183,6 +198,8 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
         t->features = cpu_features(t->cpu, features);
     }
     t->abi = abi && *abi ? dup(abi) : NULL;
+    t->dispatch = t->host && starts(t->triple, "x86_64") && !cpu_given && !(features && *features);
+    t->isa = isa_name(t->cpu, features);
 
     LLVMTargetRef target;
     char *err = NULL;
@@ -213,7 +230,22 @@ void be_target_free(Target *t) {
     free(t->cpu);
     free(t->features);
     free(t->abi);
+    free(t->isa);
     memset(t, 0, sizeof *t);
+}
+
+int be_isa_levels(const Target *t, Target *levels) {
+    if (!t->dispatch) {
+        levels[0] = *t;
+        levels[0].triple = dup(t->triple), levels[0].cpu = dup(t->cpu), levels[0].features = dup(t->features);
+        levels[0].abi = t->abi ? dup(t->abi) : NULL, levels[0].isa = dup(t->isa);
+        return 1;
+    }
+    /* AVX-512 with VNNI: Intel since Cascade Lake and Ice Lake, AMD since Zen 4 */
+    be_target(&levels[0], NULL, t->cpu, NULL, t->abi);
+    be_target(&levels[1], NULL, "x86-64-v4", "+avx512vnni", t->abi);
+    levels[0].dispatch = levels[1].dispatch = true;
+    return 2;
 }
 
 LLVMTargetMachineRef be_machine(const Target *t, int opt_level) {

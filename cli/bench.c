@@ -2,8 +2,8 @@
  *
  *   onnxcc bench [options] MODEL.onnx [DATA_SET_DIR]
  *
- * The model is compiled for the host exactly as `onnxcc -o` would compile it (cli_compile,
- * be_emit), loaded in-process (be_load_object) and run on random inputs (a fixed seed), or on
+ * The model is compiled for the host exactly as `onnxcc -o` would compile it (cli_build,
+ * be_emit_levels), loaded in-process (be_load_object) and run on random inputs (a fixed seed), or on
  * DATA_SET_DIR/input_K.pb. After a warm-up, single runs are timed for --seconds (default 1) and
  * the median and min latency printed. Then the model is compiled a second time with per-kernel
  * cycle counters (Program.profile: the normal object never carries them), run for the same
@@ -80,8 +80,11 @@ typedef struct Bench {
 static Bench build(Arena *a, Cli *c, const Target *t, bool profile) {
     Graph *g = fe_load_model(a, c->model);
     g->name = (char *)(c->name ? c->name : cli_identifier(a, c->model));
-    Bench b = {.p = cli_compile(g, c, t)};
-    b.run = cli_load(b.p, t, c->o.opt_level, profile);
+    Build bl;
+    cli_build(&bl, g, c, t);
+    Bench b = {.p = bl.p[0]};
+    b.run = cli_load(&bl, c->o.opt_level, profile);
+    cli_build_free(&bl);
     return b;
 }
 

@@ -1,7 +1,7 @@
 /* check.c - `onnxcc check`: compile a model for the host, run it in-process on ONNX test data
  * (test_data_set_N/{input,output}_K.pb) and compare the results.
  *
- * The model goes through exactly the compile path of `onnxcc -o` (cli_compile, be_emit) into
+ * The model goes through exactly the compile path of `onnxcc -o` (cli_build, be_emit_levels) into
  * an object file in a temporary directory, which the backend then loads (be_load_object). So a
  * passing check says something about the code a user would link, not about an interpreter.
  * Model-zoo archives (.tar.gz holding DIR/model.onnx and DIR/test_data_set_*) are read in
@@ -397,8 +397,11 @@ static int run_set(Arena *a, const Cli *c, Program *p, RunFn run, const DataSet 
 static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
     Target t;
     be_target(&t, NULL, c->cpu, c->features, c->abi);
-    *pp = cli_compile(g, c, &t);
-    RunFn run = cli_load(*pp, &t, c->o.opt_level, false);
+    Build b;
+    cli_build(&b, g, c, &t);
+    *pp = b.p[0];
+    RunFn run = cli_load(&b, c->o.opt_level, false);
+    cli_build_free(&b);
     be_target_free(&t);
     return run;
 }

@@ -19,18 +19,29 @@ typedef struct Cli {
     double rtol, atol;
     double seconds;                 /* bench: how long to time (0: the default) */
     int top;                        /* bench: kernels listed one per row (-1: the default) */
+    int isa;                        /* check, bench: --isa N, the ISA level to run (-1: the CPU's best) */
     const char **dirs;              /* check, bench: data set directories given on the command line */
     int ndirs;
 } Cli;
 
 /* A C identifier from a path's base name without extension: "models/my-net.onnx" -> "my_net". */
 const char *cli_identifier(Arena *a, const char *path);
-/* Fill the options that come from the target, then run the whole pipeline. */
-Program *cli_compile(Graph *g, Cli *c, const Target *t);
-/* Writes p's host object (instrumented with `profile`: Program.profile) into this process's
+/* What one object is made of: a program per ISA level (be_isa_levels), each lowered and
+ * scheduled for its target; p[0] is the baseline's, whose facts the header states. */
+typedef struct Build {
+    int n;
+    Target t[MAX_ISAS];
+    Program *p[MAX_ISAS];
+    int isa;                        /* check/bench --isa: the level to run, -1: the CPU's best */
+} Build;
+/* Fill the options that come from each level's target, then run the pipeline on g (the graph
+ * passes once, the rest per level). One arena size serves all levels. */
+void cli_build(Build *b, Graph *g, Cli *c, const Target *t);
+void cli_build_free(Build *b);
+/* Writes b's host object (instrumented with `profile`: Program.profile) into this process's
  * temporary directory (made on first use, removed at exit) and loads it in-process; user errors
  * end the run. `check` and `bench` run their models so. */
-RunFn cli_load(Program *p, const Target *t, int opt_level, bool profile);
+RunFn cli_load(Build *b, int opt_level, bool profile);
 /* `onnxcc check`: returns the exit status. */
 int check_main(Arena *a, Cli *c);
 /* `onnxcc bench`: returns the exit status. */

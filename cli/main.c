@@ -58,9 +58,12 @@ static const char options_text[] =
     "                        kernel to NAME_profile[] (the header says how; not for release)\n"
     "  --target TRIPLE       e.g. thumbv7em-none-eabihf (default: the host)\n"
     "  --cpu CPU  --features FEATS  --abi ABI\n"
-    "                        target details passed to LLVM; host default x86-64-v3\n"
-    "                        (AArch64: generic), --cpu native: this machine (bench's\n"
-    "                        default); x86 run() returns NAME_ERR_CPU on a CPU without them\n"
+    "                        target details passed to LLVM. x86-64 host default: every\n"
+    "                        kernel for x86-64-v3 (AVX2) and for x86-64-v4 with VNNI\n"
+    "                        (AVX-512), run() picking the best this CPU has (NAME_isa);\n"
+    "                        --cpu or --features: that one level (--cpu native: this\n"
+    "                        machine, bench's default). AArch64 default: generic. x86 run()\n"
+    "                        returns NAME_ERR_CPU on a CPU without the lowest level's features\n"
     "  --shape NAME=D0xD1x.. fix the shape of input NAME (repeatable)\n"
     "  --bind NAME=FILE.pb   make input NAME a compile-time constant holding that\n"
     "                        TensorProto (repeatable); it is no longer an input of the\n"
@@ -73,6 +76,8 @@ static const char options_text[] =
     "                        only at run time: sizes its scan outputs (repeatable)\n"
     "  --max-strlen N        bytes per string element (char[N], NUL-padded; default 32):\n"
     "                        longer string constants or test values are an error\n"
+    ;
+static const char options_text2[] =
     "  --print-after=PASS    print the IR after PASS to stdout\n"
     "  --print-after-all     print the IR after every pass\n"
     "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
@@ -85,6 +90,8 @@ static const char options_text[] =
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
     "                        (default 1e-3 and 1e-7)\n"
     "  --seconds S           bench: time runs for S seconds (default 1)\n"
+    "  --isa N               check, bench: run ISA level N of a dispatching object (0: the\n"
+    "                        x86-64-v3 baseline) instead of the best this CPU has\n"
     "  --top N               bench: list the N slowest kernels one per row, the rest as one\n"
     "                        line (default 20; 0: all of them)\n"
     "  -h, --help            this text\n"
@@ -239,6 +246,15 @@ static int parse_top(const char *s) {
     return (int)n;
 }
 
+/* A whole number from lo to hi for option `flag`. */
+static int parse_count(const char *flag, const char *s, int lo, int hi) {
+    char *end;
+    errno = 0;
+    long n = isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
+    if (n < lo || n > hi || errno || *end) usage("bad %s '%s': expected a number from %d to %d", flag, s, lo, hi);
+    return (int)n;
+}
+
 static double parse_tol(const char *flag, const char *s) {
     char *end;
     double x = strtod(s, &end);
@@ -271,6 +287,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
         fputs(usage_text, stdout);
         fputs(options_text, stdout);
+        fputs(options_text2, stdout);
         print_passes(stdout);
         exit(0);                    /* the arena stays reachable: main_arena */
     }
@@ -307,6 +324,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--atol", argc, argv, i))) c->atol = parse_tol("--atol", v);
     else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);
     else if ((v = opt_value("--top", argc, argv, i))) c->top = parse_top(v);
+    else if ((v = opt_value("--isa", argc, argv, i))) c->isa = parse_count("--isa", v, 0, MAX_ISAS - 1);
     else if ((v = opt_value("--print-after", argc, argv, i))) {
         if (!pass_find(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a, -1));
         c->o.print_after = v;
@@ -342,7 +360,7 @@ static void remove_tmp(void) {
     if (tmp_dir[0]) rmdir(tmp_dir);
 }
 
-RunFn cli_load(Program *p, const Target *t, int opt_level, bool profile) {
+RunFn cli_load(Build *b, int opt_level, bool profile) {
     if (!tmp_dir[0]) {              /* one directory for all compilations of this process */
         snprintf(tmp_dir, sizeof tmp_dir, "%s", "/tmp/onnxcc-XXXXXX");
         if (!mkdtemp(tmp_dir)) {
@@ -352,20 +370,53 @@ RunFn cli_load(Program *p, const Target *t, int opt_level, bool profile) {
         atexit(remove_tmp);
         snprintf(tmp_obj, sizeof tmp_obj, "%s/model.o", tmp_dir);
     }
-    p->profile = profile;
-    be_emit(p, t, opt_level, EMIT_OBJ, tmp_obj);
+    if (profile && b->n > 1) die("a profiled build of %d ISA levels", b->n);
+    b->p[0]->profile = profile;
+    be_emit_levels(b->p, b->t, b->n, opt_level, EMIT_OBJ, tmp_obj);
     exit_if_errors();
-    return be_load_object(tmp_obj, p->name);
+    RunFn run = be_load_object(tmp_obj, b->p[0]->name);
+    if (b->isa >= 0) {              /* check/bench --isa: force a level of a dispatching object */
+        int (*isa)(int) = (int (*)(int))(uintptr_t)be_loaded_symbol(arena_printf(b->p[0]->arena, "%s_isa", b->p[0]->name));
+        if (!isa) fatal(NULL, "--isa %d: the object holds one ISA level (%s); --isa needs the default "
+                        "x86-64 CPU, which dispatches", b->isa, b->t[0].isa);
+        if (b->isa >= b->n || isa(b->isa) != b->isa)
+            fatal(NULL, "--isa %d: the object's levels are 0 to %d, and this CPU runs up to %d",
+                  b->isa, b->n - 1, isa(-1));
+    }
+    return run;
 }
 
-Program *cli_compile(Graph *g, Cli *c, const Target *t) {
-    c->o.vector_bytes = t->vector_bytes;
-    c->o.arena_align = t->arena_align;
+void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
+    b->n = be_isa_levels(t, b->t);
+    b->isa = c->isa;
+    /* a blob or a profile describes one program's constants and kernels: the baseline's */
+    while (b->n > 1 && (c->emit_weights || c->o.profile)) be_target_free(&b->t[--b->n]);
+    Options os[MAX_ISAS];
+    for (int l = 0; l < b->n; l++) {
+        os[l] = c->o;
+        os[l].vector_bytes = b->t[l].vector_bytes;
+        os[l].arena_align = b->t[l].arena_align;
+        os[l].level = b->n > 1 ? b->t[l].isa : NULL;
+    }
     g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
-    Program *p = run_pipeline(g, &c->o);
-    p->fp_strict = c->o.fp_strict;
-    p->profile = c->o.profile;
-    return p;
+    run_pipeline_levels(g, os, b->n, b->p);
+    /* one arena serves every level */
+    int64_t arena = 0;
+    int align = 1;
+    for (int l = 0; l < b->n; l++) {
+        if (b->p[l]->arena_size > arena) arena = b->p[l]->arena_size;
+        if (b->p[l]->arena_align > align) align = b->p[l]->arena_align;
+    }
+    for (int l = 0; l < b->n; l++) {
+        b->p[l]->arena_size = arena, b->p[l]->arena_align = align;
+        b->p[l]->fp_strict = c->o.fp_strict;
+        b->p[l]->profile = c->o.profile;
+    }
+}
+
+void cli_build_free(Build *b) {
+    for (int l = 0; l < b->n; l++) be_target_free(&b->t[l]);
+    b->n = 0;
 }
 
 /* Fail before the (possibly long) compilation if the output cannot be written at all. */
@@ -426,15 +477,20 @@ static int compile_main(Arena *a, Cli *c) {
     be_target(&t, c->triple, c->cpu, c->features, c->abi);
     Graph *g = fe_load_model(a, c->model);
     g->name = (char *)(c->name ? c->name : cli_identifier(a, c->out));
-    Program *p = cli_compile(g, c, &t);
-    p->weights_section = c->weights_section;
-    p->weights_external = wpath != NULL;
+    Build b;
+    cli_build(&b, g, c, &t);
+    Program *p = b.p[0];
+    for (int l = 0; l < b.n; l++) {
+        b.p[l]->weights_section = c->weights_section;
+        b.p[l]->weights_external = wpath != NULL;
+    }
     out_register(c->out);
     if (header) out_register(header);
     if (wpath) out_register(wpath);
-    be_emit(p, &t, c->o.opt_level, c->emit, c->out);
+    be_emit_levels(b.p, b.t, b.n, c->o.opt_level, c->emit, c->out);
     if (wpath) be_write_weights(p, wpath);
-    if (header) be_write_header(p, header);
+    if (header) be_write_header(p, b.t, b.n, header);
+    cli_build_free(&b);
     be_target_free(&t);
     exit_if_errors();
     out_commit();
@@ -451,7 +507,7 @@ static Arena *volatile main_arena;
 int main(int argc, char **argv) {
     Arena *a = arena_new();
     main_arena = a;
-    Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7, .top = -1};
+    Cli c = {.o = {.opt_level = 2, .verify = true}, .emit = EMIT_OBJ, .rtol = 1e-3, .atol = 1e-7, .top = -1, .isa = -1};
     bool check = argc > 1 && strcmp(argv[1], "check") == 0;
     bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
     parse_args(a, &c, argc, argv, check || bench);
@@ -462,6 +518,7 @@ int main(int argc, char **argv) {
     if ((check || bench) && c.triple)
         usage("%s runs the model on this machine: --target is not allowed", argv[1]);
     if ((check || bench) && c.run_pass) usage("--run-pass is not an option of %s", argv[1]);
+    if (!check && !bench && c.isa >= 0) usage("--isa is an option of check and bench");
     if ((check || bench || c.run_pass) && (c.weights_section || c.emit_weights))
         usage("--%s is not an option of %s", c.emit_weights ? "emit-weights" : "weights-section",
               check || bench ? argv[1] : "--run-pass");

@@ -355,3 +355,31 @@ bool kir_byte_kernel(const Kernel *k) {
         if (k->params[i]->dtype == DT_UINT8 || k->params[i]->dtype == DT_INT8) return true;
     return false;
 }
+
+const Stmt *kir_parallel_loop(const Kernel *k) {
+    for (const Stmt *s = k->body; s && s->kind == S_LOOP; s = s->body) {
+        if (s->hints & LH_PARALLEL) return s;
+        if (s->next) break;
+    }
+    return NULL;
+}
+
+/* Down from v to a value on the step grid of every loop of the group strictly around it. */
+static int64_t grid_below(const Stmt *first, int64_t v) {
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (const Stmt *s = first; s; s = s->next) {
+            int64_t lo = s->lo->i, hi = s->hi->i;
+            if (v <= lo || v >= hi || (v - lo) % s->step == 0) continue;
+            v = lo + (v - lo) / s->step * s->step;
+            moved = true;
+        }
+    }
+    return v;
+}
+
+void kir_parallel_cuts(const Stmt *first, int64_t *cuts) {
+    int64_t lo = first->lo->i, hi = first->hi->i, n = first->tasks;
+    for (const Stmt *s = first; s; s = s->next) lo = MIN(lo, s->lo->i), hi = MAX(hi, s->hi->i);
+    for (int64_t t = 0; t <= n; t++) cuts[t] = t == n ? hi : grid_below(first, lo + (hi - lo) * t / n);
+}

@@ -145,6 +145,7 @@ typedef struct Stmt {
     struct Stmt *body;
     unsigned hints;                 /* LH_* */
     int64_t redo;                   /* LH_REDO: values of var from lo done before (below) */
+    int64_t tasks;                  /* LH_PARALLEL: how many tasks share the loop's steps */
     /* S_STORE: buf[idx[0..rank)] = val */
     Buf *buf;
     Expr **idx;
@@ -174,8 +175,14 @@ typedef struct Stmt {
  * what loops before it stored already, the same values (a rest grown back into a whole vector:
  * passes/loops.h loop_overlap). The loop still runs them; the mark only keeps them out of
  * kir_kernel_cost's count of the work. Constant bounds, 0 < N <= hi - lo. */
+/* LH_PARALLEL (`[parallel N]`): on every loop of a statement list of loops only (a group):
+ * NAME_run_par may run the group as N tasks at once, task t running, of every loop, the
+ * values of its variable from cut t to cut t + 1 (kir_parallel_cuts; passes/parallelize.c says
+ * when that is legal). Constant bounds, step > 0, N >= 2, the same N on each loop of the
+ * group; not a vector, reduction or redo loop. The meaning is the loops': kir_interpret and
+ * NAME_run run them in order. */
 /* Loop hints; their words in the text form are kir_hint_name[bit] (ORDER LH). */
-enum { LH_TILE = 1, LH_REDUCTION = 2, LH_VECTOR = 4, LH_REDO = 8 };
+enum { LH_TILE = 1, LH_REDUCTION = 2, LH_VECTOR = 4, LH_REDO = 8, LH_PARALLEL = 16 };
 enum { MAX_LANES = 64 };
 
 typedef enum ParamMode { KP_IN = 1, KP_OUT = 2, KP_INOUT = 3 } ParamMode;
@@ -334,5 +341,14 @@ void kir_interpret(Program *p, const void *const *inputs, void *const *outputs);
  * Multiply-accumulates per run (a float MUL under a float ADD/SUB, times the trip counts of its
  * loops; both sides of an if at the larger one) and the bytes of the kernel's params. */
 void kir_kernel_cost(const Kernel *k, int64_t *macs, int64_t *bytes);
+/* The first loop of k's LH_PARALLEL group (down the chain of loops that are the only statement
+ * of their parent, from the body: passes/parallelize.c), or NULL. The group is that loop and
+ * the loops after it in its list. */
+const Stmt *kir_parallel_loop(const Kernel *k);
+/* The tasks' ranges of the group starting at `first`: task t runs, of each of its loops, the
+ * values of the variable from cuts[t] to cuts[t + 1] (first->tasks + 1 of them; each cut lies
+ * on the step grid of every loop whose range holds it, so no step is ever cut; a task may be
+ * empty). */
+void kir_parallel_cuts(const Stmt *first, int64_t *cuts);
 
 #endif

@@ -487,14 +487,16 @@ static void use_var(Parser *P, int v) {
     P->k->nvars = MAX(P->k->nvars, v + 1);
 }
 
-/* One hint word (kir_hint_name[bit]) with its number: `redo N` has one, the others none. */
+/* One hint word (kir_hint_name[bit]) with its number: `redo N` and `parallel N` have one, the
+ * others none. */
 static void set_hint(Parser *P, Stmt *s, int bit, bool has_n, int64_t n, const char *at) {
-    bool wants = 1u << bit == LH_REDO;
+    bool wants = 1u << bit == LH_REDO || 1u << bit == LH_PARALLEL;
     if (has_n != wants) {
         P->s = at;
         perr(P, wants ? "loop hint '%s' needs a number" : "loop hint '%s' takes no number", kir_hint_name[bit]);
     }
-    if (wants) s->redo = n;
+    if (1u << bit == LH_REDO) s->redo = n;
+    if (1u << bit == LH_PARALLEL) s->tasks = n;
     s->hints |= 1u << bit;
 }
 

@@ -17,7 +17,7 @@
 const char *const kir_bufkind_name[] = {"temp", "input", "output", "const"};           /* BufKind */
 const char *const kir_kclass_name[] = {"generic", "elementwise", "contraction", "copy"}; /* KernelClass */
 const char *const kir_mode_name[] = {"?", "in", "out", "inout"};                     /* ParamMode */
-const char *const kir_hint_name[] = {"tile", "reduction", "vector", "redo", NULL}; /* LH_* bit i */
+const char *const kir_hint_name[] = {"tile", "reduction", "vector", "redo", "parallel", NULL}; /* LH_* bit i */
 
 static void indent(FILE *f, int depth) {
     for (int i = 0; i < depth; i++) fputs("  ", f);
@@ -165,9 +165,13 @@ static void print_hints(FILE *f, const Stmt *s) {
     unsigned h = s->hints;
     if (!h) return;
     fputs(" [", f);
-    for (int i = 0, first = 1; kir_hint_name[i]; i++)
-        if (h & (1u << i)) { fprintf(f, "%s%s", first ? "" : ", ", kir_hint_name[i]); first = 0; }
-    if (h & LH_REDO) fprintf(f, " %lld", (long long)s->redo);
+    for (int i = 0, first = 1; kir_hint_name[i]; i++) {
+        if (!(h & (1u << i))) continue;
+        fprintf(f, "%s%s", first ? "" : ", ", kir_hint_name[i]);
+        first = 0;
+        if (1u << i == LH_REDO) fprintf(f, " %lld", (long long)s->redo);
+        if (1u << i == LH_PARALLEL) fprintf(f, " %lld", (long long)s->tasks);
+    }
     fputc(']', f);
 }
 

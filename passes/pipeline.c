@@ -27,6 +27,7 @@ const Pass passes[] = {
     {"lower", 0, PASS_LOWER, {.lower = lower}, "graph IR -> kernel IR (passes/ops/)"},
     {"fuse", 1, PASS_KERNEL, {.kernel = fuse}, "elementwise consumers into producers"},
     {"schedule", 2, PASS_KERNEL, {.kernel = schedule}, "loop primitives per kernel class and target"},
+    {"parallelize", 0, PASS_KERNEL, {.kernel = parallelize}, "large kernels' outer loops into tasks for NAME_run_par"},
     {"bufferize", 0, PASS_KERNEL, {.kernel = bufferize}, "arena offsets of the temporaries"},
 };
 const int npasses = COUNTOF(passes);
@@ -52,7 +53,8 @@ static void after(const Options *o, const char *pass, double t0, Graph *g, Progr
     exit_if_errors();               /* a pass that reported user errors ends the compilation */
     progress("%-15s %8.2f ms", pass, now_ms() - t0);
     if (wants_print(o, pass)) {
-        printf("; --- after %s ---\n", pass);
+        if (o->level) printf("; --- after %s (%s) ---\n", pass, o->level);
+        else printf("; --- after %s ---\n", pass);
         if (g) ir_print(stdout, g);
         else kir_print(stdout, p);
         fflush(stdout);
@@ -80,15 +82,31 @@ static void run_pass(const Pass *ps, Graph *g, Program **p, const Options *o) {
     after(o, ps->name, t0, *p ? NULL : g, *p);
 }
 
-Program *run_pipeline(Graph *g, const Options *o) {
+void run_pipeline_levels(Graph *g, const Options *os, int n, Program **ps) {
     Options dflt = {.opt_level = 2, .verify = true};
-    if (!o) o = &dflt;
-    Program *p = NULL;
-    for (int i = 0; i < npasses; i++) {
-        if (o->opt_level >= passes[i].min_opt) run_pass(&passes[i], g, &p, o);
-        else skipped(o, passes[i].name);
+    if (!os) os = &dflt, n = 1;
+    /* the graph passes once: they do not depend on the target */
+    int i = 0;
+    ps[0] = NULL;
+    for (; i < npasses && passes[i].ir != PASS_LOWER; i++) {
+        if (os[0].opt_level >= passes[i].min_opt) run_pass(&passes[i], g, &ps[0], &os[0]);
+        else skipped(&os[0], passes[i].name);
     }
-    if (o->roundtrip_kir) fprintf(stderr, "onnxcc: kernel IR text read back identically after every kernel pass\n");
+    /* lowering and the kernel passes once per level: vector widths differ (lower reads none
+     * of the graph's state that it changes, so each level lowers the same graph) */
+    for (int l = 0; l < n; l++) {
+        ps[l] = NULL;
+        for (int j = i; j < npasses; j++) {
+            if (os[l].opt_level >= passes[j].min_opt) run_pass(&passes[j], g, &ps[l], &os[l]);
+            else skipped(&os[l], passes[j].name);
+        }
+    }
+    if (os[0].roundtrip_kir) fprintf(stderr, "onnxcc: kernel IR text read back identically after every kernel pass\n");
+}
+
+Program *run_pipeline(Graph *g, const Options *o) {
+    Program *p = NULL;
+    run_pipeline_levels(g, o, 1, &p);
     return p;
 }
 

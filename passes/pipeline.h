@@ -36,6 +36,7 @@ typedef struct Options {
     int ntrips;
     int vector_bytes;               /* from the target */
     int arena_align;                /* from the target */
+    const char *level;              /* the ISA level of this lowering, in dumps (NULL: the only one) */
 } Options;
 
 /* Graph passes (passes/<name>.c). */
@@ -65,6 +66,7 @@ Program *lower(Graph *g, const Options *o);
 /* Kernel passes. */
 void fuse(Program *p);              /* elementwise consumers into their producer's loop nest */
 void schedule(Program *p);          /* loop primitives for the target: vectors, register blocks */
+void parallelize(Program *p);        /* outer loops of large kernels into tasks (threads) */
 void bufferize(Program *p);         /* liveness-based arena offsets, in-place reuse */
 
 /* The pass table (pipeline.c): every pass, in the order run_pipeline runs them. */
@@ -92,6 +94,9 @@ const Pass *pass_find(const char *name);        /* NULL if there is no such pass
 
 /* Runs the whole pipeline up to and including bufferization; prints/verifies as asked. */
 Program *run_pipeline(Graph *g, const Options *o);
+/* The same for n ISA levels of one object (run-time dispatch): the graph passes once with
+ * os[0], then lowering and the kernel passes once per level with os[l], into ps[l]. */
+void run_pipeline_levels(Graph *g, const Options *os, int n, Program **ps);
 /* Runs the given kernel passes on p in this order, whatever the -O level (--run-pass). */
 void run_kernel_passes(Program *p, const Pass *const *ps, int n, const Options *o);
 

@@ -270,11 +270,21 @@ if [ $rc = 0 ] && [ -n "$passes" ] && [ -z "$missing" ]; then
 else
     fail "--print-after-all" "exit status $rc; no section for:$missing (saw: $got)" $B/stderr
 fi
-run models/cnn/model.onnx --print-after=lower -o $dir/cnn.o
-if [ $rc = 0 ] && [ "$(grep -c 'after ' $B/stdout)" = 1 ] && grep -q 'after lower' $B/stdout; then
+run models/cnn/model.onnx --print-after=lower -o $dir/cnn.o --cpu x86-64-v3
+if [ $rc = 0 ] && [ "$(grep -c 'after ' $B/stdout)" = 1 ] && grep -q 'after lower ---' $B/stdout; then
     ok "--print-after=lower prints one section"
 else
     fail "--print-after=lower" "exit status $rc" $B/stderr
+fi
+# a default x86-64 host object holds two ISA levels, each lowered on its own: one section each
+if [ "$(uname -m)" = x86_64 ]; then
+    run models/cnn/model.onnx --print-after=lower -o $dir/cnn.o
+    if [ $rc = 0 ] && [ "$(grep -c 'after ' $B/stdout)" = 2 ] && grep -q 'after lower (x86-64-v3) ---' $B/stdout &&
+       grep -q 'after lower (x86-64-v4+avx512vnni) ---' $B/stdout; then
+        ok "--print-after=lower prints a section per ISA level of a default host object"
+    else
+        fail "--print-after=lower, two ISA levels" "exit status $rc" $B/stderr
+    fi
 fi
 fresh; expect_error "--print-after=nosuchpass" 2 1 nosuchpass -- models/mlp/model.onnx \
     --print-after=nosuchpass -o $dir/x.o
@@ -284,7 +294,7 @@ fresh; expect_error "--print-after=nosuchpass" 2 1 nosuchpass -- models/mlp/mode
 # them), and the work line counts the multiply-accumulates an op-level formula gives (computed
 # here in Python, not by onnxcc) for a MatMul and two Convs.
 run bench models/example/model.onnx --seconds 0.1
-want=$($ONNXCC --print-after=bufferize models/example/model.onnx -o $dir/ex.o 2>/dev/null |
+want=$($ONNXCC --cpu native --print-after=bufferize models/example/model.onnx -o $dir/ex.o 2>/dev/null |
        sed -n 's/^kernel \([^ ]*\) (.*/\1/p' | sort | tr '\n' ' ')
 got=$(sed -n '/^kernel  *ops/,$p' $B/stdout | sed 1d | awk '{ print $1 }' | sort | tr '\n' ' ')
 rm -f $dir/ex.o $dir/ex.h

@@ -1,0 +1,200 @@
+/* parallelize.c - which kernels run on several cores, and how they are cut into tasks.
+ *
+ * A kernel pass after schedule. The generated NAME_run_par takes a parallel-for from the caller
+ * (runtime/model.h.in); a kernel marked here is run through it as `tasks` independent pieces,
+ * each a contiguous range of whole steps of one loop (LH_PARALLEL, `[parallel N]`), while
+ * NAME_run (and NAME_run_par without a parallel-for) calls the kernel whole. The pieces are
+ * fixed at compile time, not by the thread count, and a piece computes each output element
+ * with the same code as the whole kernel does, so the outputs are bitwise the same for every
+ * number of threads.
+ *
+ * What is split is a group of loops, the outermost with more than one value: down from the
+ * kernel's body, through loops that are the only statement of their parent, the first
+ * statement list whose statements are all loops (a row loop and its peeled border rows; the
+ * interior and the border columns of a padded conv, each a loop over the rows; a register
+ * tile's loop and its rest). Task t runs, of every loop of the group, the values of its
+ * variable from cut t to cut t + 1 (kir_parallel_cuts: cuts on every loop's step grid, so that
+ * a register tile is never cut): each iteration of each loop runs once, in one task. No
+ * vector, reduction or redo loop is split. The loops must be parallel (no two iterations
+ * write one element, none reads what another writes), which the kernel's class says of its
+ * output loops (elementwise, contraction and copy kernels store each output element once, at
+ * an index that includes every loop outside the reductions; a generic kernel qualifies where
+ * each store under a loop of the group indexes a dimension by that loop's variable plus a
+ * constant below its step: its own rows), provided that:
+ *   - no buffer the kernel stores is also loaded by it (in-place elementwise pairs are two
+ *     buffers at one offset, read and written at the same index: still independent);
+ *   - every scalar register read in an iteration was set before in the same iteration (none
+ *     carries a value from one iteration to the next).
+ * Only kernels with enough work are split (a parallel-for costs a few microseconds), into
+ * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved), at most
+ * MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
+ * no threads: nothing is marked there. */
+#include <string.h>
+
+#include "pipeline.h"
+
+enum {
+    MIN_MACS = 1 << 19,             /* ~10 us on one AVX2 core: below this, one task */
+    MIN_BYTES = 1 << 19,            /* the same for kernels that only move data */
+    TASK_MACS = 1 << 18,
+    TASK_BYTES = 1 << 18,
+    MAX_TASKS = 64,
+};
+
+/* ---- which buffers are stored, which loaded ---- */
+static void stored_roots(const Stmt *s, bool *st) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE) st[kir_root(s->buf)->id] = true;
+        stored_roots(s->body, st);
+        stored_roots(s->then, st);
+        stored_roots(s->els, st);
+    }
+}
+
+static bool expr_loads(const Expr *e, const bool *st) {
+    if (!e) return false;
+    if (e->kind == E_LOAD && st[kir_root(e->buf)->id]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_loads(e->args[i], st)) return true;
+    return false;
+}
+
+static bool stmt_loads(const Stmt *s, const bool *st) {
+    for (; s; s = s->next) {
+        if (expr_loads(s->lo, st) || expr_loads(s->hi, st) || expr_loads(s->val, st) || expr_loads(s->cond, st))
+            return true;
+        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++)
+            if (expr_loads(s->idx[i], st)) return true;
+        if (stmt_loads(s->body, st) || stmt_loads(s->then, st) || stmt_loads(s->els, st)) return true;
+    }
+    return false;
+}
+
+/* ---- a generic kernel's stores: each iteration its own rows ---- */
+static bool own_index(const Expr *x, int var, int64_t step) {
+    if (x->kind == E_VAR) return x->var == var;
+    if (x->kind != E_BIN || x->op != K_ADD) return false;
+    const Expr *a = x->args[0], *b = x->args[1];
+    if (a->kind == E_CONST) a = x->args[1], b = x->args[0];
+    return a->kind == E_VAR && a->var == var && b->kind == E_CONST && b->i >= 0 && b->i < step;
+}
+
+static bool stores_own_rows(const Stmt *s, int var, int64_t step) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE) {
+            bool own = false;
+            for (int d = 0; d < s->buf->rank && !own; d++) own = own_index(s->idx[d], var, step);
+            if (!own) return false;
+        }
+        if (!stores_own_rows(s->body, var, step) || !stores_own_rows(s->then, var, step) ||
+            !stores_own_rows(s->els, var, step))
+            return false;
+    }
+    return true;
+}
+
+/* ---- registers set before read in every iteration ---- */
+static bool expr_reads_unset(const Expr *e, const bool *set) {
+    if (!e) return false;
+    if (e->kind == E_SCALAR && !set[e->var]) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads_unset(e->args[i], set)) return true;
+    return false;
+}
+
+/* Walks s in order with set[r] = register r surely set by now; false if some read comes
+ * first. A loop body is walked once (a value carried around it is read before it is set on
+ * the first trip); what a loop of at least one trip or both arms of an if set counts after. */
+static bool set_before_read(const Stmt *s, bool *set, int n) {
+    for (; s; s = s->next) {
+        if (expr_reads_unset(s->lo, set) || expr_reads_unset(s->hi, set) || expr_reads_unset(s->val, set) ||
+            expr_reads_unset(s->cond, set))
+            return false;
+        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++)
+            if (expr_reads_unset(s->idx[i], set)) return false;
+        if (s->kind == S_SET) set[s->var] = true;
+        if (s->kind == S_LOOP) {
+            bool inner[n > 0 ? n : 1];
+            memcpy(inner, set, sizeof(bool) * (size_t)n);
+            if (!set_before_read(s->body, inner, n)) return false;
+            bool runs = s->lo->kind == E_CONST && s->hi->kind == E_CONST && s->hi->i > s->lo->i;
+            if (runs) memcpy(set, inner, sizeof(bool) * (size_t)n);
+        }
+        if (s->kind == S_IF) {
+            bool a[n > 0 ? n : 1], b[n > 0 ? n : 1];
+            memcpy(a, set, sizeof(bool) * (size_t)n);
+            memcpy(b, set, sizeof(bool) * (size_t)n);
+            if (!set_before_read(s->then, a, n) || !set_before_read(s->els, b, n)) return false;
+            for (int r = 0; r < n; r++) set[r] = a[r] && b[r];
+        }
+    }
+    return true;
+}
+
+/* A group: a statement list of loops only (a loop and its peeled borders, the interior and
+ * border columns of a conv, a register tile's loop and its rest). Its number of loops; 0 if
+ * the list is not one. */
+static int group_size(const Stmt *s) {
+    int n = 0;
+    for (const Stmt *t = s; t; t = t->next, n++)
+        if (t->kind != S_LOOP || t->lo->kind != E_CONST || t->hi->kind != E_CONST ||
+            t->step <= 0 || (t->hints & (LH_VECTOR | LH_REDUCTION | LH_REDO | LH_PARALLEL)))
+            return 0;
+    return n;
+}
+
+/* Values of the group's variables over their ranges' union, in steps of the finest loop. */
+static int64_t group_units(const Stmt *s) {
+    int64_t lo = s->lo->i, hi = s->hi->i, step = s->step;
+    for (; s; s = s->next) {
+        lo = MIN(lo, s->lo->i), hi = MAX(hi, s->hi->i);
+        step = MIN(step, s->step);
+    }
+    return (hi - lo + step - 1) / step;
+}
+
+/* The group to split: down the chain of lists holding one loop each, the first group of at
+ * least 8 units, else the one with the most (NULL: none has two). */
+static Stmt *pick_group(Kernel *k) {
+    Stmt *best = NULL;
+    for (Stmt *s = k->body; s && group_size(s); s = s->body) {
+        int64_t u = group_units(s);
+        if (u >= 8) return s;
+        if (u >= 2 && (!best || u > group_units(best))) best = s;
+        if (s->next) break;         /* a list of several loops: nothing inside is one chain */
+    }
+    return best;
+}
+
+static void parallelize_kernel(Program *p, Kernel *k) {
+    if (k->dead || k->ctl) return;
+    bool generic = k->kclass == KC_GENERIC;
+    if (k->kclass != KC_ELEMENTWISE && k->kclass != KC_CONTRACTION && k->kclass != KC_COPY && !generic) return;
+    int64_t macs, bytes;
+    kir_kernel_cost(k, &macs, &bytes);
+    if (macs < MIN_MACS && bytes < MIN_BYTES) return;
+    Stmt *l = pick_group(k);
+    if (!l) return;
+    bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
+    stored_roots(k->body, st);
+    if (stmt_loads(k->body, st)) return;
+    int n = k->nscalars;
+    bool *set = ARENA_ARRAY(p->arena, bool, n + 1);
+    for (Stmt *s = l; s; s = s->next) {
+        memset(set, 0, sizeof(bool) * (size_t)(n + 1));
+        if (!set_before_read(s->body, set, n)) return;
+        if (generic && !stores_own_rows(s->body, s->var, s->step)) return;
+    }
+    int64_t want = macs >= MIN_MACS ? macs / TASK_MACS : bytes / TASK_BYTES;
+    int64_t tasks = want < 2 ? 2 : want > MAX_TASKS ? MAX_TASKS : want;
+    if (tasks > group_units(l)) tasks = group_units(l);
+    for (Stmt *s = l; s; s = s->next) {
+        s->hints |= LH_PARALLEL;
+        s->tasks = tasks;
+    }
+}
+
+void parallelize(Program *p) {
+    if (p->vector_bytes < 16) return;       /* a microcontroller: no threads */
+    for (int i = 0; i < p->nkernels; i++) parallelize_kernel(p, p->kernels[i]);
+}

@@ -1,0 +1,119 @@
+# gen.py OUTDIR - models large enough that parallelize splits their kernels (convs, depthwise
+# convs, dense layers, attention-like matmuls, elementwise maps, copies, pools), each with a
+# random input and a numpy reference output in test_data_set_0, for tests/threads.sh.
+import os, sys
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+out = sys.argv[1]
+rng = np.random.default_rng(7)
+F = TensorProto.FLOAT
+
+
+def conv2d(x, w, b, stride=1, pad=0, group=1):
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - kh) // stride + 1
+    ow = (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, m, oh, ow))
+    mg = m // group
+    for g in range(group):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+                y[:, g * mg:(g + 1) * mg] += np.einsum('nchw,mc->nmhw', patch, w[g * mg:(g + 1) * mg, :, i, j])
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def save(name, nodes, inputs, outputs, inits, feeds, refs):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, 'test_data_set_0'), exist_ok=True)
+    g = helper.make_graph(nodes, name, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 13)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(d, 'model.onnx'))
+    for i, (k, v) in enumerate(feeds):
+        open(os.path.join(d, 'test_data_set_0', f'input_{i}.pb'), 'wb').write(numpy_helper.from_array(v, k).SerializeToString())
+    for i, (k, v) in enumerate(refs):
+        open(os.path.join(d, 'test_data_set_0', f'output_{i}.pb'), 'wb').write(numpy_helper.from_array(v.astype(np.float32), k).SerializeToString())
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, F, list(shape))
+
+
+def arr(a, name):
+    return numpy_helper.from_array(a.astype(np.float32), name)
+
+
+# a small CNN: stem conv (3 channels, stride 2), depthwise 3x3 with SiLU, pointwise, residual
+# add, max pool, global average pool, dense
+x = rng.standard_normal((1, 3, 96, 96)).astype(np.float32)
+w1 = (rng.standard_normal((32, 3, 3, 3)) * 0.3).astype(np.float32); b1 = rng.standard_normal(32).astype(np.float32) * 0.1
+wd = (rng.standard_normal((32, 1, 3, 3)) * 0.3).astype(np.float32); bd = rng.standard_normal(32).astype(np.float32) * 0.1
+wp = (rng.standard_normal((32, 32, 1, 1)) * 0.2).astype(np.float32); bp = rng.standard_normal(32).astype(np.float32) * 0.1
+wf = (rng.standard_normal((10, 32)) * 0.2).astype(np.float32); bf = rng.standard_normal(10).astype(np.float32) * 0.1
+y1 = np.maximum(conv2d(x.astype(np.float64), w1, b1, 2, 1), 0)
+yd = conv2d(y1, wd, bd, 1, 1, 32)
+ys = yd / (1 + np.exp(-yd))
+yp = conv2d(ys, wp, bp) + y1
+ym = yp.reshape(1, 32, 24, 2, 24, 2).max(axis=(3, 5))
+yg = ym.mean(axis=(2, 3))
+yo = yg @ wf.T + bf
+save('cnn', [
+    helper.make_node('Conv', ['x', 'w1', 'b1'], ['c1'], strides=[2, 2], pads=[1, 1, 1, 1]),
+    helper.make_node('Relu', ['c1'], ['r1']),
+    helper.make_node('Conv', ['r1', 'wd', 'bd'], ['cd'], pads=[1, 1, 1, 1], group=32),
+    helper.make_node('Sigmoid', ['cd'], ['sg']),
+    helper.make_node('Mul', ['cd', 'sg'], ['sw']),
+    helper.make_node('Conv', ['sw', 'wp', 'bp'], ['cp']),
+    helper.make_node('Add', ['cp', 'r1'], ['ad']),
+    helper.make_node('MaxPool', ['ad'], ['mp'], kernel_shape=[2, 2], strides=[2, 2]),
+    helper.make_node('GlobalAveragePool', ['mp'], ['gp']),
+    helper.make_node('Flatten', ['gp'], ['fl']),
+    helper.make_node('Gemm', ['fl', 'wf', 'bf'], ['y'], transB=1),
+], [vi('x', x.shape)], [vi('y', yo.shape)],
+    [arr(w1, 'w1'), arr(b1, 'b1'), arr(wd, 'wd'), arr(bd, 'bd'), arr(wp, 'wp'), arr(bp, 'bp'), arr(wf, 'wf'), arr(bf, 'bf')],
+    [('x', x)], [('y', yo)])
+
+# attention-like: q = x Wq, k = x Wk, softmax(q k^T / 8) (x Wv), a dense layer with GELU-ish tanh
+T, D = 128, 192
+xa = rng.standard_normal((1, T, D)).astype(np.float32)
+wq, wk, wv, wo = [(rng.standard_normal((D, D)) / np.sqrt(D)).astype(np.float32) for _ in range(4)]
+xd = xa.astype(np.float64)
+q, k, v = xd @ wq, xd @ wk, xd @ wv
+s = q @ k.transpose(0, 2, 1) / 8
+s = np.exp(s - s.max(-1, keepdims=True)); s /= s.sum(-1, keepdims=True)
+o = np.tanh((s @ v) @ wo)
+save('attention', [
+    helper.make_node('MatMul', ['x', 'wq'], ['q']),
+    helper.make_node('MatMul', ['x', 'wk'], ['k']),
+    helper.make_node('MatMul', ['x', 'wv'], ['v']),
+    helper.make_node('Transpose', ['k'], ['kt'], perm=[0, 2, 1]),
+    helper.make_node('MatMul', ['q', 'kt'], ['s0']),
+    helper.make_node('Div', ['s0', 'eight'], ['s1']),
+    helper.make_node('Softmax', ['s1'], ['p'], axis=-1),
+    helper.make_node('MatMul', ['p', 'v'], ['a']),
+    helper.make_node('MatMul', ['a', 'wo'], ['b']),
+    helper.make_node('Tanh', ['b'], ['y']),
+], [vi('x', xa.shape)], [vi('y', o.shape)],
+    [arr(wq, 'wq'), arr(wk, 'wk'), arr(wv, 'wv'), arr(wo, 'wo'), arr(np.array(8.0), 'eight')],
+    [('x', xa)], [('y', o)])
+
+# data movement and elementwise maps: a Transpose, a Concat, a broadcast Mul and an Exp
+a = rng.standard_normal((1, 64, 80, 80)).astype(np.float32)
+bb = rng.standard_normal((1, 64, 80, 80)).astype(np.float32)
+sc = rng.standard_normal((1, 64, 1, 1)).astype(np.float32)
+t = np.transpose(a, (0, 2, 3, 1))
+cat = np.concatenate([a, bb], axis=1) * np.concatenate([sc, sc], axis=1)
+save('movement', [
+    helper.make_node('Transpose', ['a'], ['y0'], perm=[0, 2, 3, 1]),
+    helper.make_node('Concat', ['a', 'b'], ['c'], axis=1),
+    helper.make_node('Concat', ['s', 's'], ['s2'], axis=1),
+    helper.make_node('Mul', ['c', 's2'], ['m']),
+    helper.make_node('Exp', ['m'], ['y1']),
+], [vi('a', a.shape), vi('b', bb.shape), vi('s', sc.shape)], [vi('y0', t.shape), vi('y1', cat.shape)], [],
+    [('a', a), ('b', bb), ('s', sc)], [('y0', t), ('y1', np.exp(cat.astype(np.float64)))])

@@ -1,0 +1,93 @@
+/* threads.c - tests/threads.sh's checker: one model (compiled with --name model), linked with
+ * runtime/onnxcc_pool.c.
+ *
+ *     threads [DIR]
+ *
+ * Fills the inputs with fixed pseudo-random values (or DIR/input_K.bin, raw), runs model_run
+ * once as the reference, then model_run_par through a pool of 1, 2 and 3 threads (each twice)
+ * and with no parallel-for, and requires outputs bitwise equal to the reference. With several
+ * ISA levels it does the same at every level this CPU has (model_isa), each level against its
+ * own reference. Prints an ok or FAIL line per check. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "onnxcc_pool.h"
+
+static int failed;
+
+static void check(int ok, const char *what, int level, int threads) {
+    printf("%s %s (ISA level %d, %d threads)\n", ok ? "ok  " : "FAIL", what, level, threads);
+    failed += !ok;
+}
+
+static void *alloc(size_t n) {
+    void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+    if (!p) {
+        fprintf(stderr, "threads: out of memory\n");
+        exit(2);
+    }
+    memset(p, 0xA5, (n + 63) / 64 * 64 + 64);
+    return p;
+}
+
+static uint64_t rng = 0x2545F4914F6CDD1Du;
+
+static float uniform(void) {
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    return (float)((double)((rng * 2685821657736338717u) >> 11) / 4503599627370496.0 * 2 - 1);
+}
+
+int main(int argc, char **argv) {
+    const onnxcc_model_info *mi = &model_info;
+    const void *in[model_NUM_INPUTS + 1];
+    void *out[model_NUM_OUTPUTS + 1], *ref[model_NUM_OUTPUTS + 1];
+    for (int i = 0; i < mi->num_inputs; i++) {
+        const onnxcc_tensor_info *t = &mi->inputs[i];
+        void *b = alloc(t->size);
+        memset(b, 0, t->size);
+        if (argc > 1) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/input_%d.bin", argv[1], i);
+            FILE *f = fopen(path, "rb");
+            if (!f || fread(b, 1, t->size, f) != t->size) {
+                fprintf(stderr, "threads: cannot read %s\n", path);
+                return 2;
+            }
+            fclose(f);
+        } else if (t->dtype == 1) {
+            for (size_t k = 0; k < t->size / 4; k++) ((float *)b)[k] = uniform();
+        }
+        in[i] = b;
+    }
+    for (int i = 0; i < mi->num_outputs; i++) out[i] = alloc(mi->outputs[i].size), ref[i] = alloc(mi->outputs[i].size);
+    void *arena = alloc(mi->arena_size);
+    if (!mi->run_par) {
+        fprintf(stderr, "threads: the object has no run_par\n");
+        return 2;
+    }
+    onnxcc_pool *pools[4] = {NULL};
+    for (int n = 1; n <= 3; n++) pools[n] = onnxcc_pool_new(n);
+    int best = mi->isa ? mi->isa(-1) : 0;
+    for (int level = 0; level < mi->num_isas; level++) {
+        if (mi->isa && mi->isa(level) != level) continue;       /* this CPU lacks it */
+        check(mi->run(in, ref, arena) == 0, "run", level, 1);
+        for (int n = 0; n <= 3; n++)
+            for (int rep = 0; rep < (n ? 2 : 1); rep++) {
+                for (int i = 0; i < mi->num_outputs; i++) memset(out[i], 0x5A, mi->outputs[i].size);
+                int rc = n ? mi->run_par(in, out, arena, onnxcc_pool_parallel_for, pools[n])
+                           : mi->run_par(in, out, arena, NULL, NULL);
+                int same = rc == 0;
+                for (int i = 0; i < mi->num_outputs && same; i++)
+                    same = !memcmp(out[i], ref[i], mi->outputs[i].size);
+                check(same, n ? "run_par: outputs bitwise those of run" : "run_par without a parallel-for",
+                      level, n ? onnxcc_pool_threads(pools[n]) : 1);
+            }
+    }
+    if (mi->isa) mi->isa(best);
+    for (int n = 1; n <= 3; n++) onnxcc_pool_free(pools[n]);
+    printf("tasks: at most %d per kernel\n", model_MAX_TASKS);
+    return failed ? 1 : 0;
+}
