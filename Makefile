@@ -23,10 +23,10 @@ LLVM_CFLAGS = -isystem $(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags) $(shell $(LLVM_CONFIG) --libs)
 CFLAGS += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -g $(OPT) $(WARN) $(SAN) \
           -I$(B)/gen $(LLVM_CFLAGS) -MMD -MP
-LDLIBS += $(LLVM_LIBS) -lprotobuf-c -lz -lm
+LDLIBS += $(LLVM_LIBS) -lprotobuf-c -lz -lm -lpthread
 LDFLAGS += $(SAN)
 
-SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend/*.c)
+SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend/*.c) runtime/onnxcc_pool.c
 OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o $(B)/gen/header_template.o
 DEPS_STAMP := $(B)/.deps
 

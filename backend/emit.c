@@ -42,6 +42,7 @@ void be_fn_attrs(Emitter *e, LLVMValueRef fn) {
     str_attr(e, fn, "target-cpu", e->t->cpu);
     if (*e->t->features) str_attr(e, fn, "target-features", e->t->features);
     if (e->t->vector_bytes == 64) str_attr(e, fn, "prefer-vector-width", "512");
+    if (e->p->tsan) be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "sanitize_thread");
 }
 
 /* ---- constants ---- */
@@ -634,7 +635,7 @@ static const char o3_pipeline[] =
  * Other modules do not run it, so their objects stay as they were. */
 static const char outlined_cleanup[] = "deadargelim,globaldce,function(separate-const-offset-from-gep,early-cse)";
 
-static void optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, int opt_level, bool outlined) {
+static void optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, int opt_level, bool outlined, bool tsan) {
     char *err = NULL;
     if (LLVMVerifyModule(M, LLVMReturnStatusAction, &err)) die("backend made an invalid module: %s", err);
     LLVMDisposeMessage(err);
@@ -648,6 +649,10 @@ static void optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, int opt_level, bo
     LLVMErrorRef perr = LLVMRunPasses(M, pipelines[opt_level], tm, o);
     if (perr) die("LLVM passes: %s", LLVMGetErrorMessage(perr));
     if (outlined && (perr = LLVMRunPasses(M, outlined_cleanup, tm, o)))
+        die("LLVM passes: %s", LLVMGetErrorMessage(perr));
+    /* --sanitize-thread: every memory access of the optimised code reported to ThreadSanitizer's
+     * run time (which the program links, cc -fsanitize=thread), as clang does last */
+    if (tsan && (perr = LLVMRunPasses(M, "tsan-module,function(tsan)", tm, o)))
         die("LLVM passes: %s", LLVMGetErrorMessage(perr));
     LLVMDisposePassBuilderOptions(o);
 }
@@ -745,7 +750,7 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
 
     /* -v times LLVM's two phases like the passes before them */
     double t0 = now_ms();
-    optimize(e.M, tm, opt_level, e.noutlined > 0);
+    optimize(e.M, tm, opt_level, e.noutlined > 0, p->tsan);
     progress("%-15s %8.2f ms", "llvm-opt", now_ms() - t0);
     t0 = now_ms();
     Frames fr = {0};

@@ -244,7 +244,7 @@ int be_isa_levels(const Target *t, Target *levels) {
     /* AVX-512 with VNNI: Intel since Cascade Lake and Ice Lake, AMD since Zen 4 */
     be_target(&levels[0], NULL, t->cpu, NULL, t->abi);
     be_target(&levels[1], NULL, "x86-64-v4", "+avx512vnni", t->abi);
-    levels[0].dispatch = levels[1].dispatch = true;
+    levels[0].dispatch = levels[1].dispatch = false;   /* each is one level */
     return 2;
 }
 

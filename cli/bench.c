@@ -21,6 +21,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../runtime/onnxcc_pool.h"
+
+/* runtime/model.h.in's */
+typedef void onnxcc_parallel_for(void *ctx, int n, void (*task)(void *arg, int i), void *arg);
+typedef int (*RunParFn)(const void *const *, void *const *, void *, onnxcc_parallel_for *, void *);
 
 enum { TOP = 20, NAME_MIN = 32, NAME_MAX = 48 };
 
@@ -71,6 +76,8 @@ static void fill_random(const Buf *b, void *dst) {
 typedef struct Bench {
     Program *p;
     RunFn run;
+    RunParFn run_par;               /* NAME_run_par with --threads N > 1, else NULL */
+    onnxcc_pool *pool;
     const void **in;
     void **out;
     void *arena;
@@ -85,6 +92,10 @@ static Bench build(Arena *a, Cli *c, const Target *t, bool profile) {
     Bench b = {.p = bl.p[0]};
     b.run = cli_load(&bl, c->o.opt_level, profile);
     cli_build_free(&bl);
+    if (c->threads > 1) {
+        b.run_par = (RunParFn)(uintptr_t)be_loaded_symbol(arena_printf(a, "%s_run_par", b.p->name));
+        if (!b.run_par) die("the host object has no %s_run_par", b.p->name);
+    }
     return b;
 }
 
@@ -114,7 +125,8 @@ static void prepare(Arena *a, Bench *b, const char *dir) {
 }
 
 static void run_once(const Bench *b) {
-    int rc = b->run(b->in, b->out, b->arena);
+    int rc = b->run_par ? b->run_par(b->in, b->out, b->arena, onnxcc_pool_parallel_for, b->pool)
+                        : b->run(b->in, b->out, b->arena);
     if (rc) die("the compiled model's run() returned %d", rc);
 }
 
@@ -233,10 +245,26 @@ int bench_main(Arena *a, Cli *c) {
     const char *dir = c->ndirs ? c->dirs[0] : NULL;
     if (c->ndirs > 1) fatal(c->dirs[1], "bench takes one data set directory");
     Target t;
-    /* what this machine can do, not the distributable baseline objects default to */
-    be_target(&t, NULL, c->cpu ? c->cpu : "native", c->features, c->abi);
+    if (c->isa >= 0) {
+        /* one level of what a default object holds, compiled alone (a profile is of one) */
+        Target base, lv[MAX_ISAS];
+        be_target(&base, NULL, NULL, NULL, c->abi);
+        int n = be_isa_levels(&base, lv);
+        be_target_free(&base);
+        if (c->isa >= n) fatal(NULL, "--isa %d: a default object for this host has %d ISA level%s", c->isa, n, n > 1 ? "s" : "");
+        t = lv[c->isa];
+        for (int l = 0; l < n; l++)
+            if (l != c->isa) be_target_free(&lv[l]);
+        c->isa = -1;
+    } else {
+        /* what this machine can do, not the distributable baseline objects default to */
+        be_target(&t, NULL, c->cpu ? c->cpu : "native", c->features, c->abi);
+    }
+    onnxcc_pool *pool = NULL;
+    if (c->threads > 1 && !(pool = onnxcc_pool_new(c->threads))) fatal(NULL, "--threads %d: cannot start threads", c->threads);
 
     Bench b = build(a, c, &t, false);
+    b.pool = pool;
     Program *p = b.p;
     prepare(a, &b, dir);
     double peak = be_fma_peak(&t, secs / 10 < 0.05 ? secs / 10 : 0.05);
@@ -245,6 +273,7 @@ int bench_main(Arena *a, Cli *c) {
     int64_t macs = 0, bytes = 0;
     Row *rows = ARENA_ARRAY(a, Row, p->nkernels + 1);
     Bench pb = build(a, c, &t, true);
+    pb.pool = pool;
     if (pb.p->nkernels != p->nkernels) die("the instrumented build has other kernels");
     pb.in = b.in, pb.out = b.out;
     pb.arena = zalloc((size_t)pb.p->arena_size);
@@ -262,8 +291,8 @@ int bench_main(Arena *a, Cli *c) {
         bytes += r->bytes;
     }
 
-    printf("model: %s, -O%d, %s (%s), %d-bit vectors\n", c->model, c->o.opt_level, t.triple, t.cpu,
-           t.vector_bytes * 8);
+    printf("model: %s, -O%d, %s (%s), %d-bit vectors, %d thread%s\n", c->model, c->o.opt_level, t.triple, t.isa,
+           t.vector_bytes * 8, c->threads > 1 ? c->threads : 1, c->threads > 1 ? "s" : "");
     printf("inputs: %s\n", dir ? dir : "random (fixed seed)");
     printf("peak: %.1f GFLOP/s (float multiply-add, one core, measured)\n", peak);
     printf("work: %lld MACs (%.3f GFLOP) in %d kernels\n", (long long)macs, 2e-9 * (double)macs, p->nkernels);
@@ -295,6 +324,7 @@ int bench_main(Arena *a, Cli *c) {
     for (int i = 0; i < p->noutputs; i++) free(b.out[i]);
     free(b.arena);
     free(pb.arena);
+    onnxcc_pool_free(pool);
     be_target_free(&t);
     return 0;
 }

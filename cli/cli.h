@@ -20,6 +20,8 @@ typedef struct Cli {
     double seconds;                 /* bench: how long to time (0: the default) */
     int top;                        /* bench: kernels listed one per row (-1: the default) */
     int isa;                        /* check, bench: --isa N, the ISA level to run (-1: the CPU's best) */
+    int threads;                    /* bench: --threads N (0: one, through NAME_run) */
+    bool tsan;                      /* --sanitize-thread: Program.tsan */
     const char **dirs;              /* check, bench: data set directories given on the command line */
     int ndirs;
 } Cli;

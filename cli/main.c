@@ -85,6 +85,8 @@ static const char options_text2[] =
     "                        file; an empty list only reads, verifies and prints it\n"
     "  --roundtrip-kir       (tests) after each kernel pass, print the kernel IR, read it\n"
     "                        back and abort if printing that gives another text\n"
+    "  --sanitize-thread     (tests) ThreadSanitizer's checks in the generated code; link\n"
+    "                        the object with cc -fsanitize=thread\n"
     "  -v                    progress and pass timings on stderr (LLVM's too), and the\n"
     "                        memory report: flash, arena, stack, multiply-accumulates\n"
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
@@ -92,6 +94,7 @@ static const char options_text2[] =
     "  --seconds S           bench: time runs for S seconds (default 1)\n"
     "  --isa N               check, bench: run ISA level N of a dispatching object (0: the\n"
     "                        x86-64-v3 baseline) instead of the best this CPU has\n"
+    "  --threads N           bench: run NAME_run_par on a pool of N threads (runtime/onnxcc_pool.c)\n"
     "  --top N               bench: list the N slowest kernels one per row, the rest as one\n"
     "                        line (default 20; 0: all of them)\n"
     "  -h, --help            this text\n"
@@ -305,6 +308,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--fp-strict") == 0) c->o.fp_strict = true;
     else if (strcmp(arg, "--profile") == 0) c->o.profile = true;
     else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
+    else if (strcmp(arg, "--sanitize-thread") == 0) c->tsan = true;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
     else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;
@@ -325,6 +329,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--seconds", argc, argv, i))) c->seconds = parse_tol("--seconds", v);
     else if ((v = opt_value("--top", argc, argv, i))) c->top = parse_top(v);
     else if ((v = opt_value("--isa", argc, argv, i))) c->isa = parse_count("--isa", v, 0, MAX_ISAS - 1);
+    else if ((v = opt_value("--threads", argc, argv, i))) c->threads = parse_count("--threads", v, 1, 256);
     else if ((v = opt_value("--print-after", argc, argv, i))) {
         if (!pass_find(v)) usage("unknown pass '%s' for --print-after (valid: %s)", v, pass_list(a, -1));
         c->o.print_after = v;
@@ -411,6 +416,7 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
         b->p[l]->arena_size = arena, b->p[l]->arena_align = align;
         b->p[l]->fp_strict = c->o.fp_strict;
         b->p[l]->profile = c->o.profile;
+        b->p[l]->tsan = c->tsan;
     }
 }
 
@@ -519,6 +525,8 @@ int main(int argc, char **argv) {
         usage("%s runs the model on this machine: --target is not allowed", argv[1]);
     if ((check || bench) && c.run_pass) usage("--run-pass is not an option of %s", argv[1]);
     if (!check && !bench && c.isa >= 0) usage("--isa is an option of check and bench");
+    if (c.isa >= 0 && (c.cpu || c.features)) usage("--isa chooses a level of the default CPU: not with --cpu or --features");
+    if (!bench && c.threads) usage("--threads is an option of bench");
     if ((check || bench || c.run_pass) && (c.weights_section || c.emit_weights))
         usage("--%s is not an option of %s", c.emit_weights ? "emit-weights" : "weights-section",
               check || bench ? argv[1] : "--run-pass");

@@ -10,21 +10,24 @@
 #      PyTorch with random weights; a 512^3 SGEMM, mlp1024 and "floor" from onnx helpers; the
 #      int8 models of tests/int8 as NAME_i8 next to their float originals NAME_f32), one
 #      random input set each and each model's multiply-accumulate count (from the ONNX graph).
-#   3. Each model is compiled with onnxcc -O2 and -O3 (BENCH_OPTS, default "O2 O3"; onnxcc's own
-#      passes are the same at both, only LLVM's pipeline differs: within 10% in the recorded run,
-#      docs/benchmarks.md) and linked into tests/bench/harness.c; outputs are compared with
-#      onnxruntime's before anything is timed.
-#   4. Timing, all single-threaded (onnxruntime: intraOpNumThreads=interOpNumThreads=1, all
-#      graph optimizations): BENCH_ROUNDS rounds (default 5); each round measures the FMA peak
-#      (tests/bench/peak.c) and runs, for every model, onnxruntime and each onnxcc build one
+#   3. Each model is compiled by each build of BENCH_BUILDS (default "O2 def v3": -O2 --cpu
+#      native, the default flags, --cpu x86-64-v3; O3 is -O3 --cpu native) and linked into
+#      tests/bench/harness.c with runtime/onnxcc_pool.c; outputs are compared with onnxruntime's
+#      before anything is timed.
+#   4. Timing at each thread count of BENCH_THREADS (default "1 2"; onnxruntime:
+#      intraOpNumThreads=N, interOpNumThreads=1, all graph optimizations; onnxcc: the O2 and def
+#      builds through model_run_par on a pool of N threads, the others on one thread):
+#      BENCH_ROUNDS rounds (default 5); each round measures the FMA peak of one core
+#      (tests/bench/peak.c) and runs, for every model, onnxruntime and each onnxcc variant one
 #      after the other, in an order that rotates between rounds. Interleaving matters: this
 #      machine's speed drifts by +-20%, so timing one side after the other would compare the
 #      drift. Each run is its own process that warms up and then times ~0.3 s of single
 #      inferences (harness.c and ort.js share the rule); a model's figure is the median over
 #      rounds of each run's median, and the min of its mins. The peak is the best round's.
-# Prints the table and writes it to build/bench/results.txt (raw times: build/bench/times.txt).
-# ratio = onnxruntime median / onnxcc median, so > 1 means onnxcc is faster; geomean over the
-# timed models but floor. Speed never fails the bench; a model that does not compile or whose
+# Prints a table per thread count and writes them to build/bench/results.txt (raw times:
+# build/bench/times.txt). ratio = onnxruntime median / onnxcc median at the same thread count, so
+# > 1 means onnxcc is faster; geomean over the timed models but floor. Then the default flags
+# against --cpu native, and each int8 model's speed-up over its float model per build. Speed never fails the bench; a model that does not compile or whose
 # outputs differ is reported in the table (and not timed), and the exit status is 1 only if the
 # bench itself cannot run.
 set -u
@@ -38,7 +41,8 @@ NODE=${NODE:-node}
 NPM=${NPM:-npm}
 ORT_VERSION=${ORT_VERSION:-1.30.0}
 ROUNDS=${BENCH_ROUNDS:-5}
-OPTS=${BENCH_OPTS:-O2 O3}
+BUILDS=${BENCH_BUILDS:-O2 def v3}
+THREADS=${BENCH_THREADS:-1 2}
 OUT=build/bench
 NODE_PATH=$(pwd)/$OUT/node_modules
 export NODE_PATH
@@ -48,6 +52,9 @@ if [ ! -x "$ONNXCC" ]; then
     exit 1
 fi
 mkdir -p $OUT
+# the compiler under test, as it is now (a rebuild meanwhile must not change it mid-run)
+cp "$ONNXCC" $OUT/onnxcc.bin
+ONNXCC=$OUT/onnxcc.bin
 
 # ---- 1. onnxruntime, PyTorch ----
 # --ignore-scripts: the package's install script only fetches the CUDA build from github.com;
@@ -89,25 +96,38 @@ if ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Wpedantic tests/b
 fi
 
 # ---- 3. compile, link, compare outputs ----
-# status_NAME: "ok" if the model is timed, otherwise why not; diff_NAME: scaled max diffs.
+# Builds (BENCH_BUILDS, default "O2 def v3"): O2 and O3 are -O2/-O3 --cpu native (this CPU
+# alone); def is the default flags, what a user gets from `onnxcc model.onnx -o model.o` (a
+# dispatching object, here running its best level); v3 is --cpu x86-64-v3, the level a default
+# object runs on a CPU without AVX-512. status_NAME: "ok" if the model is timed, otherwise why
+# not; diff_NAME: scaled max diffs.
+build_flags() {
+    case $1 in
+    O2) echo "-O2 --cpu native" ;;
+    O3) echo "-O3 --cpu native" ;;
+    def) echo "-O2" ;;
+    v3) echo "-O2 --cpu x86-64-v3" ;;
+    *) echo "bench: unknown build '$1' in BENCH_BUILDS" >&2; exit 1 ;;
+    esac
+}
 timed=""
 for m in $models; do
     d=$OUT/$m
     st=ok
-    for opt in $OPTS; do
+    for opt in $BUILDS; do
         mkdir -p $d/$opt
         rm -f $d/$opt/model.o $d/$opt/harness $d/onnxcc_${opt}_output_*.bin
-        if ! $ONNXCC -$opt --cpu native --name model $d/model.onnx -o $d/$opt/model.o >$d/$opt/log 2>&1 </dev/null ||
-           ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Wpedantic -I$d/$opt \
-                tests/bench/harness.c $d/$opt/model.o -o $d/$opt/harness >>$d/$opt/log 2>&1 ||
+        if ! $ONNXCC $(build_flags $opt) --name model $d/model.onnx -o $d/$opt/model.o >$d/$opt/log 2>&1 </dev/null ||
+           ! $CC -std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Wpedantic -I$d/$opt -Iruntime \
+                tests/bench/harness.c runtime/onnxcc_pool.c $d/$opt/model.o -pthread -o $d/$opt/harness >>$d/$opt/log 2>&1 ||
            ! $d/$opt/harness --dump onnxcc_$opt $d >>$d/$opt/log 2>&1; then
-            st="-$opt failed: $(grep -m 1 -i -e error -e failed $d/$opt/log || tail -n 1 $d/$opt/log)"
+            st="$opt build failed: $(grep -m 1 -i -e error -e failed $d/$opt/log || tail -n 1 $d/$opt/log)"
             break
         fi
     done
     dv="-"
     if [ "$st" = ok ] && [ $ort = 1 ]; then
-        prefixes=$(for opt in $OPTS; do printf 'onnxcc_%s ' $opt; done)
+        prefixes=$(for opt in $BUILDS; do printf 'onnxcc_%s ' $opt; done)
         if dv=$($NODE tests/bench/ort.js $d $prefixes 2>$d/ort.log); then
             # outputs that disagree beyond float noise (an int8 model: a few output quanta,
             # gen.py's NAME/tol) would make the timing meaningless
@@ -130,8 +150,17 @@ for m in $models; do
 done
 
 # ---- 4. interleaved timing ----
-variants="ort $OPTS"
-[ $ort = 1 ] || variants="$OPTS"
+# A variant is SIDE:THREADS, SIDE ort or a build. Every thread count of BENCH_THREADS (default
+# "1 2") times onnxruntime (that many intra-op threads) and the O2 and def builds (model_run_par
+# on runtime/onnxcc_pool.c's pool); the other builds are timed on one thread.
+variants=""
+for th in $THREADS; do
+    [ $ort = 1 ] && variants="$variants ort:$th"
+    for opt in $BUILDS; do
+        case $opt in O2|def) variants="$variants $opt:$th" ;; *) [ $th = 1 ] && variants="$variants $opt:1" ;; esac
+    done
+done
+variants=${variants# }
 : >$OUT/times.txt
 : >$OUT/peak.txt
 r=1
@@ -140,10 +169,11 @@ while [ $r -le "$ROUNDS" ]; do
     $OUT/peak >>$OUT/peak.txt
     for m in $timed; do
         for v in $variants; do
-            if [ $v = ort ]; then
-                t=$(timeout 300 $NODE tests/bench/ort.js $OUT/$m 2>>$OUT/$m/ort.log)
+            side=${v%:*} th=${v#*:}
+            if [ $side = ort ]; then
+                t=$(timeout 300 $NODE tests/bench/ort.js $OUT/$m $th 2>>$OUT/$m/ort.log)
             else
-                t=$(timeout 300 $OUT/$m/$v/harness $OUT/$m 2>>$OUT/$m/$v/log)
+                t=$(timeout 300 $OUT/$m/$side/harness $OUT/$m $th 2>>$OUT/$m/$side/log)
             fi
             [ -n "$t" ] && echo "$m $v $r $t" >>$OUT/times.txt
         done
@@ -153,7 +183,7 @@ while [ $r -le "$ROUNDS" ]; do
     r=$((r + 1))
 done
 
-# ---- 5. the table ----
+# ---- 5. the tables ----
 # times.txt lines: model variant round median_us min_us iterations. Per model and variant:
 # median of the round medians, min of the mins.
 summary=$(sort -k1,1 -k2,2 -k4,4g $OUT/times.txt | awk '
@@ -174,52 +204,80 @@ rate() { # macs us
     [ -n "$2" ] && [ "$1" != 0 ] && awk -v m=$1 -v t=$2 -v p=$peak \
         'BEGIN { g = 2 * m / t / 1e3; printf "%.1f %.0f%%", g, 100 * g / p }' || echo "- -"
 }
+geomean() { # label, then lines of ratios on stdin
+    awk -v l="$1" '$1 + 0 > 0 { s += log($1); n++ } END { if (n) printf "geomean %s over %d models (floor excluded): %.2f\n", l, n, exp(s / n) }'
+}
 {
     if [ $ort = 1 ]; then
         what="onnxcc vs onnxruntime-node $($NODE -p "require('onnxruntime-node').env.versions.node")"
     else
         what="onnxcc (onnxruntime unavailable, outputs not compared)"
     fi
-    echo "$what on $(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //'), single thread," \
+    echo "$what on $(grep -m 1 'model name' /proc/cpuinfo | sed 's/.*: //') ($(nproc) cores)," \
          "$ROUNDS interleaved rounds, $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "FMA peak (tests/bench/peak.c, $bits-bit vectors, best round): $peak GFLOP/s"
+    echo "FMA peak of one core (tests/bench/peak.c, $bits-bit vectors, best round): $peak GFLOP/s"
+    echo "builds: O2, O3 = -O2/-O3 --cpu native; def = default flags (ISA dispatch); v3 = --cpu x86-64-v3"
     echo "times: microseconds per inference, median of round medians (min of mins);" \
-         "ratio = ort/onnxcc, > 1: onnxcc faster"
-    printf '%-12s %8s %-20s' model GFLOP onnxruntime
-    for opt in $OPTS; do printf ' %-20s %-6s' "onnxcc -$opt" "ratio"; done
-    printf ' %-12s' "ort GFLOP/s"
-    for opt in $OPTS; do printf ' %-12s' "-$opt GFLOP/s"; done
-    printf ' %s\n' "diff"
-    for m in $models; do
-        eval "st=\$status_$m dv=\$diff_$m"
-        macs=$(cat $OUT/$m/macs 2>/dev/null || echo 0)
-        gflop=$(awk -v m=$macs 'BEGIN { printf(m ? "%.3g" : "-", 2 * m / 1e9) }')
-        if [ "$st" != ok ]; then
-            printf '%-12s %8s %s\n' $m $gflop "not timed: $st"
-            continue
-        fi
-        rt=$(get $m ort 3)
-        line=$(printf '%-12s %8s %-20s' $m $gflop "${rt:--} ${rt:+($(get $m ort 4))}")
-        rates=$(rate $macs "$rt" | awk '{ printf "%-12s", $1 " " $2 }')
-        for opt in $OPTS; do
-            t=$(get $m $opt 3)
-            line="$line $(printf '%-20s %-6s' "${t:--} ${t:+($(get $m $opt 4))}" "$(ratio "$rt" "$t")")"
-            rates="$rates $(rate $macs "$t" | awk '{ printf "%-12s", $1 " " $2 }')"
+         "ratio = ort/onnxcc at the same thread count, > 1: onnxcc faster"
+    for th in $THREADS; do
+        echo
+        echo "== $th thread$([ $th = 1 ] || echo s) (onnxruntime: $th intra-op thread$([ $th = 1 ] || echo s))"
+        cols=""
+        for v in $variants; do [ ${v#*:} = $th ] && [ ${v%:*} != ort ] && cols="$cols ${v%:*}"; done
+        printf '%-12s %8s %-20s' model GFLOP onnxruntime
+        for opt in $cols; do printf ' %-20s %-6s' "onnxcc $opt" "ratio"; done
+        printf ' %-12s' "ort GFLOP/s"
+        for opt in $cols; do printf ' %-12s' "$opt GFLOP/s"; done
+        [ $th = 1 ] && printf ' %s' "diff"
+        [ $th != 1 ] && printf ' %s' "speedup vs 1 thread: ort, O2"
+        printf '\n'
+        for m in $models; do
+            eval "st=\$status_$m dv=\$diff_$m"
+            macs=$(cat $OUT/$m/macs 2>/dev/null || echo 0)
+            gflop=$(awk -v m=$macs 'BEGIN { printf(m ? "%.3g" : "-", 2 * m / 1e9) }')
+            if [ "$st" != ok ]; then
+                printf '%-12s %8s %s\n' $m $gflop "not timed: $st"
+                continue
+            fi
+            rt=$(get $m ort:$th 3)
+            line=$(printf '%-12s %8s %-20s' $m $gflop "${rt:--} ${rt:+($(get $m ort:$th 4))}")
+            rates=$(rate $macs "$rt" | awk '{ printf "%-12s", $1 " " $2 }')
+            for opt in $cols; do
+                t=$(get $m $opt:$th 3)
+                line="$line $(printf '%-20s %-6s' "${t:--} ${t:+($(get $m $opt:$th 4))}" "$(ratio "$rt" "$t")")"
+                rates="$rates $(rate $macs "$t" | awk '{ printf "%-12s", $1 " " $2 }')"
+            done
+            if [ $th = 1 ]; then
+                echo "$line $rates $dv"
+            else
+                echo "$line $rates $(ratio "$(get $m ort:1 3)" "$rt") $(ratio "$(get $m O2:1 3)" "$(get $m O2:$th 3)")"
+            fi
         done
-        echo "$line $rates $dv"
+        for opt in $cols; do
+            for m in $timed; do
+                [ $m = floor ] && continue
+                ratio "$(get $m ort:$th 3)" "$(get $m $opt:$th 3)"
+                echo
+            done | geomean "ratio ort/onnxcc $opt, $th thread$([ $th = 1 ] || echo s),"
+        done
     done
-    # geometric mean of the ratios, floor excluded (it measures call overhead, not compute)
-    for opt in $OPTS; do
-        for m in $timed; do
-            [ $m = floor ] && continue
-            ratio "$(get $m ort 3)" "$(get $m $opt 3)"
-            echo
-        done | awk -v o=$opt '$1 + 0 > 0 { s += log($1); n++ }
-            END { if (n) printf "geomean ratio ort/onnxcc -%s over %d models (floor excluded): %.2f\n",
-                                 o, n, exp(s / n) }'
+    echo
+    # the default flags against this CPU's own build, and int8 against float per build
+    for m in $timed; do
+        [ $m = floor ] && continue
+        d=$(ratio "$(get $m O2:1 3)" "$(get $m def:1 3)")
+        [ "$d" != - ] && echo "default flags vs --cpu native, $m: $d (> 0.9: within 10%)"
+    done
+    for m in $timed; do
+        case $m in *_i8) ;; *) continue ;; esac
+        f=${m%_i8}_f32
+        for opt in def v3 O2; do
+            x=$(ratio "$(get $f $opt:1 3)" "$(get $m $opt:1 3)")
+            [ "$x" != - ] && echo "int8 speed-up over float, $m, $opt: $x"
+        done
     done
     echo "GFLOP/s: 2 x multiply-accumulates of Conv/Gemm/MatMul/LSTM (tests/bench/gen.py) / median;" \
-         "% of the FMA peak above"
+         "% of one core's FMA peak above"
 } >$OUT/results.txt
 cat $OUT/results.txt
 echo "bench: results in $OUT/results.txt, raw times in $OUT/times.txt"

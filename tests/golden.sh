@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/golden.sh [--update] [PATTERN] - golden numerical tests on the ONNX backend test data:
+# tests/golden.sh [-O0..-O3] [--isa0] [--update] [PATTERN] - golden numerical tests on the ONNX backend test data:
 # `onnxcc check DIR/model.onnx` (compile for the host, run every test_data_set_*, compare) for
 # each test under node/, pytorch-converted/, pytorch-operator/ and simple/ of the Debian
 # libonnx-testdata package, two at a time (JOBS=N to change), each under `timeout 60`.
@@ -18,7 +18,9 @@
 # -O0 .. -O3 compiles at that level (default: onnxcc's, -O2): `make test` runs the suite at
 # every level, with the same list, since a level changes how the code runs, not what it supports.
 # The name in the summary lines then carries the level ("golden-O0: ..."), logs go to
-# build/golden-O0/.
+# build/golden-O0/. --isa0 (x86-64) runs ISA level 0 of the default dispatching object, the
+# x86-64-v3 baseline, instead of the best this CPU has (check --isa 0): `make test` runs -O1 and
+# -O3 so on an AVX-512 host, so that both levels' code meets the data ("golden-O1-isa0: ...").
 # Last line: "golden: N passed, N failed, N skipped"; exit 1 on any failure.
 set -u
 SELF=$(cd "$(dirname "$0")" && pwd)/${0##*/}
@@ -31,6 +33,9 @@ if [ "${1:-}" != --one ]; then          # the --one runs below take these from t
     LOGS=build/golden NAME=golden OPT=""
     for arg; do
         case $arg in -O[0-3]) OPT=$arg NAME=golden$arg LOGS=build/golden$arg ;; esac
+    done
+    for arg; do             # after the level: the name and the logs carry both
+        case $arg in --isa0) OPT="$OPT --isa 0" NAME=$NAME-isa0 LOGS=$LOGS-isa0 ;; esac
     done
 fi
 JOBS=${JOBS:-2}
@@ -51,8 +56,8 @@ update=0 pattern=""
 for arg; do
     case $arg in
     --update) update=1 ;;
-    -O[0-3]) ;;
-    -*) echo "usage: tests/golden.sh [-O0..-O3] [--update] [PATTERN]" >&2; exit 2 ;;
+    -O[0-3]|--isa0) ;;
+    -*) echo "usage: tests/golden.sh [-O0..-O3] [--isa0] [--update] [PATTERN]" >&2; exit 2 ;;
     *) pattern=$arg ;;
     esac
 done

@@ -1,10 +1,11 @@
 /* harness.c - the onnxcc side of `make bench` (tests/bench.sh).
  *
  * Linked with one model object that onnxcc compiled with --name model (its header model.h on
- * the include path), it reads the model's inputs from DIR/input_K.bin (raw packed tensors,
+ * the include path) and runtime/onnxcc_pool.c, it reads the model's inputs from DIR/input_K.bin (raw packed tensors,
  * written by tests/bench/gen.py), then either writes the outputs of one run to
  * DIR/PREFIX_output_K.bin (--dump PREFIX, for the output comparison) or times the model:
- * warm-up runs, then single runs each timed with clock_gettime(CLOCK_MONOTONIC), and prints
+ * warm-up runs, then single runs each timed with clock_gettime(CLOCK_MONOTONIC) (with THREADS
+ * > 1 through model_run_par on a pool of that many threads), and prints
  *
  *     median_us min_us iterations
  *
@@ -17,6 +18,7 @@
 #include <time.h>
 
 #include "model.h"
+#include "onnxcc_pool.h"
 
 #define WARMUP_S 0.05
 #define BUDGET_S 0.3
@@ -73,9 +75,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static onnxcc_pool *pool;           /* THREADS > 1: model_run_par's parallel-for */
+
 static void run(const void *const *in, void *const *out, void *arena)
 {
-    if (model_info.run(in, out, arena) != 0)
+    int rc = pool ? model_info.run_par(in, out, arena, onnxcc_pool_parallel_for, pool)
+                  : model_info.run(in, out, arena);
+    if (rc != 0)
         die("model_run failed", model_info.name);
 }
 
@@ -83,14 +89,17 @@ int main(int argc, char **argv)
 {
     const onnxcc_model_info *m = &model_info;
     const char *dump = NULL, *dir;
+    int threads = 1;
     if (argc == 4 && strcmp(argv[1], "--dump") == 0)
         dump = argv[2], dir = argv[3];
-    else if (argc == 2)
-        dir = argv[1];
+    else if (argc == 2 || argc == 3)
+        dir = argv[1], threads = argc == 3 ? atoi(argv[2]) : 1;
     else {
-        fprintf(stderr, "usage: harness [--dump PREFIX] DIR\n");
+        fprintf(stderr, "usage: harness [--dump PREFIX] DIR [THREADS]\n");
         return 2;
     }
+    if (threads > 1 && (!m->run_par || !(pool = onnxcc_pool_new(threads))))
+        die("no threads", m->name);
 
     const void **in = calloc((size_t)m->num_inputs + 1, sizeof *in);
     void **out = calloc((size_t)m->num_outputs + 1, sizeof *out);

@@ -1,10 +1,10 @@
 // ort.js - the onnxruntime side of `make bench` (tests/bench.sh), the twin of harness.c.
 //
-//   node ort.js DIR                 time the model
+//   node ort.js DIR [THREADS]       time the model
 //   node ort.js DIR PREFIX...       compare outputs with DIR/PREFIX_output_K.bin
 //
-// Loads DIR/model.onnx into onnxruntime-node (CPU, one intra-op and one inter-op thread, all
-// graph optimizations) and reads its inputs from DIR/input_K.bin (raw packed tensors written by
+// Loads DIR/model.onnx into onnxruntime-node (CPU, THREADS intra-op threads, default 1, and one
+// inter-op thread, all graph optimizations) and reads its inputs from DIR/input_K.bin (raw packed tensors written by
 // tests/bench/gen.py; names, dtypes and shapes from DIR/inputs.json). Given PREFIXes, it runs the
 // model once and prints, per PREFIX, the largest difference between onnxruntime's outputs and the
 // ones harness.c wrote, scaled as maxDiff says (Infinity where one side has a NaN the other lacks).
@@ -61,13 +61,15 @@ function maxDiff(dir, prefix, want) {
 }
 
 async function main() {
-    const [dir, ...prefixes] = process.argv.slice(2);
+    let [dir, ...prefixes] = process.argv.slice(2);
+    let threads = 1;
+    if (prefixes.length === 1 && /^[0-9]+$/.test(prefixes[0])) threads = Number(prefixes.pop());
     if (!dir) {
-        console.error('usage: node ort.js DIR [PREFIX...]');
+        console.error('usage: node ort.js DIR [THREADS | PREFIX...]');
         process.exit(2);
     }
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
-        executionProviders: ['cpu'], intraOpNumThreads: 1, interOpNumThreads: 1,
+        executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1,
         graphOptimizationLevel: 'all', executionMode: 'sequential',
     });
     const metas = JSON.parse(fs.readFileSync(path.join(dir, 'inputs.json'), 'utf8'));

@@ -7,7 +7,13 @@
  * once as the reference, then model_run_par through a pool of 1, 2 and 3 threads (each twice)
  * and with no parallel-for, and requires outputs bitwise equal to the reference. With several
  * ISA levels it does the same at every level this CPU has (model_isa), each level against its
- * own reference. Prints an ok or FAIL line per check. */
+ * own reference. Prints an ok or FAIL line per check.
+ *
+ * With THREADS_RACE set, the parallel-for is a wrong one that runs every task on two threads
+ * at once: the same values are stored twice, so the outputs still match, and only
+ * ThreadSanitizer (an object compiled with --sanitize-thread, linked with -fsanitize=thread)
+ * sees the race - tests/threads.sh's proof that the instrumentation works. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +46,25 @@ static float uniform(void) {
     return (float)((double)((rng * 2685821657736338717u) >> 11) / 4503599627370496.0 * 2 - 1);
 }
 
+typedef struct Job { int n; void (*task)(void *, int); void *arg; } Job;
+
+static void *all_tasks(void *v) {
+    Job *j = v;
+    for (int i = 0; i < j->n; i++) j->task(j->arg, i);
+    return NULL;
+}
+
+static void racy_for(void *ctx, int n, void (*task)(void *arg, int i), void *arg) {
+    (void)ctx;
+    Job j = {n, task, arg};
+    pthread_t t;
+    if (pthread_create(&t, NULL, all_tasks, &j) != 0) exit(2);
+    all_tasks(&j);
+    pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv) {
+
     const onnxcc_model_info *mi = &model_info;
     const void *in[model_NUM_INPUTS + 1];
     void *out[model_NUM_OUTPUTS + 1], *ref[model_NUM_OUTPUTS + 1];
@@ -68,6 +92,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "threads: the object has no run_par\n");
         return 2;
     }
+    if (getenv("THREADS_RACE")) return mi->run_par(in, out, arena, racy_for, NULL);
     onnxcc_pool *pools[4] = {NULL};
     for (int n = 1; n <= 3; n++) pools[n] = onnxcc_pool_new(n);
     int best = mi->isa ? mi->isa(-1) : 0;
