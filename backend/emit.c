@@ -42,7 +42,7 @@ void be_fn_attrs(Emitter *e, LLVMValueRef fn) {
     str_attr(e, fn, "target-cpu", e->t->cpu);
     if (*e->t->features) str_attr(e, fn, "target-features", e->t->features);
     if (e->t->vector_bytes == 64) str_attr(e, fn, "prefer-vector-width", "512");
-    if (e->p->tsan) be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "sanitize_thread");
+    if (e->p && e->p->tsan) be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "sanitize_thread");
 }
 
 /* ---- constants ---- */

@@ -651,10 +651,44 @@ static LLVMValueRef smlad_dot(Emitter *e, Expr *x, unsigned w) {
     return dsp_dot(e, acc, a ? a : expr(e, d->args[0], 0), expr(e, d->args[1], 0));
 }
 
+/* dot4(a, b) on w int32 lanes with x86's pmaddwd (16-bit products summed in pairs, exactly),
+ * where VNNI is missing (AVX2, x86-64-v3): each lane's bytes 0 and 2 of a, zero-extended to 16
+ * bits (and 0x00ff), against b's, sign-extended (shl 8, ashr 8), give a0*b0 + a2*b2; bytes 1
+ * and 3 (lshr 8; ashr 8) give a1*b1 + a3*b3; their sum is dot4. The products of 0..255 by
+ * -128..127 and their pairwise sums fit 32 bits, so the result is bit for bit dot4's
+ * (pmaddubsw would be one instruction less, but saturates at 16 bits). The unpacking of an
+ * input word shared by a register tile is emitted once (LLVM's CSE). NULL where the lanes
+ * are not one of pmaddwd's widths. */
+static LLVMValueRef pmadd_dot(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
+    static const char *const names[] = {"llvm.x86.sse2.pmadd.wd", "llvm.x86.avx2.pmadd.wd",
+                                        "llvm.x86.avx512.pmaddw.d.512"};
+    unsigned w = width_of(a);
+    if (!e->t->pmaddwd_bytes || e->t->vnni || (w != 4 && w != 8 && w != 16) || 4 * w > (unsigned)e->t->pmaddwd_bytes)
+        return NULL;
+    const char *name = names[w == 4 ? 0 : w == 8 ? 1 : 2];
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    if (!id) return NULL;
+    LLVMBuilderRef B = e->B;
+    LLVMTypeRef h = LLVMVectorType(e->i16, 2 * w);
+    LLVMValueRef ah = LLVMBuildBitCast(B, a, h, ""), bh = LLVMBuildBitCast(B, b, h, "");
+    LLVMValueRef eight = splat_const(LLVMConstInt(e->i16, 8, 0), 2 * w);
+    LLVMValueRef a_even = LLVMBuildAnd(B, ah, splat_const(LLVMConstInt(e->i16, 0xff, 0), 2 * w), "");
+    LLVMValueRef a_odd = LLVMBuildLShr(B, ah, eight, "");
+    LLVMValueRef b_even = LLVMBuildAShr(B, LLVMBuildShl(B, bh, eight, ""), eight, "");
+    LLVMValueRef b_odd = LLVMBuildAShr(B, bh, eight, "");
+    LLVMTypeRef ft = LLVMIntrinsicGetType(e->C, id, NULL, 0);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->M, id, NULL, 0);
+    LLVMValueRef ev[2] = {a_even, b_even}, od[2] = {a_odd, b_odd};
+    LLVMValueRef lo = LLVMBuildCall2(B, ft, fn, ev, 2, ""), hi = LLVMBuildCall2(B, ft, fn, od, 2, "");
+    return LLVMBuildAdd(B, lo, hi, "");
+}
+
 /* dot4(a, b) with plain vector arithmetic: the operands' bytes as <4w x i8>, a's widened
  * unsigned and b's signed to i32, multiplied, and each lane's four products summed by
  * shuffles (kir.h). LLVM turns this into pmaddwd-style code where it can. */
 static LLVMValueRef dot4(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
+    LLVMValueRef pm = pmadd_dot(e, a, b);
+    if (pm) return pm;
     LLVMBuilderRef B = e->B;
     unsigned w = width_of(a), n = w ? w : 1;
     LLVMTypeRef bytes = LLVMVectorType(e->i8, 4 * n), words = LLVMVectorType(e->i32, 4 * n);
