@@ -30,12 +30,14 @@ SRCS := $(wildcard cli/*.c frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend
 OBJS := $(SRCS:%.c=$(B)/%.o) $(B)/gen/onnx.pb-c.o $(B)/gen/header_template.o
 DEPS_STAMP := $(B)/.deps
 
-# `make install`: the compiler, its manual page and the CMake module (tools/cmake/onnxcc.cmake)
+# `make install`: the compiler, its manual page, the CMake module (tools/cmake/onnxcc.cmake) and
+# the thread pool's sources for NAME_run_par (runtime/onnxcc_pool.[ch])
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR = $(PREFIX)/bin
 MANDIR = $(PREFIX)/share/man/man1
 CMAKEDIR = $(PREFIX)/share/onnxcc/cmake
+RUNTIMEDIR = $(PREFIX)/share/onnxcc/runtime
 
 .PHONY: all run test bench fuzz fuzz-types clean deps install uninstall
 all: $(BIN)
@@ -91,14 +93,16 @@ bench: $(BIN)
 	@ONNXCC=./$(BIN) sh tests/bench.sh
 
 install: $(BIN)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(CMAKEDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(RUNTIMEDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/onnxcc
 	install -m 644 docs/onnxcc.1 $(DESTDIR)$(MANDIR)/onnxcc.1
 	install -m 644 tools/cmake/onnxcc.cmake $(DESTDIR)$(CMAKEDIR)/onnxcc.cmake
+	install -m 644 runtime/onnxcc_pool.c runtime/onnxcc_pool.h $(DESTDIR)$(RUNTIMEDIR)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/onnxcc $(DESTDIR)$(MANDIR)/onnxcc.1 $(DESTDIR)$(CMAKEDIR)/onnxcc.cmake
-	-rmdir $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(PREFIX)/share/onnxcc 2>/dev/null
+	rm -f $(DESTDIR)$(RUNTIMEDIR)/onnxcc_pool.c $(DESTDIR)$(RUNTIMEDIR)/onnxcc_pool.h
+	-rmdir $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(RUNTIMEDIR) $(DESTDIR)$(PREFIX)/share/onnxcc 2>/dev/null
 
 # libFuzzer on the importer and the pipeline (tests/fuzz/run.sh; FUZZ_SECONDS=300 by default).
 fuzz: $(B)/gen/onnx.pb-c.c $(B)/gen/header_template.c | $(DEPS_STAMP)

@@ -21,8 +21,9 @@ mkdir -p $W
 if make -s install SANITIZE=${SANITIZE:-} DESTDIR=$STAGE PREFIX=/usr >$W/install.log 2>&1 &&
         [ -x $STAGE/usr/bin/onnxcc ] && [ -f $STAGE/usr/share/man/man1/onnxcc.1 ] &&
         [ -f $STAGE/usr/share/onnxcc/cmake/onnxcc.cmake ] &&
+        [ -f $STAGE/usr/share/onnxcc/runtime/onnxcc_pool.c ] && [ -f $STAGE/usr/share/onnxcc/runtime/onnxcc_pool.h ] &&
         $STAGE/usr/bin/onnxcc --version >>$W/install.log 2>&1; then
-    ok "make install DESTDIR=... PREFIX=/usr: bin/onnxcc, share/man/man1/onnxcc.1, share/onnxcc/cmake/onnxcc.cmake"
+    ok "make install DESTDIR=... PREFIX=/usr: bin/onnxcc, share/man/man1/onnxcc.1, share/onnxcc/cmake/onnxcc.cmake, share/onnxcc/runtime/onnxcc_pool.[ch]"
 else
     fail "make install" $W/install.log
     summary install; exit 1
@@ -58,6 +59,11 @@ if cmake -S tests/cmake -B $W/host $CMAKE_VARS >$log 2>&1 && cmake --build $W/ho
     ok "CMake, host: onnxcc_add_model built and linked the model; $(grep -o 'stack [0-9]* bytes (bound [0-9]*)' $log)"
 else
     fail "CMake, host: configure, build or run" $log
+fi
+if [ -x $W/host/app_par ] && $W/host/app_par >$W/par.log 2>&1; then
+    ok "CMake, host: onnxcc_link_pool: NAME_run_par on the installed pool, bitwise NAME_run at 1-3 threads"
+else
+    fail "CMake, host: onnxcc_link_pool" $W/par.log
 fi
 # Nothing changed: no onnxcc step. The model touched: one.
 cmake --build $W/host >$W/again.log 2>&1

@@ -19,7 +19,16 @@
 #   OPTIONS        further onnxcc arguments, e.g. -O3 or --shape x=1x3x32x32
 # onnxcc itself: ONNXCC_EXECUTABLE, by default the onnxcc installed next to this file, else
 # the one on PATH.
+#
+#   onnxcc_link_pool(app)
+#
+# adds onnxcc's small thread pool (runtime/onnxcc_pool.c, installed in PREFIX/share/onnxcc/
+# runtime) to the target, its header onnxcc_pool.h to the include path and the threads
+# library to the link, for calling NAME_run_par(..., onnxcc_pool_parallel_for, pool).
 cmake_minimum_required(VERSION 3.13)
+
+# the pool's sources, next to this file once installed (share/onnxcc/cmake, share/onnxcc/runtime)
+set(ONNXCC_RUNTIME_DIR "${CMAKE_CURRENT_LIST_DIR}/../runtime" CACHE PATH "onnxcc's runtime/ sources")
 
 if(NOT ONNXCC_EXECUTABLE)
   find_program(ONNXCC_EXECUTABLE onnxcc
@@ -76,4 +85,14 @@ function(onnxcc_add_model target model)
   set_source_files_properties("${hdr}" PROPERTIES GENERATED TRUE HEADER_FILE_ONLY TRUE)
   target_sources(${target} PRIVATE "${obj}" "${hdr}")
   target_include_directories(${target} PRIVATE "${dir}")
+endfunction()
+
+function(onnxcc_link_pool target)
+  if(NOT EXISTS "${ONNXCC_RUNTIME_DIR}/onnxcc_pool.c")
+    message(FATAL_ERROR "onnxcc_link_pool: no onnxcc_pool.c in ${ONNXCC_RUNTIME_DIR}; set ONNXCC_RUNTIME_DIR")
+  endif()
+  find_package(Threads REQUIRED)
+  target_sources(${target} PRIVATE "${ONNXCC_RUNTIME_DIR}/onnxcc_pool.c")
+  target_include_directories(${target} PRIVATE "${ONNXCC_RUNTIME_DIR}")
+  target_link_libraries(${target} PRIVATE Threads::Threads)
 endfunction()
