@@ -732,8 +732,7 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
         LLVMValueRef *ktask = threads ? ARENA_ARRAY(p->arena, LLVMValueRef, ps[l]->nkernels + 1) : NULL;
         for (int i = 0; i < ps[l]->nkernels; i++) {
             if (ps[l]->kernels[i]->ctl) continue;
-            kfn[i] = be_kernel(el, ps[l]->kernels[i]);
-            if (ktask) ktask[i] = be_kernel_task(el, ps[l]->kernels[i]);
+            kfn[i] = be_kernel(el, ps[l]->kernels[i], ktask ? &ktask[i] : NULL);
         }
         const char *name = arena_printf(p->arena, p->weights_external ? "%s_run_w" : "%s_run", p->name);
         if (n > 1 || threads) name = arena_printf(p->arena, "run.%s", ts[l].isa);

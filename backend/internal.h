@@ -102,10 +102,10 @@ void be_load_buffer(LLVMMemoryBufferRef buf, const char *where);
 
 /* The internal function computing kernel k (kernel.c): void(ptr param0, ptr param1, ...),
  * the params in a constant block (be_in_block) replaced by one pointer to the block, last. */
-LLVMValueRef be_kernel(Emitter *e, Kernel *k);
-/* The task function of kernel k's LH_PARALLEL loop, void(ptr params[], i32 task), or NULL if
- * it has none (kir_parallel_loop). */
-LLVMValueRef be_kernel_task(Emitter *e, Kernel *k);
+/* With `task` (a target with threads), a kernel with an LH_PARALLEL group (kir_parallel_loop)
+ * also gets a task function, void(ptr params[], i32 task), into *task (else NULL); the kernel
+ * function and the tasks then share one body (kernel.c, kernel_parallel). */
+LLVMValueRef be_kernel(Emitter *e, Kernel *k, LLVMValueRef *task);
 /* Whether param b of a kernel is in its kernel's constant block (emit.c, plan_blocks). */
 bool be_in_block(const Emitter *e, Buf *b);
 /* A float add/sub/mul v, marked contractible into FMAs where the program allows (-O2 and

@@ -1558,33 +1558,50 @@ static LLVMValueRef kernel_fn(Emitter *e, Kernel *k, const Stmt *par) {
     return fn;
 }
 
-LLVMValueRef be_kernel(Emitter *e, Kernel *k) { return kernel_fn(e, k, NULL); }
-
-/* void task(ptr args, i32 t): part t of kernel k's parallel group, the values from cut t to
- * cut t + 1 (kir_parallel_cuts, a constant table); args holds the kernel's parameters in
- * order. The part takes them as parameters, so that it keeps their alias attributes. */
-LLVMValueRef be_kernel_task(Emitter *e, Kernel *k) {
-    const Stmt *s = kir_parallel_loop(k);
-    if (!s) return NULL;
+/* A kernel with a parallel group (kir_parallel_loop): its code once, as the part function
+ * (kernel_fn with the group's range as two more parameters, kept out of line with its
+ * parameters' alias attributes), called by the kernel function with the group's whole range
+ * and by the task function void task(ptr args, i32 t) with the range from cut t to cut t + 1
+ * (kir_parallel_cuts, a constant table; args holds the parameters in order). NAME_run and the
+ * tasks of NAME_run_par thus run the same code on every element. Returns the kernel function;
+ * *task gets the task function. */
+static LLVMValueRef kernel_parallel(Emitter *e, Kernel *k, const Stmt *s, LLVMValueRef *task) {
     if (e->kblock[k->id]) die("kernel %s: a constant block and a parallel loop", k->name);
     LLVMValueRef part = kernel_fn(e, k, s);
-    be_enum_attr(e, part, LLVMAttributeFunctionIndex, "alwaysinline");
+    be_enum_attr(e, part, LLVMAttributeFunctionIndex, "noinline");
+    LLVMTypeRef pty = LLVMGlobalGetValueType(part);
+    LLVMBuilderRef B = e->B;
+    int64_t n = s->tasks;
+    int64_t *cuts = ARENA_ARRAY(e->p->arena, int64_t, n + 1);
+    kir_parallel_cuts(s, cuts);
+    LLVMValueRef *args = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nparams + 2);
+
+    /* the kernel: the part over the whole range */
+    LLVMTypeRef *pt = ARENA_ARRAY(e->p->arena, LLVMTypeRef, k->nparams + 1);
+    for (int i = 0; i < k->nparams; i++) pt[i] = e->ptr;
+    LLVMValueRef whole = LLVMAddFunction(e->M, arena_printf(e->p->arena, "%s.k%d.%s", e->p->name, k->id, k->name),
+                                         LLVMFunctionType(e->voidt, pt, (unsigned)k->nparams, 0));
+    LLVMSetLinkage(whole, LLVMInternalLinkage);
+    be_fn_attrs(e, whole);
+    LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(e->C, whole, "entry"));
+    for (int i = 0; i < k->nparams; i++) args[i] = LLVMGetParam(whole, (unsigned)i);
+    args[k->nparams] = LLVMConstInt(e->idx, (unsigned long long)cuts[0], 1);
+    args[k->nparams + 1] = LLVMConstInt(e->idx, (unsigned long long)cuts[n], 1);
+    LLVMBuildCall2(B, pty, part, args, (unsigned)k->nparams + 2, "");
+    LLVMBuildRetVoid(B);
+
+    /* the task */
     LLVMTypeRef at[2] = {e->ptr, e->i32};
     LLVMValueRef fn = LLVMAddFunction(e->M, arena_printf(e->p->arena, "%s.k%d.%s.task", e->p->name, k->id, k->name),
                                       LLVMFunctionType(e->voidt, at, 2, 0));
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     be_fn_attrs(e, fn);
-    LLVMBuilderRef B = e->B;
     LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
-    LLVMValueRef *args = ARENA_ARRAY(e->p->arena, LLVMValueRef, k->nparams + 2);
     LLVMValueRef arr = LLVMGetParam(fn, 0);
     for (int i = 0; i < k->nparams; i++) {
         LLVMValueRef ix = LLVMConstInt(e->idx, (unsigned long long)i, 0);
         args[i] = LLVMBuildLoad2(B, e->ptr, LLVMBuildInBoundsGEP2(B, e->ptr, arr, &ix, 1, ""), k->params[i]->name);
     }
-    int64_t n = s->tasks;
-    int64_t *cuts = ARENA_ARRAY(e->p->arena, int64_t, n + 1);
-    kir_parallel_cuts(s, cuts);
     LLVMValueRef *cv = ARENA_ARRAY(e->p->arena, LLVMValueRef, n + 1);
     for (int64_t i = 0; i <= n; i++) cv[i] = LLVMConstInt(e->idx, (unsigned long long)cuts[i], 1);
     LLVMValueRef tab = LLVMAddGlobal(e->M, LLVMArrayType2(e->idx, (uint64_t)n + 1), "cuts");
@@ -1596,7 +1613,14 @@ LLVMValueRef be_kernel_task(Emitter *e, Kernel *k) {
     LLVMValueRef t1 = LLVMBuildNUWAdd(B, t, LLVMConstInt(e->idx, 1, 0), "");
     args[k->nparams] = LLVMBuildLoad2(B, e->idx, LLVMBuildInBoundsGEP2(B, e->idx, tab, &t, 1, ""), "lo");
     args[k->nparams + 1] = LLVMBuildLoad2(B, e->idx, LLVMBuildInBoundsGEP2(B, e->idx, tab, &t1, 1, ""), "hi");
-    LLVMBuildCall2(B, LLVMGlobalGetValueType(part), part, args, (unsigned)k->nparams + 2, "");
+    LLVMBuildCall2(B, pty, part, args, (unsigned)k->nparams + 2, "");
     LLVMBuildRetVoid(B);
-    return fn;
+    *task = fn;
+    return whole;
+}
+
+LLVMValueRef be_kernel(Emitter *e, Kernel *k, LLVMValueRef *task) {
+    const Stmt *s = task ? kir_parallel_loop(k) : NULL;
+    if (task) *task = NULL;
+    return s ? kernel_parallel(e, k, s, task) : kernel_fn(e, k, NULL);
 }

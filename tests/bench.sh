@@ -13,7 +13,8 @@
 #   3. Each model is compiled by each build of BENCH_BUILDS (default "O2 def v3": -O2 --cpu
 #      native, the default flags, --cpu x86-64-v3; O3 is -O3 --cpu native) and linked into
 #      tests/bench/harness.c with runtime/onnxcc_pool.c; outputs are compared with onnxruntime's
-#      before anything is timed.
+#      before anything is timed, and each build's outputs at 2 and 3 threads with its own at
+#      one, bit for bit.
 #   4. Timing at each thread count of BENCH_THREADS (default "1 2"; onnxruntime:
 #      intraOpNumThreads=N, interOpNumThreads=1, all graph optimizations; onnxcc: the O2 and def
 #      builds through model_run_par on a pool of N threads, the others on one thread):
@@ -124,6 +125,15 @@ for m in $models; do
             st="$opt build failed: $(grep -m 1 -i -e error -e failed $d/$opt/log || tail -n 1 $d/$opt/log)"
             break
         fi
+        # model_run_par at 2 and 3 threads must give model_run's outputs bit for bit
+        for th in 2 3; do
+            $d/$opt/harness --dump par $d $th >>$d/$opt/log 2>&1 || st="$opt at $th threads failed"
+            for f in $d/par_output_*.bin; do
+                cmp -s $f $d/onnxcc_${opt}_output_${f##*_output_} || st="$opt: outputs at $th threads differ from one thread's"
+            done
+        done
+        rm -f $d/par_output_*.bin
+        [ "$st" = ok ] || break
     done
     dv="-"
     if [ "$st" = ok ] && [ $ort = 1 ]; then

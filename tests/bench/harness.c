@@ -90,8 +90,8 @@ int main(int argc, char **argv)
     const onnxcc_model_info *m = &model_info;
     const char *dump = NULL, *dir;
     int threads = 1;
-    if (argc == 4 && strcmp(argv[1], "--dump") == 0)
-        dump = argv[2], dir = argv[3];
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "--dump") == 0)
+        dump = argv[2], dir = argv[3], threads = argc == 5 ? atoi(argv[4]) : 1;
     else if (argc == 2 || argc == 3)
         dir = argv[1], threads = argc == 3 ? atoi(argv[2]) : 1;
     else {
