@@ -784,9 +784,9 @@ void be_emit_levels(Program **ps, const Target *ts, int n, int opt_level, EmitKi
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", l ? ", " : "", ts[l].isa);
         progress("ISA levels: %s (chosen at run time; flash counts all)", list);
     }
-    progress("memory: flash %lld B (code and constants), arena %lld B (align %d), stack %lld B at most; "
-             "%lld multiply-accumulates per run", (long long)p->flash_size, (long long)p->arena_size,
-             p->arena_align, (long long)p->stack_size, (long long)be_macs(p));
+    progress("memory: flash %lld B (code and constants), arena %lld B (align %d; lower bound %lld B), stack %lld B "
+             "at most; %lld multiply-accumulates per run", (long long)p->flash_size, (long long)p->arena_size,
+             p->arena_align, (long long)p->arena_lower_bound, (long long)p->stack_size, (long long)be_macs(p));
 }
 
 void be_emit(Program *p, const Target *t, int opt_level, EmitKind kind, const char *path) {

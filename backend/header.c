@@ -142,6 +142,9 @@ static void cost_facts(FILE *f, Program *p) {
     fprintf(f, "/* stack: bytes one call of %s_run uses at most below the caller's stack pointer, on the\n"
                " * target it was compiled for, a library memcpy/memset included */\n", n);
     fprintf(f, "#define %s_STACK_SIZE %lld\n", n, (long long)(p->stack_size < 0 ? 0 : p->stack_size));
+    fprintf(f, "/* the least arena any placement of this program's temporaries could have: the most bytes\n"
+               " * live at one kernel (an output written over an input that dies there counted once) */\n");
+    fprintf(f, "#define %s_ARENA_LOWER_BOUND %lld\n", n, (long long)p->arena_lower_bound);
     fprintf(f, "/* multiply-accumulates per run (padding included, as in op-level counts) */\n");
     fprintf(f, "#define %s_MACS %lld\n", n, (long long)be_macs(p));
 }

@@ -573,15 +573,6 @@ static LLVMValueRef dsp_dot(Emitter *e, LLVMValueRef acc, LLVMValueRef a, LLVMVa
     return arm_op(e, "llvm.arm.smlad", hi, 3);
 }
 
-static bool same_expr(const Expr *a, const Expr *b) {
-    if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->f != b->f || a->i != b->i ||
-        a->var != b->var || a->buf != b->buf || a->nargs != b->nargs)
-        return false;
-    for (int i = 0; i < a->nargs; i++)
-        if (!same_expr(a->args[i], b->args[i])) return false;
-    return true;
-}
-
 /* x as base + constant (base NULL for a constant). */
 static const Expr *split_const(const Expr *x, int64_t *c) {
     *c = 0;
@@ -600,7 +591,7 @@ static const Expr *split_const(const Expr *x, int64_t *c) {
 static bool index_apart(const Expr *a, const Expr *b, int64_t c) {
     int64_t ca, cb;
     const Expr *ba = split_const(a, &ca), *bb = split_const(b, &cb);
-    return cb - ca == c && (ba && bb ? same_expr(ba, bb) : ba == bb);
+    return cb - ca == c && (ba && bb ? kx_equal(ba, bb) : ba == bb);
 }
 
 /* The word that passes/ops/conv.c's dot4_word assembles from four bytes of a uint8 buffer,
@@ -626,13 +617,13 @@ static LLVMValueRef word_load(Emitter *e, const Expr *x) {
     const Buf *b = t[0]->buf;
     int d = -1;                     /* the dimension the bytes run along: stride 1 */
     for (int i = 0; i < b->rank; i++)
-        if (!same_expr(t[0]->args[i], t[1]->args[i])) d = d < 0 ? i : b->rank;
+        if (!kx_equal(t[0]->args[i], t[1]->args[i])) d = d < 0 ? i : b->rank;
     if (d < 0 || d >= b->rank) return NULL;
     for (int i = d + 1; i < b->rank; i++)
         if (b->dims[i] != 1) return NULL;
     for (int j = 1; j < 4; j++)
         for (int i = 0; i < b->rank; i++)
-            if (i == d ? !index_apart(t[0]->args[i], t[j]->args[i], j) : !same_expr(t[0]->args[i], t[j]->args[i]))
+            if (i == d ? !index_apart(t[0]->args[i], t[j]->args[i], j) : !kx_equal(t[0]->args[i], t[j]->args[i]))
                 return NULL;
     LLVMValueRef v = LLVMBuildLoad2(e->B, e->i32, elem_ptr(e, t[0]->buf, t[0]->args, 0), "");
     LLVMSetAlignment(v, 1);
@@ -954,7 +945,7 @@ static bool run_elem(const Expr *x, int64_t *c) {
 static bool same_row(const Expr *a, const Expr *b) {
     if (a->buf != b->buf) return false;
     for (int i = 0; i + 1 < a->nargs; i++)
-        if (!same_expr(a->args[i], b->args[i])) return false;
+        if (!kx_equal(a->args[i], b->args[i])) return false;
     return true;
 }
 
@@ -1283,7 +1274,7 @@ static void shape_of(Emitter *e, Shape *sh, const Expr *x) {
     }
     if (x->kind == E_LOAD || x->kind == E_SCALAR || x->kind == E_VAR) {
         int a = 0;
-        while (a < sh->nargs && !same_expr(sh->first[a], x)) a++;
+        while (a < sh->nargs && !kx_equal(sh->first[a], x)) a++;
         if (a == sh->nargs) {
             if (a == MAX_LEAVES) { sh->ok = false; return; }
             sh->first[sh->nargs++] = x;

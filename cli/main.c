@@ -406,14 +406,15 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
     g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
     run_pipeline_levels(g, os, b->n, b->p);
     /* one arena serves every level */
-    int64_t arena = 0;
+    int64_t arena = 0, bound = 0;
     int align = 1;
     for (int l = 0; l < b->n; l++) {
         if (b->p[l]->arena_size > arena) arena = b->p[l]->arena_size;
+        if (b->p[l]->arena_lower_bound > bound) bound = b->p[l]->arena_lower_bound;
         if (b->p[l]->arena_align > align) align = b->p[l]->arena_align;
     }
     for (int l = 0; l < b->n; l++) {
-        b->p[l]->arena_size = arena, b->p[l]->arena_align = align;
+        b->p[l]->arena_size = arena, b->p[l]->arena_align = align, b->p[l]->arena_lower_bound = bound;
         b->p[l]->fp_strict = c->o.fp_strict;
         b->p[l]->profile = c->o.profile;
         b->p[l]->tsan = c->tsan;

@@ -383,3 +383,12 @@ void kir_parallel_cuts(const Stmt *first, int64_t *cuts) {
     for (const Stmt *s = first; s; s = s->next) lo = MIN(lo, s->lo->i), hi = MAX(hi, s->hi->i);
     for (int64_t t = 0; t <= n; t++) cuts[t] = t == n ? hi : grid_below(first, lo + (hi - lo) * t / n);
 }
+
+bool kx_equal(const Expr *a, const Expr *b) {
+    if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->f != b->f || a->i != b->i ||
+        a->var != b->var || a->buf != b->buf || a->nargs != b->nargs)
+        return false;
+    for (int i = 0; i < a->nargs; i++)
+        if (!kx_equal(a->args[i], b->args[i])) return false;
+    return true;
+}

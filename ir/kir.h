@@ -245,6 +245,8 @@ typedef struct Program {
     Buf **inputs, **outputs;        /* run() order */
     int ninputs, noutputs;
     int64_t arena_size;             /* bufferize */
+    int64_t arena_lower_bound;      /* bufferize: the most bytes live at one kernel (no placement does
+                                       better); the header's NAME_ARENA_LOWER_BOUND */
     int arena_align;                /* bytes; set from the target before bufferize */
     int vector_bytes;               /* target's preferred vector width (schedule) */
     int opt_level;                  /* -O0..-O3 */
@@ -314,6 +316,7 @@ Stmt *ks_red_loop(Program *p, int var, int64_t n, Stmt *body);
 Expr *kx_and(Program *p, Expr *a, Expr *b);
 
 Expr *kx_clone(Program *p, const Expr *e);
+bool kx_equal(const Expr *a, const Expr *b);    /* the same tree: same operators, operands, buffers */
 Stmt *ks_clone(Program *p, const Stmt *s);
 
 /* ---- text form, verifier, interpreter ---- */

@@ -11,8 +11,13 @@
  * In place: an elementwise kernel whose input temporary dies at that kernel and has the
  * output's size and dtype writes its output over the input (same offset). That is legal
  * because the kernel reads each element at its own loop index and writes the same index right
- * after, so no element is overwritten before it has been read. Such pairs (and chains of them)
- * are placed as one group. The backend must not assume out/in parameters never alias. */
+ * after, so no element is overwritten before it has been read. So does any other kernel that
+ * reads such an input only in the stores of its output, at their own index (a conv's fused
+ * residual Add). Such pairs (and chains of them) are placed as one group. The backend must not
+ * assume out/in parameters never alias.
+ *
+ * The lower bound (Program.arena_lower_bound): the most bytes of groups live at any one kernel,
+ * which no placement can go below; the greedy placement's arena_size is judged against it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,27 +104,94 @@ static int find(int *lead, int i) {
     return i;
 }
 
+/* ---- in place beyond elementwise kernels ----
+ * Any kernel (a conv with a fused residual Add, a requantisation) may write its output over an
+ * input that dies there when every load of the input is in the value of a store to the output
+ * at that store's own index, through a buffer of the store's shape: each element is read just
+ * before the same element is written, and never after. Not where a loop redoes values (a rest
+ * grown back into a whole vector reads again what it overwrote). */
+static bool expr_reads(const Expr *e, const Buf *root) {
+    if (e->kind == E_LOAD && kir_root(e->buf) == root) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads(e->args[i], root)) return true;
+    return false;
+}
+
+/* Every load of `root` in e at index idx of a buffer shaped like out. */
+static bool reads_at(const Expr *e, const Buf *root, const Buf *out, Expr *const *idx) {
+    if (e->kind == E_LOAD && kir_root(e->buf) == root) {
+        if (e->buf->rank != out->rank || memcmp(e->buf->dims, out->dims, sizeof(int64_t) * (size_t)out->rank))
+            return false;
+        for (int d = 0; d < out->rank; d++)      /* a dimension of 1: 0 whatever is written */
+            if (out->dims[d] != 1 && !kx_equal(e->args[d], idx[d])) return false;
+        return true;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!reads_at(e->args[i], root, out, idx)) return false;
+    return true;
+}
+
+/* Whether, in s, `in` is read only by stores to `out` at their own index (above). */
+static bool overwrites(const Stmt *s, const Buf *in, const Buf *out) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && ((s->hints & LH_REDO) || expr_reads(s->lo, in) || expr_reads(s->hi, in))) return false;
+        if (s->kind == S_SET && expr_reads(s->val, in)) return false;
+        if (s->kind == S_IF && expr_reads(s->cond, in)) return false;
+        if (s->kind == S_STORE) {
+            for (int d = 0; d < s->buf->rank; d++)
+                if (expr_reads(s->idx[d], in)) return false;
+            if (kir_root(s->buf) == out ? !reads_at(s->val, in, s->buf, s->idx) : expr_reads(s->val, in)) return false;
+        }
+        if (!overwrites(s->body, in, out) || !overwrites(s->then, in, out) || !overwrites(s->els, in, out))
+            return false;
+    }
+    return true;
+}
+
+/* The one root temporary kernel k stores, or NULL. */
+static Buf *only_output(const Kernel *k) {
+    Buf *o = NULL;
+    for (int i = 0; i < k->nparams; i++) {
+        if (!(k->modes[i] & KP_OUT)) continue;
+        if (o && kir_root(k->params[i]) != o) return NULL;
+        o = kir_root(k->params[i]);
+    }
+    return o;
+}
+
 /* Joins each in-place output to the group of the input it overwrites. */
 static void inplace_groups(Program *p, int *lead, int *glast) {
     int vars[MAX_RANK];
     for (int ki = 0; ki < p->nkernels; ki++) {
         Kernel *k = p->kernels[ki];
+        if (k->ctl) continue;
         Stmt *st = k->kclass == KC_ELEMENTWISE ? elementwise_store(k, vars) : NULL;
-        if (!st) continue;
-        Buf *o = kir_root(st->buf);
-        if (!is_temp_root(o) || o->first != ki || find(lead, o->id) != o->id) continue;
+        Buf *o = st ? kir_root(st->buf) : only_output(k);
+        if (!o || !is_temp_root(o) || o->first != ki || find(lead, o->id) != o->id) continue;
         for (int i = 0; i < k->nparams; i++) {
             Buf *in = kir_root(k->params[i]);
             if (k->modes[i] != KP_IN || !is_temp_root(in) || in == o) continue;
             int g = find(lead, in->id);
             if (in->dtype != o->dtype || kir_nbytes(in) != kir_nbytes(o) || glast[g] != ki ||
-                !reads_in_step(st->val, in, st->buf, vars))
+                !(st ? reads_in_step(st->val, in, st->buf, vars) : overwrites(k->body, in, o)))
                 continue;
             lead[o->id] = g;
             glast[g] = o->last;
             break;
         }
     }
+}
+
+/* The least arena any placement can have: the most bytes of groups live at one kernel. */
+static int64_t lower_bound(const Group *gs, int ng, int nkernels) {
+    int64_t most = 0;
+    for (int t = 0; t < nkernels; t++) {
+        int64_t live = 0;
+        for (int i = 0; i < ng; i++)
+            if (gs[i].first <= t && t <= gs[i].last) live += gs[i].size;
+        most = MAX(most, live);
+    }
+    return most;
 }
 
 /* ---- placement ---- */
@@ -168,6 +240,7 @@ void bufferize(Program *p) {
         gs[ng++] = (Group){b, b->first, glast[i], (int64_t)kir_nbytes(b), 0};
     }
     qsort(gs, (size_t)ng, sizeof *gs, by_size);
+    p->arena_lower_bound = lower_bound(gs, ng, p->nkernels);
     p->arena_size = 0;
     for (int i = 0; i < ng; i++) {
         gs[i].offset = first_fit(gs, i, &gs[i], align);

@@ -42,6 +42,14 @@ for m in $OUT/*/ models/cnn/; do
         fail "$name: does not build" $OUT/$name.run/build.log
         continue
     fi
+    # the header's arena against its lower bound (bufferize): never below it
+    size=$(sed -n 's/^#define model_ARENA_SIZE //p' $OUT/$name.run/model.h)
+    bound=$(sed -n 's/^#define model_ARENA_LOWER_BOUND //p' $OUT/$name.run/model.h)
+    if [ -n "$size" ] && [ -n "$bound" ] && [ "$bound" -le "$size" ] && { [ "$bound" -gt 0 ] || [ "$size" = 0 ]; }; then
+        ok "$name: arena $size B, lower bound $bound B"
+    else
+        fail "$name: arena '$size' against lower bound '$bound'"
+    fi
     if $OUT/$name.run/threads >$OUT/$name.run/out.log 2>&1; then
         ok "$name: run_par bitwise run at 1, 2, 3 threads ($(grep -c '^ok' $OUT/$name.run/out.log) checks, $(tail -n 1 $OUT/$name.run/out.log))"
     else
