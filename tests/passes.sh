@@ -55,7 +55,7 @@ check() {
 
 check canon_clip_softmax canonicalize   # opset-9 attributes become inputs; Softmax legacy=1
 check infer_reshape infer_shapes        # Shape->Gather->Concat folded: Reshape by const [2,-1]
-check simplify_identity simplify        # Identity and Dropout gone
+check simplify_identity simplify        # Identity, Dropout and the zero Pad gone
 check fuse_qdq fuse_qdq                 # QLinearConv(xq, .., w int8, .., b int32); Relu QLinearClip
 check fuse_batchnorm fuse_batchnorm     # BN folded into the conv: w [2,1,3,-1.5], b [-1,-2.5]
 check lower_gemm lower                  # y = 0.5 * (x . w^T) + 2 * b

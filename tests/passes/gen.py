@@ -9,7 +9,8 @@ checked by hand (a folded BatchNormalization, say).
 
   canon_clip_softmax  opset 9 Clip (min/max attributes) and Softmax (default axis 1, legacy)
   infer_reshape       Shape -> Gather -> Concat -> Reshape: infer_shapes folds it to a constant
-  simplify_identity   Identity -> Relu -> Dropout -> Exp: simplify drops Identity and Dropout
+  simplify_identity   Identity -> Relu -> Dropout -> Pad (zero pads) -> Exp: simplify drops
+                      Identity, Dropout and Pad
   fuse_qdq            QDQ Conv (per-channel int8 weights, int32 bias) and Relu: the conv
                       becomes QLinearConv on the 8-bit data, the Relu (same scale and zero
                       point 10 on both sides) QLinearClip with lower bound 10: max(q, 10)
@@ -63,11 +64,14 @@ def infer_reshape():
 
 def simplify_identity():
     # Both in the middle: one that writes a graph output must stay (the output keeps its name).
+    # A Pad whose pads are all zero copies its input: gone too.
     nodes = [helper.make_node("Identity", ["x"], ["a"], "identity"),
              helper.make_node("Relu", ["a"], ["b"], "relu"),
              helper.make_node("Dropout", ["b"], ["c"], "dropout"),
-             helper.make_node("Exp", ["c"], ["y"], "exp")]
-    return model("simplify_identity", nodes, [vi("x", [2, 3])], [vi("y", [2, 3])])
+             helper.make_node("Pad", ["c", "zeros"], ["d"], "pad"),
+             helper.make_node("Exp", ["d"], ["y"], "exp")]
+    return model("simplify_identity", nodes, [vi("x", [2, 3])], [vi("y", [2, 3])],
+                 [const("zeros", [0, 0, 0, 0], np.int64)])
 
 
 def fuse_batchnorm():
