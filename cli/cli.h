@@ -22,6 +22,7 @@ typedef struct Cli {
     int isa;                        /* check, bench: --isa N, the ISA level to run (-1: the CPU's best) */
     int threads;                    /* bench: --threads N (0: one, through NAME_run) */
     bool tsan;                      /* --sanitize-thread: Program.tsan */
+    int64_t max_arena;              /* --max-arena N: the arena's budget in bytes (0: none) */
     const char **dirs;              /* check, bench: data set directories given on the command line */
     int ndirs;
 } Cli;

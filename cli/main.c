@@ -44,6 +44,8 @@ static const char options_text[] =
     "  --max-model-size N    read model files of up to N bytes (suffix k, M or G), gzip\n"
     "                        data expanding to up to N bytes (default: 2G for a plain\n"
     "                        file, 100 times the file's size for gzip, at most 2G)\n"
+    "  --max-arena N         fail unless the arena fits in N bytes (suffix k, M, G); the error\n"
+    "                        gives the least arena the program can have and what is live there\n"
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
     "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
     "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
@@ -217,8 +219,8 @@ static void add_binding(Arena *a, Cli *c, const char *arg) {
     memcpy(b->dims, t.dims, sizeof b->dims);
 }
 
-/* --max-model-size: bytes, with an optional k, M or G suffix (powers of 1024). */
-static uint64_t parse_size(const char *s) {
+/* --max-model-size, --max-arena: bytes, with an optional k, M or G suffix (powers of 1024). */
+static uint64_t parse_size(const char *flag, const char *s) {
     char *end;
     errno = 0;
     unsigned long long n = isdigit((unsigned char)*s) ? strtoull(s, &end, 10) : 0;
@@ -228,8 +230,8 @@ static uint64_t parse_size(const char *s) {
         else if (*end == 'm' || *end == 'M') shift = 20, end++;
         else if (*end == 'g' || *end == 'G') shift = 30, end++;
     }
-    if (!n || errno || *end || n > (UINT64_MAX >> shift))
-        usage("bad --max-model-size '%s': expected a positive number of bytes (e.g. 4G)", s);
+    if (!n || errno || *end || n > ((uint64_t)INT64_MAX >> shift))
+        usage("bad %s '%s': expected a positive number of bytes (e.g. 4G)", flag, s);
     return (uint64_t)n << shift;
 }
 
@@ -313,7 +315,8 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
     else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;
     else if ((v = opt_value("--emit-weights", argc, argv, i))) c->emit_weights = v;
-    else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size(v);
+    else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size("--max-model-size", v);
+    else if ((v = opt_value("--max-arena", argc, argv, i))) c->max_arena = (int64_t)parse_size("--max-arena", v);
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
     else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
     else if ((v = opt_value("--cpu", argc, argv, i))) c->cpu = v;
@@ -391,6 +394,32 @@ RunFn cli_load(Build *b, int opt_level, bool profile) {
     return run;
 }
 
+/* --max-arena N: an arena over the budget is an error that says what the program needs: its
+ * arena, the least any placement could reach, and the temporaries live where that is. */
+static void check_arena(const Cli *c, const Build *b) {
+    if (c->max_arena <= 0) return;
+    const Program *p = b->p[0];
+    for (int l = 1; l < b->n; l++)
+        if (b->p[l]->arena_lower_bound > p->arena_lower_bound) p = b->p[l];
+    if (b->p[0]->arena_size <= c->max_arena) return;
+    char live[1024] = "";
+    size_t n = 0;
+    int shown = 0, more = 0;
+    for (int i = 0; i < p->nbufs && p->arena_peak >= 0; i++) {
+        const Buf *x = p->bufs[i];
+        if (x->kind != B_TEMP || x->alias || x->first < 0 || x->first > p->arena_peak || x->last < p->arena_peak)
+            continue;
+        if (shown == 8 || n + 128 > sizeof live) { more++; continue; }
+        n += (size_t)snprintf(live + n, sizeof live - n, "%s'%s' %zu B", shown ? ", " : "", x->name, kir_nbytes(x));
+        shown++;
+    }
+    if (more) snprintf(live + n, sizeof live - n, " and %d more", more);
+    fatal(c->model, "the arena needs %lld bytes, over --max-arena %lld: no placement of this program goes below "
+          "%lld bytes, which are live at kernel '%s': %s",
+          (long long)b->p[0]->arena_size, (long long)c->max_arena, (long long)p->arena_lower_bound,
+          p->arena_peak >= 0 ? p->kernels[p->arena_peak]->name : "?", live);
+}
+
 void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
     b->n = be_isa_levels(t, b->t);
     b->isa = c->isa;
@@ -419,6 +448,7 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
         b->p[l]->profile = c->o.profile;
         b->p[l]->tsan = c->tsan;
     }
+    check_arena(c, b);
 }
 
 void cli_build_free(Build *b) {

@@ -247,6 +247,7 @@ typedef struct Program {
     int64_t arena_size;             /* bufferize */
     int64_t arena_lower_bound;      /* bufferize: the most bytes live at one kernel (no placement does
                                        better); the header's NAME_ARENA_LOWER_BOUND */
+    int arena_peak;                 /* bufferize: the kernel where that many are live (-1: none) */
     int arena_align;                /* bytes; set from the target before bufferize */
     int vector_bytes;               /* target's preferred vector width (schedule) */
     int opt_level;                  /* -O0..-O3 */

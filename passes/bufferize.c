@@ -182,14 +182,16 @@ static void inplace_groups(Program *p, int *lead, int *glast) {
     }
 }
 
-/* The least arena any placement can have: the most bytes of groups live at one kernel. */
-static int64_t lower_bound(const Group *gs, int ng, int nkernels) {
+/* The least arena any placement can have: the most bytes of groups live at one kernel (the
+ * first such kernel into *peak). */
+static int64_t lower_bound(const Group *gs, int ng, int nkernels, int *peak) {
     int64_t most = 0;
+    *peak = -1;
     for (int t = 0; t < nkernels; t++) {
         int64_t live = 0;
         for (int i = 0; i < ng; i++)
             if (gs[i].first <= t && t <= gs[i].last) live += gs[i].size;
-        most = MAX(most, live);
+        if (live > most) most = live, *peak = t;
     }
     return most;
 }
@@ -240,7 +242,7 @@ void bufferize(Program *p) {
         gs[ng++] = (Group){b, b->first, glast[i], (int64_t)kir_nbytes(b), 0};
     }
     qsort(gs, (size_t)ng, sizeof *gs, by_size);
-    p->arena_lower_bound = lower_bound(gs, ng, p->nkernels);
+    p->arena_lower_bound = lower_bound(gs, ng, p->nkernels, &p->arena_peak);
     p->arena_size = 0;
     for (int i = 0; i < ng; i++) {
         gs[i].offset = first_fit(gs, i, &gs[i], align);

@@ -288,6 +288,18 @@ if [ "$(uname -m)" = x86_64 ]; then
 fi
 fresh; expect_error "--print-after=nosuchpass" 2 1 nosuchpass -- models/mlp/model.onnx \
     --print-after=nosuchpass -o $dir/x.o
+# --max-arena: over the budget, an error naming the least arena and what is live there; within
+# it, the object as without
+fresh; expect_error "--max-arena below the arena" 1 1 "over --max-arena 100" "goes below 1280 bytes" \
+    "live at kernel" -- models/cnn/model.onnx --max-arena 100 -o $dir/x.o
+fresh; expect_error "--max-arena not a size" 2 1 "max-arena" -- models/cnn/model.onnx --max-arena lots -o $dir/x.o
+fresh
+run models/cnn/model.onnx --max-arena 2k -o $dir/x.o
+if [ $rc = 0 ] && grep -q 'ARENA_SIZE 1280' $dir/x.h && grep -q 'ARENA_LOWER_BOUND 1280' $dir/x.h; then
+    ok "--max-arena within the budget: compiled, arena and lower bound in the header"
+else
+    fail "--max-arena within the budget" "exit status $rc" $B/stderr
+fi
 
 # ---- onnxcc bench ----
 # The table lists exactly the kernels of the compiled program (as --print-after=bufferize names
