@@ -1039,6 +1039,21 @@ static void loop(Emitter *e, Stmt *s) {
         rloop(e, s);
         return;
     }
+    if ((s->hints & LH_VECTOR) && e->par && (s->hints & LH_PARALLEL)) {
+        /* a vector loop of a task's group: one step, run by the task whose range holds its
+         * first lane (the cuts never fall inside it: kir_parallel_step) */
+        LLVMBuilderRef B = e->B;
+        LLVMValueRef lo = LLVMConstInt(e->idx, (unsigned long long)s->lo->i, 1);
+        LLVMValueRef in = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, e->par_lo, lo, ""),
+                                       LLVMBuildICmp(B, LLVMIntSLT, lo, e->par_hi, ""), "");
+        LLVMBasicBlockRef run = block(e, "vector"), done = block(e, "vdone");
+        LLVMBuildCondBr(B, in, run, done);
+        LLVMPositionBuilderAtEnd(B, run);
+        vloop(e, s);
+        LLVMBuildBr(B, done);
+        LLVMPositionBuilderAtEnd(B, done);
+        return;
+    }
     if (s->hints & LH_VECTOR) {
         vloop(e, s);
         return;

@@ -364,14 +364,17 @@ const Stmt *kir_parallel_loop(const Kernel *k) {
     return NULL;
 }
 
+int64_t kir_parallel_step(const Stmt *s) { return s->hints & LH_VECTOR ? s->hi->i - s->lo->i : s->step; }
+
 /* Down from v to a value on the step grid of every loop of the group strictly around it. */
 static int64_t grid_below(const Stmt *first, int64_t v) {
     for (bool moved = true; moved;) {
         moved = false;
         for (const Stmt *s = first; s; s = s->next) {
             int64_t lo = s->lo->i, hi = s->hi->i;
-            if (v <= lo || v >= hi || (v - lo) % s->step == 0) continue;
-            v = lo + (v - lo) / s->step * s->step;
+            int64_t step = kir_parallel_step(s);
+            if (v <= lo || v >= hi || (v - lo) % step == 0) continue;
+            v = lo + (v - lo) / step * step;
             moved = true;
         }
     }

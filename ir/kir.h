@@ -179,7 +179,8 @@ typedef struct Stmt {
  * NAME_run_par may run the group as N tasks at once, task t running, of every loop, the
  * values of its variable from cut t to cut t + 1 (kir_parallel_cuts; passes/parallelize.c says
  * when that is legal). Constant bounds, step > 0, N >= 2, the same N on each loop of the
- * group; not a vector, reduction or redo loop. The meaning is the loops': kir_interpret and
+ * group; not a reduction or redo loop. A vector loop of the group is one step (its lanes run
+ * in one task). The meaning is the loops': kir_interpret and
  * NAME_run run them in order. */
 /* Loop hints; their words in the text form are kir_hint_name[bit] (ORDER LH). */
 enum { LH_TILE = 1, LH_REDUCTION = 2, LH_VECTOR = 4, LH_REDO = 8, LH_PARALLEL = 16 };
@@ -355,5 +356,7 @@ const Stmt *kir_parallel_loop(const Kernel *k);
  * on the step grid of every loop whose range holds it, so no step is ever cut; a task may be
  * empty). */
 void kir_parallel_cuts(const Stmt *first, int64_t *cuts);
+/* The step of a loop of a parallel group as the cuts see it: a vector loop is one step. */
+int64_t kir_parallel_step(const Stmt *s);
 
 #endif

@@ -351,7 +351,7 @@ static void check_stmts(Check *c, const Stmt *s) {
                                      s->redo > s->hi->i - s->lo->i))
             fail(c, "loop over i%d redoes %lld of its values", s->var, (long long)s->redo);
         if ((s->hints & LH_PARALLEL) &&
-            (s->lo->kind != E_CONST || s->hi->kind != E_CONST || (s->hints & (LH_VECTOR | LH_REDUCTION | LH_REDO)) ||
+            (s->lo->kind != E_CONST || s->hi->kind != E_CONST || (s->hints & (LH_REDUCTION | LH_REDO)) ||
              s->tasks < 2 || s->tasks > (int64_t)1 << 20 ||
              (s->next && (s->next->kind != S_LOOP || !(s->next->hints & LH_PARALLEL) ||
                           s->next->tasks != s->tasks))))

@@ -14,8 +14,9 @@
  * interior and the border columns of a padded conv, each a loop over the rows; a register
  * tile's loop and its rest). Task t runs, of every loop of the group, the values of its
  * variable from cut t to cut t + 1 (kir_parallel_cuts: cuts on every loop's step grid, so that
- * a register tile is never cut): each iteration of each loop runs once, in one task. No
- * vector, reduction or redo loop is split. The loops must be parallel (no two iterations
+ * a register tile is never cut): each iteration of each loop runs once, in one task. A vector
+ * loop of the group (a rest of whole vectors) is one step, run whole by one task; no
+ * reduction or redo loop is split. The loops must be parallel (no two iterations
  * write one element, none reads what another writes), which the kernel's class says of its
  * output loops (elementwise, contraction and copy kernels store each output element once, at
  * an index that includes every loop outside the reductions; a generic kernel qualifies where
@@ -138,17 +139,17 @@ static int group_size(const Stmt *s) {
     int n = 0;
     for (const Stmt *t = s; t; t = t->next, n++)
         if (t->kind != S_LOOP || t->lo->kind != E_CONST || t->hi->kind != E_CONST ||
-            t->step <= 0 || (t->hints & (LH_VECTOR | LH_REDUCTION | LH_REDO | LH_PARALLEL)))
+            t->step <= 0 || (t->hints & (LH_REDUCTION | LH_REDO | LH_PARALLEL)))
             return 0;
     return n;
 }
 
 /* Values of the group's variables over their ranges' union, in steps of the finest loop. */
 static int64_t group_units(const Stmt *s) {
-    int64_t lo = s->lo->i, hi = s->hi->i, step = s->step;
+    int64_t lo = s->lo->i, hi = s->hi->i, step = kir_parallel_step(s);
     for (; s; s = s->next) {
         lo = MIN(lo, s->lo->i), hi = MAX(hi, s->hi->i);
-        step = MIN(step, s->step);
+        step = MIN(step, kir_parallel_step(s));
     }
     return (hi - lo + step - 1) / step;
 }

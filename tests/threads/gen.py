@@ -117,3 +117,12 @@ save('movement', [
     helper.make_node('Exp', ['m'], ['y1']),
 ], [vi('a', a.shape), vi('b', bb.shape), vi('s', sc.shape)], [vi('y0', t.shape), vi('y1', cat.shape)], [],
     [('a', a), ('b', bb), ('s', sc)], [('y0', t), ('y1', np.exp(cat.astype(np.float64)))])
+
+# a classifier's dense layer, 512 -> 1000 (memory-bound: split by bytes): its columns as
+# 128-wide panels, a rest of 96 and a last vector of 8 (a vector loop in the parallel group)
+xd = rng.standard_normal((1, 512)).astype(np.float32)
+wd = (rng.standard_normal((1000, 512)) / np.sqrt(512)).astype(np.float32)
+bd = rng.standard_normal(1000).astype(np.float32)
+save('dense', [helper.make_node('Gemm', ['x', 'w', 'b'], ['y'], transB=1)],
+     [vi('x', xd.shape)], [vi('y', (1, 1000))], [arr(wd, 'w'), arr(bd, 'b')],
+     [('x', xd)], [('y', xd.astype(np.float64) @ wd.T + bd)])
