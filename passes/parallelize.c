@@ -27,8 +27,8 @@
  *   - every scalar register read in an iteration was set before in the same iteration (none
  *     carries a value from one iteration to the next).
  * Only kernels with enough work are split (a parallel-for costs a few microseconds), into
- * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved), at most
- * MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
+ * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those
+ * written), at most MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
  * no threads: nothing is marked there. */
 #include <string.h>
 
@@ -171,8 +171,12 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     if (k->dead || k->ctl) return;
     bool generic = k->kclass == KC_GENERIC;
     if (k->kclass != KC_ELEMENTWISE && k->kclass != KC_CONTRACTION && k->kclass != KC_COPY && !generic) return;
-    int64_t macs, bytes;
-    kir_kernel_cost(k, &macs, &bytes);
+    /* the work: multiply-accumulates, or the bytes written and about as many read (a kernel's
+     * input may be far larger than what it reads: a Slice) */
+    int64_t macs, bytes = 0, unused;
+    kir_kernel_cost(k, &macs, &unused);
+    for (int i = 0; i < k->nparams; i++)
+        if (k->modes[i] & KP_OUT) bytes += 2 * (int64_t)kir_nbytes(k->params[i]);
     if (macs < MIN_MACS && bytes < MIN_BYTES) return;
     Stmt *l = pick_group(k);
     if (!l) return;
