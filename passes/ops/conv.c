@@ -4,8 +4,10 @@
  * from the shared Window (rule_window in helpers.c), as the pools do. Kernels iterate over
  * the output with the taps as reduction loops inside, accumulating into scalar registers, and
  * store each output element once. Windowed ops never load outside their input: each padded
- * tap is guarded by an `if` placed at the level of its own loop. Every node reaching these
- * rules is in the canonical form of docs/canonical-forms.md. */
+ * tap is guarded by an `if` placed at the level of its own loop. ConvTranspose becomes the
+ * stride-1 Convs of its stride phases (sub-pixel convolution), built by the same conv_nest as
+ * a Conv so that they get its schedules, and a kernel interleaving their results. Every node
+ * reaching these rules is in the canonical form of docs/canonical-forms.md. */
 #include <math.h>
 #include <string.h>
 
@@ -54,47 +56,117 @@ void infer_conv(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
+/* The stride phases of a ConvTranspose (sub-pixel convolution). Along a spatial dim of stride
+ * s, the outputs o = q*s + r of one phase r receive input i = (o + pb - t*d) / s from the taps t
+ * where that division is exact: with g = gcd(s, d), the taps t0, t0 + s/g, t0 + 2s/g, ...
+ * (none when t0 would be k or beyond), reading i = q + base - j*(d/g) for the j-th of them,
+ * base = (r + pb - t0*d) / s. Taken in reverse order (j' = nt-1-j) that is a plain stride-1
+ * convolution of x with dilation d/g, nt taps and begin padding (nt-1)*(d/g) - base, over the
+ * ceil((out - r) / s) outputs of the phase. A phase with no taps along some dim receives only
+ * the bias. */
+typedef struct Phase {
+    int64_t r[MAX_RANK];                /* the phase: outputs o = q*s + r */
+    int64_t t0[MAX_RANK], step[MAX_RANK]; /* phase tap j' is original tap t0 + (k'-1-j')*step */
+    Window w;                           /* the phase as a stride-1 conv of x (w.k 0: no taps) */
+} Phase;
+
+static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
+
+/* Phase ph (phase index r[i] along each dim) of the ConvTranspose of geometry tw. */
+static void phase_init(const Window *tw, const int64_t *r, Phase *ph) {
+    Window *w = &ph->w;
+    *w = (Window){.nsp = tw->nsp};
+    for (int i = 0; i < tw->nsp; i++) {
+        int64_t s = tw->s[i], d = tw->d[i], k = tw->k[i], g = gcd(s, d), t0 = 0;
+        while (t0 < MIN(k, s / g) && (r[i] + tw->pb[i] - t0 * d) % s) t0++;
+        int64_t nt = t0 < MIN(k, s / g) ? (k - 1 - t0) / (s / g) + 1 : 0;
+        ph->r[i] = r[i];
+        ph->t0[i] = t0;
+        ph->step[i] = s / g;
+        w->in[i] = tw->in[i];
+        w->out[i] = tw->out[i] > r[i] ? (tw->out[i] - r[i] + s - 1) / s : 0;
+        w->k[i] = nt;
+        w->s[i] = 1;
+        w->d[i] = d / g;
+        w->pb[i] = nt ? (nt - 1) * (d / g) - (r[i] + tw->pb[i] - t0 * d) / s : 0;
+    }
+}
+
+/* Whether the phase has outputs, and taps along every dim. */
+static bool phase_outputs(const Phase *ph) {
+    for (int i = 0; i < ph->w.nsp; i++)
+        if (!ph->w.out[i]) return false;
+    return true;
+}
+
+static bool phase_taps(const Phase *ph) {
+    for (int i = 0; i < ph->w.nsp; i++)
+        if (!ph->w.k[i]) return false;
+    return true;
+}
+
+/* The index of phase tap `tap` in the ConvTranspose's weights [C, M/group, k...], for output
+ * channel m reading input channel ch. */
+static void phase_weight(Program *p, const Phase *ph, Expr *m, Expr *ch, int64_t grp, int64_t mg,
+                         Expr *const *tap, Expr **wi) {
+    wi[0] = ch;
+    wi[1] = grp == 1 ? m : kx_bin(p, K_REM, m, kx_index(p, mg));
+    for (int i = 0; i < ph->w.nsp; i++)
+        wi[2 + i] = kx_bin(p, K_SUB, kx_index(p, ph->t0[i] + (ph->w.k[i] - 1) * ph->step[i]),
+                           kx_mul(p, tap[i], ph->step[i]));
+}
+
 /* y[n, m, o...] = bias[m] + sum over c < C/group and taps t of
  *                 x[n, (m / (M/group)) * C/group + c, o*s + t*d - pb] * w[m, c, t]
  * as a plain nest: loops n, m, o... parallel, c and the taps reductions, each padded tap
  * guarded by an if at the level of its own loop. The schedule pass (passes/schedule.c) picks
  * the layout of the weights and the loop order for the target and peels the borders of the
- * last spatial dim off, so that the interior columns have no branch. */
-void lower_conv(Lower *L, Node *n) {
+ * last spatial dim off, so that the interior columns have no branch. With a ConvTranspose
+ * phase `ph` (above), wt is the ConvTranspose's own weights [C, M/group, k...], read at the
+ * phase's taps (run-time weights, which cannot be sliced at compile time). */
+static void conv_nest(Lower *L, Node *n, Buf *x, Buf *wt, Buf *b, Buf *y, const Window *w, int64_t grp,
+                      int64_t cg, int64_t mg, const Phase *ph) {
     Program *p = L->p;
-    Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
-    Buf *y = lower_out(L, n, 0);
-    int64_t ks[MAX_RANK], grp = ir_attr_int(n, "group", 1), cg = wt->dims[1], mg = wt->dims[0] / grp;
-    Window w;
-    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !rule_window(NULL, n, n->in[0], ks, false, &w))
-        die("lower_conv %s: node not checked by infer_conv", n->name);
-
     int ov[MAX_RANK], tv[MAX_RANK];
     Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, wt, b), y, ov, NULL);
     int cv = kir_var(k), acc = kir_scalar(p, k, y->dtype);
-    lower_vars(k, w.nsp, tv);
-    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
+    lower_vars(k, w->nsp, tv);
+    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK], *ti[MAX_RANK];
     lower_var_idx(p, y->rank, ov, oi);
     Expr *m = oi[1], *c = kx_var(p, cv);
     xi[0] = oi[0];
     xi[1] = grp == 1 ? c : kx_add(p, kx_mul(p, mg == 1 ? m : kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
-    wi[0] = m;
-    wi[1] = c;
-    for (int i = 0; i < w.nsp; i++) {
-        wi[2 + i] = kx_var(p, tv[i]);
-        xi[2 + i] = rule_tap_index(p, &w, i, oi[2 + i], wi[2 + i], &conds[i]);
+    for (int i = 0; i < w->nsp; i++) {
+        ti[i] = kx_var(p, tv[i]);
+        xi[2 + i] = rule_tap_index(p, w, i, oi[2 + i], ti[i], &conds[i]);
+    }
+    if (ph) {
+        phase_weight(p, ph, m, xi[1], grp, mg, ti, wi);
+    } else {
+        wi[0] = m;
+        wi[1] = c;
+        for (int i = 0; i < w->nsp; i++) wi[2 + i] = ti[i];
     }
     Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, wt, wi));
-    Stmt *taps = rule_wrap_taps(p, &w, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod)));
+    Stmt *taps = rule_wrap_taps(p, w, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod)));
     Stmt *body = ks_set(p, acc, b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0));
     ks_seq(body, ks_red_loop(p, cv, cg, taps));
     ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+void lower_conv(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
+    int64_t ks[MAX_RANK], grp = ir_attr_int(n, "group", 1);
+    Window w;
+    if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !rule_window(NULL, n, n->in[0], ks, false, &w))
+        die("lower_conv %s: node not checked by infer_conv", n->name);
+    conv_nest(L, n, x, wt, b, lower_out(L, n, 0), &w, grp, wt->dims[1], wt->dims[0] / grp, NULL);
+}
 
 /* ---- ConvTranspose ---- */
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 /* Geometry of a ConvTranspose: output size and begin padding per spatial dim, from the
  * weights' kernel shape, strides, dilations, pads, output_padding, output_shape and auto_pad.
@@ -177,53 +249,96 @@ void infer_convtranspose(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
-/* Gather form (each output element sums its own contributions, so it is written once):
- *   y[n, m, o...] = bias[m] + sum over c < C/group and taps t of
- *       x[n, g*C/group + c, i] * w[g*C/group + c, m % (M/group), t],   g = m / (M/group)
- *   where i = (o + pb - t*d) / s, for the taps where that division is exact and i is in
- *   [0, in). Each spatial dim's test sits just inside its own tap loop. */
+/* The phase's weights as a constant of a Conv's layout [M, C/group, k'...]: element
+ * [m, c, j'...] is wt[(m / (M/group)) * C/group + c, m % (M/group), t0 + (k'-1-j')*step...],
+ * so that the schedule packs them as it packs any conv's. */
+static Buf *phase_weights(Lower *L, Node *n, const Buf *wt, const Phase *ph, int64_t grp) {
+    int nsp = ph->w.nsp, rank = nsp + 2;
+    int64_t mg = wt->dims[1], cg = wt->dims[0] / grp, dims[MAX_RANK], idx[MAX_RANK] = {0};
+    size_t esz = dtype_size(wt->dtype);
+    dims[0] = mg * grp;
+    dims[1] = cg;
+    for (int i = 0; i < nsp; i++) dims[2 + i] = ph->w.k[i];
+    Buf *b = kir_buf_new(L->p, arena_printf(L->p->arena, "%s.phase", wt->name), wt->dtype, rank, dims, B_CONST);
+    int64_t ne = kir_numel(b);
+    char *data = arena_alloc(L->p->arena, (size_t)ne * esz);
+    for (int64_t e = 0; e < ne; e++) {
+        int64_t src = (idx[0] / mg) * cg + idx[1];          /* row-major offset into wt */
+        src = src * mg + idx[0] % mg;
+        for (int i = 0; i < nsp; i++)
+            src = src * wt->dims[2 + i] + ph->t0[i] + (ph->w.k[i] - 1 - idx[2 + i]) * ph->step[i];
+        memcpy(data + e * esz, (const char *)wt->data + src * esz, esz);
+        for (int d = rank - 1; d >= 0 && ++idx[d] == dims[d]; d--) idx[d] = 0;
+    }
+    b->data = data;
+    return b;
+}
+
+/* The kernel that interleaves the phases' results into y: for each phase with outputs,
+ * y[n, m, q*s + r...] = its result at [n, m, q...] (the bias, or 0, for a phase with no
+ * taps). Every element of y is stored once, so an elementwise consumer (BatchNormalization,
+ * an activation, a residual Add) fuses into it (passes/fuse.c). */
+static void interleave(Lower *L, Node *n, const Window *tw, const Phase *phs, Buf **res, int nph,
+                       Buf *b, Buf *y) {
+    Program *p = L->p;
+    Buf **ins = ARENA_ARRAY(p->arena, Buf *, nph + 1);
+    int nin = 0;
+    for (int i = 0; i < nph; i++)
+        if (res[i]) ins[nin++] = res[i];
+    if (b) ins[nin++] = b;
+    Kernel *k = lower_kernel(L, n, KC_COPY, nin, ins, y, NULL, NULL);
+    Stmt *body = NULL;
+    for (int ph = 0; ph < nph; ph++) {
+        if (!phase_outputs(&phs[ph])) continue;
+        int v[MAX_RANK];
+        int64_t dims[MAX_RANK] = {y->dims[0], y->dims[1]};
+        Expr *qi[MAX_RANK], *yi[MAX_RANK];
+        lower_vars(k, y->rank, v);
+        lower_var_idx(p, y->rank, v, qi);
+        yi[0] = qi[0];
+        yi[1] = qi[1];
+        for (int i = 0; i < tw->nsp; i++) {
+            dims[2 + i] = phs[ph].w.out[i];
+            yi[2 + i] = kx_addc(p, kx_mul(p, qi[2 + i], tw->s[i]), phs[ph].r[i]);
+        }
+        Expr *val = res[ph] ? kx_load(p, res[ph], qi) : b ? kx_load(p, b, &qi[1]) : kx_const(p, y->dtype, 0);
+        Stmt *nest = lower_wrap(p, y->rank, dims, v, ks_store(p, y, yi, val));
+        body = body ? ks_seq(body, nest) : nest;
+    }
+    k->body = body;
+}
+
+/* ConvTranspose as the stride-1 convolutions of its phases (Phase above), each a conv_nest
+ * kernel with the bias in its accumulator, and one kernel interleaving their results into y
+ * (none with stride 1 everywhere: the one phase is y). Constant weights are sliced per phase
+ * at compile time into a Conv's layout; the phases then get every schedule of a Conv. */
 void lower_convtranspose(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
     Buf *y = lower_out(L, n, 0);
-    int64_t grp = ir_attr_int(n, "group", 1), cg = x->dims[1] / grp, mg = wt->dims[1];
-    Window w;
-    if (!twindow_init(NULL, n, &w)) die("lower_convtranspose %s: node not checked", n->name);
-
-    int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
-    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, wt, b), y, ov, NULL);
-    cv = kir_var(k);
-    lower_vars(k, w.nsp, tv);
-    acc = kir_scalar(p, k, y->dtype);
-
-    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
-    Expr *m = kx_var(p, ov[1]), *c = kx_var(p, cv);
-    lower_var_idx(p, y->rank, ov, oi);
-    Expr *ch = grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
-    xi[0] = oi[0];
-    xi[1] = ch;
-    wi[0] = ch;
-    wi[1] = grp == 1 ? m : kx_bin(p, K_REM, m, kx_index(p, mg));
-    for (int i = 0; i < w.nsp; i++) {
-        Expr *t = kx_var(p, tv[i]);
-        Expr *num = kx_bin(p, K_SUB, kx_addc(p, oi[2 + i], w.pb[i]), kx_mul(p, t, w.d[i]));
-        Expr *cond = kx_bin(p, K_GE, num, kx_index(p, 0));
-        if (w.s[i] > 1)
-            cond = kx_and(p, cond, kx_bin(p, K_EQ, kx_bin(p, K_REM, num, kx_index(p, w.s[i])),
-                                        kx_index(p, 0)));
-        xi[2 + i] = w.s[i] > 1 ? kx_bin(p, K_DIV, num, kx_index(p, w.s[i])) : num;
-        conds[i] = kx_and(p, cond, kx_bin(p, K_LT, xi[2 + i], kx_index(p, w.in[i])));
-        wi[2 + i] = t;
+    int64_t grp = ir_attr_int(n, "group", 1), cg = x->dims[1] / grp, mg = wt->dims[1], nph = 1;
+    Window tw;
+    if (!twindow_init(NULL, n, &tw)) die("lower_convtranspose %s: node not checked", n->name);
+    for (int i = 0; i < tw.nsp; i++) nph *= tw.s[i];
+    bool constw = wt->kind == B_CONST && !wt->alias && wt->data;
+    Phase *phs = ARENA_ARRAY(p->arena, Phase, nph);
+    Buf **res = ARENA_ARRAY(p->arena, Buf *, nph);
+    for (int64_t ph = 0; ph < nph; ph++) {
+        int64_t r[MAX_RANK], rest = ph;
+        for (int i = tw.nsp - 1; i >= 0; i--) {
+            r[i] = rest % tw.s[i];
+            rest /= tw.s[i];
+        }
+        phase_init(&tw, r, &phs[ph]);
+        if (!phase_outputs(&phs[ph]) || !phase_taps(&phs[ph])) continue;
+        int64_t dims[MAX_RANK] = {y->dims[0], y->dims[1]};
+        for (int i = 0; i < tw.nsp; i++) dims[2 + i] = phs[ph].w.out[i];
+        res[ph] = nph == 1 ? y
+                           : kir_buf_new(p, arena_printf(p->arena, "%s.phase", y->name), y->dtype, y->rank, dims, B_TEMP);
+        Buf *w = constw ? phase_weights(L, n, wt, &phs[ph], grp) : wt;
+        conv_nest(L, n, x, w, b, res[ph], &phs[ph].w, grp, cg, mg, constw ? NULL : &phs[ph]);
     }
-    Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, wt, wi));
-    Stmt *taps = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod));
-    for (int i = w.nsp - 1; i >= 0; i--)
-        taps = ks_red_loop(p, tv[i], w.k[i], ks_if(p, conds[i], taps, NULL));
-    Expr *init = b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0);
-    Stmt *body = ks_set(p, acc, init);
-    ks_seq(body, ks_red_loop(p, cv, cg, taps));
-    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
-    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+    if (nph > 1) interleave(L, n, &tw, phs, res, (int)nph, b, y);
 }
 
 /* ---- ConvInteger, QLinearConv ---- */

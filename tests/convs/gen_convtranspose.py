@@ -1,0 +1,125 @@
+# gen_convtranspose.py OUTDIR - ConvTranspose models with a numpy reference, for the stride
+# phases of passes/ops/conv.c (each phase a stride-1 Conv, constant weights sliced per phase,
+# an interleaving kernel with the fused epilogue): strides 2, 3, 4 and 8, kernels not a
+# multiple of the stride, dilation (with a stride sharing a factor with it: phases with no
+# taps, which get the bias only), groups and depthwise, output_padding, output_shape beyond
+# the last input contribution, SAME_UPPER/SAME_LOWER, 1-D, 2-D and 3-D, batch 2, and
+# epilogues (Relu, BatchNormalization + Sigmoid, a residual Add). Most weights are constant
+# (the ONNX test data has them as graph inputs only); two cases keep them run-time inputs.
+# The reference scatters each input element through each tap (the operator's definition),
+# independently of the phase arithmetic of the compiler.
+import os, sys
+import numpy as np
+from onnx import helper as h, TensorProto as T, numpy_helper as nh, save
+rng = np.random.default_rng(19)
+
+
+def convtranspose(x, w, b, s, d, pads, op, group, out_shape=None, auto_pad='NOTSET'):
+    n, c = x.shape[:2]
+    nsp = x.ndim - 2
+    mg = w.shape[1]
+    ks = w.shape[2:]
+    full = [s[i] * (x.shape[2 + i] - 1) + op[i] + (ks[i] - 1) * d[i] + 1 for i in range(nsp)]
+    if out_shape is not None:
+        total = [full[i] - out_shape[i] for i in range(nsp)]
+        upper = auto_pad == 'SAME_UPPER'
+        pb = [t // 2 if upper else t - t // 2 for t in total]
+        out = list(out_shape)
+    else:
+        pb = list(pads[:nsp])
+        out = [full[i] - pads[i] - pads[nsp + i] for i in range(nsp)]
+    # canvas wide enough for negative padding (outputs past the contributions)
+    lo = [max(0, -p) for p in pb]
+    canvas = [max(full[i], pb[i] + out[i]) + lo[i] for i in range(nsp)]
+    y = np.zeros((n, mg * group) + tuple(canvas))
+    cg = c // group
+    for g in range(group):
+        xs = x[:, g * cg:(g + 1) * cg]
+        for t in np.ndindex(*ks):
+            contrib = np.einsum('nc...,cm->nm...', xs, w[(slice(g * cg, (g + 1) * cg), slice(None)) + t])
+            sl = tuple(slice(lo[i] + t[i] * d[i], lo[i] + t[i] * d[i] + (x.shape[2 + i] - 1) * s[i] + 1, s[i])
+                       for i in range(nsp))
+            y[(slice(None), slice(g * mg, (g + 1) * mg)) + sl] += contrib
+    crop = tuple(slice(lo[i] + pb[i], lo[i] + pb[i] + out[i]) for i in range(nsp))
+    y = y[(slice(None), slice(None)) + crop]
+    return y + b.reshape((1, -1) + (1,) * nsp)
+
+
+# name, x shape, C, M, kernel, strides, dilations, pads, output_padding, group, epilogue,
+# extra attributes (output_shape, auto_pad), constant weights
+cases = [
+    ('ct_s2_k4_bn_sigmoid', [1, 16, 7, 9], 16, 8, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'bn_sigmoid', {}, True),
+    ('ct_s3_k3_outpad_asym', [2, 5, 4, 6], 5, 7, [3, 2], [3, 3], [1, 1], [1, 0, 0, 2], [2, 1], 1, 'relu', {}, True),
+    ('ct_s2_d2_notaps', [1, 4, 5, 6], 4, 6, [3, 3], [2, 2], [2, 2], [1, 0, 2, 1], [1, 0], 1, 'none', {}, True),
+    ('ct_s2_d3', [1, 3, 6, 5], 3, 4, [3, 2], [2, 2], [3, 3], [2, 1, 1, 0], [0, 1], 1, 'relu', {}, True),
+    ('ct_groups2', [1, 8, 5, 7], 8, 6, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 2, 'add', {}, True),
+    ('ct_depthwise_s2_k4', [2, 16, 6, 5], 16, 16, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 16, 'relu', {}, True),
+    ('ct_1d_s3_k5_outpad', [2, 4, 11], 4, 8, [5], [3], [1], [2, 1], [1], 1, 'relu', {}, True),
+    ('ct_1d_s8_k16_vocoder', [1, 16, 9], 16, 8, [16], [8], [1], [4, 4], [0], 1, 'add', {}, True),
+    ('ct_3d_s2_k3', [1, 4, 3, 4, 5], 4, 5, [3, 3, 3], [2, 2, 2], [1, 1, 1], [1, 0, 1, 1, 1, 0], [1, 0, 1], 1, 'relu', {}, True),
+    ('ct_s1_k3', [1, 6, 7, 8], 6, 5, [3, 3], [1, 1], [1, 1], [1, 1, 0, 2], [0, 0], 1, 'relu', {}, True),
+    ('ct_s2_k1', [1, 5, 4, 6], 5, 3, [1, 1], [2, 2], [1, 1], [0, 0, 0, 0], [1, 1], 1, 'none', {}, True),
+    ('ct_outshape_past', [1, 3, 4, 5], 3, 4, [3, 3], [2, 2], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'relu', {'output_shape': [12, 14]}, True),
+    ('ct_same_upper', [1, 3, 5, 4], 3, 4, [5, 3], [2, 3], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'none', {'auto_pad': 'SAME_UPPER'}, True),
+    ('ct_same_lower', [1, 3, 5, 4], 3, 4, [3, 5], [3, 2], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'none', {'auto_pad': 'SAME_LOWER'}, True),
+    # 32 -> 32 channels: the phases take the vector conv paths (padded input, channel blocks)
+    ('ct_s2_k4_wide_bn_sigmoid', [1, 32, 10, 21], 32, 32, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'bn_sigmoid', {}, True),
+    ('ct_s2_k3_wide_add', [1, 24, 9, 13], 24, 40, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 1, 'add', {}, True),
+    # run-time weights: the phases read the ConvTranspose's own weights at their taps
+    ('ct_rt_groups_dil', [1, 6, 5, 7], 6, 9, [3, 3], [2, 3], [2, 1], [1, 2, 0, 1], [1, 2], 3, 'relu', {}, False),
+    ('ct_rt_1d_s4', [2, 4, 6], 4, 4, [6], [4], [1], [1, 2], [3], 2, 'none', {}, False),
+]
+os.chdir(sys.argv[1])
+for name, xs, C, M, ks, s, d, pads, op, grp, epi, extra, const_w in cases:
+    nsp = len(xs) - 2
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal([C, M // grp] + ks).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    out_shape = None
+    if 'auto_pad' in extra:
+        out_shape = [xs[2 + i] * s[i] for i in range(nsp)]
+    if 'output_shape' in extra:
+        out_shape = extra['output_shape']
+    y = convtranspose(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), s, d, pads, op, grp,
+                      out_shape, extra.get('auto_pad', 'NOTSET'))
+    attrs = dict(strides=s, dilations=d, group=grp, output_padding=op, **extra)
+    if out_shape is None:
+        attrs['pads'] = pads
+    inits = [nh.from_array(b, 'B')]
+    inputs = [h.make_tensor_value_info('x', T.FLOAT, xs)]
+    feeds = [('x', x)]
+    if const_w:
+        inits.append(nh.from_array(w, 'W'))
+    else:
+        inputs.append(h.make_tensor_value_info('W', T.FLOAT, list(w.shape)))
+        feeds.append(('W', w))
+    nodes = [h.make_node('ConvTranspose', ['x', 'W', 'B'], ['c'], **attrs)]
+    last = 'c'
+    if epi == 'relu':
+        nodes.append(h.make_node('Relu', ['c'], ['y']))
+        y = np.maximum(y, 0)
+    elif epi == 'bn_sigmoid':
+        sc, sh, mu, var = (rng.uniform(0.5, 1.5, M), rng.standard_normal(M), rng.standard_normal(M), rng.uniform(0.5, 2, M))
+        for n_, v in (('sc', sc), ('sh', sh), ('mu', mu), ('var', var)):
+            inits.append(nh.from_array(v.astype(np.float32), n_))
+        nodes += [h.make_node('BatchNormalization', ['c', 'sc', 'sh', 'mu', 'var'], ['bn']),
+                  h.make_node('Sigmoid', ['bn'], ['y'])]
+        ch = lambda a: a.astype(np.float32).astype(np.float64).reshape((1, M) + (1,) * nsp)
+        y = 1 / (1 + np.exp(-((y - ch(mu)) / np.sqrt(ch(var) + 1e-5) * ch(sc) + ch(sh))))
+    elif epi == 'add':
+        r = rng.standard_normal(y.shape).astype(np.float32)
+        inputs.append(h.make_tensor_value_info('r', T.FLOAT, list(y.shape)))
+        feeds.append(('r', r))
+        nodes.append(h.make_node('Add', ['c', 'r'], ['y']))
+        y = y + r
+    else:
+        nodes[0].output[0] = 'y'
+    y = y.astype(np.float32)
+    g = h.make_graph(nodes, name, inputs, [h.make_tensor_value_info('y', T.FLOAT, list(y.shape))], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    os.makedirs(name + '/test_data_set_0', exist_ok=True)
+    save(m, name + '/model.onnx')
+    for i, (n_, v) in enumerate(feeds):
+        open('%s/test_data_set_0/input_%d.pb' % (name, i), 'wb').write(nh.from_array(v, n_).SerializeToString())
+    open(name + '/test_data_set_0/output_0.pb', 'wb').write(nh.from_array(y, 'y').SerializeToString())
