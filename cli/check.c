@@ -399,6 +399,7 @@ static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
     be_target(&t, NULL, c->cpu, c->features, c->abi);
     *pp = cli_compile(g, c, &t);
     RunFn run = cli_load(*pp, &t, c->o.opt_level, false);
+    if (c->report) report_program(c->report, *pp, &t, c->o.opt_level);
     be_target_free(&t);
     return run;
 }
@@ -603,6 +604,7 @@ int check_main(Arena *a, Cli *c) {
         DataSet d = program_inputs(a, &sets[k], progs[j], names, ninputs);
         failed += run_set(a, c, progs[j], runs[j], &d, &passed);
     }
+    if (c->report) report_write(c->report);     /* of the first compilation */
     printf("check: %d passed, %d failed\n", passed, failed);
     fflush(stdout);
     return failed || error_count ? 1 : 0;

@@ -20,7 +20,7 @@
 
 #define ONNXCC_VERSION "0.1"
 
-/* Two strings: C11 compilers need only take 4095 characters in one. */
+/* Three strings: C11 compilers need only take 4095 characters in one. */
 static const char usage_text[] =
     "usage: onnxcc [options] MODEL.onnx[.gz] -o OUT.o      compile; writes OUT.o and OUT.h\n"
     "       onnxcc check [options] MODEL.onnx|MODEL.tar.gz [DATA_SET_DIR...]\n"
@@ -73,6 +73,8 @@ static const char options_text[] =
     "                        only at run time: sizes its scan outputs (repeatable)\n"
     "  --max-strlen N        bytes per string element (char[N], NUL-padded; default 32):\n"
     "                        longer string constants or test values are an error\n"
+    ;
+static const char options_more[] =
     "  --print-after=PASS    print the IR after PASS to stdout\n"
     "  --print-after-all     print the IR after every pass\n"
     "  --verify, --no-verify run the IR verifiers between passes (default: on)\n"
@@ -80,6 +82,10 @@ static const char options_text[] =
     "                        file; an empty list only reads, verifies and prints it\n"
     "  --roundtrip-kir       (tests) after each kernel pass, print the kernel IR, read it\n"
     "                        back and abort if printing that gives another text\n"
+    "  --report FILE.html    also write a self-contained HTML page about the compilation\n"
+    "                        (compile, check and bench): sizes, pass times, kernels and\n"
+    "                        the ONNX nodes each computes, the arena plan as a picture,\n"
+    "                        flash by weight and kernel; bench adds the time per kernel\n"
     "  -v                    progress and pass timings on stderr (LLVM's too), and the\n"
     "                        memory report: flash, arena, stack, multiply-accumulates\n"
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
@@ -271,6 +277,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
         fputs(usage_text, stdout);
         fputs(options_text, stdout);
+        fputs(options_more, stdout);
         print_passes(stdout);
         exit(0);                    /* the arena stays reachable: main_arena */
     }
@@ -292,6 +299,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
     else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;
     else if ((v = opt_value("--emit-weights", argc, argv, i))) c->emit_weights = v;
+    else if ((v = opt_value("--report", argc, argv, i))) c->report_path = v;
     else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size(v);
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
     else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
@@ -362,6 +370,7 @@ Program *cli_compile(Graph *g, Cli *c, const Target *t) {
     c->o.vector_bytes = t->vector_bytes;
     c->o.arena_align = t->arena_align;
     g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
+    if (c->report) report_attach(c->report, g, &c->o);
     Program *p = run_pipeline(g, &c->o);
     p->fp_strict = c->o.fp_strict;
     p->profile = c->o.profile;
@@ -433,12 +442,15 @@ static int compile_main(Arena *a, Cli *c) {
     if (header) out_register(header);
     if (wpath) out_register(wpath);
     be_emit(p, &t, c->o.opt_level, c->emit, c->out);
+    if (c->report) report_program(c->report, p, &t, c->o.opt_level);
     if (wpath) be_write_weights(p, wpath);
     if (header) be_write_header(p, header);
+    if (c->report) report_write(c->report);
     be_target_free(&t);
     exit_if_errors();
     out_commit();
-    progress("wrote %s%s%s", c->out, header ? " and " : "", header ? header : "");
+    progress("wrote %s%s%s%s%s", c->out, header ? " and " : "", header ? header : "",
+             c->report ? " and " : "", c->report ? c->report_path : "");
     return 0;
 }
 
@@ -474,6 +486,12 @@ int main(int argc, char **argv) {
         for (; *s; s++) bad |= !(isalnum((unsigned char)*s) || *s == '_' || *s == '.' || *s == '$');
         if (bad) usage("bad --weights-section '%s': expected a section name of letters, digits, '_', '.', '$'",
                        c.weights_section);
+    }
+    if (c.report_path) {
+        if (c.run_pass) usage("--report is not an option of --run-pass");
+        if (c.out && strcmp(c.report_path, c.out) == 0) usage("--report '%s' is also the output", c.report_path);
+        check_writable(a, c.report_path);
+        c.report = report_new(a, c.report_path, check ? "check" : bench ? "bench" : "compile", c.model);
     }
     int rc = check ? check_main(a, &c) : bench ? bench_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
     arena_free(a);

@@ -1,0 +1,641 @@
+/* report.c - --report FILE.html: one self-contained page about a compilation, for a person.
+ *
+ * The driver makes a Report (report_new) when --report is given; cli_compile attaches it to the
+ * first compilation (report_attach: the ONNX nodes as loaded, and the pipeline's on_pass hook,
+ * which times each pass and notes after which graph pass each node was gone); once the
+ * backend has measured the object, report_program keeps the program and the target; `bench`
+ * adds per-kernel times (report_bench); report_write writes the page like any other output,
+ * through a temporary file renamed over the path (out_write), never half of it.
+ *
+ * The page has no external references: inline CSS, inline SVG, a few lines of script for the
+ * search box. Its sections: the summary (target, CPU, -O, flash, weights, arena, stack, MACs,
+ * time per pass), the kernels after fusion with the ONNX nodes each computes, its schedule and
+ * its MACs, where every ONNX node went, the arena plan as a picture (kernels across, byte
+ * offsets down, a rectangle per temporary over its live range), flash by weight tensor and by
+ * kernel, and with bench the time per kernel. Elements carry data-* attributes with the
+ * numbers they show, for tests/report.py to check against the header and -v. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+enum { MAX_PASSES = 64, BAR_ROWS = 40 };
+
+typedef struct OrigNode {
+    const Node *n;
+    const char *name, *op_type, *in;    /* in: the node owning its subgraph, or NULL */
+    const char *gone;                   /* the graph pass after which it was no longer there */
+} OrigNode;
+
+struct Report {
+    Arena *a;
+    const char *path, *command, *model;
+    bool attached, have_program;
+    OrigNode *nodes;
+    int nnodes;
+    const char *pass[MAX_PASSES];
+    double ms[MAX_PASSES], last_pass_end, backend_ms;
+    int npasses;
+    const Program *p;
+    const char *triple, *cpu, *features;
+    int opt_level;
+    const double *us;                   /* bench: time per run of each kernel, or NULL */
+    double peak_gflops, median_us;
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+Report *report_new(Arena *a, const char *path, const char *command, const char *model) {
+    Report *r = ARENA_NEW(a, Report);
+    *r = (Report){.a = a, .path = path, .command = command, .model = model};
+    return r;
+}
+
+/* ---- what is kept during the compilation ---- */
+
+static void add_nodes(Report *r, const Graph *g, const char *in, int *cap) {
+    for (int i = 0; i < g->nnodes; i++) {
+        const Node *n = g->nodes[i];
+        if (n->dead) continue;
+        r->nodes = arena_grow(r->a, r->nodes, r->nnodes, cap, r->nnodes + 1, sizeof *r->nodes);
+        r->nodes[r->nnodes++] = (OrigNode){n, n->name, n->op_type, in, NULL};
+        Graph *sub[8];
+        int ns = ir_subgraphs(n, sub, COUNTOF(sub));
+        for (int j = 0; j < ns && j < COUNTOF(sub); j++) add_nodes(r, sub[j], n->name, cap);
+    }
+}
+
+static int cmp_ptr(const void *x, const void *y) {
+    uintptr_t a = (uintptr_t)*(const void *const *)x, b = (uintptr_t)*(const void *const *)y;
+    return (a > b) - (a < b);
+}
+
+static void live_nodes(const Graph *g, const Node ***out, int *n, int *cap, Arena *a) {
+    for (int i = 0; i < g->nnodes; i++) {
+        const Node *nd = g->nodes[i];
+        if (nd->dead) continue;
+        *out = arena_grow(a, *out, *n, cap, *n + 1, sizeof **out);
+        (*out)[(*n)++] = nd;
+        Graph *sub[8];
+        int ns = ir_subgraphs(nd, sub, COUNTOF(sub));
+        for (int j = 0; j < ns && j < COUNTOF(sub); j++) live_nodes(sub[j], out, n, cap, a);
+    }
+}
+
+static void on_pass(void *ctx, const char *pass, double ms, const Graph *g, const Program *p) {
+    Report *r = ctx;
+    if (r->npasses < MAX_PASSES) r->pass[r->npasses] = pass, r->ms[r->npasses++] = ms;
+    r->last_pass_end = now_ms();
+    if (!g) return;
+    /* which nodes this pass took away (folded, simplified, fused at graph level) */
+    const Node **live = NULL;
+    int n = 0, cap = 0;
+    live_nodes(g, &live, &n, &cap, r->a);
+    if (n) qsort(live, (size_t)n, sizeof *live, cmp_ptr);
+    for (int i = 0; i < r->nnodes; i++)
+        if (!r->nodes[i].gone && (!n || !bsearch(&r->nodes[i].n, live, (size_t)n, sizeof *live, cmp_ptr)))
+            r->nodes[i].gone = pass;
+}
+
+void report_attach(Report *r, Graph *g, Options *o) {
+    if (r->attached) {              /* check and bench compile again: the first one is shown */
+        o->on_pass = NULL;
+        return;
+    }
+    r->attached = true;
+    int cap = 0;
+    add_nodes(r, g, NULL, &cap);
+    o->on_pass = on_pass;
+    o->on_pass_ctx = r;
+}
+
+void report_program(Report *r, const Program *p, const Target *t, int opt_level) {
+    if (r->have_program) return;
+    r->have_program = true;
+    r->p = p;
+    r->triple = arena_strdup(r->a, t->triple);
+    r->cpu = arena_strdup(r->a, t->cpu ? t->cpu : "");
+    r->features = arena_strdup(r->a, t->features ? t->features : "");
+    r->opt_level = opt_level;
+    r->backend_ms = now_ms() - r->last_pass_end;
+}
+
+void report_bench(Report *r, const double *us, double peak_gflops, double median_us) {
+    r->us = us;
+    r->peak_gflops = peak_gflops;
+    r->median_us = median_us;
+}
+
+/* ---- writing ---- */
+
+static void esc(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default:
+            if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t') fputc('?', f);
+            else fputc(*s, f);
+        }
+    }
+}
+
+/* 1234567 -> "1.18 MiB" (exact bytes are in the data attributes and titles) */
+static const char *human(Arena *a, int64_t b) {
+    if (b < 0) return "unknown";
+    if (b < 10 * 1024) return arena_printf(a, "%lld B", (long long)b);
+    if (b < 10 * 1024 * 1024) return arena_printf(a, "%.1f KiB", (double)b / 1024);
+    return arena_printf(a, "%.2f MiB", (double)b / (1024 * 1024));
+}
+
+static const char *shape_str(Arena *a, const Buf *b) {
+    const char *s = "";
+    for (int d = 0; d < b->rank; d++) s = arena_printf(a, "%s%s%lld", s, d ? "x" : "", (long long)b->dims[d]);
+    return b->rank ? s : "scalar";
+}
+
+/* A stable colour per name: a hue from a string hash. */
+static int hue(const char *s) {
+    unsigned h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return (int)(h % 360);
+}
+
+static const char css[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:16px;color:#222}"
+    "h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}"
+    "table{border-collapse:collapse;font-size:13px}td,th{padding:2px 8px;text-align:left;vertical-align:top}"
+    "tr:nth-child(even){background:#f4f4f4}th{background:#e8e8e8}"
+    ".num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    ".sum td:first-child{color:#555;white-space:nowrap}.sum{max-width:760px}details{font-size:11px}"
+    ".tag{display:inline-block;font-size:11px;padding:0 4px;border-radius:3px;margin-left:4px}"
+    ".t-move{background:#ffe4b5}.t-float{background:#ffd0d0}.t-ctl{background:#dde}"
+    ".sched{font-family:monospace;font-size:12px;color:#555}.nodes{font-size:12px}"
+    ".bar{height:12px;background:#4a7fc1;display:inline-block}.bar2{background:#c17a4a}"
+    ".muted{color:#777}#q{font-size:14px;padding:3px 6px;width:320px}"
+    "svg text{font:11px system-ui,sans-serif}.lbl{pointer-events:none;fill:#222}.temp:hover{stroke:#000;stroke-width:1.5}"
+    "#info{font-family:monospace;font-size:12px;min-height:1.4em;color:#333}.hide{display:none}"
+    ".cols{display:flex;gap:32px;flex-wrap:wrap}";
+
+/* Filters the rows marked .s by the search box; shows a temporary's details on hover. The
+ * html element's data-script says whether the script ran to its end (tests/report.sh reads it
+ * from a headless browser's DOM). */
+static const char script[] =
+    "window.onerror=function(m){document.documentElement.setAttribute('data-script','error: '+m);};"
+    "function filt(){var q=document.getElementById('q').value.toLowerCase();"
+    "document.querySelectorAll('tr.s').forEach(function(r){"
+    "r.classList.toggle('hide',q!==''&&r.textContent.toLowerCase().indexOf(q)<0);});}"
+    "document.querySelectorAll('rect.temp').forEach(function(e){e.addEventListener('mouseenter',"
+    "function(){document.getElementById('info').textContent=e.firstChild.textContent;});});"
+    "if(!document.documentElement.hasAttribute('data-script'))document.documentElement.setAttribute('data-script','ran');";
+
+static void summary_row(FILE *f, const char *id, const char *label, int64_t v, const char *shown, const char *note) {
+    fprintf(f, "<tr><td>%s</td><td class=num id=\"%s\" data-value=\"%lld\">", label, id, (long long)v);
+    esc(f, shown);
+    fputs("</td><td class=muted>", f);
+    esc(f, note);
+    fputs("</td></tr>\n", f);
+}
+
+/* Whether each buffer (by id) is the storage of some kernel's parameter: a constant no kernel
+ * reads (one the schedule repacked, say) is not in the object. */
+static bool *used_bufs(Arena *a, const Program *p) {
+    bool *u = ARENA_ARRAY(a, bool, p->nbufs + 1);
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *k = p->kernels[i];
+        for (int j = 0; j < k->nparams; j++) {
+            int id = kir_root(k->params[j])->id;
+            if (id >= 0 && id < p->nbufs) u[id] = true;
+        }
+    }
+    return u;
+}
+
+static bool is_weight(const Buf *b, const bool *used) {
+    return b->kind == B_CONST && !b->alias && used[b->id] && kir_nbytes(b);
+}
+
+/* The bytes of the constants the kernels read (the weights). */
+static int64_t const_bytes(Arena *a, const Program *p) {
+    bool *used = used_bufs(a, p);
+    int64_t s = 0;
+    for (int i = 0; i < p->nbufs; i++)
+        if (is_weight(p->bufs[i], used)) s += (int64_t)kir_nbytes(p->bufs[i]);
+    return s;
+}
+
+static bool quantized(const Program *p) {
+    for (int i = 0; i < p->nkernels; i++)
+        if (!p->kernels[i]->ctl && kir_byte_kernel(p->kernels[i])) return true;
+    return false;
+}
+
+static void write_summary(FILE *f, Report *r, int64_t macs) {
+    Arena *a = r->a;
+    const Program *p = r->p;
+    int64_t w = const_bytes(a, p);
+    fputs("<h2>Summary</h2><div class=cols><table class=sum>\n", f);
+    fprintf(f, "<tr><td>model</td><td colspan=2>");
+    esc(f, r->model);
+    fprintf(f, " (<code>");
+    esc(f, p->name);
+    fprintf(f, "</code>)</td></tr>\n<tr><td>target</td><td colspan=2 id=target>");
+    esc(f, r->triple);
+    fprintf(f, "</td></tr>\n<tr><td>CPU</td><td colspan=2 id=cpu>");
+    esc(f, r->cpu);
+    if (r->features && *r->features) {
+        fputs(" <details class=muted><summary>features</summary>", f);
+        esc(f, r->features);
+        fputs("</details>", f);
+    }
+    fprintf(f, "</td></tr>\n<tr><td>optimisation</td><td colspan=2 id=opt data-value=%d>-O%d</td></tr>\n",
+            r->opt_level, r->opt_level);
+    summary_row(f, "flash", "flash", p->flash_size, human(a, p->flash_size),
+                "code and constants of the object (NAME_FLASH_SIZE)");
+    if (p->flash_size >= 0 && !p->weights_size) {
+        int64_t code = p->flash_size - w;
+        summary_row(f, "weights", "&nbsp; weights", w, human(a, w), "constant tensors of the kernel IR");
+        summary_row(f, "code", "&nbsp; code and the rest", code < 0 ? 0 : code, human(a, code < 0 ? 0 : code),
+                    "flash less the weights: code, tables, small constants");
+    } else if (p->weights_size) {
+        summary_row(f, "weights", "weights", p->weights_size, human(a, p->weights_size),
+                    p->weights_external ? "in the --emit-weights blob, not in flash (NAME_WEIGHTS_SIZE)"
+                                        : "in the --weights-section section, not in flash (NAME_WEIGHTS_SIZE)");
+    }
+    summary_row(f, "arena", "arena", p->arena_size, human(a, p->arena_size),
+                arena_printf(a, "NAME_ARENA_SIZE, aligned to %d bytes", p->arena_align));
+    summary_row(f, "stack", "stack", p->stack_size, human(a, p->stack_size), "one call of NAME_run at most");
+    summary_row(f, "macs", "multiply-accumulates", macs, arena_printf(a, "%lld", (long long)macs), "per run (NAME_MACS)");
+    int nk = 0;
+    for (int i = 0; i < p->nkernels; i++) nk += !p->kernels[i]->ctl;
+    fprintf(f, "<tr><td>kernels</td><td class=num id=nkernels data-value=%d>%d</td><td class=muted>after fusion"
+               "%s</td></tr>\n", p->nkernels, nk, nk != p->nkernels ? arena_printf(a, ", and %d control kernels", p->nkernels - nk) : "");
+    fprintf(f, "<tr><td>ONNX nodes</td><td class=num id=nnodes data-value=%d>%d</td><td class=muted>as loaded, "
+               "subgraphs included</td></tr>\n", r->nnodes, r->nnodes);
+    if (r->us)
+        fprintf(f, "<tr><td>latency</td><td class=num>%.2f us</td><td class=muted>median of single runs "
+                   "(onnxcc bench), peak %.1f GFLOP/s</td></tr>\n", r->median_us, r->peak_gflops);
+    fputs("</table>\n", f);
+    /* compile time per pass */
+    double total = r->backend_ms, mx = r->backend_ms;
+    for (int i = 0; i < r->npasses; i++) total += r->ms[i], mx = r->ms[i] > mx ? r->ms[i] : mx;
+    fputs("<table><tr><th>pass</th><th class=num>ms</th><th></th></tr>\n", f);
+    for (int i = 0; i <= r->npasses; i++) {
+        double ms = i < r->npasses ? r->ms[i] : r->backend_ms;
+        fprintf(f, "<tr class=pass><td>%s</td><td class=num>%.2f</td><td><span class=bar style=\"width:%.0fpx\"></span></td></tr>\n",
+                i < r->npasses ? r->pass[i] : "backend (LLVM)", ms, mx > 0 ? 200 * ms / mx : 0);
+    }
+    fprintf(f, "<tr><td><b>total</b></td><td class=num><b>%.2f</b></td><td></td></tr></table></div>\n", total);
+}
+
+static const char *node_op(const Report *r, const char *name) {
+    for (int i = 0; i < r->nnodes; i++)
+        if (strcmp(r->nodes[i].name, name) == 0) return r->nodes[i].op_type;
+    return NULL;
+}
+
+static void write_kernels(FILE *f, Report *r) {
+    const Program *p = r->p;
+    bool q = quantized(p);
+    fputs("<h2>Kernels after fusion</h2>\n<p>Search kernels and ONNX nodes: <input id=q oninput=filt() "
+          "placeholder=\"node name, op type, kernel...\"> <span class=muted>(filters the kernel and node "
+          "tables)</span></p>\n<table id=kernels><tr><th>#</th><th>kernel</th><th>ops</th><th>ONNX nodes</th>"
+          "<th>schedule</th><th class=num>MACs</th></tr>\n", f);
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *k = p->kernels[i];
+        int64_t macs = 0, bytes = 0;
+        if (!k->ctl) kir_kernel_cost(k, &macs, &bytes);
+        fprintf(f, "<tr class=\"s kernel\" data-name=\"");
+        esc(f, k->name);
+        fprintf(f, "\" data-macs=%lld><td class=num>%d</td><td>", (long long)macs, i);
+        esc(f, k->name);
+        if (k->ctl) fputs("<span class=\"tag t-ctl\">control</span>", f);
+        else if (k->kclass == KC_COPY) fputs("<span class=\"tag t-move\" title=\"data movement: a layout change or copy\">layout</span>", f);
+        if (q && !k->ctl && !kir_byte_kernel(k)) fputs("<span class=\"tag t-float\" title=\"no 8-bit data: this part of the quantized model runs in float or wider integers\">float</span>", f);
+        fputs("</td><td>", f);
+        esc(f, k->ops);
+        fputs("</td><td class=nodes>", f);
+        for (int j = 0; j < k->nnodes; j++) {
+            const char *op = node_op(r, k->nodes[j]);
+            fprintf(f, "%s<span class=node>", j ? ", " : "");
+            esc(f, k->nodes[j]);
+            fputs("</span>", f);
+            if (op) {
+                fputs(" <span class=muted>", f);
+                esc(f, op);
+                fputs("</span>", f);
+            }
+        }
+        fputs("</td><td class=sched>", f);
+        esc(f, k->sched ? k->sched : "");
+        fprintf(f, "</td><td class=num>%lld</td></tr>\n", (long long)macs);
+    }
+    fputs("</table>\n", f);
+
+    /* where each ONNX node went */
+    fputs("<h2>ONNX nodes</h2>\n<table id=nodes><tr><th>node</th><th>op type</th><th>in subgraph of</th>"
+          "<th>computed by</th></tr>\n", f);
+    for (int i = 0; i < r->nnodes; i++) {
+        const OrigNode *n = &r->nodes[i];
+        fputs("<tr class=\"s onnx\" data-name=\"", f);
+        esc(f, n->name);
+        fputs("\"><td>", f);
+        esc(f, n->name);
+        fputs("</td><td>", f);
+        esc(f, n->op_type);
+        fputs("</td><td>", f);
+        esc(f, n->in ? n->in : "");
+        fputs("</td><td>", f);
+        int found = 0;
+        for (int k = 0; k < p->nkernels; k++)
+            for (int j = 0; j < p->kernels[k]->nnodes; j++)
+                if (strcmp(p->kernels[k]->nodes[j], n->name) == 0) {
+                    fputs(found++ ? ", " : "", f);
+                    esc(f, p->kernels[k]->name);
+                    break;
+                }
+        if (!found && n->gone) fprintf(f, "<span class=muted>no kernel: gone after %s</span>", n->gone);
+        else if (!found) fputs("<span class=muted>no kernel: a constant, or a view of another tensor</span>", f);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+/* ---- the arena plan ---- */
+
+typedef struct Temp {
+    const Buf *b;
+    int64_t off, size;
+    int first, last, group;
+} Temp;
+
+static int find(int *g, int i) { return g[i] == i ? i : (g[i] = find(g, g[i])); }
+
+static void write_arena(FILE *f, Report *r) {
+    Arena *a = r->a;
+    const Program *p = r->p;
+    int nk = p->nkernels, nt = 0;
+    Temp *t = ARENA_ARRAY(a, Temp, p->nbufs + 1);
+    for (int i = 0; i < p->nbufs; i++) {
+        const Buf *b = p->bufs[i];
+        if (b->kind != B_TEMP || b->alias || b->first < 0 || b->offset < 0 || !kir_nbytes(b)) continue;
+        t[nt] = (Temp){b, b->offset, (int64_t)kir_nbytes(b), b->first, b->last, nt};
+        nt++;
+    }
+    /* In-place pairs (bufferize): an output written over an input that dies at the kernel that
+     * writes it, at the same bytes. The pair lives at that kernel twice; it is one group. */
+    int *grp = ARENA_ARRAY(a, int, nt + 1);
+    for (int i = 0; i < nt; i++) grp[i] = i;
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < nt; j++)
+            if (i != j && t[i].off == t[j].off && t[i].size == t[j].size && t[i].last == t[j].first)
+                grp[find(grp, j)] = find(grp, i);
+    /* per kernel: the sum of live groups (the lower bound) and the highest byte in use */
+    int64_t *live = ARENA_ARRAY(a, int64_t, nk + 1), *high = ARENA_ARRAY(a, int64_t, nk + 1);
+    int *gfirst = ARENA_ARRAY(a, int, nt + 1), *glast = ARENA_ARRAY(a, int, nt + 1);
+    for (int i = 0; i < nt; i++) gfirst[i] = nk, glast[i] = -1;
+    for (int i = 0; i < nt; i++) {
+        int g = t[i].group = find(grp, i);
+        gfirst[g] = MIN(gfirst[g], t[i].first);
+        glast[g] = MAX(glast[g], t[i].last);
+    }
+    for (int i = 0; i < nt; i++) {
+        if (find(grp, i) == i)
+            for (int k = gfirst[i]; k <= glast[i] && k < nk; k++) live[k] += t[i].size;
+        for (int k = t[i].first; k <= t[i].last && k < nk; k++) high[k] = MAX(high[k], t[i].off + t[i].size);
+    }
+    int peak = 0, lbk = 0;
+    for (int k = 0; k < nk; k++) {
+        if (high[k] > high[peak]) peak = k;
+        if (live[k] > live[lbk]) lbk = k;
+    }
+    int64_t top = nk ? high[peak] : 0, lb = nk ? live[lbk] : 0;
+    fputs("<h2>Arena plan</h2>\n", f);
+    fprintf(f, "<p>Each rectangle is a temporary: across, the kernels during which it is live (from the "
+               "first kernel that touches it to the last); down, its bytes in the arena. The arena is "
+               "<b id=arena-size data-value=%lld>%s</b>; the highest byte in use is reached at kernel "
+               "<b>", (long long)p->arena_size, human(a, p->arena_size));
+    esc(f, nk ? p->kernels[peak]->name : "-");
+    fprintf(f, "</b> (<span id=peak data-value=%lld data-kernel=%d>%s</span>, the red line). The lower bound "
+               "(dashed) is the largest sum of the temporaries live at one kernel, <span id=lower-bound "
+               "data-value=%lld data-kernel=%d>%s</span> at kernel <b>",
+            (long long)top, peak, human(a, top), (long long)lb, lbk, human(a, lb));
+    esc(f, nk ? p->kernels[lbk]->name : "-");
+    fprintf(f, "</b>: no plan that keeps these live ranges can use less%s. Hover over a rectangle for its "
+               "name, shape and type.</p>\n",
+            lb < top ? arena_printf(a, "; this one uses %.0f%% more", 100.0 * (double)(top - lb) / (double)lb) : "");
+    if (!nt) {
+        fputs("<p class=muted>No temporaries: the model needs no arena.</p>\n", f);
+        return;
+    }
+    /* geometry: kernels across (at least 6 px each), bytes down */
+    double left = 72, plotw = nk * 6 > 1040 ? nk * 6 : 1040, ploth = 420, topm = 20;
+    double kw = plotw / nk, ys = ploth / (double)(p->arena_size > top ? p->arena_size : top);
+    double wsvg = left + plotw + 10, hsvg = topm + ploth + 40;
+    fprintf(f, "<div id=info>&nbsp;</div><div style=\"overflow-x:auto\"><svg id=arena-svg "
+               "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
+            wsvg, hsvg, wsvg, hsvg);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#999\"/>\n",
+            left, topm, plotw, ploth);
+    /* kernel axis: one faint box per kernel, named in its title */
+    for (int k = 0; k < nk; k++) {
+        fprintf(f, "<rect class=kbox data-kernel=%d x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
+                   "fill=\"%s\"><title>",
+                k, left + k * kw, topm + ploth, kw, 8.0, k % 2 ? "#ccc" : "#aaa");
+        esc(f, arena_printf(a, "kernel %d: %s (%s)", k, p->kernels[k]->name, p->kernels[k]->ops));
+        fputs("</title></rect>\n", f);
+    }
+    int step = nk > 20 ? (nk + 19) / 20 : 1;
+    for (int k = 0; k < nk; k += step) {
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=middle>", left + (k + 0.5) * kw, topm + ploth + 22);
+        int chars = (int)((kw - 4) / 6.2), len = (int)strlen(p->kernels[k]->name);
+        /* names where they fit, else the kernel's number (the kernel table has both) */
+        if (step == 1 && chars >= 6) esc(f, len <= chars ? p->kernels[k]->name : arena_printf(a, "%d %.*s..", k, chars - 5, p->kernels[k]->name));
+        else fprintf(f, "%d", k);
+        fputs("</text>\n", f);
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">kernels, in the order they run &#8594;</text>\n", left, topm + ploth + 38);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=middle transform=\"rotate(-90 %.1f %.1f)\">byte offset</text>\n",
+            12.0, topm + ploth / 2, 12.0, topm + ploth / 2);
+    for (int i = 0; i <= 4; i++) {
+        int64_t bytes = (int64_t)((double)(p->arena_size > top ? p->arena_size : top) * i / 4);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=end>", left - 4, topm + bytes * ys + 4);
+        esc(f, human(a, bytes));
+        fputs("</text>\n", f);
+    }
+    for (int i = 0; i < nt; i++) {
+        const Buf *b = t[i].b;
+        bool at_peak = t[i].first <= peak && peak <= t[i].last;
+        fprintf(f, "<rect class=temp data-name=\"");
+        esc(f, b->name);
+        fprintf(f, "\" data-first=%d data-last=%d data-offset=%lld data-bytes=%lld x=\"%.2f\" y=\"%.2f\" "
+                   "width=\"%.2f\" height=\"%.2f\" fill=\"hsl(%d,55%%,%d%%)\" stroke=\"#fff\" stroke-width=\"0.5\"><title>",
+                t[i].first, t[i].last, (long long)t[i].off, (long long)t[i].size, left + t[i].first * kw,
+                topm + (double)t[i].off * ys, (t[i].last - t[i].first + 1) * kw,
+                (double)t[i].size * ys < 0.5 ? 0.5 : (double)t[i].size * ys, hue(b->name), at_peak ? 55 : 72);
+        esc(f, arena_printf(a, "%s  %s %s  %lld bytes at offset %lld, kernels %d..%d (%s .. %s)", b->name,
+                            dtype_name(b->dtype), shape_str(a, b), (long long)t[i].size, (long long)t[i].off,
+                            t[i].first, t[i].last, p->kernels[t[i].first]->name, p->kernels[t[i].last]->name));
+        fputs("</title></rect>\n", f);
+        /* the name inside, where it fits (about 6 px a character) */
+        double rw = (t[i].last - t[i].first + 1) * kw, rh = (double)t[i].size * ys;
+        int chars = (int)((rw - 6) / 6.2);
+        if (rh >= 13 && chars >= 4) {
+            fprintf(f, "<text class=lbl x=\"%.2f\" y=\"%.2f\">", left + t[i].first * kw + 3, topm + (double)t[i].off * ys + 12);
+            int len = (int)strlen(b->name);
+            if (len <= chars) esc(f, b->name);
+            else esc(f, arena_printf(a, "%.*s..", chars - 2, b->name));
+            fputs("</text>\n", f);
+        }
+    }
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#333\" stroke-dasharray=\"5,4\">"
+               "<title>lower bound %lld bytes</title></line>\n",
+            left, left + plotw, topm + lb * ys, topm + lb * ys, (long long)lb);
+    fprintf(f, "<rect id=peak-mark x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"none\" stroke=\"#d00\" "
+               "stroke-width=\"1.5\"><title>peak: %lld bytes at kernel %d</title></rect>\n",
+            left + peak * kw, topm, kw, ploth, (long long)top, peak);
+    fputs("</svg></div>\n<p>Live at the peak (these set the arena size):</p>\n<table id=peak-tensors><tr><th>tensor</th>"
+          "<th>dtype</th><th>shape</th><th class=num>bytes</th><th class=num>offset</th><th>kernels</th></tr>\n", f);
+    for (int i = 0; i < nt; i++) {
+        if (!(t[i].first <= peak && peak <= t[i].last)) continue;
+        const Buf *b = t[i].b;
+        fputs("<tr class=s><td>", f);
+        esc(f, b->name);
+        fprintf(f, "</td><td>%s</td><td>%s</td><td class=num>%lld</td><td class=num>%lld</td><td>%d..%d</td></tr>\n",
+                dtype_name(b->dtype), shape_str(a, b), (long long)t[i].size, (long long)t[i].off, t[i].first, t[i].last);
+    }
+    fputs("</table>\n", f);
+}
+
+/* ---- bars ---- */
+
+typedef struct Bar {
+    const char *name, *note;
+    double v;
+} Bar;
+
+static int by_v(const void *x, const void *y) {
+    const Bar *a = x, *b = y;
+    return (a->v < b->v) - (a->v > b->v);
+}
+
+static void bars(FILE *f, Arena *a, const char *id, const char *unit, Bar *b, int n, const char *cls) {
+    qsort(b, (size_t)n, sizeof *b, by_v);
+    double total = 0;
+    for (int i = 0; i < n; i++) total += b[i].v;
+    fprintf(f, "<table id=\"%s\"><tr><th>name</th><th class=num>%s</th><th class=num>share</th><th></th></tr>\n", id, unit);
+    int shown = n > BAR_ROWS ? BAR_ROWS : n;
+    for (int i = 0; i < shown; i++) {
+        fputs("<tr class=\"s bar-row\" data-name=\"", f);
+        esc(f, b[i].name);
+        fprintf(f, "\" data-value=\"%.6g\"><td>", b[i].v);
+        esc(f, b[i].name);
+        if (b[i].note) {
+            fputs(" <span class=muted>", f);
+            esc(f, b[i].note);
+            fputs("</span>", f);
+        }
+        fprintf(f, "</td><td class=num>%s</td><td class=num>%.1f%%</td><td><span class=\"bar %s\" style=\"width:%.0fpx\">"
+                   "</span></td></tr>\n",
+                strcmp(unit, "bytes") == 0 ? arena_printf(a, "%.0f", b[i].v) : arena_printf(a, "%.2f", b[i].v),
+                total > 0 ? 100 * b[i].v / total : 0, cls, b[0].v > 0 ? 300 * b[i].v / b[0].v : 0);
+    }
+    if (n > shown) {
+        double rest = 0;
+        for (int i = shown; i < n; i++) rest += b[i].v;
+        fprintf(f, "<tr><td class=muted>(%d more)</td><td class=num>%.0f</td><td class=num>%.1f%%</td><td></td></tr>\n",
+                n - shown, rest, total > 0 ? 100 * rest / total : 0);
+    }
+    fputs("</table>\n", f);
+}
+
+static void write_flash(FILE *f, Report *r) {
+    Arena *a = r->a;
+    const Program *p = r->p;
+    Bar *w = ARENA_ARRAY(a, Bar, p->nbufs + 1), *k = ARENA_ARRAY(a, Bar, p->nkernels + 1);
+    int nw = 0, nk = 0;
+    bool *used = used_bufs(a, p);
+    for (int i = 0; i < p->nbufs; i++) {
+        const Buf *b = p->bufs[i];
+        if (is_weight(b, used))
+            w[nw++] = (Bar){b->name, arena_printf(a, "%s %s", dtype_name(b->dtype), shape_str(a, b)), (double)kir_nbytes(b)};
+    }
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *kk = p->kernels[i];
+        double s = 0;
+        for (int j = 0; j < kk->nparams; j++) {
+            const Buf *b = kir_root(kk->params[j]);
+            bool seen = false;       /* a weight passed twice (through views) counts once */
+            for (int l = 0; l < j; l++) seen |= kir_root(kk->params[l]) == b;
+            if (b->kind == B_CONST && !seen) s += (double)kir_nbytes(b);
+        }
+        if (s > 0) k[nk++] = (Bar){kk->name, kk->ops, s};
+    }
+    fputs("<h2>Flash</h2>\n<p>The constant tensors (weights) as the kernel IR holds them, largest first; "
+          "the object's code and small tables make up the rest of the flash in the summary.", f);
+    if (p->weights_size) fputs(" Here they are outside the flash (--weights-section or --emit-weights).", f);
+    fputs("</p>\n<div class=cols><div><h3>By weight tensor</h3>\n", f);
+    bars(f, a, "flash-weights", "bytes", w, nw, "");
+    fputs("</div><div><h3>By kernel</h3>\n<p class=muted>the weights each kernel reads (a tensor read by "
+          "several kernels counts for each)</p>\n", f);
+    bars(f, a, "flash-kernels", "bytes", k, nk, "bar2");
+    fputs("</div></div>\n", f);
+}
+
+static void write_times(FILE *f, Report *r) {
+    Arena *a = r->a;
+    const Program *p = r->p;
+    Bar *b = ARENA_ARRAY(a, Bar, p->nkernels + 1);
+    int n = 0;
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *k = p->kernels[i];
+        if (k->ctl) continue;
+        int64_t macs, bytes;
+        kir_kernel_cost(k, &macs, &bytes);
+        double us = r->us[i], gf = us > 0 ? 2.0 * (double)macs / us / 1e3 : 0;
+        const char *note = macs > 0 && r->peak_gflops > 0 && us > 0
+                               ? arena_printf(a, "%s, %.2f GFLOP/s, %.1f%% of peak", k->ops, gf, 100 * gf / r->peak_gflops)
+                           : us > 0 && bytes > 0 ? arena_printf(a, "%s, %.2f GB/s", k->ops, (double)bytes / us / 1e3)
+                                                 : k->ops;
+        b[n++] = (Bar){k->name, note, us};
+    }
+    fputs("<h2>Time per kernel</h2>\n<p>From <code>onnxcc bench</code>'s instrumented build: microseconds per "
+          "run, share of the counted time, and the rate against this core's measured multiply-add peak.</p>\n", f);
+    bars(f, a, "times", "us/run", b, n, "bar2");
+}
+
+void report_write(Report *r) {
+    if (!r->p) die("report_write: no program");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) die("out of memory");
+    const Program *p = r->p;
+    fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>onnxcc report: ", f);
+    esc(f, p->name);
+    fprintf(f, "</title><style>%s</style></head><body>\n<h1>onnxcc report: ", css);
+    esc(f, p->name);
+    fprintf(f, "</h1><div class=muted>onnxcc %s", r->command);
+    fputs(" &middot; ", f);
+    esc(f, r->model);
+    fputs("</div>\n", f);
+    write_summary(f, r, be_macs(p));
+    write_kernels(f, r);
+    write_arena(f, r);
+    write_flash(f, r);
+    if (r->us) write_times(f, r);
+    fprintf(f, "<script>%s</script>\n</body></html>\n", script);
+    if (fclose(f) != 0) die("out of memory");
+    out_register(r->path);
+    out_write(r->path, buf, len);
+    free(buf);
+}
