@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """report.py - checks a page of onnxcc --report against what the compiler says elsewhere.
 
-  report.py PAGE.html MODEL.onnx KIR.txt [HEADER.h VERBOSE.log]
+  report.py PAGE.html MODEL.onnx KIR.txt [HEADER.h|- [VERBOSE.log]]
 
 KIR.txt is `onnxcc --print-after=bufferize` of the same compilation (its kernels, and each
 temporary's offset and live range); HEADER.h the header of that compilation (NAME_ARENA_SIZE,
@@ -93,7 +93,7 @@ def value(elems, ident):
 
 def main():
     page_path, model_path, kir_path = sys.argv[1:4]
-    header = open(sys.argv[4]).read() if len(sys.argv) > 4 else None
+    header = open(sys.argv[4]).read() if len(sys.argv) > 4 and sys.argv[4] != "-" else None
     verbose = open(sys.argv[5]).read() if len(sys.argv) > 5 else None
     html = open(page_path, encoding="utf-8").read()
     p = Page()
