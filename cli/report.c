@@ -27,6 +27,7 @@ typedef struct OrigNode {
     const Node *n;
     const char *name, *op_type, *in;    /* in: the node owning its subgraph, or NULL */
     const char *gone;                   /* the graph pass after which it was no longer there */
+    const char *into;                   /* a graph fusion's node that took over its work */
 } OrigNode;
 
 struct Report {
@@ -64,7 +65,7 @@ static void add_nodes(Report *r, const Graph *g, const char *in, int *cap) {
         const Node *n = g->nodes[i];
         if (n->dead) continue;
         r->nodes = arena_grow(r->a, r->nodes, r->nnodes, cap, r->nnodes + 1, sizeof *r->nodes);
-        r->nodes[r->nnodes++] = (OrigNode){n, n->name, n->op_type, in, NULL};
+        r->nodes[r->nnodes++] = (OrigNode){n, n->name, n->op_type, in, NULL, NULL};
         Graph *sub[8];
         int ns = ir_subgraphs(n, sub, COUNTOF(sub));
         for (int j = 0; j < ns && j < COUNTOF(sub); j++) add_nodes(r, sub[j], n->name, cap);
@@ -88,6 +89,25 @@ static void live_nodes(const Graph *g, const Node ***out, int *n, int *cap, Aren
     }
 }
 
+static bool has_value(Value *const *vs, int n, const Value *v) {
+    for (int i = 0; i < n; i++)
+        if (vs[i] && vs[i] == v) return true;
+    return false;
+}
+
+/* The live node that took over a node a graph fusion removed (fuse_qdq, fuse_batchnorm):
+ * one that now writes one of its outputs (BatchNormalization's, a QuantizeLinear's) or reads
+ * its first input (a DequantizeLinear's integer data; not the scales, which many share), or
+ * NULL. */
+static const Node *taken_by(const Node *gone, const Node *const *live, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < gone->nout; j++)
+            if (gone->out[j] && has_value(live[i]->out, live[i]->nout, gone->out[j])) return live[i];
+    for (int i = 0; i < n; i++)
+        if (gone->nin && gone->in[0] && has_value(live[i]->in, live[i]->nin, gone->in[0])) return live[i];
+    return NULL;
+}
+
 static void on_pass(void *ctx, const char *pass, double ms, const Graph *g, const Program *p) {
     Report *r = ctx;
     if (r->npasses < MAX_PASSES) r->pass[r->npasses] = pass, r->ms[r->npasses++] = ms;
@@ -98,9 +118,17 @@ static void on_pass(void *ctx, const char *pass, double ms, const Graph *g, cons
     int n = 0, cap = 0;
     live_nodes(g, &live, &n, &cap, r->a);
     if (n) qsort(live, (size_t)n, sizeof *live, cmp_ptr);
-    for (int i = 0; i < r->nnodes; i++)
-        if (!r->nodes[i].gone && (!n || !bsearch(&r->nodes[i].n, live, (size_t)n, sizeof *live, cmp_ptr)))
-            r->nodes[i].gone = pass;
+    bool fusion = strncmp(pass, "fuse_", 5) == 0;
+    const Node **order = NULL;      /* the live nodes in graph order, for taken_by */
+    int no = 0, cap2 = 0;
+    if (fusion) live_nodes(g, &order, &no, &cap2, r->a);
+    for (int i = 0; i < r->nnodes; i++) {
+        OrigNode *o = &r->nodes[i];
+        if (o->gone || (n && bsearch(&o->n, live, (size_t)n, sizeof *live, cmp_ptr))) continue;
+        o->gone = pass;
+        const Node *by = fusion ? taken_by(o->n, order, no) : NULL;
+        if (by) o->into = by->name;
+    }
 }
 
 void report_attach(Report *r, Graph *g, Options *o) {
@@ -335,6 +363,19 @@ static void write_kernels(FILE *f, Report *r) {
                 fputs("</span>", f);
             }
         }
+        /* nodes a graph fusion folded into one of this kernel's nodes */
+        int nf = 0;
+        for (int j = 0; j < r->nnodes; j++) {
+            const OrigNode *o = &r->nodes[j];
+            bool mine = false;
+            for (int l = 0; o->into && l < k->nnodes && !mine; l++) mine = strcmp(k->nodes[l], o->into) == 0;
+            if (!mine) continue;
+            fprintf(f, "%s<span class=node title=\"folded in by %s\">", nf++ ? ", " : "<br><span class=muted>+ </span>", o->gone);
+            esc(f, o->name);
+            fputs("</span> <span class=muted>", f);
+            esc(f, o->op_type);
+            fputs("</span>", f);
+        }
         fputs("</td><td class=sched>", f);
         esc(f, k->sched ? k->sched : "");
         fprintf(f, "</td><td class=num>%lld</td></tr>\n", (long long)macs);
@@ -363,7 +404,11 @@ static void write_kernels(FILE *f, Report *r) {
                     esc(f, p->kernels[k]->name);
                     break;
                 }
-        if (!found && n->gone) fprintf(f, "<span class=muted>no kernel: gone after %s</span>", n->gone);
+        if (!found && n->into) {
+            fputs("<span class=muted>folded into node ", f);
+            esc(f, n->into);
+            fprintf(f, " by %s</span>", n->gone);
+        } else if (!found && n->gone) fprintf(f, "<span class=muted>no kernel: gone after %s</span>", n->gone);
         else if (!found) fputs("<span class=muted>no kernel: a constant, or a view of another tensor</span>", f);
         fputs("</td></tr>\n", f);
     }
@@ -425,7 +470,7 @@ static void write_arena(FILE *f, Report *r) {
                "<b id=arena-size data-value=%lld>%s</b>; the highest byte in use is reached at kernel "
                "<b>", (long long)p->arena_size, human(a, p->arena_size));
     esc(f, nk ? p->kernels[peak]->name : "-");
-    fprintf(f, "</b> (<span id=peak data-value=%lld data-kernel=%d>%s</span>, the red line). The lower bound "
+    fprintf(f, "</b> (<span id=peak data-value=%lld data-kernel=%d>%s</span>, the red frame). The lower bound "
                "(dashed) is the largest sum of the temporaries live at one kernel, <span id=lower-bound "
                "data-value=%lld data-kernel=%d>%s</span> at kernel <b>",
             (long long)top, peak, human(a, top), (long long)lb, lbk, human(a, lb));
