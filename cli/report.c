@@ -486,9 +486,10 @@ static void write_arena(FILE *f, Report *r) {
     double left = 72, plotw = nk * 6 > 1040 ? nk * 6 : 1040, ploth = 420, topm = 20;
     double kw = plotw / nk, ys = ploth / (double)(p->arena_size > top ? p->arena_size : top);
     double wsvg = left + plotw + 10, hsvg = topm + ploth + 40;
+    /* a picture of few kernels shrinks to the page's width; one of many scrolls */
     fprintf(f, "<div id=info>&nbsp;</div><div style=\"overflow-x:auto\"><svg id=arena-svg "
-               "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\">\n",
-            wsvg, hsvg, wsvg, hsvg);
+               "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\"%s>\n",
+            wsvg, hsvg, wsvg, hsvg, plotw <= 1040 ? " style=\"width:100%;height:auto\"" : "");
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#999\"/>\n",
             left, topm, plotw, ploth);
     /* kernel axis: one faint box per kernel, named in its title */
