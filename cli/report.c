@@ -181,8 +181,16 @@ static void esc(FILE *f, const char *s) {
 static const char *human(Arena *a, int64_t b) {
     if (b < 0) return "unknown";
     if (b < 10 * 1024) return arena_printf(a, "%lld B", (long long)b);
-    if (b < 10 * 1024 * 1024) return arena_printf(a, "%.1f KiB", (double)b / 1024);
+    if (b < 1024 * 1024) return arena_printf(a, "%.1f KiB", (double)b / 1024);
     return arena_printf(a, "%.2f MiB", (double)b / (1024 * 1024));
+}
+
+/* 115605504 -> "115.6 M" (the exact count is the cell's title and the row's data-macs) */
+static const char *count_str(Arena *a, int64_t n) {
+    if (n < 100000) return arena_printf(a, "%lld", (long long)n);
+    if (n < 100000000) return arena_printf(a, "%.1f k", (double)n / 1e3);
+    if (n < 100000000000) return arena_printf(a, "%.1f M", (double)n / 1e6);
+    return arena_printf(a, "%.1f G", (double)n / 1e9);
 }
 
 static const char *shape_str(Arena *a, const Buf *b) {
@@ -215,8 +223,8 @@ static const char css[] =
     ".cols{display:flex;gap:32px;flex-wrap:wrap}";
 
 /* Filters the rows marked .s by the search box; shows a temporary's details on hover. The
- * html element's data-script says whether the script ran to its end (tests/report.sh reads it
- * from a headless browser's DOM). */
+ * html element's data-script says whether the script ran to its end, data-load-ms how long the
+ * page took to load (tests/report.sh reads them from a headless browser's DOM). */
 static const char script[] =
     "window.onerror=function(m){document.documentElement.setAttribute('data-script','error: '+m);};"
     "function filt(){var q=document.getElementById('q').value.toLowerCase();"
@@ -224,7 +232,9 @@ static const char script[] =
     "r.classList.toggle('hide',q!==''&&r.textContent.toLowerCase().indexOf(q)<0);});}"
     "document.querySelectorAll('rect.temp').forEach(function(e){e.addEventListener('mouseenter',"
     "function(){document.getElementById('info').textContent=e.firstChild.textContent;});});"
-    "if(!document.documentElement.hasAttribute('data-script'))document.documentElement.setAttribute('data-script','ran');";
+    "if(!document.documentElement.hasAttribute('data-script'))document.documentElement.setAttribute('data-script','ran');"
+    "window.addEventListener('load',function(){document.documentElement.setAttribute('data-load-ms',"
+    "Math.round(performance.now()));});";
 
 static void summary_row(FILE *f, const char *id, const char *label, int64_t v, const char *shown, const char *note) {
     fprintf(f, "<tr><td>%s</td><td class=num id=\"%s\" data-value=\"%lld\">", label, id, (long long)v);
@@ -378,7 +388,7 @@ static void write_kernels(FILE *f, Report *r) {
         }
         fputs("</td><td class=sched>", f);
         esc(f, k->sched ? k->sched : "");
-        fprintf(f, "</td><td class=num>%lld</td></tr>\n", (long long)macs);
+        fprintf(f, "</td><td class=num title=\"%lld\">%s</td></tr>\n", (long long)macs, count_str(r->a, macs));
     }
     fputs("</table>\n", f);
 
@@ -483,7 +493,7 @@ static void write_arena(FILE *f, Report *r) {
         return;
     }
     /* geometry: kernels across (at least 6 px each), bytes down */
-    double left = 72, plotw = nk * 6 > 1040 ? nk * 6 : 1040, ploth = 420, topm = 20;
+    double left = 84, plotw = nk * 6 > 1040 ? nk * 6 : 1040, ploth = 420, topm = 20;
     double kw = plotw / nk, ys = ploth / (double)(p->arena_size > top ? p->arena_size : top);
     double wsvg = left + plotw + 10, hsvg = topm + ploth + 40;
     /* a picture of few kernels shrinks to the page's width; one of many scrolls */

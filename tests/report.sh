@@ -113,7 +113,8 @@ while i < len(png):
 raw = zlib.decompress(data)
 distinct = len(set(raw[::97]))
 assert w >= 1000 and h >= 1000 and distinct > 20, "a blank screenshot? %dx%d, %d byte values" % (w, h, distinct)
-print("%dx%d, %d byte values" % (w, h, distinct))
+ms = re.search(r"<html[^>]*data-load-ms=\"(\d+)\"", dom)
+print("%dx%d, %d byte values, loaded in %s ms" % (w, h, distinct, ms.group(1) if ms else "?"))
 EOF
         then
             ok "chromium renders $name ($(cat $OUT/$name.browser))"
