@@ -431,6 +431,9 @@ static int compile_main(Arena *a, Cli *c) {
     if (wpath && (strcmp(wpath, c->out) == 0 || (header && strcmp(wpath, header) == 0)))
         usage("--emit-weights '%s' is also the %s", wpath, strcmp(wpath, c->out) == 0 ? "output" : "header");
     if (wpath) check_writable(a, wpath);
+    const char *rpath = c->report_path;
+    if (rpath && ((header && strcmp(rpath, header) == 0) || (wpath && strcmp(rpath, wpath) == 0)))
+        usage("--report '%s' is also the %s", rpath, header && strcmp(rpath, header) == 0 ? "header" : "weights blob");
     Target t;
     be_target(&t, c->triple, c->cpu, c->features, c->abi);
     Graph *g = fe_load_model(a, c->model);
