@@ -24,6 +24,7 @@ typedef struct Cli {
     const char **dirs;              /* check, bench: data set directories given on the command line */
     int ndirs;
     const char *report_path;        /* --report FILE.html */
+    const char *report_counts;      /* --report-counts FILE: a firmware run's counts */
     Report *report;                 /* made from it by main() */
 } Cli;
 
@@ -48,6 +49,9 @@ Report *report_new(Arena *a, const char *path, const char *command, const char *
 void report_attach(Report *r, Graph *g, Options *o);
 void report_program(Report *r, const Program *p, const Target *t, int opt_level);
 void report_bench(Report *r, const double *us, double peak_gflops, double median_us);
+/* --report-counts FILE: instructions and MACs per kernel as the firmware tests print them
+ * ("kernel NAME: N instructions, M MACs"); read at once, a file without any is an error. */
+void report_counts(Report *r, const char *path);
 void report_write(Report *r);
 
 #endif

@@ -86,6 +86,8 @@ static const char options_more[] =
     "                        (compile, check and bench): sizes, pass times, kernels and\n"
     "                        the ONNX nodes each computes, the arena plan as a picture,\n"
     "                        flash by weight and kernel; bench adds the time per kernel\n"
+    "  --report-counts FILE  add a firmware run's instructions per kernel to the report: the\n"
+    "                        lines 'kernel NAME: N instructions, M MACs' of tests/firmware\n"
     "  -v                    progress and pass timings on stderr (LLVM's too), and the\n"
     "                        memory report: flash, arena, stack, multiply-accumulates\n"
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
@@ -299,6 +301,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
     else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;
     else if ((v = opt_value("--emit-weights", argc, argv, i))) c->emit_weights = v;
+    else if ((v = opt_value("--report-counts", argc, argv, i))) c->report_counts = v;
     else if ((v = opt_value("--report", argc, argv, i))) c->report_path = v;
     else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size(v);
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
@@ -495,7 +498,8 @@ int main(int argc, char **argv) {
         if (c.out && strcmp(c.report_path, c.out) == 0) usage("--report '%s' is also the output", c.report_path);
         check_writable(a, c.report_path);
         c.report = report_new(a, c.report_path, check ? "check" : bench ? "bench" : "compile", c.model);
-    }
+        if (c.report_counts) report_counts(c.report, c.report_counts);
+    } else if (c.report_counts) usage("--report-counts needs --report");
     int rc = check ? check_main(a, &c) : bench ? bench_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
     arena_free(a);
     return rc;

@@ -4,7 +4,8 @@
  * first compilation (report_attach: the ONNX nodes as loaded, and the pipeline's on_pass hook,
  * which times each pass and notes after which graph pass each node was gone); once the
  * backend has measured the object, report_program keeps the program and the target; `bench`
- * adds per-kernel times (report_bench); report_write writes the page like any other output,
+ * adds per-kernel times (report_bench), --report-counts a firmware run's instructions per
+ * kernel (report_counts); report_write writes the page like any other output,
  * through a temporary file renamed over the path (out_write), never half of it.
  *
  * The page has no external references: inline CSS, inline SVG, a few lines of script for the
@@ -44,6 +45,9 @@ struct Report {
     int opt_level;
     const double *us;                   /* bench: time per run of each kernel, or NULL */
     double peak_gflops, median_us;
+    const char *counts_path;            /* --report-counts: a firmware run's counts */
+    struct Count { const char *name; int64_t insns, macs; } *counts;
+    int ncounts;
 };
 
 static double now_ms(void) {
@@ -152,6 +156,30 @@ void report_program(Report *r, const Program *p, const Target *t, int opt_level)
     r->features = arena_strdup(r->a, t->features ? t->features : "");
     r->opt_level = opt_level;
     r->backend_ms = now_ms() - r->last_pass_end;
+}
+
+/* --report-counts FILE: the lines "kernel NAME: N instructions, M MACs" that the firmware
+ * tests print (tests/firmware/main.c, from a --profile build whose clock counts
+ * instructions); other lines are ignored, a file without any is an error. */
+void report_counts(Report *r, const char *path) {
+    size_t size;
+    uint8_t *bytes = fe_read_file(r->a, path, &size);
+    char *text = arena_alloc(r->a, size + 1);
+    memcpy(text, bytes, size);
+    int cap = 0;
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        char name[256];
+        long long insns, macs;
+        if (sscanf(line, "kernel %255[^:]: %lld instructions, %lld MACs", name, &insns, &macs) == 3) {
+            r->counts = arena_grow(r->a, r->counts, r->ncounts, &cap, r->ncounts + 1, sizeof *r->counts);
+            r->counts[r->ncounts++] = (struct Count){arena_strdup(r->a, name), insns, macs};
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    if (!r->ncounts) fatal(path, "no lines 'kernel NAME: N instructions, M MACs' (the firmware tests' profile output)");
+    r->counts_path = path;
 }
 
 void report_bench(Report *r, const double *us, double peak_gflops, double median_us) {
@@ -602,7 +630,7 @@ static void bars(FILE *f, Arena *a, const char *id, const char *unit, Bar *b, in
         }
         fprintf(f, "</td><td class=num>%s</td><td class=num>%.1f%%</td><td><span class=\"bar %s\" style=\"width:%.0fpx\">"
                    "</span></td></tr>\n",
-                strcmp(unit, "bytes") == 0 ? arena_printf(a, "%.0f", b[i].v) : arena_printf(a, "%.2f", b[i].v),
+                strcmp(unit, "us/run") != 0 ? arena_printf(a, "%.0f", b[i].v) : arena_printf(a, "%.2f", b[i].v),
                 total > 0 ? 100 * b[i].v / total : 0, cls, b[0].v > 0 ? 300 * b[i].v / b[0].v : 0);
     }
     if (n > shown) {
@@ -669,6 +697,33 @@ static void write_times(FILE *f, Report *r) {
     bars(f, a, "times", "us/run", b, n, "bar2");
 }
 
+/* --report-counts: instructions per kernel, and per multiply-accumulate where it has any. */
+static void write_counts(FILE *f, Report *r) {
+    Arena *a = r->a;
+    const Program *p = r->p;
+    Bar *b = ARENA_ARRAY(a, Bar, r->ncounts + 1);
+    int n = 0;
+    int64_t total = 0, tmacs = 0;
+    for (int i = 0; i < r->ncounts; i++) {
+        const Kernel *k = NULL;
+        for (int j = 0; j < p->nkernels && !k; j++)
+            if (strcmp(p->kernels[j]->name, r->counts[i].name) == 0) k = p->kernels[j];
+        const char *note = r->counts[i].macs > 0
+                               ? arena_printf(a, "%s, %lld MACs, %.2f instructions/MAC", k ? k->ops : "not a kernel of this build",
+                                              (long long)r->counts[i].macs, (double)r->counts[i].insns / (double)r->counts[i].macs)
+                               : (k ? k->ops : "not a kernel of this build");
+        b[n++] = (Bar){r->counts[i].name, note, (double)r->counts[i].insns};
+        total += r->counts[i].insns;
+        tmacs += r->counts[i].macs;
+    }
+    fputs("<h2>Instructions per kernel</h2>\n<p>From a firmware run of a <code>--profile</code> build (", f);
+    esc(f, r->counts_path);
+    fprintf(f, "): <span id=count-insns data-value=%lld>%lld</span> instructions in the kernels, %s per "
+               "multiply-accumulate over the whole run.</p>\n",
+            (long long)total, (long long)total, tmacs ? arena_printf(a, "%.2f", (double)total / (double)tmacs) : "-");
+    bars(f, a, "insns", "instructions", b, n, "bar2");
+}
+
 void report_write(Report *r) {
     if (!r->p) die("report_write: no program");
     char *buf = NULL;
@@ -689,6 +744,7 @@ void report_write(Report *r) {
     write_arena(f, r);
     write_flash(f, r);
     if (r->us) write_times(f, r);
+    if (r->ncounts) write_counts(f, r);
     fprintf(f, "<script>%s</script>\n</body></html>\n", script);
     if (fclose(f) != 0) die("out of memory");
     out_register(r->path);

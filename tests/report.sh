@@ -7,7 +7,8 @@
 # moved must fail that check. Then, with Debian's chromium, bench's page is opened headless:
 # the script must have run without an error, the DOM must hold a box per kernel and a
 # rectangle per temporary, and the screenshot must not be blank. Without chromium those are
-# skipped, and counted so. Work files: build/report/. Last line: "report: N passed, N failed".
+# skipped, and counted so. --report-counts is tried on a Cortex-M4 run of tests/firmware (under
+# QEMU; skipped without the toolchain). Work files: build/report/. Last line: "report: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
@@ -70,6 +71,32 @@ else
     cat $OUT/bench.check 2>/dev/null
 fi
 
+# --report-counts: a Cortex-M4 firmware run of a --profile build under QEMU (tests/firmware),
+# its instructions per kernel on the page, and its MACs per kernel (the profiled object's
+# NAME_profile_macs) equal to the page's (kir_kernel_cost of the report's own compilation)
+if command -v arm-none-eabi-gcc >/dev/null && command -v qemu-system-arm >/dev/null; then
+    counts=build/fw/m4/prof/cnn.out
+    sh tests/firmware/run.sh "m4 cnn" >$OUT/fw.log 2>&1
+    if [ ! -s $counts ] || ! grep -q '^kernel ' $counts; then
+        fail "firmware counts for --report-counts" $OUT/fw.log
+    elif ! $ONNXCC models/cnn/model.onnx --target thumbv7em-none-eabihf --cpu cortex-m4 -o $OUT/m4.o \
+        --report $OUT/m4.html --report-counts $counts >$OUT/m4.log 2>&1; then
+        fail "--report-counts" $OUT/m4.log
+    else
+        bad=$(sed -n 's/^kernel \([^:]*\): \([0-9]*\) instructions, \([0-9]*\) MACs$/\1 \2 \3/p' $counts |
+            while read -r k insns macs; do
+                grep -q "<tr class=\"s bar-row\" data-name=\"$k\" data-value=\"$insns\">" $OUT/m4.html || echo "$k:insns"
+                grep -q "<tr class=\"s kernel\" data-name=\"$k\" data-macs=$macs>" $OUT/m4.html || echo "$k:macs"
+            done)
+        n=$(grep -c '^kernel ' $counts)
+        if [ -z "$bad" ]; then ok "--report-counts: $n kernels' instructions, MACs as the firmware counted them"
+        else fail "--report-counts" "not on the page or other: $bad"; fi
+    fi
+else
+    echo "skip --report-counts: no arm-none-eabi-gcc or qemu-system-arm"
+    skipped=$((${skipped:-0} + 1))
+fi
+
 # the checker must catch a plan whose rectangles overlap: move cnn's second one onto the first
 sed '0,/class=temp.*data-offset=[0-9]*/! s/\(class=temp [^>]*data-offset=\)[0-9]*/\10/' $OUT/cnn.html >$OUT/moved.html
 if ! grep -q 'class=temp.*data-offset=[1-9]' $OUT/cnn.html 2>/dev/null; then
@@ -84,7 +111,7 @@ fi
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
     echo "skip chromium: not installed (apt-get install chromium): the page is not rendered"
-    skipped=1
+    skipped=$((${skipped:-0} + 1))
 else
     for name in bench; do       # one page: each start of chromium takes seconds
         dom=$OUT/$name.dom png=$OUT/$name.png
