@@ -369,87 +369,111 @@ static const char *node_op(const Report *r, const char *name) {
     return NULL;
 }
 
+/* A kernel's ONNX nodes (with their op types), then, after a "+", the nodes a graph fusion
+ * folded into one of them. */
+static void kernel_nodes(FILE *f, const Report *r, const Kernel *k) {
+    for (int j = 0; j < k->nnodes; j++) {
+        const char *op = node_op(r, k->nodes[j]);
+        fprintf(f, "%s<span class=node>", j ? ", " : "");
+        esc(f, k->nodes[j]);
+        fputs("</span>", f);
+        if (op) {
+            fputs(" <span class=muted>", f);
+            esc(f, op);
+            fputs("</span>", f);
+        }
+    }
+    int nf = 0;
+    for (int j = 0; j < r->nnodes; j++) {
+        const OrigNode *o = &r->nodes[j];
+        bool mine = false;
+        for (int l = 0; o->into && l < k->nnodes && !mine; l++) mine = strcmp(k->nodes[l], o->into) == 0;
+        if (!mine) continue;
+        fprintf(f, "%s<span class=node title=\"folded in by %s\">", nf++ ? ", " : "<br><span class=muted>+ </span>", o->gone);
+        esc(f, o->name);
+        fputs("</span> <span class=muted>", f);
+        esc(f, o->op_type);
+        fputs("</span>", f);
+    }
+}
+
+static void kernel_row(FILE *f, const Report *r, int i, bool quant) {
+    const Kernel *k = r->p->kernels[i];
+    int64_t macs = 0, bytes = 0;
+    if (!k->ctl) kir_kernel_cost(k, &macs, &bytes);
+    fputs("<tr class=\"s kernel\" data-name=\"", f);
+    esc(f, k->name);
+    fprintf(f, "\" data-macs=%lld><td class=num>%d</td><td>", (long long)macs, i);
+    esc(f, k->name);
+    if (k->ctl) fputs("<span class=\"tag t-ctl\">control</span>", f);
+    else if (k->kclass == KC_COPY)
+        fputs("<span class=\"tag t-move\" title=\"data movement: a layout change or copy\">layout</span>", f);
+    if (quant && !k->ctl && !kir_byte_kernel(k))
+        fputs("<span class=\"tag t-float\" title=\"no 8-bit data: this part of the quantized model runs in float "
+              "or wider integers\">float</span>", f);
+    fputs("</td><td>", f);
+    esc(f, k->ops);
+    fputs("</td><td class=nodes>", f);
+    kernel_nodes(f, r, k);
+    fputs("</td><td class=sched>", f);
+    esc(f, k->sched ? k->sched : "");
+    fprintf(f, "</td><td class=num title=\"%lld\">%s</td></tr>\n", (long long)macs, count_str(r->a, macs));
+}
+
+/* Writes the names of the kernels that compute ONNX node `name`, comma-separated; returns
+ * how many. */
+static int kernels_of(FILE *f, const Program *p, const char *name) {
+    int found = 0;
+    for (int k = 0; k < p->nkernels; k++)
+        for (int j = 0; j < p->kernels[k]->nnodes; j++)
+            if (strcmp(p->kernels[k]->nodes[j], name) == 0) {
+                fputs(found++ ? ", " : "", f);
+                esc(f, p->kernels[k]->name);
+                break;
+            }
+    return found;
+}
+
+/* Where an ONNX node went: its kernels, the node a graph fusion folded it into, the graph
+ * pass after which it was gone, or nowhere (a constant, a view). */
+static void node_row(FILE *f, const Report *r, const OrigNode *n) {
+    fputs("<tr class=\"s onnx\" data-name=\"", f);
+    esc(f, n->name);
+    fputs("\"><td>", f);
+    esc(f, n->name);
+    fputs("</td><td>", f);
+    esc(f, n->op_type);
+    fputs("</td><td>", f);
+    esc(f, n->in ? n->in : "");
+    fputs("</td><td>", f);
+    bool computed = kernels_of(f, r->p, n->name) > 0;
+    if (computed) {
+        /* its kernels are written */
+    } else if (n->into) {
+        fputs("<span class=muted>folded by ", f);
+        esc(f, n->gone);
+        fputs(" into node ", f);
+        esc(f, n->into);
+        fputs(":</span> ", f);
+        kernels_of(f, r->p, n->into);
+    } else if (n->gone) {
+        fprintf(f, "<span class=muted>no kernel: gone after %s</span>", n->gone);
+    } else {
+        fputs("<span class=muted>no kernel: a constant, or a view of another tensor</span>", f);
+    }
+    fputs("</td></tr>\n", f);
+}
+
 static void write_kernels(FILE *f, Report *r) {
-    const Program *p = r->p;
-    bool q = quantized(p);
+    bool quant = quantized(r->p);
     fputs("<h2>Kernels after fusion</h2>\n<p>Search kernels and ONNX nodes: <input id=q oninput=filt() "
           "placeholder=\"node name, op type, kernel...\"> <span class=muted>(filters the kernel and node "
           "tables)</span></p>\n<table id=kernels><tr><th>#</th><th>kernel</th><th>ops</th><th>ONNX nodes</th>"
           "<th>schedule</th><th class=num>MACs</th></tr>\n", f);
-    for (int i = 0; i < p->nkernels; i++) {
-        const Kernel *k = p->kernels[i];
-        int64_t macs = 0, bytes = 0;
-        if (!k->ctl) kir_kernel_cost(k, &macs, &bytes);
-        fprintf(f, "<tr class=\"s kernel\" data-name=\"");
-        esc(f, k->name);
-        fprintf(f, "\" data-macs=%lld><td class=num>%d</td><td>", (long long)macs, i);
-        esc(f, k->name);
-        if (k->ctl) fputs("<span class=\"tag t-ctl\">control</span>", f);
-        else if (k->kclass == KC_COPY) fputs("<span class=\"tag t-move\" title=\"data movement: a layout change or copy\">layout</span>", f);
-        if (q && !k->ctl && !kir_byte_kernel(k)) fputs("<span class=\"tag t-float\" title=\"no 8-bit data: this part of the quantized model runs in float or wider integers\">float</span>", f);
-        fputs("</td><td>", f);
-        esc(f, k->ops);
-        fputs("</td><td class=nodes>", f);
-        for (int j = 0; j < k->nnodes; j++) {
-            const char *op = node_op(r, k->nodes[j]);
-            fprintf(f, "%s<span class=node>", j ? ", " : "");
-            esc(f, k->nodes[j]);
-            fputs("</span>", f);
-            if (op) {
-                fputs(" <span class=muted>", f);
-                esc(f, op);
-                fputs("</span>", f);
-            }
-        }
-        /* nodes a graph fusion folded into one of this kernel's nodes */
-        int nf = 0;
-        for (int j = 0; j < r->nnodes; j++) {
-            const OrigNode *o = &r->nodes[j];
-            bool mine = false;
-            for (int l = 0; o->into && l < k->nnodes && !mine; l++) mine = strcmp(k->nodes[l], o->into) == 0;
-            if (!mine) continue;
-            fprintf(f, "%s<span class=node title=\"folded in by %s\">", nf++ ? ", " : "<br><span class=muted>+ </span>", o->gone);
-            esc(f, o->name);
-            fputs("</span> <span class=muted>", f);
-            esc(f, o->op_type);
-            fputs("</span>", f);
-        }
-        fputs("</td><td class=sched>", f);
-        esc(f, k->sched ? k->sched : "");
-        fprintf(f, "</td><td class=num title=\"%lld\">%s</td></tr>\n", (long long)macs, count_str(r->a, macs));
-    }
-    fputs("</table>\n", f);
-
-    /* where each ONNX node went */
-    fputs("<h2>ONNX nodes</h2>\n<table id=nodes><tr><th>node</th><th>op type</th><th>in subgraph of</th>"
+    for (int i = 0; i < r->p->nkernels; i++) kernel_row(f, r, i, quant);
+    fputs("</table>\n<h2>ONNX nodes</h2>\n<table id=nodes><tr><th>node</th><th>op type</th><th>in subgraph of</th>"
           "<th>computed by</th></tr>\n", f);
-    for (int i = 0; i < r->nnodes; i++) {
-        const OrigNode *n = &r->nodes[i];
-        fputs("<tr class=\"s onnx\" data-name=\"", f);
-        esc(f, n->name);
-        fputs("\"><td>", f);
-        esc(f, n->name);
-        fputs("</td><td>", f);
-        esc(f, n->op_type);
-        fputs("</td><td>", f);
-        esc(f, n->in ? n->in : "");
-        fputs("</td><td>", f);
-        int found = 0;
-        for (int k = 0; k < p->nkernels; k++)
-            for (int j = 0; j < p->kernels[k]->nnodes; j++)
-                if (strcmp(p->kernels[k]->nodes[j], n->name) == 0) {
-                    fputs(found++ ? ", " : "", f);
-                    esc(f, p->kernels[k]->name);
-                    break;
-                }
-        if (!found && n->into) {
-            fputs("<span class=muted>folded into node ", f);
-            esc(f, n->into);
-            fprintf(f, " by %s</span>", n->gone);
-        } else if (!found && n->gone) fprintf(f, "<span class=muted>no kernel: gone after %s</span>", n->gone);
-        else if (!found) fputs("<span class=muted>no kernel: a constant, or a view of another tensor</span>", f);
-        fputs("</td></tr>\n", f);
-    }
+    for (int i = 0; i < r->nnodes; i++) node_row(f, r, &r->nodes[i]);
     fputs("</table>\n", f);
 }
 
@@ -458,144 +482,171 @@ static void write_kernels(FILE *f, Report *r) {
 typedef struct Temp {
     const Buf *b;
     int64_t off, size;
-    int first, last, group;
+    int first, last;
 } Temp;
+
+/* The temporaries and what the picture marks: the kernel where the highest byte is in use
+ * (peak, at top bytes) and the kernel where the live temporaries add up most (lbk, lb). */
+typedef struct Plan {
+    Temp *t;
+    int nt, nk, peak, lbk;
+    int64_t top, lb;
+} Plan;
 
 static int find(int *g, int i) { return g[i] == i ? i : (g[i] = find(g, g[i])); }
 
-static void write_arena(FILE *f, Report *r) {
-    Arena *a = r->a;
-    const Program *p = r->p;
-    int nk = p->nkernels, nt = 0;
-    Temp *t = ARENA_ARRAY(a, Temp, p->nbufs + 1);
+static Plan arena_plan(Arena *a, const Program *p) {
+    Plan pl = {.t = ARENA_ARRAY(a, Temp, p->nbufs + 1), .nk = p->nkernels};
+    Temp *t = pl.t;
     for (int i = 0; i < p->nbufs; i++) {
         const Buf *b = p->bufs[i];
         if (b->kind != B_TEMP || b->alias || b->first < 0 || b->offset < 0 || !kir_nbytes(b)) continue;
-        t[nt] = (Temp){b, b->offset, (int64_t)kir_nbytes(b), b->first, b->last, nt};
-        nt++;
+        t[pl.nt++] = (Temp){b, b->offset, (int64_t)kir_nbytes(b), b->first, b->last};
     }
     /* In-place pairs (bufferize): an output written over an input that dies at the kernel that
      * writes it, at the same bytes. The pair lives at that kernel twice; it is one group. */
-    int *grp = ARENA_ARRAY(a, int, nt + 1);
-    for (int i = 0; i < nt; i++) grp[i] = i;
+    int nt = pl.nt, nk = pl.nk;
+    int *grp = ARENA_ARRAY(a, int, nt + 1), *gfirst = ARENA_ARRAY(a, int, nt + 1), *glast = ARENA_ARRAY(a, int, nt + 1);
+    for (int i = 0; i < nt; i++) grp[i] = i, gfirst[i] = nk, glast[i] = -1;
     for (int i = 0; i < nt; i++)
         for (int j = 0; j < nt; j++)
             if (i != j && t[i].off == t[j].off && t[i].size == t[j].size && t[i].last == t[j].first)
                 grp[find(grp, j)] = find(grp, i);
-    /* per kernel: the sum of live groups (the lower bound) and the highest byte in use */
-    int64_t *live = ARENA_ARRAY(a, int64_t, nk + 1), *high = ARENA_ARRAY(a, int64_t, nk + 1);
-    int *gfirst = ARENA_ARRAY(a, int, nt + 1), *glast = ARENA_ARRAY(a, int, nt + 1);
-    for (int i = 0; i < nt; i++) gfirst[i] = nk, glast[i] = -1;
     for (int i = 0; i < nt; i++) {
-        int g = t[i].group = find(grp, i);
+        int g = find(grp, i);
         gfirst[g] = MIN(gfirst[g], t[i].first);
         glast[g] = MAX(glast[g], t[i].last);
     }
+    /* per kernel: the sum of live groups (the lower bound) and the highest byte in use */
+    int64_t *live = ARENA_ARRAY(a, int64_t, nk + 1), *high = ARENA_ARRAY(a, int64_t, nk + 1);
     for (int i = 0; i < nt; i++) {
         if (find(grp, i) == i)
             for (int k = gfirst[i]; k <= glast[i] && k < nk; k++) live[k] += t[i].size;
         for (int k = t[i].first; k <= t[i].last && k < nk; k++) high[k] = MAX(high[k], t[i].off + t[i].size);
     }
-    int peak = 0, lbk = 0;
     for (int k = 0; k < nk; k++) {
-        if (high[k] > high[peak]) peak = k;
-        if (live[k] > live[lbk]) lbk = k;
+        if (high[k] > high[pl.peak]) pl.peak = k;
+        if (live[k] > live[pl.lbk]) pl.lbk = k;
     }
-    int64_t top = nk ? high[peak] : 0, lb = nk ? live[lbk] : 0;
-    fputs("<h2>Arena plan</h2>\n", f);
-    fprintf(f, "<p>Each rectangle is a temporary: across, the kernels during which it is live (from the "
-               "first kernel that touches it to the last); down, its bytes in the arena. The arena is "
-               "<b id=arena-size data-value=%lld>%s</b>; the highest byte in use is reached at kernel "
-               "<b>", (long long)p->arena_size, human(a, p->arena_size));
-    esc(f, nk ? p->kernels[peak]->name : "-");
-    fprintf(f, "</b> (<span id=peak data-value=%lld data-kernel=%d>%s</span>, the red frame). The lower bound "
-               "(dashed) is the largest sum of the temporaries live at one kernel, <span id=lower-bound "
-               "data-value=%lld data-kernel=%d>%s</span> at kernel <b>",
-            (long long)top, peak, human(a, top), (long long)lb, lbk, human(a, lb));
-    esc(f, nk ? p->kernels[lbk]->name : "-");
-    fprintf(f, "</b>: no plan that keeps these live ranges can use less%s. Hover over a rectangle for its "
-               "name, shape and type.</p>\n",
-            lb < top ? arena_printf(a, "; this one uses %.0f%% more", 100.0 * (double)(top - lb) / (double)lb) : "");
-    if (!nt) {
-        fputs("<p class=muted>No temporaries: the model needs no arena.</p>\n", f);
-        return;
-    }
-    /* geometry: kernels across (at least 6 px each), bytes down */
-    double left = 84, plotw = nk * 6 > 1040 ? nk * 6 : 1040, ploth = 420, topm = 20;
-    double kw = plotw / nk, ys = ploth / (double)(p->arena_size > top ? p->arena_size : top);
-    double wsvg = left + plotw + 10, hsvg = topm + ploth + 40;
-    /* a picture of few kernels shrinks to the page's width; one of many scrolls */
-    fprintf(f, "<div id=info>&nbsp;</div><div style=\"overflow-x:auto\"><svg id=arena-svg "
-               "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\"%s>\n",
-            wsvg, hsvg, wsvg, hsvg, plotw <= 1040 ? " style=\"width:100%;height:auto\"" : "");
+    pl.top = nk ? high[pl.peak] : 0;
+    pl.lb = nk ? live[pl.lbk] : 0;
+    return pl;
+}
+
+/* Where the picture puts things: kernels across (at least 6 px each), bytes down. */
+typedef struct Geom {
+    double left, top, w, h, kw, ys;
+} Geom;
+
+static void draw_axes(FILE *f, Arena *a, const Program *p, const Geom *g, int64_t bytes_max) {
+    int nk = p->nkernels;
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#999\"/>\n",
-            left, topm, plotw, ploth);
-    /* kernel axis: one faint box per kernel, named in its title */
+            g->left, g->top, g->w, g->h);
+    /* kernel axis: one box per kernel, named in its title */
     for (int k = 0; k < nk; k++) {
-        fprintf(f, "<rect class=kbox data-kernel=%d x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" "
-                   "fill=\"%s\"><title>",
-                k, left + k * kw, topm + ploth, kw, 8.0, k % 2 ? "#ccc" : "#aaa");
+        fprintf(f, "<rect class=kbox data-kernel=%d x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"8\" fill=\"%s\"><title>",
+                k, g->left + k * g->kw, g->top + g->h, g->kw, k % 2 ? "#ccc" : "#aaa");
         esc(f, arena_printf(a, "kernel %d: %s (%s)", k, p->kernels[k]->name, p->kernels[k]->ops));
         fputs("</title></rect>\n", f);
     }
     int step = nk > 20 ? (nk + 19) / 20 : 1;
     for (int k = 0; k < nk; k += step) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=middle>", left + (k + 0.5) * kw, topm + ploth + 22);
-        int chars = (int)((kw - 4) / 6.2), len = (int)strlen(p->kernels[k]->name);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=middle>", g->left + (k + 0.5) * g->kw, g->top + g->h + 22);
+        int chars = (int)((g->kw - 4) / 6.2), len = (int)strlen(p->kernels[k]->name);
         /* names where they fit, else the kernel's number (the kernel table has both) */
-        if (step == 1 && chars >= 6) esc(f, len <= chars ? p->kernels[k]->name : arena_printf(a, "%d %.*s..", k, chars - 5, p->kernels[k]->name));
+        if (step == 1 && chars >= 6)
+            esc(f, len <= chars ? p->kernels[k]->name : arena_printf(a, "%d %.*s..", k, chars - 5, p->kernels[k]->name));
         else fprintf(f, "%d", k);
         fputs("</text>\n", f);
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">kernels, in the order they run &#8594;</text>\n", left, topm + ploth + 38);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=middle transform=\"rotate(-90 %.1f %.1f)\">byte offset</text>\n",
-            12.0, topm + ploth / 2, 12.0, topm + ploth / 2);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">kernels, in the order they run &#8594;</text>\n", g->left, g->top + g->h + 38);
+    fprintf(f, "<text x=\"12\" y=\"%.1f\" text-anchor=middle transform=\"rotate(-90 12 %.1f)\">byte offset</text>\n",
+            g->top + g->h / 2, g->top + g->h / 2);
     for (int i = 0; i <= 4; i++) {
-        int64_t bytes = (int64_t)((double)(p->arena_size > top ? p->arena_size : top) * i / 4);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=end>", left - 4, topm + bytes * ys + 4);
+        int64_t bytes = (int64_t)((double)bytes_max * i / 4);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=end>", g->left - 4, g->top + (double)bytes * g->ys + 4);
         esc(f, human(a, bytes));
         fputs("</text>\n", f);
     }
-    for (int i = 0; i < nt; i++) {
-        const Buf *b = t[i].b;
-        bool at_peak = t[i].first <= peak && peak <= t[i].last;
-        fprintf(f, "<rect class=temp data-name=\"");
-        esc(f, b->name);
-        fprintf(f, "\" data-first=%d data-last=%d data-offset=%lld data-bytes=%lld x=\"%.2f\" y=\"%.2f\" "
-                   "width=\"%.2f\" height=\"%.2f\" fill=\"hsl(%d,55%%,%d%%)\" stroke=\"#fff\" stroke-width=\"0.5\"><title>",
-                t[i].first, t[i].last, (long long)t[i].off, (long long)t[i].size, left + t[i].first * kw,
-                topm + (double)t[i].off * ys, (t[i].last - t[i].first + 1) * kw,
-                (double)t[i].size * ys < 0.5 ? 0.5 : (double)t[i].size * ys, hue(b->name), at_peak ? 55 : 72);
-        esc(f, arena_printf(a, "%s  %s %s  %lld bytes at offset %lld, kernels %d..%d (%s .. %s)", b->name,
-                            dtype_name(b->dtype), shape_str(a, b), (long long)t[i].size, (long long)t[i].off,
-                            t[i].first, t[i].last, p->kernels[t[i].first]->name, p->kernels[t[i].last]->name));
-        fputs("</title></rect>\n", f);
-        /* the name inside, where it fits (about 6 px a character) */
-        double rw = (t[i].last - t[i].first + 1) * kw, rh = (double)t[i].size * ys;
-        int chars = (int)((rw - 6) / 6.2);
-        if (rh >= 13 && chars >= 4) {
-            fprintf(f, "<text class=lbl x=\"%.2f\" y=\"%.2f\">", left + t[i].first * kw + 3, topm + (double)t[i].off * ys + 12);
-            int len = (int)strlen(b->name);
-            if (len <= chars) esc(f, b->name);
-            else esc(f, arena_printf(a, "%.*s..", chars - 2, b->name));
-            fputs("</text>\n", f);
-        }
-    }
+}
+
+/* One temporary: its rectangle (its numbers in data-* for tests/report.py, its description
+ * in the title the browser shows on hover) and its name inside where it fits. */
+static void draw_temp(FILE *f, Arena *a, const Program *p, const Geom *g, const Temp *t, bool at_peak) {
+    const Buf *b = t->b;
+    double x = g->left + t->first * g->kw, y = g->top + (double)t->off * g->ys;
+    double w = (t->last - t->first + 1) * g->kw, h = (double)t->size * g->ys;
+    fputs("<rect class=temp data-name=\"", f);
+    esc(f, b->name);
+    fprintf(f, "\" data-first=%d data-last=%d data-offset=%lld data-bytes=%lld x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+               "height=\"%.2f\" fill=\"hsl(%d,55%%,%d%%)\" stroke=\"#fff\" stroke-width=\"0.5\"><title>",
+            t->first, t->last, (long long)t->off, (long long)t->size, x, y, w, h < 0.5 ? 0.5 : h, hue(b->name),
+            at_peak ? 55 : 72);
+    esc(f, arena_printf(a, "%s  %s %s  %lld bytes at offset %lld, kernels %d..%d (%s .. %s)", b->name,
+                        dtype_name(b->dtype), shape_str(a, b), (long long)t->size, (long long)t->off, t->first,
+                        t->last, p->kernels[t->first]->name, p->kernels[t->last]->name));
+    fputs("</title></rect>\n", f);
+    int chars = (int)((w - 6) / 6.2), len = (int)strlen(b->name);   /* about 6 px a character */
+    if (h < 13 || chars < 4) return;
+    fprintf(f, "<text class=lbl x=\"%.2f\" y=\"%.2f\">", x + 3, y + 12);
+    esc(f, len <= chars ? b->name : arena_printf(a, "%.*s..", chars - 2, b->name));
+    fputs("</text>\n", f);
+}
+
+static void draw_arena(FILE *f, Arena *a, const Program *p, const Plan *pl) {
+    int64_t bytes_max = p->arena_size > pl->top ? p->arena_size : pl->top;
+    Geom g = {84, 20, pl->nk * 6 > 1040 ? pl->nk * 6 : 1040, 420, 0, 0};
+    g.kw = g.w / pl->nk;
+    g.ys = g.h / (double)bytes_max;
+    double wsvg = g.left + g.w + 10, hsvg = g.top + g.h + 40;
+    /* a picture of few kernels shrinks to the page's width; one of many scrolls */
+    fprintf(f, "<div id=info>&nbsp;</div><div style=\"overflow-x:auto\"><svg id=arena-svg "
+               "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\"%s>\n",
+            wsvg, hsvg, wsvg, hsvg, g.w <= 1040 ? " style=\"width:100%;height:auto\"" : "");
+    draw_axes(f, a, p, &g, bytes_max);
+    for (int i = 0; i < pl->nt; i++)
+        draw_temp(f, a, p, &g, &pl->t[i], pl->t[i].first <= pl->peak && pl->peak <= pl->t[i].last);
+    double lby = g.top + (double)pl->lb * g.ys;
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#333\" stroke-dasharray=\"5,4\">"
                "<title>lower bound %lld bytes</title></line>\n",
-            left, left + plotw, topm + lb * ys, topm + lb * ys, (long long)lb);
+            g.left, g.left + g.w, lby, lby, (long long)pl->lb);
     fprintf(f, "<rect id=peak-mark x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"none\" stroke=\"#d00\" "
-               "stroke-width=\"1.5\"><title>peak: %lld bytes at kernel %d</title></rect>\n",
-            left + peak * kw, topm, kw, ploth, (long long)top, peak);
-    fputs("</svg></div>\n<p>Live at the peak (these set the arena size):</p>\n<table id=peak-tensors><tr><th>tensor</th>"
+               "stroke-width=\"1.5\"><title>peak: %lld bytes at kernel %d</title></rect>\n</svg></div>\n",
+            g.left + pl->peak * g.kw, g.top, g.kw, g.h, (long long)pl->top, pl->peak);
+}
+
+static void write_arena(FILE *f, Report *r) {
+    Arena *a = r->a;
+    const Program *p = r->p;
+    Plan pl = arena_plan(a, p);
+    fputs("<h2>Arena plan</h2>\n", f);
+    fprintf(f, "<p>Each rectangle is a temporary: across, the kernels during which it is live (from the "
+               "first kernel that touches it to the last); down, its bytes in the arena. The arena is "
+               "<b id=arena-size data-value=%lld>%s</b>; the highest byte in use is reached at kernel "
+               "<b>", (long long)p->arena_size, human(a, p->arena_size));
+    esc(f, pl.nk ? p->kernels[pl.peak]->name : "-");
+    fprintf(f, "</b> (<span id=peak data-value=%lld data-kernel=%d>%s</span>, the red frame). The lower bound "
+               "(dashed) is the largest sum of the temporaries live at one kernel, <span id=lower-bound "
+               "data-value=%lld data-kernel=%d>%s</span> at kernel <b>",
+            (long long)pl.top, pl.peak, human(a, pl.top), (long long)pl.lb, pl.lbk, human(a, pl.lb));
+    esc(f, pl.nk ? p->kernels[pl.lbk]->name : "-");
+    fprintf(f, "</b>: no plan that keeps these live ranges can use less%s. Hover over a rectangle for its "
+               "name, shape and type.</p>\n",
+            pl.lb < pl.top ? arena_printf(a, "; this one uses %.0f%% more", 100.0 * (double)(pl.top - pl.lb) / (double)pl.lb) : "");
+    if (!pl.nt) {
+        fputs("<p class=muted>No temporaries: the model needs no arena.</p>\n", f);
+        return;
+    }
+    draw_arena(f, a, p, &pl);
+    fputs("<p>Live at the peak (these set the arena size):</p>\n<table id=peak-tensors><tr><th>tensor</th>"
           "<th>dtype</th><th>shape</th><th class=num>bytes</th><th class=num>offset</th><th>kernels</th></tr>\n", f);
-    for (int i = 0; i < nt; i++) {
-        if (!(t[i].first <= peak && peak <= t[i].last)) continue;
-        const Buf *b = t[i].b;
+    for (int i = 0; i < pl.nt; i++) {
+        const Temp *t = &pl.t[i];
+        if (t->first > pl.peak || pl.peak > t->last) continue;
         fputs("<tr class=s><td>", f);
-        esc(f, b->name);
+        esc(f, t->b->name);
         fprintf(f, "</td><td>%s</td><td>%s</td><td class=num>%lld</td><td class=num>%lld</td><td>%d..%d</td></tr>\n",
-                dtype_name(b->dtype), shape_str(a, b), (long long)t[i].size, (long long)t[i].off, t[i].first, t[i].last);
+                dtype_name(t->b->dtype), shape_str(a, t->b), (long long)t->size, (long long)t->off, t->first, t->last);
     }
     fputs("</table>\n", f);
 }
