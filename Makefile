@@ -39,7 +39,7 @@ MANDIR = $(PREFIX)/share/man/man1
 CMAKEDIR = $(PREFIX)/share/onnxcc/cmake
 RUNTIMEDIR = $(PREFIX)/share/onnxcc/runtime
 
-.PHONY: all run test bench fuzz fuzz-types clean deps install uninstall
+.PHONY: all run test bench fuzz fuzz-types clean deps install uninstall report-screenshot
 all: $(BIN)
 
 deps: $(DEPS_STAMP)
@@ -88,6 +88,13 @@ run: $(BIN)
 # ---- tests ----
 test: $(BIN)
 	@B=$(B) BIN=./$(BIN) SANITIZE=$(SANITIZE) sh tests/run-all.sh
+
+# The README's picture of a --report page (needs Debian's chromium).
+report-screenshot: $(BIN)
+	@mkdir -p $(B)/report
+	./$(BIN) models/example/model.onnx -o $(B)/report/example.o --report $(B)/report/example.html
+	chromium --headless --no-sandbox --disable-gpu --disable-background-networking --hide-scrollbars \
+	    --window-size=1100,1800 --screenshot=$(CURDIR)/docs/report.png file://$(CURDIR)/$(B)/report/example.html
 
 bench: $(BIN)
 	@ONNXCC=./$(BIN) sh tests/bench.sh

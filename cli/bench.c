@@ -266,6 +266,7 @@ int bench_main(Arena *a, Cli *c) {
     Bench b = build(a, c, &t, false);
     b.pool = pool;
     Program *p = b.p;
+    if (c->report) report_program(c->report, p, &t, c->o.opt_level);
     prepare(a, &b, dir);
     double peak = be_fma_peak(&t, secs / 10 < 0.05 ? secs / 10 : 0.05);
     Timing plain = time_runs(&b, secs);
@@ -291,6 +292,10 @@ int bench_main(Arena *a, Cli *c) {
         bytes += r->bytes;
     }
 
+    if (c->report) {
+        report_bench(c->report, kus, ticks ? peak : 0, plain.median);
+        report_write(c->report);
+    }
     printf("model: %s, -O%d, %s (%s), %d-bit vectors, %d thread%s\n", c->model, c->o.opt_level, t.triple, t.isa,
            t.vector_bytes * 8, c->threads > 1 ? c->threads : 1, c->threads > 1 ? "s" : "");
     printf("inputs: %s\n", dir ? dir : "random (fixed seed)");

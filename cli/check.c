@@ -401,6 +401,7 @@ static RunFn build_and_load(Arena *a, Cli *c, Graph *g, Program **pp) {
     cli_build(&b, g, c, &t);
     *pp = b.p[0];
     RunFn run = cli_load(&b, c->o.opt_level, false);
+    if (c->report) report_program(c->report, *pp, &b.t[0], c->o.opt_level);
     cli_build_free(&b);
     be_target_free(&t);
     return run;
@@ -606,6 +607,7 @@ int check_main(Arena *a, Cli *c) {
         DataSet d = program_inputs(a, &sets[k], progs[j], names, ninputs);
         failed += run_set(a, c, progs[j], runs[j], &d, &passed);
     }
+    if (c->report) report_write(c->report);     /* of the first compilation */
     printf("check: %d passed, %d failed\n", passed, failed);
     fflush(stdout);
     return failed || error_count ? 1 : 0;

@@ -7,6 +7,8 @@
 #include "../frontend/frontend.h"
 #include "../passes/pipeline.h"
 
+typedef struct Report Report;       /* --report (report.c) */
+
 typedef struct Cli {
     Options o;
     const char *model, *out, *name;
@@ -25,6 +27,9 @@ typedef struct Cli {
     int64_t max_arena;              /* --max-arena N: the arena's budget in bytes (0: none) */
     const char **dirs;              /* check, bench: data set directories given on the command line */
     int ndirs;
+    const char *report_path;        /* --report FILE.html */
+    const char *report_counts;      /* --report-counts FILE: a firmware run's counts */
+    Report *report;                 /* made from it by main() */
 } Cli;
 
 /* A C identifier from a path's base name without extension: "models/my-net.onnx" -> "my_net". */
@@ -49,5 +54,18 @@ RunFn cli_load(Build *b, int opt_level, bool profile);
 int check_main(Arena *a, Cli *c);
 /* `onnxcc bench`: returns the exit status. */
 int bench_main(Arena *a, Cli *c);
+
+/* --report FILE.html (report.c): made by main(); cli_compile attaches it to the first
+ * compilation (its ONNX nodes and the pipeline's pass hook); report_program keeps the program
+ * and target once the backend has measured it (after be_emit); bench adds each kernel's time
+ * per run; report_write writes the page (out_write: whole or not at all). */
+Report *report_new(Arena *a, const char *path, const char *command, const char *model);
+void report_attach(Report *r, Graph *g, Options *o);
+void report_program(Report *r, const Program *p, const Target *t, int opt_level);
+void report_bench(Report *r, const double *us, double peak_gflops, double median_us);
+/* --report-counts FILE: instructions and MACs per kernel as the firmware tests print them
+ * ("kernel NAME: N instructions, M MACs"); read at once, a file without any is an error. */
+void report_counts(Report *r, const char *path);
+void report_write(Report *r);
 
 #endif

@@ -20,7 +20,7 @@
 
 #define ONNXCC_VERSION "0.1"
 
-/* Two strings: C11 compilers need only take 4095 characters in one. */
+/* Three strings: C11 compilers need only take 4095 characters in one. */
 static const char usage_text[] =
     "usage: onnxcc [options] MODEL.onnx[.gz] -o OUT.o      compile; writes OUT.o and OUT.h\n"
     "       onnxcc check [options] MODEL.onnx|MODEL.tar.gz [DATA_SET_DIR...]\n"
@@ -89,6 +89,12 @@ static const char options_text2[] =
     "                        back and abort if printing that gives another text\n"
     "  --sanitize-thread     (tests) ThreadSanitizer's checks in the generated code; link\n"
     "                        the object with cc -fsanitize=thread\n"
+    "  --report FILE.html    also write a self-contained HTML page about the compilation\n"
+    "                        (compile, check and bench): sizes, pass times, kernels and\n"
+    "                        the ONNX nodes each computes, the arena plan as a picture,\n"
+    "                        flash by weight and kernel; bench adds the time per kernel\n"
+    "  --report-counts FILE  add a firmware run's instructions per kernel to the report: the\n"
+    "                        lines 'kernel NAME: N instructions, M MACs' of tests/firmware\n"
     "  -v                    progress and pass timings on stderr (LLVM's too), and the\n"
     "                        memory report: flash, arena, stack, multiply-accumulates\n"
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
@@ -315,6 +321,8 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
     else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;
     else if ((v = opt_value("--emit-weights", argc, argv, i))) c->emit_weights = v;
+    else if ((v = opt_value("--report-counts", argc, argv, i))) c->report_counts = v;
+    else if ((v = opt_value("--report", argc, argv, i))) c->report_path = v;
     else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size("--max-model-size", v);
     else if ((v = opt_value("--max-arena", argc, argv, i))) c->max_arena = (int64_t)parse_size("--max-arena", v);
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
@@ -425,9 +433,12 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
     b->isa = c->isa;
     /* a blob or a profile describes one program's constants and kernels: the baseline's */
     while (b->n > 1 && (c->emit_weights || c->o.profile)) be_target_free(&b->t[--b->n]);
+    /* --report shows the baseline level's passes and program */
+    if (c->report) report_attach(c->report, g, &c->o);
     Options os[MAX_ISAS];
     for (int l = 0; l < b->n; l++) {
         os[l] = c->o;
+        if (l) os[l].on_pass = NULL;
         os[l].vector_bytes = b->t[l].vector_bytes;
         os[l].arena_align = b->t[l].arena_align;
         os[l].level = b->n > 1 ? b->t[l].isa : NULL;
@@ -510,6 +521,9 @@ static int compile_main(Arena *a, Cli *c) {
     if (wpath && (strcmp(wpath, c->out) == 0 || (header && strcmp(wpath, header) == 0)))
         usage("--emit-weights '%s' is also the %s", wpath, strcmp(wpath, c->out) == 0 ? "output" : "header");
     if (wpath) check_writable(a, wpath);
+    const char *rpath = c->report_path;
+    if (rpath && ((header && strcmp(rpath, header) == 0) || (wpath && strcmp(rpath, wpath) == 0)))
+        usage("--report '%s' is also the %s", rpath, header && strcmp(rpath, header) == 0 ? "header" : "weights blob");
     Target t;
     be_target(&t, c->triple, c->cpu, c->features, c->abi);
     Graph *g = fe_load_model(a, c->model);
@@ -525,13 +539,16 @@ static int compile_main(Arena *a, Cli *c) {
     if (header) out_register(header);
     if (wpath) out_register(wpath);
     be_emit_levels(b.p, b.t, b.n, c->o.opt_level, c->emit, c->out);
+    if (c->report) report_program(c->report, p, &b.t[0], c->o.opt_level);
     if (wpath) be_write_weights(p, wpath);
     if (header) be_write_header(p, b.t, b.n, header);
+    if (c->report) report_write(c->report);
     cli_build_free(&b);
     be_target_free(&t);
     exit_if_errors();
     out_commit();
-    progress("wrote %s%s%s", c->out, header ? " and " : "", header ? header : "");
+    progress("wrote %s%s%s%s%s", c->out, header ? " and " : "", header ? header : "",
+             c->report ? " and " : "", c->report ? c->report_path : "");
     return 0;
 }
 
@@ -571,6 +588,13 @@ int main(int argc, char **argv) {
         if (bad) usage("bad --weights-section '%s': expected a section name of letters, digits, '_', '.', '$'",
                        c.weights_section);
     }
+    if (c.report_path) {
+        if (c.run_pass) usage("--report is not an option of --run-pass");
+        if (c.out && strcmp(c.report_path, c.out) == 0) usage("--report '%s' is also the output", c.report_path);
+        check_writable(a, c.report_path);
+        c.report = report_new(a, c.report_path, check ? "check" : bench ? "bench" : "compile", c.model);
+        if (c.report_counts) report_counts(c.report, c.report_counts);
+    } else if (c.report_counts) usage("--report-counts needs --report");
     int rc = check ? check_main(a, &c) : bench ? bench_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
     arena_free(a);
     return rc;

@@ -105,6 +105,15 @@ Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClas
     return k;
 }
 
+void kir_add_nodes(Program *p, Kernel *k, const char *const *names, int n) {
+    if (n <= 0) return;
+    const char **all = ARENA_ARRAY(p->arena, const char *, k->nnodes + n);
+    for (int i = 0; i < k->nnodes; i++) all[i] = k->nodes[i];
+    for (int i = 0; i < n; i++) all[k->nnodes + i] = names[i];
+    k->nodes = all;
+    k->nnodes += n;
+}
+
 void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m) {
     for (int i = 0; i < k->nparams; i++)
         if (k->params[i] == b) { k->modes[i] |= m; return; }

@@ -220,6 +220,9 @@ typedef struct Kernel {
     int id;
     char *name;                     /* e.g. "conv1" (the node name), unique in the program */
     char *ops;                      /* ONNX op(s) it computes, e.g. "Conv+Relu" after fusion */
+    const char **nodes;             /* the ONNX nodes it computes (lowering, fuse; for
+                                       --report), not in the text form */
+    int nnodes;
     KernelClass kclass;
     Buf **params;
     ParamMode *modes;
@@ -283,6 +286,8 @@ size_t kir_nbytes(const Buf *b);
 int kir_io_rank(const Buf *b);                  /* rank of the ONNX shape (a string's less one) */
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);
 void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+out=inout) */
+/* Appends the n ONNX node names to k->nodes (a fused kernel adds those of the one it took). */
+void kir_add_nodes(Program *p, Kernel *k, const char *const *names, int n);
 int kir_var(Kernel *k);                         /* a fresh loop variable */
 int kir_scalar(Program *p, Kernel *k, DType t); /* a fresh scalar register */
 void kir_compact(Program *p);                   /* drop dead kernels, renumber */

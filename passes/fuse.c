@@ -200,6 +200,7 @@ static void fuse_into(Program *p, Kernel *pk, Kernel *c, Buf *b, const EwForm *m
         if (c->params[i] != b && c->params[i] != f.out) kir_param(p, pk, c->params[i], KP_IN);
     kir_param(p, pk, f.out, KP_OUT);
     pk->ops = arena_printf(p->arena, "%s+%s", pk->ops, c->ops);
+    kir_add_nodes(p, pk, c->nodes, c->nnodes);
     if (pk->kclass == KC_COPY || (pk->kclass == KC_ELEMENTWISE && reg)) pk->kclass = KC_GENERIC;
     c->dead = true;
     c->body = NULL;
@@ -312,6 +313,7 @@ static bool inline_one(Program *p, Kernel *e) {
     for (int i = 0; i < e->nparams; i++)
         if (e->params[i] != t) kir_param(p, k, e->params[i], KP_IN);
     k->ops = arena_printf(p->arena, "%s+%s", k->ops, e->ops);
+    kir_add_nodes(p, k, e->nodes, e->nnodes);
     e->dead = true;
     e->body = NULL;
     return true;

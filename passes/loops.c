@@ -1207,6 +1207,7 @@ Kernel *loop_pad(Program *p, Kernel *k, Buf *x) {
         if (k->params[i] == x) k->params[i] = pd.xp;
 
     Kernel *c = kir_kernel_new(p, arena_printf(p->arena, "%s_pad", k->name), "Pad", KC_COPY);
+    kir_add_nodes(p, c, k->nodes, k->nnodes);      /* the padding is part of k's nodes' work */
     kir_param(p, c, x, KP_IN);
     kir_param(p, c, pd.xp, KP_OUT);
     int vars[MAX_RANK];

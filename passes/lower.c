@@ -95,7 +95,11 @@ void lower_nodes(Lower *L, Graph *g) {
         for (int j = 0; j < n->nout; j++)
             if (n->out[j] && !n->out[j]->data) folded = false;
         if (folded) continue;
+        int before = L->p->nkernels;
         op_info[n->op].lower(L, n);
+        /* the kernels this node made (those of a body lowered inside it have their own) */
+        for (int k = before; k < L->p->nkernels; k++)
+            if (!L->p->kernels[k]->nnodes) kir_add_nodes(L->p, L->p->kernels[k], (const char *const *)&n->name, 1);
     }
 }
 

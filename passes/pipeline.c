@@ -51,7 +51,9 @@ static bool wants_print(const Options *o, const char *pass) {
 /* After each pass: progress, dump, verify. Exactly one of g and p is set. */
 static void after(const Options *o, const char *pass, double t0, Graph *g, Program *p) {
     exit_if_errors();               /* a pass that reported user errors ends the compilation */
-    progress("%-15s %8.2f ms", pass, now_ms() - t0);
+    double ms = now_ms() - t0;
+    progress("%-15s %8.2f ms", pass, ms);
+    if (o->on_pass) o->on_pass(o->on_pass_ctx, pass, ms, g, p);
     if (wants_print(o, pass)) {
         if (o->level) printf("; --- after %s (%s) ---\n", pass, o->level);
         else printf("; --- after %s ---\n", pass);

@@ -82,6 +82,18 @@ fresh; expect_error "unwritable output path" 1 1 -- models/mlp/model.onnx -o /no
 fresh; expect_error "unwritable --emit-weights path" 1 1 /nonexistent/dir -- models/mlp/model.onnx \
     --emit-weights /nonexistent/dir/w.bin -o $dir/x.o
 fresh; expect_error "--emit-weights to a directory" 1 1 -- models/mlp/model.onnx --emit-weights $dir -o $dir/x.o
+fresh; expect_error "unwritable --report path" 1 1 /nonexistent/dir -- models/mlp/model.onnx \
+    --report /nonexistent/dir/r.html -o $dir/x.o
+fresh; expect_error "unwritable --report path (check)" 1 1 /nonexistent/dir -- check models/mlp/model.onnx \
+    --report /nonexistent/dir/r.html
+fresh; expect_error "--report to a directory" 1 1 -- models/mlp/model.onnx --report $dir -o $dir/x.o
+fresh; expect_error "--report and a bad model: no page left" 1 1 -- $B/text.onnx --report $dir/r.html -o $dir/x.o
+fresh; expect_error "--report is the output" 2 1 output -- models/mlp/model.onnx --report $dir/x.o -o $dir/x.o
+fresh; expect_error "--report-counts without --report" 2 1 needs -- models/mlp/model.onnx --report-counts README.md -o $dir/x.o
+fresh; expect_error "--report-counts of a file without counts" 1 1 README.md -- models/mlp/model.onnx \
+    --report $dir/r.html --report-counts README.md -o $dir/x.o
+fresh; expect_error "--report is the header" 2 1 header -- models/mlp/model.onnx --report $dir/x.h -o $dir/x.o
+fresh; expect_error "--report with --run-pass" 2 1 run-pass -- --run-pass=fuse tests/kir-passes/x.kir --report $dir/r.html
 fresh; expect_error "--emit-weights and a bad model: no blob left" 1 1 -- $B/text.onnx --emit-weights $dir/w.bin -o $dir/x.o
 fresh; expect_error "--emit-weights is the output" 2 1 output -- models/mlp/model.onnx --emit-weights $dir/x.o -o $dir/x.o
 fresh; expect_error "--emit-weights is the header" 2 1 header -- models/mlp/model.onnx --emit-weights $dir/x.h -o $dir/x.o

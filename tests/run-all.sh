@@ -5,7 +5,8 @@
 #   (convolutions with constant weights against numpy), tests/rnn.sh (RNN/GRU/LSTM against
 #   numpy), tests/strings.sh (string models against Python references), tests/random.sh
 #   (the random ops' distributions against numpy's), tests/cli.sh (command line and error
-#   paths), tests/malformed.sh (untrusted input: tests/malformed/gen.py's
+#   paths), tests/report.sh (--report's pages, checked, and opened in headless Chromium),
+#   tests/malformed.sh (untrusted input: tests/malformed/gen.py's
 #   catalogue and the fuzzer's regression corpus), tests/golden.sh (ONNX backend test data, at
 #   -O2 and again at -O0, -O1 and -O3), tests/models.sh (the sample models, two models in one
 #   program), tests/guard.sh (generated code of every op family against guard pages, with
@@ -118,6 +119,7 @@ runner rnn sh tests/rnn.sh
 runner strings sh tests/strings.sh
 runner random-ops sh tests/random.sh
 runner cli sh tests/cli.sh
+runner report sh tests/report.sh
 runner malformed sh tests/malformed.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 # -O1 and -O3 run the x86-64-v3 level of the dispatching objects (golden.sh --isa0), -O2 and
