@@ -57,28 +57,80 @@ static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
     roi = n->nin > 1 ? n->in[1] : NULL;
     sc = n->nin > 2 && n->in[2] && ir_numel(n->in[2]) ? n->in[2] : NULL;
     sz = n->nin > 3 && n->in[3] && ir_numel(n->in[3]) ? n->in[3] : NULL;
-    if (!!sc == !!sz || (sc && (!sc->data || ir_numel(sc) != r)) ||
-        (sz && (!sz->data || ir_numel(sz) != r))) {
-        error(where, "need exactly one of scales and sizes, constant, with %d entries", r);
+    if (ir_attr_int(n, "antialias", 0) && rs->mode != RZ_NEAREST) {
+        error(where, "antialias=1 (Resize-18) is not supported");
+        return false;
+    }
+    /* Resize-18's axes: scales, sizes and roi name these dims only, the others keep theirs */
+    int ax[MAX_RANK], na = r;
+    const int64_t *axv;
+    bool named[MAX_RANK] = {false};
+    if (ir_attr(n, "axes")) {
+        na = ir_attr_ints(n, "axes", &axv);
+        if (na > r) {
+            error(where, "%d axes for rank %d", na, r);
+            return false;
+        }
+        for (int i = 0; i < na; i++) {
+            if (!rule_axis(g, n, axv[i], r, &ax[i])) return false;
+            if (named[ax[i]]) {
+                error(where, "axis %d is named twice", ax[i]);
+                return false;
+            }
+            named[ax[i]] = true;
+        }
+    } else {
+        for (int i = 0; i < r; i++) ax[i] = i, named[i] = true;
+    }
+    if (!!sc == !!sz || (sc && (!sc->data || ir_numel(sc) != na)) ||
+        (sz && (!sz->data || ir_numel(sz) != na))) {
+        error(where, "need exactly one of scales and sizes, constant, with %d entries", na);
         return false;
     }
     bool crop = !strcmp(rs->coord, "tf_crop_and_resize");
-    if (crop && (!roi || !roi->data || ir_numel(roi) != 2 * r)) {
-        error(where, "tf_crop_and_resize needs a constant roi with %d entries", 2 * r);
+    if (crop && (!roi || !roi->data || ir_numel(roi) != 2 * na)) {
+        error(where, "tf_crop_and_resize needs a constant roi with %d entries", 2 * na);
         return false;
     }
-    if (crop)
-        for (int d = 0; d < r; d++) {
-            rs->roi_lo[d] = ir_const_float(roi, d);
-            rs->roi_hi[d] = ir_const_float(roi, r + d);
-        }
     for (int d = 0; d < r; d++) {
-        if (sc) rs->scale[d] = (double)(float)ir_const_float(sc, d);
-        else rs->scale[d] = (double)ir_const_int(sz, d) / (double)x->dims[d];
+        rs->scale[d] = 1;
+        rs->out[d] = x->dims[d];
+        rs->roi_lo[d] = 0;
+        rs->roi_hi[d] = 1;
     }
-    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                         "asymmetric", "tf_half_pixel_for_nn",
-                                         "tf_crop_and_resize"};
+    for (int i = 0; i < na; i++) {
+        int d = ax[i];
+        if (crop) {
+            rs->roi_lo[d] = ir_const_float(roi, i);
+            rs->roi_hi[d] = ir_const_float(roi, na + i);
+        }
+        if (sc) {
+            rs->scale[d] = (double)(float)ir_const_float(sc, i);
+            rs->out[d] = (int64_t)floor(rs->scale[d] * (double)x->dims[d]);
+        } else {
+            rs->out[d] = ir_const_int(sz, i);
+            rs->scale[d] = (double)rs->out[d] / (double)x->dims[d];
+        }
+    }
+    /* keep_aspect_ratio_policy (sizes only): one scale for the named axes, the smallest
+     * (not_larger) or the largest (not_smaller), and sizes rounded half up from it */
+    const char *keep = ir_attr_str(n, "keep_aspect_ratio_policy", "stretch");
+    if (strcmp(keep, "stretch") && strcmp(keep, "not_larger") && strcmp(keep, "not_smaller")) {
+        error(where, "unknown keep_aspect_ratio_policy '%s'", keep);
+        return false;
+    }
+    if (sz && strcmp(keep, "stretch")) {
+        double k = rs->scale[ax[0]];
+        for (int i = 1; i < na; i++)
+            k = !strcmp(keep, "not_larger") ? fmin(k, rs->scale[ax[i]]) : fmax(k, rs->scale[ax[i]]);
+        for (int i = 0; i < na; i++) {
+            rs->scale[ax[i]] = k;
+            rs->out[ax[i]] = (int64_t)(k * (double)x->dims[ax[i]] + 0.5);
+        }
+    }
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric",
+                                         "pytorch_half_pixel", "align_corners", "asymmetric",
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     bool okc = false, okn = false;
@@ -89,13 +141,11 @@ static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
               rs->coord, rs->nearest);
         return false;
     }
-    for (int d = 0; d < r; d++) {
-        rs->out[d] = sz ? ir_const_int(sz, d) : (int64_t)floor(rs->scale[d] * (double)x->dims[d]);
+    for (int d = 0; d < r; d++)
         if (rs->scale[d] <= 0 || rs->out[d] < 1) {
             error(where, "scale of dim %d gives an empty output", d);
             return false;
         }
-    }
     if (rs->mode != RZ_NEAREST && !dtype_is_float(x->dtype)) {
         error(where, "%s interpolation needs a float input", mode);
         return false;
@@ -120,6 +170,10 @@ static double resize_coord(const ResizeSpec *rs, int d, int64_t o, int64_t in, b
     else if (!strcmp(c, "asymmetric")) xo = x / s;
     else if (!strcmp(c, "pytorch_half_pixel")) xo = ow == 1 ? -0.5 : (x + 0.5) / s - 0.5;
     else if (!strcmp(c, "tf_half_pixel_for_nn")) xo = (x + 0.5) / s;
+    else if (!strcmp(c, "half_pixel_symmetric")) {      /* Resize-19 */
+        double adjustment = (double)rs->out[d] / ow, center = (double)in / 2;
+        xo = center * (1 - adjustment) + (x + 0.5) / s - 0.5;
+    }
     else if (!strcmp(c, "tf_crop_and_resize")) {
         double lo = rs->roi_lo[d], hi = rs->roi_hi[d];
         double n1 = (double)(in - 1);   /* the reference's order of operations, exactly */
@@ -289,10 +343,11 @@ typedef struct GridSample {
 } GridSample;
 
 static bool gs_params(Graph *g, Node *n, GsMode *mode, GsPad *pad) {
-    const char *m = ir_attr_str(n, "mode", "bilinear"), *pm = ir_attr_str(n, "padding_mode", "zeros");
-    if (!strcmp(m, "bilinear")) *mode = GS_BILINEAR;
+    /* GridSample-20's names (canonicalize.c renames bilinear and bicubic) */
+    const char *m = ir_attr_str(n, "mode", "linear"), *pm = ir_attr_str(n, "padding_mode", "zeros");
+    if (!strcmp(m, "linear")) *mode = GS_BILINEAR;
     else if (!strcmp(m, "nearest")) *mode = GS_NEAREST;
-    else if (!strcmp(m, "bicubic")) *mode = GS_BICUBIC;
+    else if (!strcmp(m, "cubic")) *mode = GS_BICUBIC;
     else {
         error(ir_where(g, n), "unsupported mode '%s'", m);
         return false;
@@ -313,7 +368,8 @@ void infer_grid_sample(Graph *g, Node *n) {
     GsPad pad;
     if (!gs_params(g, n, &mode, &pad) || !rule_float_input(g, n, 0) || !rule_float_input(g, n, 1)) return;
     if (x->rank != 4 || grid->rank != 4 || grid->dims[3] != 2 || grid->dims[0] != x->dims[0]) {
-        error(ir_where(g, n), "X '%s' must be [N,C,H,W] and Grid '%s' [N,Ho,Wo,2] (2-D only)",
+        error(ir_where(g, n), "X '%s' must be [N,C,H,W] and Grid '%s' [N,Ho,Wo,2] (onnxcc samples "
+              "in 2-D only, not in GridSample-20's other numbers of spatial dims)",
               x->name, grid->name);
         return;
     }
