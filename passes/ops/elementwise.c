@@ -354,6 +354,10 @@ static Expr *map_binary(Lower *L, Node *n, Expr **v, void *ctx) {
 
 void lower_binary(Lower *L, Node *n) {
     Buf *ins[2] = {lower_in(L, n, 0), lower_in(L, n, 1)};
+    if (ins[0]->string) {           /* Equal-19 on strings */
+        lower_equal_string(L, n);
+        return;
+    }
     lower_map(L, n, lower_out(L, n, 0), 2, ins, map_binary, NULL);
 }
 

@@ -13,7 +13,7 @@ rng = np.random.default_rng(19)
 OUT = sys.argv[1]
 NP2T = {np.float32: T.FLOAT, np.float64: T.DOUBLE, np.float16: T.FLOAT16, np.int64: T.INT64,
         np.int32: T.INT32, np.int8: T.INT8, np.uint8: T.UINT8, np.int16: T.INT16,
-        np.uint16: T.UINT16, np.bool_: T.BOOL}
+        np.uint16: T.UINT16, np.bool_: T.BOOL, np.object_: T.STRING}
 
 
 def ttype(a):
@@ -37,8 +37,11 @@ def save(name, nodes, inputs, outputs, opset, inits=()):
         for i, (n, a) in enumerate(vals):
             open(f'{d}/test_data_set_0/{kind}_{i}.pb', 'wb').write(nh.from_array(a, n).SerializeToString())
             # the same raw (little-endian) for tests/opsets/ort.js
-            a.astype(a.dtype.newbyteorder('<')).tofile(f'{d}/{kind}_{i}.bin')
             meta[kind + 's'].append({'name': n, 'type': str(a.dtype), 'shape': list(a.shape)})
+            if a.dtype == object:       # strings: their values in meta.json
+                meta[kind + 's'][-1].update(type='string', values=[str(v) for v in a.flat])
+            else:
+                a.astype(a.dtype.newbyteorder('<')).tofile(f'{d}/{kind}_{i}.bin')
     json.dump(meta, open(d + '/meta.json', 'w'))
 
 
@@ -294,6 +297,12 @@ save('dequantize_int16_float16_21', [h.make_node('DequantizeLinear', ['q', 's', 
 save('dequantize_output_dtype_23', [h.make_node('DequantizeLinear', ['q', 's'], ['y'], output_dtype=T.FLOAT16)],
      [('q', qb)], [('y', (qb.astype(np.float64) * 0.03125).astype(np.float16))], 23,
      [('s', np.array(0.03125, np.float32))])
+
+# ---- Equal-19 on strings, broadcast ----
+sa = np.array(['ab', 'cd', '', 'x y'], dtype=object)
+sb = np.array([['ab'], [''], ['x y'], ['abc']], dtype=object)
+save('equal_string_19', [h.make_node('Equal', ['a', 'b'], ['y'])], [('a', sa), ('b', sb)],
+     [('y', sa.astype(str) == sb.astype(str))], 19)
 
 # ---- Cast-19's saturate and Cast-24's round_mode, which apply to float8 only ----
 x = randn(3, 4) * 1000

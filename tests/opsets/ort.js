@@ -30,7 +30,8 @@ async function check(dir, name) {
     const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
     const feeds = {};
     meta.inputs.forEach((m, k) => {
-        feeds[m.name] = new ort.Tensor(m.type, read(path.join(dir, `input_${k}.bin`), m.type), m.shape);
+        feeds[m.name] = m.type === 'string' ? new ort.Tensor('string', m.values, m.shape)
+            : new ort.Tensor(m.type, read(path.join(dir, `input_${k}.bin`), m.type), m.shape);
     });
     const out = await s.run(feeds);
     let max = 0;
