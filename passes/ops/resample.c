@@ -1,6 +1,7 @@
 /* resample.c - the resampling family: Resize (Upsample is rewritten into Resize by
  * canonicalize.c), GridSample (bilinear, nearest and bicubic sampling with
- * zeros/border/reflection padding) and RoiAlign (bilinear samples averaged per bin).
+ * zeros/border/reflection padding), AffineGrid (the sampling grids GridSample takes, opset 20)
+ * and RoiAlign (bilinear samples averaged per bin).
  *
  * Resize computes its sampling positions at compile time (every size is static) into small
  * constant tables, so that the kernel is a gather or a short weighted sum whatever the
@@ -360,6 +361,76 @@ static bool gs_params(Graph *g, Node *n, GsMode *mode, GsPad *pad) {
         return false;
     }
     return true;
+}
+
+/* ---- AffineGrid ---- */
+
+/* theta [N, r, r + 1] (r = 2 or 3) and the constant size [N, C, (D,) H, W]; false after an
+ * error (g NULL: no message). */
+static bool affine_grid_params(Graph *g, Node *n, int *r, int64_t *sp) {
+    Value *th = n->in[0], *sz = n->in[1];
+    if (!sz->data || sz->dtype != DT_INT64 || sz->rank != 1 || (ir_numel(sz) != 4 && ir_numel(sz) != 5)) {
+        if (g) error(ir_where(g, n), "size '%s' must be a constant int64 [N, C, H, W] or [N, C, D, H, W]", sz->name);
+        return false;
+    }
+    *r = (int)ir_numel(sz) - 2;
+    for (int i = 0; i < *r; i++) sp[i] = ir_const_int(sz, 2 + i);
+    bool ok = dtype_is_float(th->dtype) && th->rank == 3 && th->dims[0] == ir_const_int(sz, 0) &&
+              th->dims[1] == *r && th->dims[2] == *r + 1;
+    for (int i = 0; i < *r; i++) ok = ok && sp[i] > 0;
+    if (!ok) {
+        if (g) error(ir_where(g, n), "theta '%s' must be a float [%lld, %d, %d] and the sizes positive",
+                     th->name, (long long)ir_const_int(sz, 0), *r, *r + 1);
+        return false;
+    }
+    return true;
+}
+
+void infer_affine_grid(Graph *g, Node *n) {
+    int r;
+    int64_t sp[3], dims[5];
+    if (!affine_grid_params(g, n, &r, sp)) return;
+    dims[0] = n->in[0]->dims[0];
+    for (int i = 0; i < r; i++) dims[1 + i] = sp[i];
+    dims[1 + r] = r;
+    ir_set_shape(n->out[0], n->in[0]->dtype, r + 2, dims);
+}
+
+/* grid[n, s..., i] = theta[n, i, r] + sum over k of theta[n, i, k] * base_k, base_0 the x
+ * coordinate (along the last spatial dim), base_1 y, base_2 z: evenly spaced over [-1, 1],
+ * through the corner pixels' centres (align_corners) or their outer edges. A size of 1 gives
+ * 0 either way, as PyTorch's affine_grid (which the op follows) and onnxruntime; the ONNX
+ * reference's arange gives -1 with align_corners. */
+void lower_affine_grid(Lower *L, Node *n) {
+    Program *p = L->p;
+    int r;
+    int64_t sp[3];
+    if (!affine_grid_params(NULL, n, &r, sp)) die("lower_affine_grid %s: unchecked", n->name);
+    Buf *th = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    DType t = dtype_size(y->dtype) == 2 ? DT_FLOAT : y->dtype;
+    bool align = ir_attr_int(n, "align_corners", 0) != 0;
+    int ov[MAX_RANK];
+    Expr *oi[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(th), y, ov, oi);
+    Expr *ti[3] = {kx_clone(p, oi[0]), kx_clone(p, oi[r + 1]), kx_index(p, r)};
+    Expr *acc = kx_load(p, th, ti);
+    if (acc->type != t) acc = kx_cast(p, t, acc);
+    for (int c = 0; c < r; c++) {
+        int d = r - 1 - c;          /* the spatial dim of coordinate c */
+        Expr *pos = kx_cast(p, t, kx_clone(p, oi[1 + d])), *base;
+        if (align)
+            base = sp[d] == 1 ? kx_const(p, t, 0)
+                 : kx_bin(p, K_ADD, kx_const(p, t, -1), kx_bin(p, K_MUL, pos, kx_const(p, t, 2.0 / (double)(sp[d] - 1))));
+        else
+            base = kx_bin(p, K_ADD, kx_const(p, t, 1.0 / (double)sp[d] - 1),
+                          kx_bin(p, K_MUL, pos, kx_const(p, t, 2.0 / (double)sp[d])));
+        Expr *tc[3] = {kx_clone(p, oi[0]), kx_clone(p, oi[r + 1]), kx_index(p, c)};
+        Expr *w = kx_load(p, th, tc);
+        if (w->type != t) w = kx_cast(p, t, w);
+        acc = kx_bin(p, K_ADD, acc, kx_bin(p, K_MUL, w, base));
+    }
+    if (acc->type != y->dtype) acc = kx_cast(p, y->dtype, acc);
+    k->body = lower_wrap(p, y->rank, y->dims, ov, ks_store(p, y, oi, acc));
 }
 
 void infer_grid_sample(Graph *g, Node *n) {

@@ -266,6 +266,31 @@ for mode in ('linear', 'nearest'):
                                                             align_corners=align)],
              [('x', x), ('g', grid)], [('y', grid_sample(x.astype(np.float64), grid.astype(np.float64), mode, align))], 20)
 
+# ---- AffineGrid (20), 2-D and 3-D, and feeding GridSample ----
+def base(n, align):
+    if align:   # a size of 1: 0, as torch.nn.functional.affine_grid (the reference: -1)
+        return np.array([0.0]) if n == 1 else -1 + 2 * np.arange(n) / (n - 1)
+    return -1 + (2 * np.arange(n) + 1) / n
+def affine_grid(theta, size, align):
+    sp = size[2:]
+    axes = [base(n, align) for n in sp]                 # D, H, W order
+    mesh = np.meshgrid(*axes, indexing='ij')
+    homo = np.stack([m for m in mesh[::-1]] + [np.ones(mesh[0].shape)], -1)   # x, y, (z), 1
+    return np.einsum('nik,...k->n...i', theta.astype(np.float64), homo).astype(np.float32)
+for r, size in ((2, [2, 3, 4, 5]), (2, [1, 1, 1, 6]), (3, [2, 1, 3, 4, 2])):
+    th = randn(size[0], r, r + 1)
+    for align in (0, 1):
+        save(f'affine_grid_{r}d_{"x".join(map(str, size[2:]))}_a{align}_20',
+             [h.make_node('AffineGrid', ['t', 'z'], ['y'], align_corners=align)], [('t', th)],
+             [('y', affine_grid(th, size, align))], 20, [('z', np.array(size, np.int64))])
+th = (np.array([[[0.9, -0.2, 0.1], [0.3, 0.8, -0.1]]]) + 0.05 * randn(1, 2, 3)).astype(np.float32)
+x = randn(1, 2, 5, 6)
+g = affine_grid(th, [1, 2, 4, 7], 0)
+save('affine_grid_sample_20', [h.make_node('AffineGrid', ['t', 'z'], ['g']),
+                               h.make_node('GridSample', ['x', 'g'], ['y'])], [('x', x), ('t', th)],
+     [('y', grid_sample(x.astype(np.float64), g.astype(np.float64), 'linear', 0))], 20,
+     [('z', np.array([1, 2, 4, 7], np.int64))])
+
 # ---- QuantizeLinear / DequantizeLinear: blocked (21), output_dtype (21, 23), 16-bit (19, 21) ----
 def quant(x, s, zp, lo, hi):
     return np.clip(np.rint(x.astype(np.float32) / s) + zp, lo, hi)
@@ -303,6 +328,38 @@ sa = np.array(['ab', 'cd', '', 'x y'], dtype=object)
 sb = np.array([['ab'], [''], ['x y'], ['abc']], dtype=object)
 save('equal_string_19', [h.make_node('Equal', ['a', 'b'], ['y'])], [('a', sa), ('b', sb)],
      [('y', sa.astype(str) == sb.astype(str))], 19)
+
+# ---- RotaryEmbedding (23): the spec's reference algorithm, in float64 ----
+def rope(x, cos, sin, pos, interleaved, rd, nh):
+    shape = x.shape
+    x = x.astype(np.float64)
+    x = np.transpose(x, (0, 2, 1, 3)) if x.ndim == 4 else x.reshape(shape[0], shape[1], nh, -1)
+    rd = rd or x.shape[3]
+    xr, xn = x[..., :rd], x[..., rd:]
+    if pos is not None:
+        cos, sin = cos[pos], sin[pos]
+    cos, sin = cos[:, :, None, :], sin[:, :, None, :]
+    x1, x2 = (xr[..., 0::2], xr[..., 1::2]) if interleaved else np.split(xr, 2, axis=-1)
+    re, im = cos * x1 - sin * x2, sin * x1 + cos * x2
+    xr = np.stack([re, im], -1).reshape(xr.shape) if interleaved else np.concatenate([re, im], -1)
+    y = np.concatenate([xr, xn], -1)
+    y = y.reshape(shape) if len(shape) == 3 else np.transpose(y, (0, 2, 1, 3))
+    return y.astype(np.float32)
+x = randn(2, 3, 5, 8)
+ang = rng.uniform(0, 6.3, (7, 4))
+cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+pos = rng.integers(0, 7, (2, 5)).astype(np.int64)
+save('rotary_4d_pos_23', [h.make_node('RotaryEmbedding', ['x', 'c', 's', 'p'], ['y'])],
+     [('x', x), ('p', pos)], [('y', rope(x, cos, sin, pos, 0, 0, 0))], 23, [('c', cos), ('s', sin)])
+save('rotary_4d_pos_interleaved_23', [h.make_node('RotaryEmbedding', ['x', 'c', 's', 'p'], ['y'], interleaved=1)],
+     [('x', x), ('p', pos), ('c', cos), ('s', sin)], [('y', rope(x, cos, sin, pos, 1, 0, 0))], 23)
+x3 = randn(2, 5, 3 * 10)
+ang3 = rng.uniform(0, 6.3, (2, 5, 3))
+c3, s3 = np.cos(ang3).astype(np.float32), np.sin(ang3).astype(np.float32)
+for inter in (0, 1):
+    save(f'rotary_3d_partial_i{inter}_23', [h.make_node('RotaryEmbedding', ['x', 'c', 's'], ['y'], interleaved=inter,
+                                                        num_heads=3, rotary_embedding_dim=6)],
+         [('x', x3), ('c', c3), ('s', s3)], [('y', rope(x3, c3, s3, None, inter, 6, 3))], 23)
 
 # ---- Cast-19's saturate and Cast-24's round_mode, which apply to float8 only ----
 x = randn(3, 4) * 1000
