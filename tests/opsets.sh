@@ -5,7 +5,7 @@
 # AveragePool's dilations, Pad's wrap mode and axes, Resize's half_pixel_symmetric, axes and
 # keep_aspect_ratio_policy, ReduceMax/Min on bool, DFT's axis input, GridSample's new mode
 # names, blocked and 16-bit QuantizeLinear/DequantizeLinear, Cast's float8-only attributes,
-# Equal on strings, RotaryEmbedding, AffineGrid)
+# Equal on strings, RotaryEmbedding, AffineGrid, Attention)
 # and a LeNet-like network re-stamped at opsets 19, 21, 23 and 26, with numpy references, into
 # build/opset-tests/; each is checked with `onnxcc check --atol 1e-4` at -O0 and -O2.
 # --ort also runs the references through onnxruntime-node (tests/opsets/ort.js; the one `make
@@ -29,8 +29,15 @@ check_models $OUT "-O0 -O2"
 #   pad_wrap_axes_19: a begin pad longer than the dim gives zeros where the torus repeats
 #   affine_grid_2d_1x6_a1_20: a spatial size of 1 with align_corners places its one sample at
 #     +1; PyTorch's affine_grid, which the op follows, at 0 (as onnxcc), the ONNX reference at -1
+#   attention_4d_floatmask_short_23: a mask shorter than the keys (the spec pads it with
+#     -inf/false) is refused ("inconsistent total_sequence_length")
+#   attention_4d_past_no_present_23: a past without the present_key output is refused ("does
+#     not support past_key provided and present_key being null")
+#   attention_4d_window_25, attention_4d_causal_window_25: it knows Attention up to opset 24
+#     ("Unrecognized attribute: left_window_size")
 ORT_DIFFERS="cast_saturate_19 cast_round_mode_24 dequantize_output_dtype_23 pad_wrap_axes_19
-affine_grid_2d_1x6_a1_20"
+affine_grid_2d_1x6_a1_20 attention_4d_floatmask_short_23 attention_4d_past_no_present_23
+attention_4d_window_25 attention_4d_causal_window_25"
 if [ "${1:-}" = --ort ]; then
     NODE_PATH=${NODE_PATH:-$PWD/build/bench/node_modules}
     export NODE_PATH

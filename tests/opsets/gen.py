@@ -361,6 +361,99 @@ for inter in (0, 1):
                                                         num_heads=3, rotary_embedding_dim=6)],
          [('x', x3), ('c', c3), ('s', s3)], [('y', rope(x3, c3, s3, None, inter, 6, 3))], 23)
 
+# ---- Attention (23, 24's nonpad_kv_seqlen, 25's windows), from the spec's definition ----
+def attention(q, k, v, mask=None, past_k=None, past_v=None, nonpad=None, scale=None, causal=0,
+              hq=None, hkv=None, softcap=0, left_window_size=-1, right_window_size=-1):
+    left, right = left_window_size, right_window_size
+    three = q.ndim == 3
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    if three:
+        b, sq = q.shape[:2]
+        q = q.reshape(b, sq, hq, -1).transpose(0, 2, 1, 3)
+        k = k.reshape(b, k.shape[1], hkv, -1).transpose(0, 2, 1, 3)
+        v = v.reshape(b, v.shape[1], hkv, -1).transpose(0, 2, 1, 3)
+    if past_k is not None:
+        k = np.concatenate([past_k, k], 2)
+        v = np.concatenate([past_v, v], 2)
+    pk, pv = k, v
+    b, nq, sq, dk = q.shape
+    t = k.shape[2]
+    scale = 1 / math.sqrt(dk) if scale is None else scale
+    bias = np.zeros((b, nq, sq, t))
+    allowed = np.ones((b, nq, sq, t), bool)
+    if mask is not None:
+        m = mask
+        if m.shape[-1] < t:
+            m = np.concatenate([m, np.full(m.shape[:-1] + (t - m.shape[-1],), False if m.dtype == bool else -np.inf)], -1)
+        if m.dtype == bool:
+            allowed &= np.broadcast_to(m, allowed.shape)
+        else:
+            bias = bias + m
+    off = np.full((b, 1, 1, 1), past_k.shape[2] if past_k is not None else 0)
+    if nonpad is not None:
+        off = (nonpad - sq).reshape(b, 1, 1, 1)
+        allowed &= np.arange(t).reshape(1, 1, 1, t) < nonpad.reshape(b, 1, 1, 1)
+    i = np.arange(sq).reshape(1, 1, sq, 1) + off
+    j = np.arange(t).reshape(1, 1, 1, t)
+    if causal:
+        allowed &= j <= i
+    if left >= 0:
+        allowed &= i - j <= left
+    if right >= 0:
+        allowed &= j - i <= right
+    rep = nq // k.shape[1]
+    k, v = np.repeat(k, rep, 1), np.repeat(v, rep, 1)
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    if softcap > 0:
+        s = softcap * np.tanh(s / softcap)
+    s = np.where(allowed, s + bias, -np.inf)
+    mx = s.max(-1, keepdims=True)
+    none = np.isneginf(mx)
+    e = np.exp(s - np.where(none, 0, mx))
+    pr = np.where(none, 0, e / np.where(none, 1, e.sum(-1, keepdims=True)))
+    y = pr @ v
+    if three:
+        y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
+    return y.astype(np.float32), pk.astype(np.float32), pv.astype(np.float32)
+def attn_case(name, opset, ins, outs=('y',), inits=(), **attrs):
+    names = ['q', 'k', 'v', 'mask', 'past_k', 'past_v', 'nonpad']
+    kw = {key: val for key, val in ins.items() if key not in names[:3]}
+    y, pk, pv = attention(ins['q'], ins['k'], ins['v'], **kw, **{a: attrs[a] for a in attrs if a not in
+                          ('is_causal', 'q_num_heads', 'kv_num_heads')},
+                          causal=attrs.get('is_causal', 0), hq=attrs.get('q_num_heads'), hkv=attrs.get('kv_num_heads'))
+    last = max(i for i, nm in enumerate(names) if nm in ins)
+    node_in = [nm if nm in ins else '' for nm in names[:last + 1]]
+    res = {'y': y, 'present_k': pk, 'present_v': pv}
+    allouts = ['y', 'present_k', 'present_v']
+    node_out = [o if o in outs else '' for o in allouts[:max(allouts.index(o) for o in outs if o) + 1]]
+    save(name, [h.make_node('Attention', node_in, node_out, **attrs)],
+         [(nm, ins[nm]) for nm in names if nm in ins and nm not in inits],
+         [(o, res[o]) for o in outs if o], opset, [(nm, ins[nm]) for nm in inits])
+q4, k4, v4 = randn(2, 4, 5, 8), randn(2, 4, 6, 8), randn(2, 4, 6, 3)
+attn_case('attention_4d_23', 23, {'q': q4, 'k': k4, 'v': v4})
+attn_case('attention_4d_gqa_causal_scale_23', 23, {'q': q4, 'k': k4[:, :2], 'v': v4[:, :2]}, is_causal=1, scale=0.3)
+attn_case('attention_4d_boolmask_softcap_23', 23,
+          {'q': q4, 'k': k4, 'v': v4, 'mask': rng.random((5, 6)) < 0.7}, softcap=2.0)
+attn_case('attention_4d_floatmask_short_23', 23,
+          {'q': q4, 'k': k4, 'v': v4, 'mask': randn(2, 1, 5, 4)}, inits=('mask',))
+q3, k3, v3 = randn(2, 3, 4 * 6), randn(2, 5, 2 * 6), randn(2, 5, 2 * 7)
+attn_case('attention_3d_gqa_23', 23, {'q': q3, 'k': k3, 'v': v3}, q_num_heads=4, kv_num_heads=2)
+pk, pv = randn(2, 2, 4, 6), randn(2, 2, 4, 7)
+attn_case('attention_3d_past_causal_23', 23, {'q': q3, 'k': k3, 'v': v3, 'past_k': pk, 'past_v': pv},
+          outs=('y', 'present_k', 'present_v'), q_num_heads=4, kv_num_heads=2, is_causal=1)
+attn_case('attention_4d_past_boolmask_23', 23,
+          {'q': q4, 'k': k4[:, :, :2], 'v': v4[:, :, :2], 'mask': rng.random((2, 4, 5, 5)) < 0.6,
+           'past_k': randn(2, 4, 3, 8), 'past_v': randn(2, 4, 3, 3)}, outs=('y', 'present_k', 'present_v'))
+attn_case('attention_4d_past_no_present_23', 23,
+          {'q': q4, 'k': k4[:, :, :2], 'v': v4[:, :, :2], 'past_k': randn(2, 4, 3, 8), 'past_v': randn(2, 4, 3, 3)},
+          outs=('y', '', 'present_v'), is_causal=1)
+fully = np.ones((5, 6), bool); fully[2] = False    # row 2 attends nothing: zeros
+attn_case('attention_4d_fully_masked_row_23', 23, {'q': q4, 'k': k4, 'v': v4, 'mask': fully}, inits=('mask',))
+attn_case('attention_4d_nonpad_causal_24', 24, {'q': q4, 'k': k4, 'v': v4, 'nonpad': np.array([6, 5], np.int64)},
+          is_causal=1)
+attn_case('attention_4d_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, left_window_size=2, right_window_size=1)
+attn_case('attention_4d_causal_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, is_causal=1, left_window_size=1)
+
 # ---- Cast-19's saturate and Cast-24's round_mode, which apply to float8 only ----
 x = randn(3, 4) * 1000
 save('cast_saturate_19', [h.make_node('Cast', ['x'], ['y'], to=T.FLOAT16, saturate=0)], [('x', x)],
