@@ -454,6 +454,32 @@ attn_case('attention_4d_nonpad_causal_24', 24, {'q': q4, 'k': k4, 'v': v4, 'nonp
 attn_case('attention_4d_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, left_window_size=2, right_window_size=1)
 attn_case('attention_4d_causal_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, is_causal=1, left_window_size=1)
 
+# ---- TensorScatter (24): the spec's pseudocode ----
+def tensor_scatter(past, upd, w, axis, mode):
+    out = past.copy()
+    axis %= past.ndim
+    m = past.shape[axis]
+    for prefix in np.ndindex(past.shape[:axis]):
+        for j in range(upd.shape[axis]):
+            pos = (0 if w is None else w[prefix[0]]) + j
+            if mode == 'circular':
+                pos %= m
+            out[prefix + (pos,)] = upd[prefix + (j,)]
+    return out
+past, upd = randn(3, 2, 7, 4), randn(3, 2, 3, 4)
+save('tensor_scatter_prefill_24', [h.make_node('TensorScatter', ['c', 'u'], ['y'])], [('c', past), ('u', upd)],
+     [('y', tensor_scatter(past, upd, None, -2, 'linear'))], 24)
+w = np.array([0, 4, 2], np.int64)
+save('tensor_scatter_linear_24', [h.make_node('TensorScatter', ['c', 'u', 'w'], ['y'])],
+     [('c', past), ('u', upd), ('w', w)], [('y', tensor_scatter(past, upd, w, -2, 'linear'))], 24)
+w = np.array([5, 13, 6], np.int64)     # wrapping past the end, and an index beyond M
+save('tensor_scatter_circular_24', [h.make_node('TensorScatter', ['c', 'u', 'w'], ['y'], mode='circular')],
+     [('c', past), ('u', upd), ('w', w)], [('y', tensor_scatter(past, upd, w, -2, 'circular'))], 24)
+pi, ui = rng.integers(-9, 9, (2, 6, 3)).astype(np.int32), rng.integers(-9, 9, (2, 2, 3)).astype(np.int32)
+w = np.array([1, 3], np.int64)
+save('tensor_scatter_axis1_int32_24', [h.make_node('TensorScatter', ['c', 'u', 'w'], ['y'], axis=1)],
+     [('c', pi), ('u', ui), ('w', w)], [('y', tensor_scatter(pi, ui, w, 1, 'linear'))], 24)
+
 # ---- Cast-19's saturate and Cast-24's round_mode, which apply to float8 only ----
 x = randn(3, 4) * 1000
 save('cast_saturate_19', [h.make_node('Cast', ['x'], ['y'], to=T.FLOAT16, saturate=0)], [('x', x)],
