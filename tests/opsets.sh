@@ -2,8 +2,8 @@
 # tests/opsets.sh [--ort] - the default domain's opsets 19 to 26, which Debian's ONNX test data
 # (opset <= 17) lacks: tests/opsets/gen.py writes a model per new op and per attribute, mode or
 # type a version added (Gelu, Swish, CumProd, RMSNormalization, GroupNormalization 18 and 21,
-# AveragePool's dilations, Pad's wrap mode and axes, Resize's half_pixel_symmetric, axes and
-# keep_aspect_ratio_policy, ReduceMax/Min on bool, DFT's axis input, GridSample's new mode
+# AveragePool's dilations, Pad's wrap mode and axes, Resize's antialias, half_pixel_symmetric,
+# axes and keep_aspect_ratio_policy, ReduceMax/Min on bool, DFT's axis input, GridSample's new mode
 # names, blocked and 16-bit QuantizeLinear/DequantizeLinear, Cast's float8-only attributes,
 # Equal on strings, RotaryEmbedding, AffineGrid, Attention, TensorScatter)
 # and a LeNet-like network re-stamped at opsets 19, 21, 23 and 26, with numpy references, into

@@ -34,6 +34,8 @@ typedef struct ResizeSpec {
     double scale[MAX_RANK], roi_lo[MAX_RANK], roi_hi[MAX_RANK], cubic_a, extrap;
     int64_t out[MAX_RANK];
     bool exclude_outside;
+    bool antialias;                 /* Resize-18: linear/cubic filters stretched by 1/scale
+                                       when downscaling (nearest ignores it) */
 } ResizeSpec;
 
 /* Reads the node's attributes and its constant scales/sizes/roi (inputs X, roi, scales,
@@ -58,10 +60,7 @@ static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
     roi = n->nin > 1 ? n->in[1] : NULL;
     sc = n->nin > 2 && n->in[2] && ir_numel(n->in[2]) ? n->in[2] : NULL;
     sz = n->nin > 3 && n->in[3] && ir_numel(n->in[3]) ? n->in[3] : NULL;
-    if (ir_attr_int(n, "antialias", 0) && rs->mode != RZ_NEAREST) {
-        error(where, "antialias=1 (Resize-18) is not supported");
-        return false;
-    }
+    rs->antialias = ir_attr_int(n, "antialias", 0) != 0 && rs->mode != RZ_NEAREST;
     /* Resize-18's axes: scales, sizes and roi name these dims only, the others keep theirs */
     int ax[MAX_RANK], na = r;
     const int64_t *axv;
@@ -209,6 +208,31 @@ static int resize_coeffs(const ResizeSpec *rs, double xo, double ratio, double *
     return 0;
 }
 
+/* The number of taps of an antialiased filter at scale s (the reference's footprint: even,
+ * 2 or 4 when not downscaling) */
+static int antialias_taps(const ResizeSpec *rs, double s) {
+    s = fmin(s, 1);
+    int64_t start = rs->mode == RZ_CUBIC ? (int64_t)floor(-2 / s) + 1 : (int64_t)floor(-1 / s) + 1;
+    return (int)(2 - 2 * start);
+}
+
+/* Antialiased weights of taps i = -(nt/2 - 1) .. nt/2 (around the left neighbour): the
+ * triangle (linear) or Keys cubic kernel at (i - ratio) * min(s, 1), normalised to sum 1. */
+static void antialias_coeffs(const ResizeSpec *rs, double s, double ratio, int nt, double *cf) {
+    double a = rs->cubic_a, sum = 0;
+    s = fmin(s, 1);
+    for (int j = 0; j < nt; j++) {
+        double x = fabs(((double)(j - (nt / 2 - 1)) - ratio) * s), c;
+        if (rs->mode == RZ_LINEAR) c = fmax(0, fmin(1, 1 - x));
+        else if (x <= 1) c = ((a + 2) * x - (a + 3)) * x * x + 1;
+        else if (x < 2) c = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+        else c = 0;
+        cf[j] = c;
+        sum += c;
+    }
+    for (int j = 0; j < nt; j++) cf[j] /= sum;
+}
+
 /* One dim's sampling table: for every output position, `taps` input indices (clamped into
  * the input, as the reference's edge padding does) and their weights. A dim where each
  * position takes a single input with weight 1 (nearest; unscaled dims) gets taps = 1. */
@@ -222,8 +246,8 @@ typedef struct ResizeDim {
 
 static void resize_table(Arena *a, const ResizeSpec *rs, int d, int64_t in, ResizeDim *rd) {
     int64_t out = rs->out[d];
-    double cf[4];
-    int nt = rs->mode == RZ_CUBIC ? 4 : 2;
+    int nt = rs->antialias ? antialias_taps(rs, rs->scale[d]) : rs->mode == RZ_CUBIC ? 4 : 2;
+    double *cf = ARENA_ARRAY(a, double, nt);
     rd->idx = ARENA_ARRAY(a, int64_t, out * nt);
     rd->wt = ARENA_ARRAY(a, float, out * nt);
     rd->outside = NULL;
@@ -235,7 +259,8 @@ static void resize_table(Arena *a, const ResizeSpec *rs, int d, int64_t in, Resi
             if (!rd->outside) rd->outside = ARENA_ARRAY(a, uint8_t, out);
             rd->outside[o] = 1;
         }
-        resize_coeffs(rs, xo, xo - base, cf);
+        if (rs->antialias) antialias_coeffs(rs, rs->scale[d], xo - base, nt, cf);
+        else resize_coeffs(rs, xo, xo - base, cf);
         int nz = 0;
         for (int j = 0; j < nt; j++) {
             int64_t ix = (int64_t)base + j - (nt / 2 - 1);

@@ -191,6 +191,28 @@ def resize_axis(x, axis, outw, scale, mode, interp):
             i0 = int(math.floor(c)); i1 = min(i0 + 1, inw - 1); f = c - i0
             res.append(y[i0] * (1 - f) + y[i1] * f)
     return np.moveaxis(np.stack(res), 0, axis)
+def aa_coeffs(interp, ratio, scale, a=-0.75):
+    """the spec reference's antialiased filters: taps start..-start+1 around the left neighbour"""
+    scale = min(scale, 1.0)
+    start = int(math.floor((-2 if interp == 'cubic' else -1) / scale) + 1)
+    args = np.abs((np.arange(start, 2 - start) - ratio) * scale)
+    if interp == 'linear':
+        c = np.clip(1 - args, 0, 1)
+    else:
+        c = np.where(args <= 1, (a + 2) * args ** 3 - (a + 3) * args ** 2 + 1,
+                     np.where(args < 2, a * args ** 3 - 5 * a * args ** 2 + 8 * a * args - 4 * a, 0))
+    return start, c / c.sum()
+def resize_aa_axis(x, axis, outw, scale, interp):
+    inw = x.shape[axis]
+    y = np.moveaxis(x, axis, 0)
+    res = []
+    for o in range(outw):
+        c = coord('half_pixel', o, scale, inw, outw)
+        base = math.ceil(c) - 1
+        start, cf = aa_coeffs(interp, c - base, scale)
+        idx = np.clip(base + np.arange(start, start + len(cf)), 0, inw - 1)
+        res.append(np.tensordot(cf, y[idx], axes=1))
+    return np.moveaxis(np.stack(res), 0, axis)
 def resize(x, scales, outs, mode, interp):
     y = x.astype(np.float64)
     for a in range(x.ndim):
@@ -215,6 +237,17 @@ for pol, pick in (('not_larger', min), ('not_smaller', max)):
                                                axes=[2, 3], keep_aspect_ratio_policy=pol)],
          [('x', x)], [('y', resize(x, [1, 1, k, k], outs, 'half_pixel', 'linear'))], 19,
          [('z', np.array([5, 12], np.int64))])
+
+# Resize-18's antialias: linear and cubic filters widened by 1/scale when downscaling
+x = randn(1, 2, 10, 12)
+for interp, sc in (('linear', [1, 1, 0.4, 0.6]), ('cubic', [1, 1, 0.5, 0.75]), ('linear', [1, 1, 1.5, 0.3])):
+    outs = [int(math.floor(np.float32(sc[i]) * x.shape[i])) for i in range(4)]
+    y = x.astype(np.float64)
+    for ax in (2, 3):
+        y = resize_aa_axis(y, ax, outs[ax], float(np.float32(sc[ax])), interp)
+    save(f'resize_antialias_{interp}_{"_".join(str(v).replace(".", "") for v in sc[2:])}_18',
+         [h.make_node('Resize', ['x', '', 's'], ['y'], mode=interp, antialias=1)], [('x', x)],
+         [('y', y.astype(np.float32))], 18, [('s', np.array(sc, np.float32))])
 
 # ---- ReduceMax/ReduceMin-20 on bool ----
 xb = rng.random((3, 4, 5)) < 0.5
