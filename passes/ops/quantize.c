@@ -12,8 +12,9 @@
 /* ---- QuantizeLinear, DequantizeLinear ---- */
 
 /* Where a scale (and zero point) applies: per tensor (axis -1), per axis (a 1-D scale along
- * x's dim `axis`), or blocked (block > 0, opset 21: the scale has x's rank and D / block
- * entries along `axis`, each for `block` consecutive elements of x). */
+ * x's dim `axis`), or blocked (block > 0, opset 21: the scale has x's rank and
+ * ceil(D / block) entries along `axis`, each for `block` consecutive elements of x, the last
+ * for what remains). */
 typedef struct QLayout {
     int axis;
     int64_t block;
@@ -52,12 +53,6 @@ static bool quant_layout(Graph *g, Node *n, const Value *x, QLayout *q) {
                      rule_dims_str(g, x->rank, x->dims), (long long)q->block, a);
         return false;
     }
-    if (x->dims[a] % q->block) {
-        if (g) error(ir_where(g, n), "block_size %lld does not divide axis %d of size %lld "
-                     "(a shorter last block is not supported)", (long long)q->block, a,
-                     (long long)x->dims[a]);
-        return false;
-    }
     return true;
 }
 
@@ -88,9 +83,31 @@ static Buf *block_view(Lower *L, Buf *b, const QLayout *q, bool operand) {
     return kir_view_new(L->p, b, b->name, b->rank + 1, dims);
 }
 
+/* Blocked with a shorter last block: one kernel over y reading the scale and zero point at
+ * the axis index divided by the block. */
+static void quant_blocks(Lower *L, Node *n, const QLayout *q, MapFn build) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *s = lower_in(L, n, 1), *zp = lower_in(L, n, 2), *y = lower_out(L, n, 0);
+    int ov[MAX_RANK];
+    Expr *oi[MAX_RANK], *si[MAX_RANK], *zi[MAX_RANK], *v[3];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, s, zp), y, ov, oi);
+    for (int d = 0; d < y->rank; d++) {
+        si[d] = d == q->axis ? kx_bin(p, K_DIV, kx_clone(p, oi[d]), kx_index(p, q->block)) : kx_clone(p, oi[d]);
+        zi[d] = kx_clone(p, si[d]);
+    }
+    v[0] = kx_load(p, x, oi);
+    v[1] = kx_load(p, s, si);
+    v[2] = zp ? kx_load(p, zp, zi) : NULL;
+    k->body = lower_wrap(p, y->rank, y->dims, ov, ks_store(p, y, oi, build(L, n, v, NULL)));
+}
+
 /* lower_map over x, scale and zero point in the layout q (the zero point may be absent) */
 static void quant_map(Lower *L, Node *n, const QLayout *q, MapFn build) {
     int r = n->in[0]->rank;
+    if (q->block && n->in[0]->dims[q->axis] % q->block) {
+        quant_blocks(L, n, q, build);
+        return;
+    }
     Buf *x = lower_in(L, n, 0), *s = lower_in(L, n, 1), *zp = lower_in(L, n, 2), *y = lower_out(L, n, 0);
     Buf *ins[3];
     if (q->block) {

@@ -340,6 +340,16 @@ s0 = rng.uniform(0.02, 0.05, (2, 6)).astype(np.float32)
 qb = rng.integers(0, 255, (4, 6)).astype(np.uint8)
 save('dequantize_blocked_axis0_21', [h.make_node('DequantizeLinear', ['q', 's'], ['y'], axis=0, block_size=2)],
      [('q', qb)], [('y', (qb.astype(np.float32) * np.repeat(s0, 2, axis=0)).astype(np.float32))], 21, [('s', s0)])
+# a shorter last block: 7 columns in blocks of 3 (3, 3, 1)
+x7 = randn(3, 7) * 3
+s7 = rng.uniform(0.02, 0.05, (3, 3)).astype(np.float32)
+z7 = rng.integers(100, 150, (3, 3)).astype(np.uint8)
+se7, ze7 = np.repeat(s7, 3, axis=1)[:, :7], np.repeat(z7, 3, axis=1)[:, :7].astype(np.float32)
+q7 = quant(x7, se7, ze7, 0, 255).astype(np.uint8)
+save('quantize_blocked_short_21', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'], axis=-1, block_size=3)],
+     [('x', x7)], [('y', q7)], 21, [('s', s7), ('z', z7)])
+save('dequantize_blocked_short_21', [h.make_node('DequantizeLinear', ['q', 's', 'z'], ['y'], axis=1, block_size=3)],
+     [('q', q7), ('s', s7), ('z', z7)], [('y', ((q7.astype(np.float32) - ze7) * se7).astype(np.float32))], 21)
 save('quantize_output_dtype_21', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=T.INT8)],
      [('x', x)], [('y', quant(x, np.float32(0.03), 0, -128, 127).astype(np.int8))], 21,
      [('s', np.array(0.03, np.float32))])
