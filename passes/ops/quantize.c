@@ -123,8 +123,8 @@ static void quant_map(Lower *L, Node *n, const QLayout *q, MapFn build) {
     lower_map(L, n, y, zp ? 3 : 2, ins, build, NULL);
 }
 
-/* x float (float16 and bfloat16 from opset 19) or int32, a float scale; y uint8 or int8, the
- * type of the zero point or of output_dtype (opset 21). Computed in float32 whatever the
+/* x float (float16 and bfloat16 from opset 19) or int32, a float scale; y uint8, int8, uint16
+ * or int16 (opset 21), the type of the zero point or of output_dtype (opset 21). Computed in float32 whatever the
  * `precision` (opset 23) asks, which is refused unless float32. */
 void infer_quantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
@@ -141,8 +141,9 @@ void infer_quantize(Graph *g, Node *n) {
               dtype_name(zp->dtype));
         return;
     }
-    if (!rule_quant_type(t)) {
-        error(ir_where(g, n), "quantizing to %s is not supported (uint8 and int8 are)", dtype_name(t));
+    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16) {
+        error(ir_where(g, n), "quantizing to %s is not supported (uint8, int8, uint16 and int16 "
+              "are)", dtype_name(t));
         return;
     }
     int64_t prec = ir_attr_int(n, "precision", 0);
@@ -158,8 +159,10 @@ void infer_quantize(Graph *g, Node *n) {
 static Expr *map_quantize(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
     Expr *x = kx_cast(p, DT_FLOAT, v[0]), *s = v[1]->type == DT_FLOAT ? v[1] : kx_cast(p, DT_FLOAT, v[1]);
-    return rule_quantize(p, kx_bin(p, K_DIV, x, s), n->nin > 2 && n->in[2] ? v[2] : NULL,
-                    n->out[0]->dtype);
+    DType t = n->out[0]->dtype;     /* 16-bit outputs: opset 21 */
+    double lo = t == DT_INT8 ? -128 : t == DT_INT16 ? -32768 : 0;
+    double hi = t == DT_INT8 ? 127 : t == DT_UINT8 ? 255 : t == DT_INT16 ? 32767 : 65535;
+    return rule_quantize_in(p, kx_bin(p, K_DIV, x, s), n->nin > 2 && n->in[2] ? v[2] : NULL, t, lo, hi);
 }
 
 void lower_quantize(Lower *L, Node *n) {

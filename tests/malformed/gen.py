@@ -247,10 +247,10 @@ def opsets():
         [f32("x", [2, 4], TensorProto.INT8)], [f32("y", None)],
         [const("s", np.ones((2, 3), np.float32))], opset=21),
         "does not fit input [2,4] with block_size 3 on axis 1")
-    compile_case("quantize_int16_21", model(
-        [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT16)],
+    compile_case("quantize_int32_21", model(
+        [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT32)],
         [f32("x", [4])], [f32("y", None)], [const("s", np.float32(0.5))], opset=21),
-        "quantizing to int16 is not supported")
+        "quantizing to int32 is not supported")
 
 
 # ---- 5. gzip ----

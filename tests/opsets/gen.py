@@ -353,6 +353,12 @@ save('dequantize_blocked_short_21', [h.make_node('DequantizeLinear', ['q', 's', 
 save('quantize_output_dtype_21', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=T.INT8)],
      [('x', x)], [('y', quant(x, np.float32(0.03), 0, -128, 127).astype(np.int8))], 21,
      [('s', np.array(0.03, np.float32))])
+save('quantize_int16_21', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'])], [('x', x * 100)],
+     [('y', quant(x * 100, np.float32(0.01), -7, -32768, 32767).astype(np.int16))], 21,
+     [('s', np.array(0.01, np.float32)), ('z', np.array(-7, np.int16))])
+save('quantize_uint16_output_dtype_21', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=T.UINT16)],
+     [('x', x * 100)], [('y', quant(x * 100, np.float32(0.01), 0, 0, 65535).astype(np.uint16))], 21,
+     [('s', np.array(0.01, np.float32))])
 xh = (randn(3, 5) * 2).astype(np.float16)
 sh = np.array(0.0625, np.float16)
 save('quantize_float16_19', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'])], [('x', xh)],
