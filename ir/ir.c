@@ -33,6 +33,15 @@ const char *dtype_name(DType t) {
     case DT_UINT64: return "uint64";
     case DT_BFLOAT16: return "bfloat16";
     case DT_INDEX: return "index";
+    default: break;
+    }
+    /* ONNX types onnxcc has no DType for (named in error messages) */
+    static const char *const more[] = {[14] = "complex64", [15] = "complex128",
+        [17] = "float8e4m3fn", [18] = "float8e4m3fnuz", [19] = "float8e5m2",
+        [20] = "float8e5m2fnuz", [21] = "uint4", [22] = "int4", [23] = "float4e2m1",
+        [24] = "float8e8m0", [25] = "uint2", [26] = "int2"};
+    if ((int)t > 0 && (int)t < COUNTOF(more) && more[t]) return more[t];
+    switch (t) {
     default: return "undefined";
     }
 }

@@ -92,7 +92,7 @@ Op op_lookup(const char *domain, const char *op_type);   /* OP_UNKNOWN if not in
 /* The opsets a model may import (README): 1 to OPSET_NEWEST of the default domain, version
  * 1 of ai.onnx.preview.training; the frontend refuses others (other domains only matter if a
  * node uses them, and no op of theirs is known). */
-#define OPSET_NEWEST 18
+#define OPSET_NEWEST 26
 
 typedef enum ValueKind { VK_TENSOR = 0, VK_SEQ, VK_OPT } ValueKind;
 

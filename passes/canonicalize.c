@@ -78,12 +78,8 @@ static void canon_pad(Graph *g, Node *n) {
         if (value != 0) n->in[2] = const_scalar(g, n, "value", value);
         ir_attr_remove(n, "value");
     }
-    if (n->nin > 3) {               /* Pad-18's axes input */
-        if (n->in[3]) error(ir_where(g, n), "Pad with an 'axes' input is not supported");
-        else n->nin = 3;
-    }
     if (!n->in[1]) error(ir_where(g, n), "Pad without pads");
-    set_nin(g, n, 3);
+    set_nin(g, n, 4);               /* Pad-18's axes: input 3 */
     if (!ir_attr(n, "mode")) ir_attr_set(g, n, "mode", A_STRING)->s = "constant";
 }
 
@@ -236,6 +232,34 @@ static void canon_upsample(Graph *g, Node *n) {
     ir_attr_set(g, n, "nearest_mode", A_STRING)->s = "floor";
 }
 
+/* DFT-20 took the axis (default 1 before, -2 now: the same axis of the [batch, signal, 1|2]
+ * inputs of DFT-17) from an attribute into input 2. */
+static void canon_dft(Graph *g, Node *n) {
+    set_nin(g, n, 3);
+    if (old(n, 20)) {
+        int64_t axis = ir_attr_int(n, "axis", 1);
+        n->in[2] = ir_const_new(g, arena_printf(g->arena, "%s_axis", n->name), DT_INT64, 0, NULL, &axis);
+        ir_attr_remove(n, "axis");
+    }
+}
+
+/* GridSample-20 renamed its modes bilinear and bicubic into linear and cubic (n-linear and
+ * n-cubic for any number of spatial dims). */
+static void canon_grid_sample(Graph *g, Node *n) {
+    Attr *a = ir_attr(n, "mode");
+    if (!old(n, 20) || !a || a->type != A_STRING) return;
+    if (!strcmp(a->s, "bilinear")) a->s = "linear";
+    else if (!strcmp(a->s, "bicubic")) a->s = "cubic";
+    else if (strcmp(a->s, "nearest")) error(ir_where(g, n), "unknown mode '%s'", a->s);
+}
+
+/* GroupNormalization-18 had one scale and bias per group; 21 one per channel. The
+ * per-group form is kept as an attribute for the rule, which repeats each value over the
+ * channels of its group (passes/ops/normalize.c). */
+static void canon_group_norm(Graph *g, Node *n) {
+    ir_attr_set_int(g, n, "per_group", old(n, 21));
+}
+
 /* A Constant node's output becomes a constant value; the node dies. */
 static void canon_constant(Graph *g, Node *n) {
     Value *out = n->out[0];
@@ -301,6 +325,9 @@ static void canonicalize_graph(Graph *g) {
         case OP_Gemm: canon_old_gemm(g, n); break;
         case OP_Hardmax: canon_softmax(g, n); break;
         case OP_Upsample: canon_upsample(g, n); break;
+        case OP_DFT: canon_dft(g, n); break;
+        case OP_GridSample: canon_grid_sample(g, n); break;
+        case OP_GroupNormalization: canon_group_norm(g, n); break;
         default: break;
         }
     }

@@ -47,6 +47,15 @@ static bool quant_of(Node *n, Op op, Quant *q) {
     q->zp = n->nin > 2 ? n->in[2] : NULL;
     q->axis = -1;
     if (!q->scale->data || (q->zp && !q->zp->data)) return false;
+    /* the forms of opset 13: float32 scale and data, 8-bit quantized values (int32 for a
+     * DequantizeLinear's bias), the zero point's type or uint8, not blocked (the newer forms
+     * stay as they are) */
+    DType qt = op == OP_QuantizeLinear ? n->out[0]->dtype : q->x->dtype;
+    if (q->scale->dtype != DT_FLOAT || ir_attr_int(n, "block_size", 0) ||
+        (op == OP_QuantizeLinear ? q->x : n->out[0])->dtype != DT_FLOAT ||
+        (q->zp ? q->zp->dtype != qt : op == OP_QuantizeLinear && qt != DT_UINT8) ||
+        (qt != DT_INT8 && qt != DT_UINT8 && !(op == OP_DequantizeLinear && qt == DT_INT32)))
+        return false;
     if (ir_numel(q->scale) == 1) return !q->zp || ir_numel(q->zp) == 1;
     int64_t a = ir_attr_int(n, "axis", 1), r = q->x->rank;
     q->axis = (int)(a < 0 ? a + r : a);

@@ -83,7 +83,7 @@ static bool inputs_static(Graph *g, const Node *n) {
         }
         if (v && v->dtype == DT_STRING && !(op_info[n->op].flags & OPF_STRINGS)) {
             error(ir_where(g, n), "input '%s' is a string tensor; %s does not take strings "
-                  "(onnxcc supports strings in StringNormalizer, TfIdfVectorizer, Cast and CastLike)",
+                  "(onnxcc supports strings in StringNormalizer, TfIdfVectorizer, Equal, Cast and CastLike)",
                   v->name, n->op_type);
             return false;
         }

@@ -69,6 +69,7 @@ void lower_var_idx(Program *p, int rank, const int *vars, Expr **idx);
  * when the input or the target type is a string. */
 void infer_cast_string(Graph *g, Node *n, DType to);
 void lower_cast_string(Lower *L, Node *n);
+void lower_equal_string(Lower *L, Node *n);    /* Equal of two string tensors (opset 19) */
 
 /* Shared by the rules (passes/ops/helpers.c). */
 /* MatMul operands as numpy sees them: a 1-D A is a row [1, K] and a 1-D B a column [K, 1],

@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/guard.sh - checks of the generated code (tests/guard/guard.c): a sample of backend-test
-# models, at least one per op family of passes/ops/, and the sample models of models/, each
+# models, at least one per op family of passes/ops/ (those of opsets 19 to 26 from
+# tests/opsets/gen.py), and the sample models of models/, each
 # compiled by onnxcc and linked with its test data (tests/firmware/pb2c.py) into one program
 # that runs every model with each input, output and the arena between PROT_NONE pages (buffer
 # at a page end, then at a page start), with garbage-filled arenas, and on two threads at once.
@@ -42,6 +43,11 @@ text: test_tfidfvectorizer_tf_batch_uniandbigrams_skip5 test_strnormalizer_nosto
 text: test_cast_FLOAT_to_STRING test_cast_STRING_to_FLOAT
 "
 MODELS="mlp mlp_opset9 cnn if_branch loop_while scan_rnn"
+# opsets 19 to 26 (tests/opsets/gen.py): the attention family and the newer forms of others
+OPSET_CASES="attention_3d_past_causal_23 attention_4d_boolmask_softcap_23 rotary_4d_pos_23
+rotary_3d_partial_i1_23 tensor_scatter_circular_24 groupnorm_21 rmsnorm_23 pad_wrap_19
+avgpool_dil_ceil_19 quantize_blocked_21 affine_grid_3d_3x4x2_a1_20 cumprod_int32_axis_input_26
+equal_string_19"
 
 if [ ! -x "$ONNXCC" ]; then
     fail "guard: $ONNXCC not built (make)"
@@ -74,6 +80,14 @@ done
 for m in $MODELS; do
     compile m_$m models/$m/model.onnx models/$m/test_data_set_0
 done
+if $PYTHON tests/opsets/gen.py $OUT/opsets >$log 2>&1; then
+    for c in $OPSET_CASES; do
+        compile o_$c $OUT/opsets/$c/model.onnx $OUT/opsets/$c/test_data_set_0
+    done
+else
+    fail tests/opsets/gen.py
+    sed 's/^/    /' $log
+fi
 if $PYTHON tests/guard/hostile.py $OUT/hostile >$log 2>&1; then
     for d in $OUT/hostile/*/; do
         h=$(basename $d)

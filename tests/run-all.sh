@@ -3,13 +3,15 @@
 #   unit tests (tests/unit/test_*.c: IR and passes), tests/passes.sh (single passes, text in,
 #   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
 #   (convolutions with constant weights against numpy), tests/rnn.sh (RNN/GRU/LSTM against
-#   numpy), tests/strings.sh (string models against Python references), tests/random.sh
-#   (the random ops' distributions against numpy's), tests/cli.sh (command line and error
-#   paths), tests/report.sh (--report's pages, checked, and opened in headless Chromium),
-#   tests/malformed.sh (untrusted input: tests/malformed/gen.py's
+#   numpy), tests/opsets.sh (opsets 19 to 26 against numpy), tests/strings.sh (string models
+#   against Python references), tests/random.sh (the random ops' distributions against
+#   numpy's), tests/cli.sh (command line and error paths), tests/report.sh (--report's pages,
+#   checked, and opened in headless Chromium), tests/malformed.sh (untrusted input:
+#   tests/malformed/gen.py's
 #   catalogue and the fuzzer's regression corpus), tests/golden.sh (ONNX backend test data, at
 #   -O2 and again at -O0, -O1 and -O3), tests/models.sh (the sample models, two models in one
-#   program), tests/guard.sh (generated code of every op family against guard pages, with
+#   program), tests/threads.sh (ISA levels, NAME_run_par bitwise NAME_run at 1-3 threads,
+#   ThreadSanitizer), tests/guard.sh (generated code of every op family against guard pages, with
 #   garbage arenas and on two threads), tests/weights.sh (--weights-section, --emit-weights),
 #   tests/int8.sh (quantized models against onnxruntime's outputs) and
 #   tests/firmware/run.sh (Cortex-M4 and RV32IMAFC under QEMU), tests/install.sh (make install,
@@ -116,6 +118,7 @@ runner passes sh tests/passes.sh
 runner kir-passes sh tests/kir-passes.sh
 runner convs sh tests/convs.sh
 runner rnn sh tests/rnn.sh
+runner opsets sh tests/opsets.sh
 runner strings sh tests/strings.sh
 runner random-ops sh tests/random.sh
 runner cli sh tests/cli.sh

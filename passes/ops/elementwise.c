@@ -86,6 +86,12 @@ void infer_unary(Graph *g, Node *n) {
               n->op_type, integer_too(n->op) ? "a number" : "a floating-point type");
         return;
     }
+    if (n->op == OP_Gelu && strcmp(ir_attr_str(n, "approximate", "none"), "none") &&
+        strcmp(ir_attr_str(n, "approximate", "none"), "tanh")) {
+        error(ir_where(g, n), "approximate '%s' is neither 'none' nor 'tanh'",
+              ir_attr_str(n, "approximate", "none"));
+        return;
+    }
     DType t = n->op == OP_IsNaN || n->op == OP_IsInf ? DT_BOOL : x->dtype;
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
@@ -98,7 +104,8 @@ void infer_cast(Graph *g, Node *n) {
         return;
     }
     if (!dtype_supported(to)) {
-        error(ir_where(g, n), "cast to unsupported type %s (%d)", dtype_name(to), (int)to);
+        error(ir_where(g, n), "cast to unsupported type %s (%d)%s", dtype_name(to), (int)to,
+              to >= 17 && to <= 26 ? ": onnxcc has no float8, 4-bit or 2-bit types" : "");
         return;
     }
     ir_set_shape(n->out[0], to, x->rank, x->dims);
@@ -262,6 +269,22 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
         Expr *sp = kx_bin(p, K_ADD, kx_bin(p, K_MAX, x, cst(L, t, 0)), l);
         return kx_bin(p, K_MUL, x, kx_un(p, K_TANH, sp));
     }
+    case OP_Gelu: {
+        /* x/2 (1 + erf(x/sqrt 2)); approximate="tanh": x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+        const char *approx = ir_attr_str(n, "approximate", "none");
+        Expr *h = kx_bin(p, K_MUL, cst(L, t, 0.5), x), *e;
+        if (!strcmp(approx, "tanh")) {
+            Expr *x3 = kx_bin(p, K_MUL, kx_bin(p, K_MUL, x, x), x);
+            e = kx_bin(p, K_ADD, x, kx_bin(p, K_MUL, cst(L, t, 0.044715), x3));
+            e = kx_un(p, K_TANH, kx_bin(p, K_MUL, cst(L, t, 0.7978845608028654), e));
+        } else {
+            e = kx_un(p, K_ERF, kx_bin(p, K_MUL, x, cst(L, t, 0.7071067811865476)));
+        }
+        return kx_bin(p, K_MUL, h, kx_bin(p, K_ADD, cst(L, t, 1), e));
+    }
+    case OP_Swish:                  /* x sigmoid(alpha x) */
+        return kx_bin(p, K_MUL, x, kx_un(p, K_SIGMOID,
+                                        kx_bin(p, K_MUL, cst(L, t, ir_attr_float(n, "alpha", 1.0f)), x)));
     case OP_Celu: {
         /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
         double alpha = ir_attr_float(n, "alpha", 1.0f);
@@ -331,6 +354,10 @@ static Expr *map_binary(Lower *L, Node *n, Expr **v, void *ctx) {
 
 void lower_binary(Lower *L, Node *n) {
     Buf *ins[2] = {lower_in(L, n, 0), lower_in(L, n, 1)};
+    if (ins[0]->string) {           /* Equal-19 on strings */
+        lower_equal_string(L, n);
+        return;
+    }
     lower_map(L, n, lower_out(L, n, 0), 2, ins, map_binary, NULL);
 }
 

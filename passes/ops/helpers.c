@@ -320,9 +320,11 @@ void rule_emit_reduce(Lower *L, Node *n, Buf *in, Buf *out, const bool *mask, bo
     Expr *init;
     if (reductions[kind].first && count > 0) init = kx_load(p, in, first);
     else if (kind == R_MAX) init = kx_const(p, t, rule_dtype_lowest(t));
+    else if (kind == R_MIN && t == DT_BOOL) init = kx_const(p, t, 1);
     else init = kx_const(p, t, reductions[kind].init);
-    body = ks_seq(body, rule_red_pass(p, k, in->rank, in->dims, mask, rv, acc, init,
-                                      reductions[kind].op, term));
+    KOp op = reductions[kind].op;   /* ReduceMax/Min-20 on bool: any / all */
+    if (t == DT_BOOL && (kind == R_MAX || kind == R_MIN)) op = kind == R_MAX ? K_OR : K_AND;
+    body = ks_seq(body, rule_red_pass(p, k, in->rank, in->dims, mask, rv, acc, init, op, term));
     Expr *v = kx_scalar(p, k, acc);
     switch (reductions[kind].fin) {
     case RF_NONE: break;

@@ -1,11 +1,13 @@
 /* indexing.c - the indexing family: Gather, GatherElements, GatherND, Scatter,
- * ScatterElements, ScatterND, OneHot.
+ * ScatterElements, ScatterND, TensorScatter, OneHot.
  *
  * Constant indices outside [-size, size) of their axis are errors, as in ONNX; run-time ones
  * are wrapped when negative and clamped into their axis so that no load or store leaves its
  * buffer (ONNX leaves them undefined), and an empty axis cannot be indexed at all. The gathers iterate over the
  * output. The scatters copy data into the output and then update the positions the indices
  * name, so they write elements twice and read back what they wrote: the output is KP_INOUT.
+ * TensorScatter (a KV cache update, opset 24) instead gathers: each element of the cache
+ * takes the update's element that lands on it, or the past one.
  * OneHot's depth decides its shape and must be a compile-time constant. */
 #include <math.h>
 #include <string.h>
@@ -404,4 +406,68 @@ void lower_onehot(Lower *L, Node *n) {
     Expr *off = kx_index(p, 0), *on = kx_index(p, 1);
     Expr *v = kx_select(p, kx_bin(p, K_EQ, i, oi[axis]), kx_load(p, vals, &on), kx_load(p, vals, &off));
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oi, v));
+}
+
+/* ---- TensorScatter (opset 24) ---- */
+
+/* The sequence axis (not the batch); false after an error (g NULL: no message). */
+static bool tscatter_axis(Graph *g, Node *n, int *axis) {
+    Value *c = n->in[0], *u = n->in[1], *w = rule_opt_in(n, 2);
+    const char *m = ir_attr_str(n, "mode", "linear");
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", -2), c->rank, axis)) return false;
+    bool ok = *axis > 0 && c->rank == u->rank && c->dtype == u->dtype &&
+              (!strcmp(m, "linear") || !strcmp(m, "circular"));
+    for (int d = 0; ok && d < c->rank; d++)
+        ok = d == *axis ? u->dims[d] <= c->dims[d] : u->dims[d] == c->dims[d];
+    if (!ok) {
+        if (g) error(ir_where(g, n), "update %s must match past_cache %s but along the sequence "
+                     "axis %d (not 0), of the same type, mode linear or circular",
+                     rule_dims_str(g, u->rank, u->dims), rule_dims_str(g, c->rank, c->dims), *axis);
+        return false;
+    }
+    if (w && (w->dtype != DT_INT64 || w->rank != 1 || w->dims[0] != c->dims[0])) {
+        if (g) error(ir_where(g, n), "write_indices must be int64 [%lld]", (long long)c->dims[0]);
+        return false;
+    }
+    return true;
+}
+
+void infer_tensor_scatter(Graph *g, Node *n) {
+    int axis;
+    if (!tscatter_axis(g, n, &axis)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, n->in[0]->dims);
+}
+
+/* present[.., m, ..] = update[.., j, ..] if 0 <= j < L, else past[.., m, ..], with
+ * j = m - write_indices[b] (linear) or that modulo the cache length M (circular); the
+ * update's index is clamped into it so that the load never leaves it. Positions a linear
+ * write past the end would reach are dropped (the spec requires they are none). */
+void lower_tensor_scatter(Lower *L, Node *n) {
+    Program *p = L->p;
+    int axis;
+    if (!tscatter_axis(NULL, n, &axis)) die("lower_tensor_scatter %s: unchecked", n->name);
+    Buf *c = lower_in(L, n, 0), *u = lower_in(L, n, 1), *w = lower_in(L, n, 2), *y = lower_out(L, n, 0);
+    int ov[MAX_RANK];
+    Expr *oi[MAX_RANK], *ui[MAX_RANK], *ci[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(c, u, w), y, ov, oi);
+    int64_t M = c->dims[axis], len = u->dims[axis];
+    Expr *j = kx_clone(p, oi[axis]);
+    if (w) {
+        Expr *bi[1] = {kx_clone(p, oi[0])};
+        Expr *wi = kx_cast(p, DT_INDEX, kx_load(p, w, bi));
+        if (!strcmp(ir_attr_str(n, "mode", "linear"), "circular"))
+            j = kx_bin(p, K_REM, kx_addc(p, kx_bin(p, K_SUB, j, kx_bin(p, K_REM, wi, kx_index(p, M))), M),
+                       kx_index(p, M));
+        else
+            j = kx_bin(p, K_SUB, j, wi);
+    }
+    Expr *in = kx_and(p, kx_bin(p, K_GE, kx_clone(p, j), kx_index(p, 0)),
+                      kx_bin(p, K_LT, kx_clone(p, j), kx_index(p, len)));
+    for (int d = 0; d < c->rank; d++) {
+        ci[d] = kx_clone(p, oi[d]);
+        ui[d] = d == axis ? kx_bin(p, K_MIN, kx_bin(p, K_MAX, j, kx_index(p, 0)), kx_index(p, len - 1))
+                          : kx_clone(p, oi[d]);
+    }
+    Expr *v = len ? kx_select(p, in, kx_load(p, u, ui), kx_load(p, c, ci)) : kx_load(p, c, ci);
+    k->body = lower_wrap(p, y->rank, y->dims, ov, ks_store(p, y, oi, v));
 }

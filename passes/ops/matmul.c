@@ -336,8 +336,10 @@ static bool intmat_check(Graph *g, Node *n, MatShape *s) {
     if (n->op == OP_QLinearMatMul) {
         static const int scales[] = {1, 4, 6};
         for (int i = 0; i < 3; i++)
-            if (n->in[scales[i]]->dtype != DT_FLOAT || ir_numel(n->in[scales[i]]) != 1) {
-                error(ir_where(g, n), "scale '%s' must be a single float", n->in[scales[i]]->name);
+            if (!dtype_is_float(n->in[scales[i]]->dtype) || n->in[scales[i]]->dtype == DT_DOUBLE ||
+                ir_numel(n->in[scales[i]]) != 1) {
+                error(ir_where(g, n), "scale '%s' must be a single float, float16 or bfloat16",
+                      n->in[scales[i]]->name);
                 return false;
             }
         Value *yzp = n->in[7];
@@ -385,8 +387,12 @@ void lower_matmul_integer(Lower *L, Node *n) {
     Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, DT_INT32, 0)), loop);
     Expr *v = kx_scalar(p, k, acc);
     if (n->op == OP_QLinearMatMul) {
-        Expr *mul = kx_bin(p, K_MUL, rule_load_first(p, k, lower_in(L, n, 1)), rule_load_first(p, k, lower_in(L, n, 4)));
-        mul = kx_bin(p, K_DIV, mul, rule_load_first(p, k, lower_in(L, n, 6)));
+        Expr *sc[3];                /* float16 and bfloat16 scales (opset 21) in float32 */
+        for (int i = 0; i < 3; i++) {
+            sc[i] = rule_load_first(p, k, lower_in(L, n, (int[]){1, 4, 6}[i]));
+            if (sc[i]->type != DT_FLOAT) sc[i] = kx_cast(p, DT_FLOAT, sc[i]);
+        }
+        Expr *mul = kx_bin(p, K_DIV, kx_bin(p, K_MUL, sc[0], sc[1]), sc[2]);
         v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), mul),
                      rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
     }

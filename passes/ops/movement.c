@@ -280,15 +280,17 @@ void lower_slice(Lower *L, Node *n) {
 
 /* ---- Pad ---- */
 
-typedef enum PadMode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } PadMode;
+typedef enum PadMode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } PadMode;
 
-/* Mode and per-dim pads (begin, end; negative crops); false after an error. */
+/* Mode and per-dim pads (begin, end; negative crops) of every axis, from pads and the
+ * optional axes (input 3, Pad-18) that pads' entries apply to; false after an error. */
 static bool pad_params(Graph *g, Node *n, PadMode *mode, int64_t *pb, int64_t *pe) {
     Value *x = n->in[0];
     const char *m = ir_attr_str(n, "mode", "constant");
     if (!strcmp(m, "constant")) *mode = PAD_CONSTANT;
     else if (!strcmp(m, "reflect")) *mode = PAD_REFLECT;
     else if (!strcmp(m, "edge")) *mode = PAD_EDGE;
+    else if (!strcmp(m, "wrap")) *mode = PAD_WRAP;    /* Pad-19 */
     else {
         error(ir_where(g, n), "pad mode '%s' is not supported", m);
         return false;
@@ -299,17 +301,27 @@ static bool pad_params(Graph *g, Node *n, PadMode *mode, int64_t *pb, int64_t *p
     }
     Value *pads = rule_const_ints(g, n, 1, "pads", 2 * MAX_RANK);
     if (!pads) return false;
-    if (ir_numel(pads) != 2 * x->rank) {
-        error(ir_where(g, n), "%lld pads for rank %d", (long long)ir_numel(pads), x->rank);
+    Value *axes = n->nin > 3 && n->in[3] ? rule_const_ints(g, n, 3, "axes", MAX_RANK) : NULL;
+    if (n->nin > 3 && n->in[3] && !axes) return false;
+    int naxes = axes ? (int)ir_numel(axes) : x->rank;
+    if (ir_numel(pads) != 2 * naxes) {
+        error(ir_where(g, n), "%lld pads for %d axes", (long long)ir_numel(pads), naxes);
         return false;
     }
+    for (int d = 0; d < x->rank; d++) pb[d] = pe[d] = 0;
+    for (int i = 0; i < naxes; i++) {
+        int d = i;
+        if (axes && !rule_axis(g, n, ir_const_int(axes, i), x->rank, &d)) return false;
+        pb[d] = ir_const_int(pads, i);
+        pe[d] = ir_const_int(pads, naxes + i);
+    }
     for (int d = 0; d < x->rank; d++) {
-        pb[d] = ir_const_int(pads, d);
-        pe[d] = ir_const_int(pads, x->rank + d);
         int64_t dim = x->dims[d];
         bool bad = dim + pb[d] + pe[d] < 0;
         if (*mode == PAD_REFLECT) bad |= pb[d] > dim - 1 || pe[d] > dim - 1;
         if (*mode == PAD_EDGE) bad |= (pb[d] > 0 || pe[d] > 0) && dim == 0;
+        if (*mode == PAD_WRAP)
+            bad |= (pb[d] > 0 || pe[d] > 0) && dim - MAX(-pb[d], 0) - MAX(-pe[d], 0) <= 0;
         if (bad) {
             error(ir_where(g, n), "pads %lld,%lld do not fit axis %d of size %lld in mode %s",
                   (long long)pb[d], (long long)pe[d], d, (long long)dim, m);
@@ -371,11 +383,19 @@ static Stmt *pad_nest(PadNest *c, int d, Expr **oidx, Expr **iidx) {
     return s;
 }
 
-/* Reflect/edge: one nest; the source position is folded back into the axis arithmetically
- * (reflect: |t| then (dim-1) - |(dim-1) - t|; edge: clamp), valid because pads < dim. */
+/* Reflect/edge/wrap: one nest; the source position is folded back into the axis
+ * arithmetically (reflect: |t| then (dim-1) - |(dim-1) - t|, valid because pads < dim; edge:
+ * clamp; wrap: t mod dim, taken of t + a multiple of dim that is not negative, since K_REM
+ * truncates; a negative pad crops first, as the ONNX reference does). */
 static Expr *pad_src(Program *p, PadMode mode, Expr *o, int64_t pb, int64_t pe, int64_t dim) {
     Expr *t = kx_addc(p, o, -pb);
     Expr *last = kx_index(p, dim - 1);
+    if (mode == PAD_WRAP) {         /* around what is left of the axis after cropping */
+        if (pb <= 0 && pe <= 0) return t;
+        int64_t lo = MAX(-pb, 0), len = dim - lo - MAX(-pe, 0), b = MAX(pb, 0);
+        Expr *w = kx_addc(p, o, rule_ceil_div(b, len) * len - b);
+        return kx_addc(p, kx_bin(p, K_REM, w, kx_index(p, len)), lo);
+    }
     if (mode == PAD_EDGE) {
         if (pb > 0) t = kx_bin(p, K_MAX, t, kx_index(p, 0));
         if (pe > 0) t = kx_bin(p, K_MIN, t, last);

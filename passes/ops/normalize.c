@@ -1,5 +1,6 @@
 /* normalize.c - the normalisation family: BatchNormalization, InstanceNormalization,
- * LayerNormalization, MeanVarianceNormalization, LRN, Softmax and LogSoftmax.
+ * GroupNormalization, LayerNormalization, MeanVarianceNormalization, RMSNormalization, LRN,
+ * Softmax and LogSoftmax.
  *
  * BatchNormalization in inference form is a per-channel affine map (an elementwise kernel); in
  * training mode it normalises with the batch's statistics like InstanceNormalization over
@@ -197,12 +198,15 @@ void lower_softmax(Lower *L, Node *n) {
 /* ---- normalisations: LayerNormalization, InstanceNormalization, MVN ---- */
 
 /* How a normalisation reads its scale and bias at element index idx of x. */
-typedef enum AffineKind { AF_NONE, AF_CHANNEL, AF_TRAILING } AffineKind;
+typedef enum AffineKind { AF_NONE, AF_CHANNEL, AF_TRAILING, AF_GROUP } AffineKind;
 
 typedef struct Norm {
     bool mask[MAX_RANK];        /* the dims the statistics are taken over */
     double eps;
     bool eps_outside;           /* MVN: (x - mean) / (sqrt(var) + eps) */
+    bool rms;                   /* RMSNormalization: the mean is taken as 0 */
+    int64_t group_size;         /* AF_GROUP: x is viewed [N, G, C/G, ...]; scale/bias are per
+                                   channel (index g * C/G + c), or per group with 0 here */
     AffineKind af;
     int axis;                   /* AF_TRAILING: scale/bias broadcast to x.shape[axis:] */
     Buf *scale, *bias;          /* NULL: 1 / 0 */
@@ -217,6 +221,11 @@ typedef struct Norm {
 static Expr *affine_load(Program *p, const Norm *nm, Buf *b, int rank, Expr **idx, DType t) {
     Expr *bi[MAX_RANK];
     if (nm->af == AF_CHANNEL) return as(p, t, kx_load(p, b, &idx[1]));
+    if (nm->af == AF_GROUP) {
+        Expr *c = nm->group_size ? kx_add(p, kx_mul(p, kx_clone(p, idx[1]), nm->group_size), kx_clone(p, idx[2]))
+                                 : kx_clone(p, idx[1]);
+        return as(p, t, kx_load(p, b, &c));
+    }
     lower_bcast_idx(p, b, rank - nm->axis, idx + nm->axis, bi);
     return as(p, t, kx_load(p, b, bi));
 }
@@ -251,10 +260,15 @@ static void emit_norm(Lower *L, Node *n, Buf *x, Buf *y, const Norm *nm) {
     }
     Expr *nc = kx_const(p, t, (double)(cnt ? cnt : 1));
 
-    rule_sel_vars(p, k, r, nm->mask, rv, idx);
-    Stmt *body = rule_red_pass(p, k, r, x->dims, nm->mask, rv, sm, kx_const(p, t, 0), K_ADD,
-                               kx_load(p, x, idx));
-    ks_seq(body, ks_set(p, mean, kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc)));
+    Stmt *body;
+    if (nm->rms) {
+        body = ks_set(p, mean, kx_const(p, t, 0));
+    } else {
+        rule_sel_vars(p, k, r, nm->mask, rv, idx);
+        body = rule_red_pass(p, k, r, x->dims, nm->mask, rv, sm, kx_const(p, t, 0), K_ADD,
+                             kx_load(p, x, idx));
+        ks_seq(body, ks_set(p, mean, kx_bin(p, K_DIV, kx_scalar(p, k, sm), nc)));
+    }
 
     rule_sel_vars(p, k, r, nm->mask, rv, idx);
     Expr *dv = kx_bin(p, K_SUB, kx_load(p, x, idx), kx_scalar(p, k, mean));
@@ -379,6 +393,88 @@ void lower_instnorm(Lower *L, Node *n) {
     nm.scale = lower_in(L, n, 1);
     nm.bias = lower_in(L, n, 2);
     emit_norm(L, n, x, lower_out(L, n, 0), &nm);
+}
+
+/* ---- GroupNormalization, RMSNormalization ---- */
+
+/* GroupNormalization's groups: C / num_groups channels each; false after an error (g NULL:
+ * no message). */
+static bool groupnorm_groups(Graph *g, Node *n, int64_t *groups) {
+    const Value *x = n->in[0];
+    *groups = ir_attr_int(n, "num_groups", 0);
+    if (x->rank < 2 || x->rank + 1 > MAX_RANK) {
+        if (g) error(ir_where(g, n), "input must have rank 2 to %d (N, C, ...), not %d", MAX_RANK - 1, x->rank);
+        return false;
+    }
+    if (*groups < 1 || x->dims[1] % *groups != 0) {
+        if (g) error(ir_where(g, n), "num_groups %lld does not divide the %lld channels",
+                     (long long)*groups, (long long)x->dims[1]);
+        return false;
+    }
+    return true;
+}
+
+void infer_groupnorm(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int64_t groups;
+    if (!groupnorm_groups(g, n, &groups)) return;
+    if (!dtype_is_float(x->dtype)) {
+        error(ir_where(g, n), "input must be a float tensor, not %s", dtype_name(x->dtype));
+        return;
+    }
+    if (!rule_same_type(g, n, 1, 2)) return;
+    int64_t want = ir_attr_int(n, "per_group", 0) ? groups : x->dims[1];
+    for (int i = 1; i < 3; i++)
+        if (n->in[i]->rank != 1 || n->in[i]->dims[0] != want) {
+            error(ir_where(g, n), "input %d must have shape [%lld] (one value per %s)", i,
+                  (long long)want, want == groups ? "group, opset 18" : "channel, opset 21");
+            return;
+        }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* x and y are viewed [N, G, C/G, spatial...], the statistics taken over dims 2 on. */
+void lower_groupnorm(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int64_t groups, dims[MAX_RANK];
+    if (!groupnorm_groups(NULL, n, &groups)) die("lower_groupnorm %s: unchecked", n->name);
+    dims[0] = x->dims[0];
+    dims[1] = groups;
+    dims[2] = x->dims[1] / groups;
+    for (int d = 2; d < x->rank; d++) dims[d + 1] = x->dims[d];
+    Norm nm = {.eps = ir_attr_float(n, "epsilon", 1e-5f), .af = AF_GROUP,
+               .group_size = ir_attr_int(n, "per_group", 0) ? 0 : dims[2]};
+    for (int d = 0; d <= x->rank; d++) nm.mask[d] = d >= 2;
+    nm.scale = lower_in(L, n, 1);
+    nm.bias = lower_in(L, n, 2);
+    emit_norm(L, n, kir_view_new(L->p, x, x->name, x->rank + 1, dims),
+              kir_view_new(L->p, y, y->name, x->rank + 1, dims), &nm);
+}
+
+/* y = x / sqrt(mean(x^2 over dims axis..) + eps) * scale, scale broadcast to x.shape[axis:] */
+void infer_rmsnorm(Graph *g, Node *n) {
+    Value *x = n->in[0], *s = n->in[1];
+    int axis;
+    if (!layernorm_axis(g, n, &axis)) return;
+    if (!dtype_is_float(x->dtype) || !dtype_is_float(s->dtype)) {
+        error(ir_where(g, n), "X and scale must be float tensors, not %s and %s",
+              dtype_name(x->dtype), dtype_name(s->dtype));
+        return;
+    }
+    if (!rule_broadcasts_to(s, x->rank - axis, x->dims + axis)) {
+        error(ir_where(g, n), "scale does not broadcast to the normalized shape");
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+void lower_rmsnorm(Lower *L, Node *n) {
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    Norm nm = {.eps = ir_attr_float(n, "epsilon", 1e-5f), .af = AF_TRAILING, .rms = true};
+    if (!layernorm_axis(NULL, n, &nm.axis)) die("lower_rmsnorm %s: unchecked axis", n->name);
+    for (int d = 0; d < x->rank; d++) nm.mask[d] = d >= nm.axis;
+    nm.scale = lower_in(L, n, 1);
+    emit_norm(L, n, x, y, &nm);
 }
 
 /* MVN's axes attribute (default [0, 2, 3]); false after reporting a bad axis. */

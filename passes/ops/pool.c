@@ -20,15 +20,6 @@ static bool pool_window(Graph *g, Node *n, Window *w) {
         error(where, "need kernel_shape with one entry per spatial dim of a rank >= 3 input");
         return false;
     }
-    if (n->op == OP_AveragePool) {
-        const int64_t *dl;
-        int ndl = ir_attr_ints(n, "dilations", &dl);
-        for (int i = 0; i < ndl; i++)
-            if (dl[i] != 1) {
-                error(where, "AveragePool with dilations is not supported");
-                return false;
-            }
-    }
     return rule_window(g, n, x, ks, ir_attr_int(n, "ceil_mode", 0) != 0, w);
 }
 
@@ -46,21 +37,33 @@ void infer_pool(Graph *g, Node *n) {
 
 /* AveragePool's divisor at output position oi: the number of taps inside [lo, hi) along each
  * spatial dim, multiplied. lo/hi are the input (count_include_pad=0) or the padded input
- * (count_include_pad=1). A dim whose windows always fit contributes its kernel size. */
+ * (count_include_pad=1). A dim whose windows always fit contributes its kernel size. With
+ * window start s = o*stride - pb and dilation d the taps inside are t in [0, k) with
+ * lo <= s + t*d < hi: from max(0, ceil((lo - s) / d)) to min(k, floor((hi - 1 - s) / d) + 1),
+ * both divisions of numbers made non-negative first (K_DIV truncates). */
 static Expr *avg_divisor(Program *p, const Window *w, Expr **oi, bool include_pad, DType t) {
     int64_t konst = 1;
     Expr *cnt = NULL;
     for (int i = 0; i < w->nsp; i++) {
         int64_t lo = include_pad ? -w->pb[i] : 0, hi = include_pad ? w->in[i] + w->pe[i] : w->in[i];
-        int64_t last = (w->out[i] - 1) * w->s[i] - w->pb[i] + w->k[i];
+        int64_t d = w->d[i], last = (w->out[i] - 1) * w->s[i] - w->pb[i] + (w->k[i] - 1) * d + 1;
         if (-w->pb[i] >= lo && last <= hi) {
             konst *= w->k[i];
             continue;
         }
-        Expr *start = kx_addc(p, kx_mul(p, oi[2 + i], w->s[i]), -w->pb[i]);
-        Expr *end = kx_bin(p, K_MIN, kx_addc(p, start, w->k[i]), kx_index(p, hi));
-        start = kx_bin(p, K_MAX, start, kx_index(p, lo));
-        Expr *ci = kx_bin(p, K_SUB, end, start);
+        Expr *start = kx_addc(p, kx_mul(p, oi[2 + i], w->s[i]), -w->pb[i]), *ci;
+        if (d == 1) {
+            Expr *end = kx_bin(p, K_MIN, kx_addc(p, start, w->k[i]), kx_index(p, hi));
+            start = kx_bin(p, K_MAX, start, kx_index(p, lo));
+            ci = kx_bin(p, K_SUB, end, start);
+        } else {
+            Expr *a = kx_bin(p, K_MAX, kx_bin(p, K_SUB, kx_index(p, lo), start), kx_index(p, 0));
+            Expr *tmin = kx_bin(p, K_DIV, kx_addc(p, a, d - 1), kx_index(p, d));
+            Expr *b = kx_bin(p, K_SUB, kx_index(p, hi - 1 + d), kx_clone(p, start));
+            b = kx_bin(p, K_MAX, b, kx_index(p, 0));
+            Expr *tend = kx_bin(p, K_MIN, kx_bin(p, K_DIV, b, kx_index(p, d)), kx_index(p, w->k[i]));
+            ci = kx_bin(p, K_MAX, kx_bin(p, K_SUB, tend, tmin), kx_index(p, 0));
+        }
         cnt = cnt ? kx_bin(p, K_MUL, cnt, ci) : ci;
     }
     if (!cnt) return kx_const(p, t, (double)konst);

@@ -11,21 +11,46 @@
 
 /* ---- QuantizeLinear, DequantizeLinear ---- */
 
-/* The quantisation axis of a per-axis scale (numel > 1), checked against x; -1 per tensor. */
-static bool quant_axis(Graph *g, Node *n, const Value *x, int *axis) {
+/* Where a scale (and zero point) applies: per tensor (axis -1), per axis (a 1-D scale along
+ * x's dim `axis`), or blocked (block > 0, opset 21: the scale has x's rank and
+ * ceil(D / block) entries along `axis`, each for `block` consecutive elements of x, the last
+ * for what remains). */
+typedef struct QLayout {
+    int axis;
+    int64_t block;
+} QLayout;
+
+/* The layout of n's scale, checked against x; false after an error (g NULL: no message). */
+static bool quant_layout(Graph *g, Node *n, const Value *x, QLayout *q) {
     Value *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
-    *axis = -1;
-    if (s->rank == 0 || ir_numel(s) == 1) {
-        if (zp && ir_numel(zp) != 1) {
-            if (g) error(ir_where(g, n), "zero point '%s' must be a scalar like the scale", zp->name);
+    q->axis = -1;
+    q->block = ir_attr_int(n, "block_size", 0);
+    if (zp && !ir_same_shape(s, zp)) {
+        if (g) error(ir_where(g, n), "zero point '%s' must have the shape of scale '%s'", zp->name, s->name);
+        return false;
+    }
+    if (q->block < 0) {
+        if (g) error(ir_where(g, n), "block_size %lld is negative", (long long)q->block);
+        return false;
+    }
+    if (!q->block && (s->rank == 0 || ir_numel(s) == 1)) return true;
+    if (!rule_axis(g, n, ir_attr_int(n, "axis", 1), x->rank, &q->axis)) return false;
+    int a = q->axis;
+    if (!q->block) {
+        if (s->rank != 1 || s->dims[0] != x->dims[a]) {
+            if (g) error(ir_where(g, n), "scale '%s' (and zero point) must have %lld elements",
+                         s->name, (long long)x->dims[a]);
             return false;
         }
         return true;
     }
-    if (!rule_axis(g, n, ir_attr_int(n, "axis", 1), x->rank, axis)) return false;
-    if (s->rank != 1 || s->dims[0] != x->dims[*axis] || (zp && !ir_same_shape(s, zp))) {
-        if (g) error(ir_where(g, n), "scale '%s' (and zero point) must have %lld elements",
-                     s->name, (long long)x->dims[*axis]);
+    bool ok = s->rank == x->rank && x->rank < MAX_RANK;
+    for (int d = 0; ok && d < x->rank; d++)
+        ok = d == a ? s->dims[d] == rule_ceil_div(x->dims[d], q->block) : s->dims[d] == x->dims[d];
+    if (!ok) {
+        if (g) error(ir_where(g, n), "blocked scale '%s' %s does not fit input %s with block_size "
+                     "%lld on axis %d", s->name, rule_dims_str(g, s->rank, s->dims),
+                     rule_dims_str(g, x->rank, x->dims), (long long)q->block, a);
         return false;
     }
     return true;
@@ -42,61 +67,146 @@ static Buf *axis_view(Lower *L, Buf *b, int xrank, int axis) {
     return kir_view_new(L->p, b, b->name, xrank - axis, dims);
 }
 
-void infer_quantize(Graph *g, Node *n) {
-    Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
-    int axis;
-    DType t = zp ? zp->dtype : DT_UINT8;
-    if ((x->dtype != DT_FLOAT && x->dtype != DT_INT32) || s->dtype != DT_FLOAT || !rule_quant_type(t)) {
-        error(ir_where(g, n), "needs float/int32 x, float scale and uint8/int8 zero point");
+/* Blocked: x (and y) viewed with the axis split into [D / block, block], the scale and zero
+ * point with [D / block, 1], so that lower_map's broadcasting repeats each over its block. */
+static Buf *block_view(Lower *L, Buf *b, const QLayout *q, bool operand) {
+    int64_t dims[MAX_RANK];
+    if (!b) return NULL;
+    for (int d = 0, o = 0; d < b->rank; d++) {
+        if (d != q->axis) {
+            dims[o++] = b->dims[d];
+            continue;
+        }
+        dims[o++] = operand ? b->dims[d] : b->dims[d] / q->block;
+        dims[o++] = operand ? 1 : q->block;
+    }
+    return kir_view_new(L->p, b, b->name, b->rank + 1, dims);
+}
+
+/* Blocked with a shorter last block: one kernel over y reading the scale and zero point at
+ * the axis index divided by the block. */
+static void quant_blocks(Lower *L, Node *n, const QLayout *q, MapFn build) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *s = lower_in(L, n, 1), *zp = lower_in(L, n, 2), *y = lower_out(L, n, 0);
+    int ov[MAX_RANK];
+    Expr *oi[MAX_RANK], *si[MAX_RANK], *zi[MAX_RANK], *v[3];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, s, zp), y, ov, oi);
+    for (int d = 0; d < y->rank; d++) {
+        si[d] = d == q->axis ? kx_bin(p, K_DIV, kx_clone(p, oi[d]), kx_index(p, q->block)) : kx_clone(p, oi[d]);
+        zi[d] = kx_clone(p, si[d]);
+    }
+    v[0] = kx_load(p, x, oi);
+    v[1] = kx_load(p, s, si);
+    v[2] = zp ? kx_load(p, zp, zi) : NULL;
+    k->body = lower_wrap(p, y->rank, y->dims, ov, ks_store(p, y, oi, build(L, n, v, NULL)));
+}
+
+/* lower_map over x, scale and zero point in the layout q (the zero point may be absent) */
+static void quant_map(Lower *L, Node *n, const QLayout *q, MapFn build) {
+    int r = n->in[0]->rank;
+    if (q->block && n->in[0]->dims[q->axis] % q->block) {
+        quant_blocks(L, n, q, build);
         return;
     }
-    if (!quant_axis(g, n, x, &axis)) return;
+    Buf *x = lower_in(L, n, 0), *s = lower_in(L, n, 1), *zp = lower_in(L, n, 2), *y = lower_out(L, n, 0);
+    Buf *ins[3];
+    if (q->block) {
+        ins[0] = block_view(L, x, q, false);
+        ins[1] = block_view(L, s, q, true);
+        ins[2] = block_view(L, zp, q, true);
+        y = block_view(L, y, q, false);
+    } else {
+        ins[0] = x;
+        ins[1] = axis_view(L, s, r, q->axis);
+        ins[2] = axis_view(L, zp, r, q->axis);
+    }
+    lower_map(L, n, y, zp ? 3 : 2, ins, build, NULL);
+}
+
+/* x float (float16 and bfloat16 from opset 19) or int32, a float scale; y uint8, int8, uint16
+ * or int16 (opset 21), the type of the zero point or of output_dtype (opset 21). Computed in float32 whatever the
+ * `precision` (opset 23) asks, which is refused unless float32. */
+void infer_quantize(Graph *g, Node *n) {
+    Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
+    QLayout q;
+    DType od = (DType)ir_attr_int(n, "output_dtype", 0), t = zp ? zp->dtype : od ? od : DT_UINT8;
+    if ((!dtype_is_float(x->dtype) && x->dtype != DT_INT32) || !dtype_is_float(s->dtype) ||
+        s->dtype == DT_DOUBLE) {
+        error(ir_where(g, n), "needs float/float16/bfloat16/int32 x and a float/float16/bfloat16 "
+              "scale, not %s and %s", dtype_name(x->dtype), dtype_name(s->dtype));
+        return;
+    }
+    if (od && zp && od != zp->dtype) {
+        error(ir_where(g, n), "output_dtype %s is not the zero point's type %s", dtype_name(od),
+              dtype_name(zp->dtype));
+        return;
+    }
+    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16) {
+        error(ir_where(g, n), "quantizing to %s is not supported (uint8, int8, uint16 and int16 "
+              "are)", dtype_name(t));
+        return;
+    }
+    int64_t prec = ir_attr_int(n, "precision", 0);
+    if (prec != 0 && prec != DT_FLOAT) {
+        error(ir_where(g, n), "precision %s is not supported (onnxcc divides in float32)",
+              dtype_name((DType)prec));
+        return;
+    }
+    if (!quant_layout(g, n, x, &q)) return;
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
 
 static Expr *map_quantize(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
-    Expr *x = kx_cast(p, DT_FLOAT, v[0]);
-    return rule_quantize(p, kx_bin(p, K_DIV, x, v[1]), n->nin > 2 && n->in[2] ? v[2] : NULL,
-                    n->out[0]->dtype);
+    Expr *x = kx_cast(p, DT_FLOAT, v[0]), *s = v[1]->type == DT_FLOAT ? v[1] : kx_cast(p, DT_FLOAT, v[1]);
+    DType t = n->out[0]->dtype;     /* 16-bit outputs: opset 21 */
+    double lo = t == DT_INT8 ? -128 : t == DT_INT16 ? -32768 : 0;
+    double hi = t == DT_INT8 ? 127 : t == DT_UINT8 ? 255 : t == DT_INT16 ? 32767 : 65535;
+    return rule_quantize_in(p, kx_bin(p, K_DIV, x, s), n->nin > 2 && n->in[2] ? v[2] : NULL, t, lo, hi);
 }
 
 void lower_quantize(Lower *L, Node *n) {
-    int axis;
-    if (!quant_axis(NULL, n, n->in[0], &axis)) return;
-    int r = n->in[0]->rank;
-    Buf *ins[3] = {lower_in(L, n, 0), axis_view(L, lower_in(L, n, 1), r, axis),
-                   axis_view(L, lower_in(L, n, 2), r, axis)};
-    lower_map(L, n, lower_out(L, n, 0), ins[2] ? 3 : 2, ins, map_quantize, NULL);
+    QLayout q;
+    if (!quant_layout(NULL, n, n->in[0], &q)) die("lower_quantize %s: unchecked", n->name);
+    quant_map(L, n, &q, map_quantize);
 }
 
+/* x uint8, int8, int16, uint16 (opset 21) or int32, a zero point of x's type; y the type of
+ * the scale (float, float16, bfloat16), or output_dtype (opset 23). */
 void infer_dequantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
-    int axis;
-    if ((!rule_quant_type(x->dtype) && x->dtype != DT_INT32) || s->dtype != DT_FLOAT ||
-        (zp && zp->dtype != x->dtype)) {
-        error(ir_where(g, n), "needs uint8/int8/int32 x, float scale and a zero point of x's type");
+    QLayout q;
+    bool xok = rule_quant_type(x->dtype) || x->dtype == DT_INT32 || x->dtype == DT_INT16 ||
+               x->dtype == DT_UINT16;
+    DType t = (DType)ir_attr_int(n, "output_dtype", 0);
+    if (!t) t = s->dtype;
+    if (!xok || !dtype_is_float(s->dtype) || s->dtype == DT_DOUBLE || (zp && zp->dtype != x->dtype)) {
+        error(ir_where(g, n), "needs uint8/int8/uint16/int16/int32 x, a float/float16/bfloat16 "
+              "scale and a zero point of x's type, not %s, %s%s%s", dtype_name(x->dtype),
+              dtype_name(s->dtype), zp ? " and " : "", zp ? dtype_name(zp->dtype) : "");
         return;
     }
-    if (!quant_axis(g, n, x, &axis)) return;
-    ir_set_shape(n->out[0], DT_FLOAT, x->rank, x->dims);
+    if (!dtype_is_float(t) || t == DT_DOUBLE) {
+        error(ir_where(g, n), "output_dtype %s is not float, float16 or bfloat16", dtype_name(t));
+        return;
+    }
+    if (!quant_layout(g, n, x, &q)) return;
+    ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
 
-/* (x - zp) * scale, the difference taken exactly in int32 */
+/* (x - zp) * scale, the difference taken exactly in int32, the product in float32 */
 static Expr *map_dequantize(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
-    Expr *x = kx_cast(p, DT_INT32, v[0]);
+    Expr *x = kx_cast(p, DT_INT32, v[0]), *s = v[1]->type == DT_FLOAT ? v[1] : kx_cast(p, DT_FLOAT, v[1]);
     if (n->nin > 2 && n->in[2]) x = kx_bin(p, K_SUB, x, kx_cast(p, DT_INT32, v[2]));
-    return kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, x), v[1]);
+    Expr *y = kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, x), s);
+    return n->out[0]->dtype == DT_FLOAT ? y : kx_cast(p, n->out[0]->dtype, y);
 }
 
 void lower_dequantize(Lower *L, Node *n) {
-    int axis;
-    if (!quant_axis(NULL, n, n->in[0], &axis)) return;
-    int r = n->in[0]->rank;
-    Buf *ins[3] = {lower_in(L, n, 0), axis_view(L, lower_in(L, n, 1), r, axis),
-                   axis_view(L, lower_in(L, n, 2), r, axis)};
-    lower_map(L, n, lower_out(L, n, 0), ins[2] ? 3 : 2, ins, map_dequantize, NULL);
+    QLayout q;
+    if (!quant_layout(NULL, n, n->in[0], &q)) die("lower_dequantize %s: unchecked", n->name);
+    quant_map(L, n, &q, map_dequantize);
 }
 
 /* ---- DynamicQuantizeLinear ---- */

@@ -1,6 +1,6 @@
 /* reduce.c - the reduction and scan family: ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp
  * ReduceMax ReduceMean ReduceMin ReduceProd ReduceSum ReduceSumSquare, ArgMax ArgMin, Hardmax,
- * CumSum and TopK.
+ * CumSum, CumProd and TopK.
  *
  * Reductions keep the contraction shape: parallel loops over the output dims outermost,
  * reduction loops inside accumulating into scalar registers, one store per output element.
@@ -184,7 +184,8 @@ void infer_cumsum(Graph *g, Node *n) {
 }
 
 /* The scan along `axis` for every position of the other dims, in order or reversed:
- *   acc = 0; for j: acc += x[j]; y[j] = acc    (exclusive: store before adding) */
+ *   acc = 0; for j: acc += x[j]; y[j] = acc    (exclusive: store before adding)
+ * CumProd (opset 26) the same with acc = 1 and *=. */
 static Stmt *cumsum_nest(Program *p, Kernel *k, Node *n, Buf *x, Buf *y, int axis, int acc) {
     int vars[MAX_RANK], r = x->rank, ov[MAX_RANK], no = 0;
     int64_t od[MAX_RANK], len = x->dims[axis];
@@ -196,10 +197,11 @@ static Stmt *cumsum_nest(Program *p, Kernel *k, Node *n, Buf *x, Buf *y, int axi
     }
     if (ir_attr_int(n, "reverse", 0))
         idx[axis] = kx_bin(p, K_SUB, kx_index(p, len - 1), idx[axis]);
-    Stmt *add = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_load(p, x, idx)));
+    bool prod = n->op == OP_CumProd;
+    Stmt *add = ks_set(p, acc, kx_bin(p, prod ? K_MUL : K_ADD, kx_scalar(p, k, acc), kx_load(p, x, idx)));
     Stmt *store = ks_store(p, y, idx, kx_scalar(p, k, acc));
     Stmt *step = ir_attr_int(n, "exclusive", 0) ? ks_seq(store, add) : ks_seq(add, store);
-    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, x->dtype, 0)), ks_loop(p, vars[axis], 0, len, 1, step));
+    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, x->dtype, prod)), ks_loop(p, vars[axis], 0, len, 1, step));
     return lower_wrap(p, no, od, ov, body);
 }
 

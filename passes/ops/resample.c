@@ -1,6 +1,7 @@
 /* resample.c - the resampling family: Resize (Upsample is rewritten into Resize by
  * canonicalize.c), GridSample (bilinear, nearest and bicubic sampling with
- * zeros/border/reflection padding) and RoiAlign (bilinear samples averaged per bin).
+ * zeros/border/reflection padding), AffineGrid (the sampling grids GridSample takes, opset 20)
+ * and RoiAlign (bilinear samples averaged per bin).
  *
  * Resize computes its sampling positions at compile time (every size is static) into small
  * constant tables, so that the kernel is a gather or a short weighted sum whatever the
@@ -33,6 +34,8 @@ typedef struct ResizeSpec {
     double scale[MAX_RANK], roi_lo[MAX_RANK], roi_hi[MAX_RANK], cubic_a, extrap;
     int64_t out[MAX_RANK];
     bool exclude_outside;
+    bool antialias;                 /* Resize-18: linear/cubic filters stretched by 1/scale
+                                       when downscaling (nearest ignores it) */
 } ResizeSpec;
 
 /* Reads the node's attributes and its constant scales/sizes/roi (inputs X, roi, scales,
@@ -57,28 +60,77 @@ static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
     roi = n->nin > 1 ? n->in[1] : NULL;
     sc = n->nin > 2 && n->in[2] && ir_numel(n->in[2]) ? n->in[2] : NULL;
     sz = n->nin > 3 && n->in[3] && ir_numel(n->in[3]) ? n->in[3] : NULL;
-    if (!!sc == !!sz || (sc && (!sc->data || ir_numel(sc) != r)) ||
-        (sz && (!sz->data || ir_numel(sz) != r))) {
-        error(where, "need exactly one of scales and sizes, constant, with %d entries", r);
+    rs->antialias = ir_attr_int(n, "antialias", 0) != 0 && rs->mode != RZ_NEAREST;
+    /* Resize-18's axes: scales, sizes and roi name these dims only, the others keep theirs */
+    int ax[MAX_RANK], na = r;
+    const int64_t *axv;
+    bool named[MAX_RANK] = {false};
+    if (ir_attr(n, "axes")) {
+        na = ir_attr_ints(n, "axes", &axv);
+        if (na > r) {
+            error(where, "%d axes for rank %d", na, r);
+            return false;
+        }
+        for (int i = 0; i < na; i++) {
+            if (!rule_axis(g, n, axv[i], r, &ax[i])) return false;
+            if (named[ax[i]]) {
+                error(where, "axis %d is named twice", ax[i]);
+                return false;
+            }
+            named[ax[i]] = true;
+        }
+    } else {
+        for (int i = 0; i < r; i++) ax[i] = i, named[i] = true;
+    }
+    if (!!sc == !!sz || (sc && (!sc->data || ir_numel(sc) != na)) ||
+        (sz && (!sz->data || ir_numel(sz) != na))) {
+        error(where, "need exactly one of scales and sizes, constant, with %d entries", na);
         return false;
     }
     bool crop = !strcmp(rs->coord, "tf_crop_and_resize");
-    if (crop && (!roi || !roi->data || ir_numel(roi) != 2 * r)) {
-        error(where, "tf_crop_and_resize needs a constant roi with %d entries", 2 * r);
+    if (crop && (!roi || !roi->data || ir_numel(roi) != 2 * na)) {
+        error(where, "tf_crop_and_resize needs a constant roi with %d entries", 2 * na);
         return false;
     }
-    if (crop)
-        for (int d = 0; d < r; d++) {
-            rs->roi_lo[d] = ir_const_float(roi, d);
-            rs->roi_hi[d] = ir_const_float(roi, r + d);
-        }
     for (int d = 0; d < r; d++) {
-        if (sc) rs->scale[d] = (double)(float)ir_const_float(sc, d);
-        else rs->scale[d] = (double)ir_const_int(sz, d) / (double)x->dims[d];
+        rs->scale[d] = 1;
+        rs->out[d] = x->dims[d];
+        rs->roi_lo[d] = 0;
+        rs->roi_hi[d] = 1;
     }
-    static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                         "asymmetric", "tf_half_pixel_for_nn",
-                                         "tf_crop_and_resize"};
+    for (int i = 0; i < na; i++) {
+        int d = ax[i];
+        if (crop) {
+            rs->roi_lo[d] = ir_const_float(roi, i);
+            rs->roi_hi[d] = ir_const_float(roi, na + i);
+        }
+        if (sc) {
+            rs->scale[d] = (double)(float)ir_const_float(sc, i);
+            rs->out[d] = (int64_t)floor(rs->scale[d] * (double)x->dims[d]);
+        } else {
+            rs->out[d] = ir_const_int(sz, i);
+            rs->scale[d] = (double)rs->out[d] / (double)x->dims[d];
+        }
+    }
+    /* keep_aspect_ratio_policy (sizes only): one scale for the named axes, the smallest
+     * (not_larger) or the largest (not_smaller), and sizes rounded half up from it */
+    const char *keep = ir_attr_str(n, "keep_aspect_ratio_policy", "stretch");
+    if (strcmp(keep, "stretch") && strcmp(keep, "not_larger") && strcmp(keep, "not_smaller")) {
+        error(where, "unknown keep_aspect_ratio_policy '%s'", keep);
+        return false;
+    }
+    if (sz && strcmp(keep, "stretch")) {
+        double k = rs->scale[ax[0]];
+        for (int i = 1; i < na; i++)
+            k = !strcmp(keep, "not_larger") ? fmin(k, rs->scale[ax[i]]) : fmax(k, rs->scale[ax[i]]);
+        for (int i = 0; i < na; i++) {
+            rs->scale[ax[i]] = k;
+            rs->out[ax[i]] = (int64_t)(k * (double)x->dims[ax[i]] + 0.5);
+        }
+    }
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric",
+                                         "pytorch_half_pixel", "align_corners", "asymmetric",
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                            "ceil"};
     bool okc = false, okn = false;
@@ -89,13 +141,11 @@ static bool resize_spec(Graph *g, Node *n, ResizeSpec *rs) {
               rs->coord, rs->nearest);
         return false;
     }
-    for (int d = 0; d < r; d++) {
-        rs->out[d] = sz ? ir_const_int(sz, d) : (int64_t)floor(rs->scale[d] * (double)x->dims[d]);
+    for (int d = 0; d < r; d++)
         if (rs->scale[d] <= 0 || rs->out[d] < 1) {
             error(where, "scale of dim %d gives an empty output", d);
             return false;
         }
-    }
     if (rs->mode != RZ_NEAREST && !dtype_is_float(x->dtype)) {
         error(where, "%s interpolation needs a float input", mode);
         return false;
@@ -120,6 +170,10 @@ static double resize_coord(const ResizeSpec *rs, int d, int64_t o, int64_t in, b
     else if (!strcmp(c, "asymmetric")) xo = x / s;
     else if (!strcmp(c, "pytorch_half_pixel")) xo = ow == 1 ? -0.5 : (x + 0.5) / s - 0.5;
     else if (!strcmp(c, "tf_half_pixel_for_nn")) xo = (x + 0.5) / s;
+    else if (!strcmp(c, "half_pixel_symmetric")) {      /* Resize-19 */
+        double adjustment = (double)rs->out[d] / ow, center = (double)in / 2;
+        xo = center * (1 - adjustment) + (x + 0.5) / s - 0.5;
+    }
     else if (!strcmp(c, "tf_crop_and_resize")) {
         double lo = rs->roi_lo[d], hi = rs->roi_hi[d];
         double n1 = (double)(in - 1);   /* the reference's order of operations, exactly */
@@ -154,6 +208,31 @@ static int resize_coeffs(const ResizeSpec *rs, double xo, double ratio, double *
     return 0;
 }
 
+/* The number of taps of an antialiased filter at scale s (the reference's footprint: even,
+ * 2 or 4 when not downscaling) */
+static int antialias_taps(const ResizeSpec *rs, double s) {
+    s = fmin(s, 1);
+    int64_t start = rs->mode == RZ_CUBIC ? (int64_t)floor(-2 / s) + 1 : (int64_t)floor(-1 / s) + 1;
+    return (int)(2 - 2 * start);
+}
+
+/* Antialiased weights of taps i = -(nt/2 - 1) .. nt/2 (around the left neighbour): the
+ * triangle (linear) or Keys cubic kernel at (i - ratio) * min(s, 1), normalised to sum 1. */
+static void antialias_coeffs(const ResizeSpec *rs, double s, double ratio, int nt, double *cf) {
+    double a = rs->cubic_a, sum = 0;
+    s = fmin(s, 1);
+    for (int j = 0; j < nt; j++) {
+        double x = fabs(((double)(j - (nt / 2 - 1)) - ratio) * s), c;
+        if (rs->mode == RZ_LINEAR) c = fmax(0, fmin(1, 1 - x));
+        else if (x <= 1) c = ((a + 2) * x - (a + 3)) * x * x + 1;
+        else if (x < 2) c = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+        else c = 0;
+        cf[j] = c;
+        sum += c;
+    }
+    for (int j = 0; j < nt; j++) cf[j] /= sum;
+}
+
 /* One dim's sampling table: for every output position, `taps` input indices (clamped into
  * the input, as the reference's edge padding does) and their weights. A dim where each
  * position takes a single input with weight 1 (nearest; unscaled dims) gets taps = 1. */
@@ -167,8 +246,8 @@ typedef struct ResizeDim {
 
 static void resize_table(Arena *a, const ResizeSpec *rs, int d, int64_t in, ResizeDim *rd) {
     int64_t out = rs->out[d];
-    double cf[4];
-    int nt = rs->mode == RZ_CUBIC ? 4 : 2;
+    int nt = rs->antialias ? antialias_taps(rs, rs->scale[d]) : rs->mode == RZ_CUBIC ? 4 : 2;
+    double *cf = ARENA_ARRAY(a, double, nt);
     rd->idx = ARENA_ARRAY(a, int64_t, out * nt);
     rd->wt = ARENA_ARRAY(a, float, out * nt);
     rd->outside = NULL;
@@ -180,7 +259,8 @@ static void resize_table(Arena *a, const ResizeSpec *rs, int d, int64_t in, Resi
             if (!rd->outside) rd->outside = ARENA_ARRAY(a, uint8_t, out);
             rd->outside[o] = 1;
         }
-        resize_coeffs(rs, xo, xo - base, cf);
+        if (rs->antialias) antialias_coeffs(rs, rs->scale[d], xo - base, nt, cf);
+        else resize_coeffs(rs, xo, xo - base, cf);
         int nz = 0;
         for (int j = 0; j < nt; j++) {
             int64_t ix = (int64_t)base + j - (nt / 2 - 1);
@@ -289,10 +369,11 @@ typedef struct GridSample {
 } GridSample;
 
 static bool gs_params(Graph *g, Node *n, GsMode *mode, GsPad *pad) {
-    const char *m = ir_attr_str(n, "mode", "bilinear"), *pm = ir_attr_str(n, "padding_mode", "zeros");
-    if (!strcmp(m, "bilinear")) *mode = GS_BILINEAR;
+    /* GridSample-20's names (canonicalize.c renames bilinear and bicubic) */
+    const char *m = ir_attr_str(n, "mode", "linear"), *pm = ir_attr_str(n, "padding_mode", "zeros");
+    if (!strcmp(m, "linear")) *mode = GS_BILINEAR;
     else if (!strcmp(m, "nearest")) *mode = GS_NEAREST;
-    else if (!strcmp(m, "bicubic")) *mode = GS_BICUBIC;
+    else if (!strcmp(m, "cubic")) *mode = GS_BICUBIC;
     else {
         error(ir_where(g, n), "unsupported mode '%s'", m);
         return false;
@@ -307,13 +388,84 @@ static bool gs_params(Graph *g, Node *n, GsMode *mode, GsPad *pad) {
     return true;
 }
 
+/* ---- AffineGrid ---- */
+
+/* theta [N, r, r + 1] (r = 2 or 3) and the constant size [N, C, (D,) H, W]; false after an
+ * error (g NULL: no message). */
+static bool affine_grid_params(Graph *g, Node *n, int *r, int64_t *sp) {
+    Value *th = n->in[0], *sz = n->in[1];
+    if (!sz->data || sz->dtype != DT_INT64 || sz->rank != 1 || (ir_numel(sz) != 4 && ir_numel(sz) != 5)) {
+        if (g) error(ir_where(g, n), "size '%s' must be a constant int64 [N, C, H, W] or [N, C, D, H, W]", sz->name);
+        return false;
+    }
+    *r = (int)ir_numel(sz) - 2;
+    for (int i = 0; i < *r; i++) sp[i] = ir_const_int(sz, 2 + i);
+    bool ok = dtype_is_float(th->dtype) && th->rank == 3 && th->dims[0] == ir_const_int(sz, 0) &&
+              th->dims[1] == *r && th->dims[2] == *r + 1;
+    for (int i = 0; i < *r; i++) ok = ok && sp[i] > 0;
+    if (!ok) {
+        if (g) error(ir_where(g, n), "theta '%s' must be a float [%lld, %d, %d] and the sizes positive",
+                     th->name, (long long)ir_const_int(sz, 0), *r, *r + 1);
+        return false;
+    }
+    return true;
+}
+
+void infer_affine_grid(Graph *g, Node *n) {
+    int r;
+    int64_t sp[3], dims[5];
+    if (!affine_grid_params(g, n, &r, sp)) return;
+    dims[0] = n->in[0]->dims[0];
+    for (int i = 0; i < r; i++) dims[1 + i] = sp[i];
+    dims[1 + r] = r;
+    ir_set_shape(n->out[0], n->in[0]->dtype, r + 2, dims);
+}
+
+/* grid[n, s..., i] = theta[n, i, r] + sum over k of theta[n, i, k] * base_k, base_0 the x
+ * coordinate (along the last spatial dim), base_1 y, base_2 z: evenly spaced over [-1, 1],
+ * through the corner pixels' centres (align_corners) or their outer edges. A size of 1 gives
+ * 0 either way, as PyTorch's affine_grid (which the op follows) and onnxruntime; the ONNX
+ * reference's arange gives -1 with align_corners. */
+void lower_affine_grid(Lower *L, Node *n) {
+    Program *p = L->p;
+    int r;
+    int64_t sp[3];
+    if (!affine_grid_params(NULL, n, &r, sp)) die("lower_affine_grid %s: unchecked", n->name);
+    Buf *th = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    DType t = dtype_size(y->dtype) == 2 ? DT_FLOAT : y->dtype;
+    bool align = ir_attr_int(n, "align_corners", 0) != 0;
+    int ov[MAX_RANK];
+    Expr *oi[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(th), y, ov, oi);
+    Expr *ti[3] = {kx_clone(p, oi[0]), kx_clone(p, oi[r + 1]), kx_index(p, r)};
+    Expr *acc = kx_load(p, th, ti);
+    if (acc->type != t) acc = kx_cast(p, t, acc);
+    for (int c = 0; c < r; c++) {
+        int d = r - 1 - c;          /* the spatial dim of coordinate c */
+        Expr *pos = kx_cast(p, t, kx_clone(p, oi[1 + d])), *base;
+        if (align)
+            base = sp[d] == 1 ? kx_const(p, t, 0)
+                 : kx_bin(p, K_ADD, kx_const(p, t, -1), kx_bin(p, K_MUL, pos, kx_const(p, t, 2.0 / (double)(sp[d] - 1))));
+        else
+            base = kx_bin(p, K_ADD, kx_const(p, t, 1.0 / (double)sp[d] - 1),
+                          kx_bin(p, K_MUL, pos, kx_const(p, t, 2.0 / (double)sp[d])));
+        Expr *tc[3] = {kx_clone(p, oi[0]), kx_clone(p, oi[r + 1]), kx_index(p, c)};
+        Expr *w = kx_load(p, th, tc);
+        if (w->type != t) w = kx_cast(p, t, w);
+        acc = kx_bin(p, K_ADD, acc, kx_bin(p, K_MUL, w, base));
+    }
+    if (acc->type != y->dtype) acc = kx_cast(p, y->dtype, acc);
+    k->body = lower_wrap(p, y->rank, y->dims, ov, ks_store(p, y, oi, acc));
+}
+
 void infer_grid_sample(Graph *g, Node *n) {
     Value *x = n->in[0], *grid = n->in[1];
     GsMode mode;
     GsPad pad;
     if (!gs_params(g, n, &mode, &pad) || !rule_float_input(g, n, 0) || !rule_float_input(g, n, 1)) return;
     if (x->rank != 4 || grid->rank != 4 || grid->dims[3] != 2 || grid->dims[0] != x->dims[0]) {
-        error(ir_where(g, n), "X '%s' must be [N,C,H,W] and Grid '%s' [N,Ho,Wo,2] (2-D only)",
+        error(ir_where(g, n), "X '%s' must be [N,C,H,W] and Grid '%s' [N,Ho,Wo,2] (onnxcc samples "
+              "in 2-D only, not in GridSample-20's other numbers of spatial dims)",
               x->name, grid->name);
         return;
     }

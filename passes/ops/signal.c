@@ -61,7 +61,22 @@ static bool dft_params(Graph *g, Node *n, Dft *d) {
         error(ir_where(g, n), "input '%s' must end in a dim of 1 (real) or 2 (complex)", x->name);
         return false;
     }
-    if (!rule_axis(g, n, ir_attr_int(n, "axis", 1), x->rank - 1, &d->axis)) return false;
+    /* the axis (input 2, canonicalize.c): [-r, -2] or [0, r-2], the last dim is re/im */
+    Value *a = n->nin > 2 ? n->in[2] : NULL;
+    int64_t axis = -2;
+    if (a) {
+        if (!a->data || a->dtype != DT_INT64 || ir_numel(a) != 1) {
+            error(ir_where(g, n), "axis '%s' must be a compile-time int64 scalar", a->name);
+            return false;
+        }
+        axis = ir_const_int(a, 0);
+    }
+    if (axis < -x->rank || axis == -1 || axis > x->rank - 2) {
+        error(ir_where(g, n), "axis %lld is out of range for rank %d (the last dim holds real "
+              "and imaginary parts)", (long long)axis, x->rank);
+        return false;
+    }
+    d->axis = (int)(axis < 0 ? axis + x->rank : axis);
     d->len = x->dims[d->axis];
     if (n->nin > 1 && n->in[1]) {
         Value *l = n->in[1];

@@ -1,5 +1,5 @@
 /* text.c - the ops on text: StringNormalizer, TfIdfVectorizer, and Cast/CastLike to and from
- * strings (elementwise.c's Cast rules hand those here).
+ * strings (elementwise.c's Cast rules hand those here), and Equal of strings (opset 19).
  *
  * A string tensor is, in the kernel IR, a uint8 buffer with one more dimension of ir_strlen
  * bytes (ir.h, lower_value_buf), so string work is ordinary byte loops: no new scalar
@@ -637,4 +637,30 @@ void lower_cast_string(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
     if (y->string) lower_format(L, n, x, y);
     else lower_parse(L, n, x, y);
+}
+
+/* ---- Equal on strings (opset 19) ----
+ * y = every byte of the two (NUL-padded) strings is the same, with numpy broadcasting over
+ * the strings' dims. */
+void lower_equal_string(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *y = lower_out(L, n, 0);
+    int ov[MAX_RANK];
+    Expr *oi[MAX_RANK], *ai[MAX_RANK + 1], *bi[MAX_RANK + 1];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(a, b), y, ov, oi);
+    int acc = kir_scalar(p, k, DT_BOOL), j = kir_var(k);
+    Buf *ab[2] = {a, b};
+    Expr **idx[2] = {ai, bi};
+    for (int i = 0; i < 2; i++) {
+        int r = ab[i]->rank - 1;            /* the string's dims, without the bytes */
+        for (int d = 0; d < r; d++)
+            idx[i][d] = ab[i]->dims[d] == 1 ? kx_index(p, 0) : kx_clone(p, oi[y->rank - r + d]);
+        idx[i][r] = kx_var(p, j);
+    }
+    Expr *same = kx_bin(p, K_EQ, kx_load(p, a, ai), kx_load(p, b, bi));
+    Stmt *body = ks_set(p, acc, kx_const(p, DT_BOOL, 1));
+    ks_seq(body, ks_red_loop(p, j, (int64_t)ir_strlen,
+                             ks_set(p, acc, kx_bin(p, K_AND, kx_scalar(p, k, acc), same))));
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }

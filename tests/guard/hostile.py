@@ -141,6 +141,25 @@ case("maxpool_nan", [helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape
 case("trilu_k", [helper.make_node("Trilu", ["x", "k"], ["y"])],
      ["x", "k"], [("y", F, (2, 6))], [nanx, np.array((1 << 62), np.int64)])
 
+# Run-time positions of opsets 23 and 24 far outside their axes: RotaryEmbedding's
+# position_ids (clamped into the caches), Attention's nonpad_kv_seqlen, TensorScatter's
+# write_indices in both modes.
+big = np.array(BIG, np.int64)
+ang = rng.uniform(0, 6, (5, 2)).astype(np.float32)
+case("rotary_position_ids", [helper.make_node("RotaryEmbedding", ["x", "c", "s", "p"], ["y"])],
+     ["x", "c", "s", "p"], [("y", F, [2, 1, 4, 4])],
+     [rng.standard_normal((2, 1, 4, 4)).astype(np.float32), np.cos(ang), np.sin(ang),
+      big.reshape(2, 4)], opset=23)
+q = rng.standard_normal((8, 2, 3, 4)).astype(np.float32)
+case("attention_nonpad", [helper.make_node("Attention", ["q", "k", "v", "", "", "", "n"], ["y"],
+                                           is_causal=1)],
+     ["q", "k", "v", "n"], [("y", F, [8, 2, 3, 4])], [q, q, q, big], opset=24)
+cache = rng.standard_normal((8, 5, 2)).astype(np.float32)
+for mode in ("linear", "circular"):
+    case("tensor_scatter_" + mode,
+         [helper.make_node("TensorScatter", ["c", "u", "w"], ["y"], axis=1, mode=mode)],
+         ["c", "u", "w"], [("y", F, [8, 5, 2])], [cache, cache[:, :3], big], opset=24)
+
 with open(os.path.join(OUT, "unchecked"), "w") as f:
     f.write("\n".join(unchecked) + "\n")
 print(" ".join(sorted(os.listdir(OUT))))

@@ -224,6 +224,33 @@ def opsets():
     m = model([helper.make_node("Relu", ["x"], ["y"])], [f32("x", [2])], [f32("y", None)])
     m.opset_import.append(helper.make_opsetid("ai.onnx.preview.training", 99999))
     compile_case("training_opset_99999", m, "99999")
+    compile_case("opset_27", model([helper.make_node("Relu", ["x"], ["y"])],
+                                   [f32("x", [2])], [f32("y", None)], opset=27), "1 to 26")
+    # the types of opsets 19 to 25 that onnxcc has not: a float8 graph input, an int4
+    # initializer, a Cast to float8 (TensorProto numbers: onnx 1.12 predates their names)
+    compile_case("float8_input_19", model([helper.make_node("Identity", ["x"], ["y"])],
+                                          [f32("x", [2], 17)], [f32("y", None, 0)], opset=19),
+                 "input 'x' has unsupported element type float8e4m3fn (onnxcc has no float8")
+    w = TensorProto(name="w", data_type=22, dims=[4], raw_data=b"\x12\x34")
+    compile_case("int4_weight_21", model(
+        [helper.make_node("DequantizeLinear", ["w", "s"], ["y"])], [], [f32("y", None)],
+        [w, const("s", np.float32(0.5))], opset=21), "initializer 'w' has unsupported element type int4")
+    compile_case("cast_to_float8_19", model([helper.make_node("Cast", ["x"], ["y"], to=19)],
+                                            [f32("x", [2])], [f32("y", None, 0)], opset=19),
+                 r"node 'Cast_0' (Cast, opset 19): cast to unsupported type float8e5m2")
+    # modes and attributes of opsets 18 to 21 refused by name
+    compile_case("gridsample_3d_20", model([helper.make_node("GridSample", ["x", "g"], ["y"])],
+                                           [f32("x", [1, 1, 2, 3, 4]), f32("g", [1, 2, 2, 2, 3])],
+                                           [f32("y", None)], opset=20), "2-D only")
+    compile_case("dequantize_block_mismatch_21", model(
+        [helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=1, block_size=3)],
+        [f32("x", [2, 4], TensorProto.INT8)], [f32("y", None)],
+        [const("s", np.ones((2, 3), np.float32))], opset=21),
+        "does not fit input [2,4] with block_size 3 on axis 1")
+    compile_case("quantize_int32_21", model(
+        [helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT32)],
+        [f32("x", [4])], [f32("y", None)], [const("s", np.float32(0.5))], opset=21),
+        "quantizing to int32 is not supported")
 
 
 # ---- 5. gzip ----

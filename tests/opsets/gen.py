@@ -1,0 +1,571 @@
+# gen.py OUTDIR - models of the default domain's opsets 19 to 26, which Debian's ONNX test data
+# (opset <= 17) lacks: each new op and each attribute or type a version added, written with
+# onnx.helper at the opset that brought it (the checker, which onnx 1.12 would run against
+# its own schemas, is not run) and checked against numpy references computed here from the
+# spec's formulas, in float64. One directory per case: model.onnx and test_data_set_0 (and the
+# same data raw, with meta.json, for onnxruntime: tests/opsets/ort.js).
+import os, sys, math, json
+import numpy as np
+import onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+
+rng = np.random.default_rng(19)
+OUT = sys.argv[1]
+NP2T = {np.float32: T.FLOAT, np.float64: T.DOUBLE, np.float16: T.FLOAT16, np.int64: T.INT64,
+        np.int32: T.INT32, np.int8: T.INT8, np.uint8: T.UINT8, np.int16: T.INT16,
+        np.uint16: T.UINT16, np.bool_: T.BOOL, np.object_: T.STRING}
+
+
+def ttype(a):
+    return NP2T[a.dtype.type]
+
+
+def save(name, nodes, inputs, outputs, opset, inits=()):
+    """inputs/outputs: lists of (name, array); inits: arrays named in nodes."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d + '/test_data_set_0', exist_ok=True)
+    g = h.make_graph(nodes, name,
+                     [h.make_tensor_value_info(n, ttype(a), list(a.shape)) for n, a in inputs],
+                     [h.make_tensor_value_info(n, ttype(a), list(a.shape)) for n, a in outputs],
+                     [nh.from_array(a, n) for n, a in inits])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 8
+    onnx.save(m, d + '/model.onnx')
+    meta = {}
+    for kind, vals in (('input', inputs), ('output', outputs)):
+        meta[kind + 's'] = []
+        for i, (n, a) in enumerate(vals):
+            open(f'{d}/test_data_set_0/{kind}_{i}.pb', 'wb').write(nh.from_array(a, n).SerializeToString())
+            # the same raw (little-endian) for tests/opsets/ort.js
+            meta[kind + 's'].append({'name': n, 'type': str(a.dtype), 'shape': list(a.shape)})
+            if a.dtype == object:       # strings: their values in meta.json
+                meta[kind + 's'][-1].update(type='string', values=[str(v) for v in a.flat])
+            else:
+                a.astype(a.dtype.newbyteorder('<')).tofile(f'{d}/{kind}_{i}.bin')
+    json.dump(meta, open(d + '/meta.json', 'w'))
+
+
+def randn(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def unary(name, op, opset, x, y, **attrs):
+    save(name, [h.make_node(op, ['x'], ['y'], **attrs)], [('x', x)], [('y', y)], opset)
+
+
+# ---- new elementwise ops: Gelu (20), Swish (24) ----
+x = randn(3, 7) * 3
+xd = x.astype(np.float64)
+erf = np.vectorize(math.erf)
+unary('gelu_20', 'Gelu', 20, x, (0.5 * xd * (1 + erf(xd / math.sqrt(2)))).astype(np.float32))
+unary('gelu_tanh_20', 'Gelu', 20, x, (0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) *
+                                      (xd + 0.044715 * xd ** 3)))).astype(np.float32), approximate='tanh')
+unary('swish_24', 'Swish', 24, x, (xd / (1 + np.exp(-1.7 * xd))).astype(np.float32), alpha=1.7)
+unary('swish_default_24', 'Swish', 24, x, (xd / (1 + np.exp(-xd))).astype(np.float32))
+
+# ---- CumProd (26) ----
+x = (rng.uniform(0.5, 1.5, (3, 5))).astype(np.float32)
+xd = x.astype(np.float64)
+save('cumprod_26', [h.make_node('CumProd', ['x', 'axis'], ['y'])], [('x', x)],
+     [('y', np.cumprod(xd, axis=1).astype(np.float32))], 26, [('axis', np.array(1, np.int64))])
+ex = np.flip(np.concatenate([np.ones((1, 5)), np.cumprod(xd[::-1], axis=0)[:-1]], axis=0), 0)
+save('cumprod_excl_rev_26', [h.make_node('CumProd', ['x', 'axis'], ['y'], exclusive=1, reverse=1)],
+     [('x', x)], [('y', ex.astype(np.float32))], 26, [('axis', np.array(-2, np.int64))])
+xi = rng.integers(-3, 4, (2, 6)).astype(np.int32)
+save('cumprod_int32_axis_input_26', [h.make_node('CumProd', ['x', 'axis'], ['y'])],
+     [('x', xi), ('axis', np.array(1, np.int64))], [('y', np.cumprod(xi, axis=1).astype(np.int32))], 26)
+
+# ---- RMSNormalization (23) ----
+def rms(x, axis, scale, eps):
+    xd = x.astype(np.float64)
+    ax = tuple(range(axis % x.ndim, x.ndim))
+    return (xd / np.sqrt(np.mean(xd * xd, axis=ax, keepdims=True) + eps) * scale).astype(np.float32)
+x = randn(2, 3, 8)
+s = randn(8)
+save('rmsnorm_23', [h.make_node('RMSNormalization', ['x', 's'], ['y'])], [('x', x)],
+     [('y', rms(x, -1, s, 1e-5))], 23, [('s', s)])
+s2 = randn(3, 8)
+save('rmsnorm_axis1_23', [h.make_node('RMSNormalization', ['x', 's'], ['y'], axis=1, epsilon=0.1)],
+     [('x', x), ('s', s2)], [('y', rms(x, 1, s2, 0.1))], 23)
+
+# ---- GroupNormalization: 21 (scale and bias per channel), 18 (per group) ----
+def groupnorm(x, g, scale, bias, eps):
+    n, c = x.shape[:2]
+    xg = x.astype(np.float64).reshape(n, g, -1)
+    y = (xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + eps)
+    y = y.reshape(x.shape)
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    return (y * scale.reshape(bshape) + bias.reshape(bshape)).astype(np.float32)
+x = randn(2, 6, 5, 4)
+sc, b = randn(6), randn(6)
+save('groupnorm_21', [h.make_node('GroupNormalization', ['x', 's', 'b'], ['y'], num_groups=3)],
+     [('x', x)], [('y', groupnorm(x, 3, sc, b, 1e-5))], 21, [('s', sc), ('b', b)])
+sg, bg = randn(2), randn(2)
+save('groupnorm_18_per_group', [h.make_node('GroupNormalization', ['x', 's', 'b'], ['y'],
+                                            num_groups=2, epsilon=1e-3)],
+     [('x', x), ('s', sg), ('b', bg)], [('y', groupnorm(x, 2, np.repeat(sg, 3), np.repeat(bg, 3), 1e-3))], 18)
+x3 = randn(3, 4, 7)
+save('groupnorm_21_1d', [h.make_node('GroupNormalization', ['x', 's', 'b'], ['y'], num_groups=4)],
+     [('x', x3), ('s', sc[:4]), ('b', b[:4])], [('y', groupnorm(x3, 4, sc[:4], b[:4], 1e-5))], 21)
+
+# ---- AveragePool-19's dilations ----
+def avgpool(x, k, s, d, pb, pe, include_pad, ceil):
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    out = []
+    for i in range(len(k)):
+        ext = (k[i] - 1) * d[i] + 1
+        num = sp[i] + pb[i] + pe[i] - ext
+        o = (-(-num // s[i]) if ceil else num // s[i]) + 1
+        if ceil and (o - 1) * s[i] >= sp[i] + pb[i]:
+            o -= 1
+        out.append(o)
+    y = np.zeros((n, c) + tuple(out))
+    for o in np.ndindex(*out):
+        acc = np.zeros((n, c))
+        cnt = 0
+        for t in np.ndindex(*k):
+            pos = [o[i] * s[i] - pb[i] + t[i] * d[i] for i in range(len(k))]
+            inside = all(0 <= pos[i] < sp[i] for i in range(len(k)))
+            padded = all(-pb[i] <= pos[i] < sp[i] + pe[i] for i in range(len(k)))
+            if inside:
+                acc += x[(slice(None), slice(None)) + tuple(pos)]
+            if inside or (include_pad and padded):
+                cnt += 1
+        y[(slice(None), slice(None)) + o] = acc / cnt
+    return y.astype(np.float32)
+x = randn(1, 2, 9, 10)
+for name, k, s, d, pads, inc, ceil in (('avgpool_dil_19', [3, 2], [1, 2], [2, 3], [1, 1, 2, 1], 0, 0),
+                                         ('avgpool_dil_incpad_19', [3, 2], [2, 1], [2, 3], [1, 1, 2, 1], 1, 0),
+                                         ('avgpool_dil_ceil_19', [2, 3], [2, 3], [3, 2], [0, 1, 1, 0], 0, 1),
+                                         ('avgpool_dil_incpad_ceil_19', [2, 3], [2, 4], [3, 2], [0, 1, 0, 0], 1, 1),
+                                         ('avgpool_dil_1d_19', [3], [1], [2], [2, 2], 0, 0)):
+    xx = x if len(k) == 2 else x[:, :, 0]
+    y = avgpool(xx.astype(np.float64), k, s, d, pads[:len(k)], pads[len(k):], inc, ceil)
+    save(name, [h.make_node('AveragePool', ['x'], ['y'], kernel_shape=k, strides=s, dilations=d,
+                            pads=pads, count_include_pad=inc, ceil_mode=ceil)],
+         [('x', xx)], [('y', y)], 19)
+
+# ---- Pad-19's wrap mode, Pad-18's axes ----
+# wrap: "as if the data tensor forms a torus", periodic also where a pad exceeds the dim
+# (numpy's np.pad, which the ONNX reference calls, is not periodic there)
+def wrap(x, pads):
+    for a, (b, e) in enumerate(pads):
+        x = np.take(x, np.arange(-b, x.shape[a] + e) % x.shape[a], axis=a)
+    return x
+x = randn(3, 5)
+save('pad_wrap_19', [h.make_node('Pad', ['x', 'p'], ['y'], mode='wrap')], [('x', x)],
+     [('y', wrap(x, [(2, 4), (1, 7)]))], 19, [('p', np.array([2, 1, 4, 7], np.int64))])
+save('pad_wrap_axes_19', [h.make_node('Pad', ['x', 'p', '', 'a'], ['y'], mode='wrap')], [('x', x)],
+     [('y', wrap(x, [(0, 0), (6, 2)]))], 19,
+     [('p', np.array([6, 2], np.int64)), ('a', np.array([-1], np.int64))])
+x4 = randn(2, 3, 4, 5)
+save('pad_axes_constant_18', [h.make_node('Pad', ['x', 'p', 'c', 'a'], ['y'])], [('x', x4)],
+     [('y', np.pad(x4, [(0, 0), (0, 0), (1, 2), (0, 0)], constant_values=1.5))], 18,
+     [('p', np.array([1, 2], np.int64)), ('c', np.array(1.5, np.float32)), ('a', np.array([2], np.int64))])
+save('pad_reflect_axes_21', [h.make_node('Pad', ['x', 'p', '', 'a'], ['y'], mode='reflect')], [('x', x4)],
+     [('y', np.pad(x4, [(0, 0), (1, 0), (0, 0), (2, 3)], mode='reflect'))], 21,
+     [('p', np.array([2, 1, 3, 0], np.int64)), ('a', np.array([3, 1], np.int64))])
+
+# ---- Resize: half_pixel_symmetric (19), axes and keep_aspect_ratio_policy (18) ----
+def coord(mode, o, scale, inw, outw):
+    if mode == 'half_pixel':
+        return (o + 0.5) / scale - 0.5
+    if mode == 'half_pixel_symmetric':
+        adj = outw / (scale * inw)
+        return inw / 2 * (1 - adj) + (o + 0.5) / scale - 0.5
+    if mode == 'asymmetric':
+        return o / scale
+    raise ValueError(mode)
+def resize_axis(x, axis, outw, scale, mode, interp):
+    inw = x.shape[axis]
+    y = np.moveaxis(x, axis, 0)
+    res = []
+    for o in range(outw):
+        c = coord(mode, o, scale, inw, outw)
+        if interp == 'nearest':      # round_prefer_floor
+            i = int(math.ceil(c - 0.5))
+            res.append(y[min(max(i, 0), inw - 1)])
+        else:
+            c = min(max(c, 0), inw - 1)
+            i0 = int(math.floor(c)); i1 = min(i0 + 1, inw - 1); f = c - i0
+            res.append(y[i0] * (1 - f) + y[i1] * f)
+    return np.moveaxis(np.stack(res), 0, axis)
+def aa_coeffs(interp, ratio, scale, a=-0.75):
+    """the spec reference's antialiased filters: taps start..-start+1 around the left neighbour"""
+    scale = min(scale, 1.0)
+    start = int(math.floor((-2 if interp == 'cubic' else -1) / scale) + 1)
+    args = np.abs((np.arange(start, 2 - start) - ratio) * scale)
+    if interp == 'linear':
+        c = np.clip(1 - args, 0, 1)
+    else:
+        c = np.where(args <= 1, (a + 2) * args ** 3 - (a + 3) * args ** 2 + 1,
+                     np.where(args < 2, a * args ** 3 - 5 * a * args ** 2 + 8 * a * args - 4 * a, 0))
+    return start, c / c.sum()
+def resize_aa_axis(x, axis, outw, scale, interp):
+    inw = x.shape[axis]
+    y = np.moveaxis(x, axis, 0)
+    res = []
+    for o in range(outw):
+        c = coord('half_pixel', o, scale, inw, outw)
+        base = math.ceil(c) - 1
+        start, cf = aa_coeffs(interp, c - base, scale)
+        idx = np.clip(base + np.arange(start, start + len(cf)), 0, inw - 1)
+        res.append(np.tensordot(cf, y[idx], axes=1))
+    return np.moveaxis(np.stack(res), 0, axis)
+def resize(x, scales, outs, mode, interp):
+    y = x.astype(np.float64)
+    for a in range(x.ndim):
+        if outs[a] != x.shape[a] or scales[a] != 1:
+            y = resize_axis(y, a, outs[a], scales[a], mode, interp)
+    return y.astype(np.float32)
+x = randn(1, 2, 7, 9)
+sc = np.array([1, 1, 0.65, 1.7], np.float32)   # no coordinate on a tie of nearest
+outs = [int(math.floor(float(sc[i]) * x.shape[i])) for i in range(4)]
+for interp in ('linear', 'nearest'):
+    save(f'resize_hps_{interp}_19', [h.make_node('Resize', ['x', '', 's'], ['y'], mode=interp,
+                                                 coordinate_transformation_mode='half_pixel_symmetric')],
+         [('x', x)], [('y', resize(x, [float(v) for v in sc], outs, 'half_pixel_symmetric', interp))], 19,
+         [('s', sc)])
+save('resize_axes_sizes_18', [h.make_node('Resize', ['x', '', '', 'z'], ['y'], mode='linear', axes=[3, 2])],
+     [('x', x)], [('y', resize(x, [1, 1, 4 / 7, 13 / 9], [1, 2, 4, 13], 'half_pixel', 'linear'))], 18,
+     [('z', np.array([13, 4], np.int64))])
+for pol, pick in (('not_larger', min), ('not_smaller', max)):
+    k = pick(5 / 7, 12 / 9)
+    outs = [1, 2, int(k * 7 + 0.5), int(k * 9 + 0.5)]
+    save(f'resize_keep_{pol}_19', [h.make_node('Resize', ['x', '', '', 'z'], ['y'], mode='linear',
+                                               axes=[2, 3], keep_aspect_ratio_policy=pol)],
+         [('x', x)], [('y', resize(x, [1, 1, k, k], outs, 'half_pixel', 'linear'))], 19,
+         [('z', np.array([5, 12], np.int64))])
+
+# Resize-18's antialias: linear and cubic filters widened by 1/scale when downscaling
+x = randn(1, 2, 10, 12)
+for interp, sc in (('linear', [1, 1, 0.4, 0.6]), ('cubic', [1, 1, 0.5, 0.75]), ('linear', [1, 1, 1.5, 0.3])):
+    outs = [int(math.floor(np.float32(sc[i]) * x.shape[i])) for i in range(4)]
+    y = x.astype(np.float64)
+    for ax in (2, 3):
+        y = resize_aa_axis(y, ax, outs[ax], float(np.float32(sc[ax])), interp)
+    save(f'resize_antialias_{interp}_{"_".join(str(v).replace(".", "") for v in sc[2:])}_18',
+         [h.make_node('Resize', ['x', '', 's'], ['y'], mode=interp, antialias=1)], [('x', x)],
+         [('y', y.astype(np.float32))], 18, [('s', np.array(sc, np.float32))])
+
+# ---- ReduceMax/ReduceMin-20 on bool ----
+xb = rng.random((3, 4, 5)) < 0.5
+xb[0] = True; xb[1] = False
+for op, f in (('ReduceMax', np.any), ('ReduceMin', np.all)):
+    save(f'{op.lower()}_bool_20', [h.make_node(op, ['x', 'a'], ['y'], keepdims=0)], [('x', xb)],
+         [('y', f(xb, axis=(1, 2)))], 20, [('a', np.array([1, 2], np.int64))])
+
+# ---- DFT-20: the axis is input 2 ----
+x = randn(2, 6, 5, 1)
+for ax in (1, 2, -2, -3):
+    f = np.fft.fft(x[..., 0].astype(np.float64), axis=ax % 4)   # ONNX counts the re/im dim
+    y = np.stack([f.real, f.imag], -1).astype(np.float32)
+    save(f'dft_axis_{ax}_20'.replace('-', 'm'), [h.make_node('DFT', ['x', '', 'a'], ['y'])], [('x', x)],
+         [('y', y)], 20, [('a', np.array(ax, np.int64))])
+f = np.fft.fft(x[..., 0].astype(np.float64), axis=2)   # no axis: -2, the last signal axis
+save('dft_default_axis_20', [h.make_node('DFT', ['x'], ['y'])], [('x', x)],
+     [('y', np.stack([f.real, f.imag], -1).astype(np.float32))], 20)
+f = np.fft.fft(x[..., 0].astype(np.float64), axis=1)   # DFT-17: attribute, default 1
+save('dft_attr_17', [h.make_node('DFT', ['x'], ['y'])], [('x', x)],
+     [('y', np.stack([f.real, f.imag], -1).astype(np.float32))], 17)
+
+# ---- GridSample-20: linear and nearest named the new way (2-D) ----
+def grid_sample(x, grid, mode, align):
+    n, c, hh, ww = x.shape
+    _, ho, wo, _ = grid.shape
+    y = np.zeros((n, c, ho, wo))
+    def unnorm(v, size):
+        return (v + 1) / 2 * (size - 1) if align else ((v + 1) * size - 1) / 2
+    def px(b, i, j):
+        return x[b, :, i, j] if 0 <= i < hh and 0 <= j < ww else np.zeros(c)
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                gx, gy = unnorm(grid[b, i, j, 0], ww), unnorm(grid[b, i, j, 1], hh)
+                if mode == 'nearest':
+                    y[b, :, i, j] = px(b, int(np.rint(gy)), int(np.rint(gx)))
+                    continue
+                x0, y0 = int(math.floor(gx)), int(math.floor(gy))
+                fx, fy = gx - x0, gy - y0
+                y[b, :, i, j] = (px(b, y0, x0) * (1 - fx) * (1 - fy) + px(b, y0, x0 + 1) * fx * (1 - fy) +
+                                 px(b, y0 + 1, x0) * (1 - fx) * fy + px(b, y0 + 1, x0 + 1) * fx * fy)
+    return y.astype(np.float32)
+x = randn(1, 2, 5, 6)
+grid = rng.uniform(-1.1, 1.1, (1, 3, 4, 2)).astype(np.float32)
+for mode in ('linear', 'nearest'):
+    for align in (0, 1):
+        save(f'gridsample_{mode}_a{align}_20', [h.make_node('GridSample', ['x', 'g'], ['y'], mode=mode,
+                                                            align_corners=align)],
+             [('x', x), ('g', grid)], [('y', grid_sample(x.astype(np.float64), grid.astype(np.float64), mode, align))], 20)
+
+# ---- AffineGrid (20), 2-D and 3-D, and feeding GridSample ----
+def base(n, align):
+    if align:   # a size of 1: 0, as torch.nn.functional.affine_grid (the reference: -1)
+        return np.array([0.0]) if n == 1 else -1 + 2 * np.arange(n) / (n - 1)
+    return -1 + (2 * np.arange(n) + 1) / n
+def affine_grid(theta, size, align):
+    sp = size[2:]
+    axes = [base(n, align) for n in sp]                 # D, H, W order
+    mesh = np.meshgrid(*axes, indexing='ij')
+    homo = np.stack([m for m in mesh[::-1]] + [np.ones(mesh[0].shape)], -1)   # x, y, (z), 1
+    return np.einsum('nik,...k->n...i', theta.astype(np.float64), homo).astype(np.float32)
+for r, size in ((2, [2, 3, 4, 5]), (2, [1, 1, 1, 6]), (3, [2, 1, 3, 4, 2])):
+    th = randn(size[0], r, r + 1)
+    for align in (0, 1):
+        save(f'affine_grid_{r}d_{"x".join(map(str, size[2:]))}_a{align}_20',
+             [h.make_node('AffineGrid', ['t', 'z'], ['y'], align_corners=align)], [('t', th)],
+             [('y', affine_grid(th, size, align))], 20, [('z', np.array(size, np.int64))])
+th = (np.array([[[0.9, -0.2, 0.1], [0.3, 0.8, -0.1]]]) + 0.05 * randn(1, 2, 3)).astype(np.float32)
+x = randn(1, 2, 5, 6)
+g = affine_grid(th, [1, 2, 4, 7], 0)
+save('affine_grid_sample_20', [h.make_node('AffineGrid', ['t', 'z'], ['g']),
+                               h.make_node('GridSample', ['x', 'g'], ['y'])], [('x', x), ('t', th)],
+     [('y', grid_sample(x.astype(np.float64), g.astype(np.float64), 'linear', 0))], 20,
+     [('z', np.array([1, 2, 4, 7], np.int64))])
+
+# ---- QuantizeLinear / DequantizeLinear: blocked (21), output_dtype (21, 23), 16-bit (19, 21) ----
+def quant(x, s, zp, lo, hi):
+    return np.clip(np.rint(x.astype(np.float32) / s) + zp, lo, hi)
+x = randn(4, 6) * 3
+s = rng.uniform(0.02, 0.05, (4, 3)).astype(np.float32)
+zp = rng.integers(-5, 5, (4, 3)).astype(np.int8)
+se, ze = np.repeat(s, 2, axis=1), np.repeat(zp, 2, axis=1).astype(np.float32)
+q = quant(x, se, ze, -128, 127).astype(np.int8)
+save('quantize_blocked_21', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'], axis=1, block_size=2)],
+     [('x', x)], [('y', q)], 21, [('s', s), ('z', zp)])
+save('dequantize_blocked_21', [h.make_node('DequantizeLinear', ['q', 's', 'z'], ['y'], axis=1, block_size=2)],
+     [('q', q)], [('y', ((q.astype(np.float32) - ze) * se).astype(np.float32))], 21, [('s', s), ('z', zp)])
+s0 = rng.uniform(0.02, 0.05, (2, 6)).astype(np.float32)
+qb = rng.integers(0, 255, (4, 6)).astype(np.uint8)
+save('dequantize_blocked_axis0_21', [h.make_node('DequantizeLinear', ['q', 's'], ['y'], axis=0, block_size=2)],
+     [('q', qb)], [('y', (qb.astype(np.float32) * np.repeat(s0, 2, axis=0)).astype(np.float32))], 21, [('s', s0)])
+# a shorter last block: 7 columns in blocks of 3 (3, 3, 1)
+x7 = randn(3, 7) * 3
+s7 = rng.uniform(0.02, 0.05, (3, 3)).astype(np.float32)
+z7 = rng.integers(100, 150, (3, 3)).astype(np.uint8)
+se7, ze7 = np.repeat(s7, 3, axis=1)[:, :7], np.repeat(z7, 3, axis=1)[:, :7].astype(np.float32)
+q7 = quant(x7, se7, ze7, 0, 255).astype(np.uint8)
+save('quantize_blocked_short_21', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'], axis=-1, block_size=3)],
+     [('x', x7)], [('y', q7)], 21, [('s', s7), ('z', z7)])
+save('dequantize_blocked_short_21', [h.make_node('DequantizeLinear', ['q', 's', 'z'], ['y'], axis=1, block_size=3)],
+     [('q', q7), ('s', s7), ('z', z7)], [('y', ((q7.astype(np.float32) - ze7) * se7).astype(np.float32))], 21)
+save('quantize_output_dtype_21', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=T.INT8)],
+     [('x', x)], [('y', quant(x, np.float32(0.03), 0, -128, 127).astype(np.int8))], 21,
+     [('s', np.array(0.03, np.float32))])
+save('quantize_int16_21', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'])], [('x', x * 100)],
+     [('y', quant(x * 100, np.float32(0.01), -7, -32768, 32767).astype(np.int16))], 21,
+     [('s', np.array(0.01, np.float32)), ('z', np.array(-7, np.int16))])
+save('quantize_uint16_output_dtype_21', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=T.UINT16)],
+     [('x', x * 100)], [('y', quant(x * 100, np.float32(0.01), 0, 0, 65535).astype(np.uint16))], 21,
+     [('s', np.array(0.01, np.float32))])
+xh = (randn(3, 5) * 2).astype(np.float16)
+sh = np.array(0.0625, np.float16)
+save('quantize_float16_19', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'])], [('x', xh)],
+     [('y', quant(xh.astype(np.float32), np.float32(sh), 3, 0, 255).astype(np.uint8))], 19,
+     [('s', sh), ('z', np.array(3, np.uint8))])
+qi = rng.integers(-30000, 30000, (3, 5)).astype(np.int16)
+save('dequantize_int16_float16_21', [h.make_node('DequantizeLinear', ['q', 's', 'z'], ['y'])], [('q', qi)],
+     [('y', ((qi.astype(np.float64) - 7) * np.float64(sh)).astype(np.float16))], 21,
+     [('s', sh), ('z', np.array(7, np.int16))])
+save('dequantize_output_dtype_23', [h.make_node('DequantizeLinear', ['q', 's'], ['y'], output_dtype=T.FLOAT16)],
+     [('q', qb)], [('y', (qb.astype(np.float64) * 0.03125).astype(np.float16))], 23,
+     [('s', np.array(0.03125, np.float32))])
+
+# ---- Equal-19 on strings, broadcast ----
+sa = np.array(['ab', 'cd', '', 'x y'], dtype=object)
+sb = np.array([['ab'], [''], ['x y'], ['abc']], dtype=object)
+save('equal_string_19', [h.make_node('Equal', ['a', 'b'], ['y'])], [('a', sa), ('b', sb)],
+     [('y', sa.astype(str) == sb.astype(str))], 19)
+
+# ---- RotaryEmbedding (23): the spec's reference algorithm, in float64 ----
+def rope(x, cos, sin, pos, interleaved, rd, nh):
+    shape = x.shape
+    x = x.astype(np.float64)
+    x = np.transpose(x, (0, 2, 1, 3)) if x.ndim == 4 else x.reshape(shape[0], shape[1], nh, -1)
+    rd = rd or x.shape[3]
+    xr, xn = x[..., :rd], x[..., rd:]
+    if pos is not None:
+        cos, sin = cos[pos], sin[pos]
+    cos, sin = cos[:, :, None, :], sin[:, :, None, :]
+    x1, x2 = (xr[..., 0::2], xr[..., 1::2]) if interleaved else np.split(xr, 2, axis=-1)
+    re, im = cos * x1 - sin * x2, sin * x1 + cos * x2
+    xr = np.stack([re, im], -1).reshape(xr.shape) if interleaved else np.concatenate([re, im], -1)
+    y = np.concatenate([xr, xn], -1)
+    y = y.reshape(shape) if len(shape) == 3 else np.transpose(y, (0, 2, 1, 3))
+    return y.astype(np.float32)
+x = randn(2, 3, 5, 8)
+ang = rng.uniform(0, 6.3, (7, 4))
+cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+pos = rng.integers(0, 7, (2, 5)).astype(np.int64)
+save('rotary_4d_pos_23', [h.make_node('RotaryEmbedding', ['x', 'c', 's', 'p'], ['y'])],
+     [('x', x), ('p', pos)], [('y', rope(x, cos, sin, pos, 0, 0, 0))], 23, [('c', cos), ('s', sin)])
+save('rotary_4d_pos_interleaved_23', [h.make_node('RotaryEmbedding', ['x', 'c', 's', 'p'], ['y'], interleaved=1)],
+     [('x', x), ('p', pos), ('c', cos), ('s', sin)], [('y', rope(x, cos, sin, pos, 1, 0, 0))], 23)
+x3 = randn(2, 5, 3 * 10)
+ang3 = rng.uniform(0, 6.3, (2, 5, 3))
+c3, s3 = np.cos(ang3).astype(np.float32), np.sin(ang3).astype(np.float32)
+for inter in (0, 1):
+    save(f'rotary_3d_partial_i{inter}_23', [h.make_node('RotaryEmbedding', ['x', 'c', 's'], ['y'], interleaved=inter,
+                                                        num_heads=3, rotary_embedding_dim=6)],
+         [('x', x3), ('c', c3), ('s', s3)], [('y', rope(x3, c3, s3, None, inter, 6, 3))], 23)
+
+# ---- Attention (23, 24's nonpad_kv_seqlen, 25's windows), from the spec's definition ----
+def attention(q, k, v, mask=None, past_k=None, past_v=None, nonpad=None, scale=None, causal=0,
+              hq=None, hkv=None, softcap=0, left_window_size=-1, right_window_size=-1):
+    left, right = left_window_size, right_window_size
+    three = q.ndim == 3
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    if three:
+        b, sq = q.shape[:2]
+        q = q.reshape(b, sq, hq, -1).transpose(0, 2, 1, 3)
+        k = k.reshape(b, k.shape[1], hkv, -1).transpose(0, 2, 1, 3)
+        v = v.reshape(b, v.shape[1], hkv, -1).transpose(0, 2, 1, 3)
+    if past_k is not None:
+        k = np.concatenate([past_k, k], 2)
+        v = np.concatenate([past_v, v], 2)
+    pk, pv = k, v
+    b, nq, sq, dk = q.shape
+    t = k.shape[2]
+    scale = 1 / math.sqrt(dk) if scale is None else scale
+    bias = np.zeros((b, nq, sq, t))
+    allowed = np.ones((b, nq, sq, t), bool)
+    if mask is not None:
+        m = mask
+        if m.shape[-1] < t:
+            m = np.concatenate([m, np.full(m.shape[:-1] + (t - m.shape[-1],), False if m.dtype == bool else -np.inf)], -1)
+        if m.dtype == bool:
+            allowed &= np.broadcast_to(m, allowed.shape)
+        else:
+            bias = bias + m
+    off = np.full((b, 1, 1, 1), past_k.shape[2] if past_k is not None else 0)
+    if nonpad is not None:
+        off = (nonpad - sq).reshape(b, 1, 1, 1)
+        allowed &= np.arange(t).reshape(1, 1, 1, t) < nonpad.reshape(b, 1, 1, 1)
+    i = np.arange(sq).reshape(1, 1, sq, 1) + off
+    j = np.arange(t).reshape(1, 1, 1, t)
+    if causal:
+        allowed &= j <= i
+    if left >= 0:
+        allowed &= i - j <= left
+    if right >= 0:
+        allowed &= j - i <= right
+    rep = nq // k.shape[1]
+    k, v = np.repeat(k, rep, 1), np.repeat(v, rep, 1)
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    if softcap > 0:
+        s = softcap * np.tanh(s / softcap)
+    s = np.where(allowed, s + bias, -np.inf)
+    mx = s.max(-1, keepdims=True)
+    none = np.isneginf(mx)
+    e = np.exp(s - np.where(none, 0, mx))
+    pr = np.where(none, 0, e / np.where(none, 1, e.sum(-1, keepdims=True)))
+    y = pr @ v
+    if three:
+        y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
+    return y.astype(np.float32), pk.astype(np.float32), pv.astype(np.float32)
+def attn_case(name, opset, ins, outs=('y',), inits=(), **attrs):
+    names = ['q', 'k', 'v', 'mask', 'past_k', 'past_v', 'nonpad']
+    kw = {key: val for key, val in ins.items() if key not in names[:3]}
+    y, pk, pv = attention(ins['q'], ins['k'], ins['v'], **kw, **{a: attrs[a] for a in attrs if a not in
+                          ('is_causal', 'q_num_heads', 'kv_num_heads')},
+                          causal=attrs.get('is_causal', 0), hq=attrs.get('q_num_heads'), hkv=attrs.get('kv_num_heads'))
+    last = max(i for i, nm in enumerate(names) if nm in ins)
+    node_in = [nm if nm in ins else '' for nm in names[:last + 1]]
+    res = {'y': y, 'present_k': pk, 'present_v': pv}
+    allouts = ['y', 'present_k', 'present_v']
+    node_out = [o if o in outs else '' for o in allouts[:max(allouts.index(o) for o in outs if o) + 1]]
+    save(name, [h.make_node('Attention', node_in, node_out, **attrs)],
+         [(nm, ins[nm]) for nm in names if nm in ins and nm not in inits],
+         [(o, res[o]) for o in outs if o], opset, [(nm, ins[nm]) for nm in inits])
+q4, k4, v4 = randn(2, 4, 5, 8), randn(2, 4, 6, 8), randn(2, 4, 6, 3)
+attn_case('attention_4d_23', 23, {'q': q4, 'k': k4, 'v': v4})
+attn_case('attention_4d_gqa_causal_scale_23', 23, {'q': q4, 'k': k4[:, :2], 'v': v4[:, :2]}, is_causal=1, scale=0.3)
+attn_case('attention_4d_boolmask_softcap_23', 23,
+          {'q': q4, 'k': k4, 'v': v4, 'mask': rng.random((5, 6)) < 0.7}, softcap=2.0)
+attn_case('attention_4d_floatmask_short_23', 23,
+          {'q': q4, 'k': k4, 'v': v4, 'mask': randn(2, 1, 5, 4)}, inits=('mask',))
+q3, k3, v3 = randn(2, 3, 4 * 6), randn(2, 5, 2 * 6), randn(2, 5, 2 * 7)
+attn_case('attention_3d_gqa_23', 23, {'q': q3, 'k': k3, 'v': v3}, q_num_heads=4, kv_num_heads=2)
+pk, pv = randn(2, 2, 4, 6), randn(2, 2, 4, 7)
+attn_case('attention_3d_past_causal_23', 23, {'q': q3, 'k': k3, 'v': v3, 'past_k': pk, 'past_v': pv},
+          outs=('y', 'present_k', 'present_v'), q_num_heads=4, kv_num_heads=2, is_causal=1)
+attn_case('attention_4d_past_boolmask_23', 23,
+          {'q': q4, 'k': k4[:, :, :2], 'v': v4[:, :, :2], 'mask': rng.random((2, 4, 5, 5)) < 0.6,
+           'past_k': randn(2, 4, 3, 8), 'past_v': randn(2, 4, 3, 3)}, outs=('y', 'present_k', 'present_v'))
+attn_case('attention_4d_past_no_present_23', 23,
+          {'q': q4, 'k': k4[:, :, :2], 'v': v4[:, :, :2], 'past_k': randn(2, 4, 3, 8), 'past_v': randn(2, 4, 3, 3)},
+          outs=('y', '', 'present_v'), is_causal=1)
+fully = np.ones((5, 6), bool); fully[2] = False    # row 2 attends nothing: zeros
+attn_case('attention_4d_fully_masked_row_23', 23, {'q': q4, 'k': k4, 'v': v4, 'mask': fully}, inits=('mask',))
+attn_case('attention_4d_nonpad_causal_24', 24, {'q': q4, 'k': k4, 'v': v4, 'nonpad': np.array([6, 5], np.int64)},
+          is_causal=1)
+attn_case('attention_4d_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, left_window_size=2, right_window_size=1)
+attn_case('attention_4d_causal_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, is_causal=1, left_window_size=1)
+
+# ---- TensorScatter (24): the spec's pseudocode ----
+def tensor_scatter(past, upd, w, axis, mode):
+    out = past.copy()
+    axis %= past.ndim
+    m = past.shape[axis]
+    for prefix in np.ndindex(past.shape[:axis]):
+        for j in range(upd.shape[axis]):
+            pos = (0 if w is None else w[prefix[0]]) + j
+            if mode == 'circular':
+                pos %= m
+            out[prefix + (pos,)] = upd[prefix + (j,)]
+    return out
+past, upd = randn(3, 2, 7, 4), randn(3, 2, 3, 4)
+save('tensor_scatter_prefill_24', [h.make_node('TensorScatter', ['c', 'u'], ['y'])], [('c', past), ('u', upd)],
+     [('y', tensor_scatter(past, upd, None, -2, 'linear'))], 24)
+w = np.array([0, 4, 2], np.int64)
+save('tensor_scatter_linear_24', [h.make_node('TensorScatter', ['c', 'u', 'w'], ['y'])],
+     [('c', past), ('u', upd), ('w', w)], [('y', tensor_scatter(past, upd, w, -2, 'linear'))], 24)
+w = np.array([5, 13, 6], np.int64)     # wrapping past the end, and an index beyond M
+save('tensor_scatter_circular_24', [h.make_node('TensorScatter', ['c', 'u', 'w'], ['y'], mode='circular')],
+     [('c', past), ('u', upd), ('w', w)], [('y', tensor_scatter(past, upd, w, -2, 'circular'))], 24)
+pi, ui = rng.integers(-9, 9, (2, 6, 3)).astype(np.int32), rng.integers(-9, 9, (2, 2, 3)).astype(np.int32)
+w = np.array([1, 3], np.int64)
+save('tensor_scatter_axis1_int32_24', [h.make_node('TensorScatter', ['c', 'u', 'w'], ['y'], axis=1)],
+     [('c', pi), ('u', ui), ('w', w)], [('y', tensor_scatter(pi, ui, w, 1, 'linear'))], 24)
+
+# ---- Cast-19's saturate and Cast-24's round_mode, which apply to float8 only ----
+x = randn(3, 4) * 1000
+save('cast_saturate_19', [h.make_node('Cast', ['x'], ['y'], to=T.FLOAT16, saturate=0)], [('x', x)],
+     [('y', x.astype(np.float16))], 19)
+save('cast_round_mode_24', [h.make_node('Cast', ['x'], ['y'], to=T.INT32, round_mode='down')], [('x', x)],
+     [('y', x.astype(np.int32))], 24)
+
+# ---- a LeNet-like network re-stamped at opsets 19, 21, 23, 26 ----
+def conv(x, w, b):
+    n, c, hh, ww = x.shape
+    m, _, kh, kw = w.shape
+    y = np.zeros((n, m, hh - kh + 1, ww - kw + 1))
+    for i in range(kh):
+        for j in range(kw):
+            y += np.einsum('nchw,mc->nmhw', x[:, :, i:i + y.shape[2], j:j + y.shape[3]], w[:, :, i, j])
+    return y + b.reshape(1, m, 1, 1)
+def maxpool2(x):
+    n, c, hh, ww = x.shape
+    return x[:, :, :hh // 2 * 2, :ww // 2 * 2].reshape(n, c, hh // 2, 2, ww // 2, 2).max(axis=(3, 5))
+x = randn(2, 1, 28, 28)
+w1, b1 = randn(6, 1, 5, 5) * 0.3, randn(6) * 0.1
+w2, b2 = randn(16, 6, 5, 5) * 0.1, randn(16) * 0.1
+f1, c1 = randn(120, 256) * 0.05, randn(120) * 0.1
+f2, c2 = randn(10, 120) * 0.1, randn(10) * 0.1
+a = maxpool2(np.maximum(conv(x.astype(np.float64), w1, b1), 0))
+a = maxpool2(np.maximum(conv(a, w2, b2), 0)).reshape(2, 256)
+a = np.maximum(a @ f1.T.astype(np.float64) + c1, 0) @ f2.T.astype(np.float64) + c2
+e = np.exp(a - a.max(1, keepdims=True))
+y = (e / e.sum(1, keepdims=True)).astype(np.float32)
+nodes = [h.make_node('Conv', ['x', 'w1', 'b1'], ['c1']), h.make_node('Relu', ['c1'], ['r1']),
+         h.make_node('MaxPool', ['r1'], ['p1'], kernel_shape=[2, 2], strides=[2, 2]),
+         h.make_node('Conv', ['p1', 'w2', 'b2'], ['c2']), h.make_node('Relu', ['c2'], ['r2']),
+         h.make_node('MaxPool', ['r2'], ['p2'], kernel_shape=[2, 2], strides=[2, 2]),
+         h.make_node('Reshape', ['p2', 'shape'], ['fl']),
+         h.make_node('Gemm', ['fl', 'f1', 'c1b'], ['g1'], transB=1), h.make_node('Relu', ['g1'], ['r3']),
+         h.make_node('Gemm', ['r3', 'f2', 'c2b'], ['g2'], transB=1), h.make_node('Softmax', ['g2'], ['y'])]
+inits = [('w1', w1), ('b1', b1), ('w2', w2), ('b2', b2), ('shape', np.array([2, 256], np.int64)),
+         ('f1', f1), ('c1b', c1), ('f2', f2), ('c2b', c2)]
+for opset in (19, 21, 23, 26):
+    save(f'lenet_{opset}', nodes, [('x', x)], [('y', y)], opset, inits)
