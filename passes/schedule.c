@@ -564,10 +564,29 @@ static bool channelwise(Program *p, Kernel *k, bool last, const Expr **x, Buf **
            (o.b || loads_only(col->body, (*x)->buf));
 }
 
+/* An elementwise kernel over a 4-d output in its canonical nest (n, c, h, w, one store
+ * y[n, c, h, w]): with its 4-d operands all NHWC or all NCHW (the consistency loop of
+ * channel_last_layouts) it runs with its loops in the store's order (store_order), reading
+ * and writing each operand contiguously; a [N, C, 1, 1] operand (a squeeze-excite scale)
+ * reads the same in both orders. So the kernels between a depthwise conv and its projection
+ * in a squeeze-excite block (the Mul by the block's scale) no longer keep the whole block in
+ * NCHW, where the depthwise conv ran along the width at 2-4% of the FMA peak (EfficientNet). */
+static bool elementwise_user(Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    if (k->kclass != KC_ELEMENTWISE || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
+    const Stmt *st = first_store((*nest[3])->body);
+    if (!st || st->buf->rank != 4) return false;
+    for (int d = 0; d < 4; d++)
+        if (!is_var(st->idx[d], (*nest[d])->var)) return false;
+    return true;
+}
+
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
- * around reductions) that conv_layout or channelwise_layout run channel-innermost? */
+ * around reductions) that conv_layout or channelwise_layout run channel-innermost, or an
+ * elementwise kernel (elementwise_user)? */
 static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
+    if (!k->dead && elementwise_user(k)) return true;
     if (k->dead || k->kclass != KC_CONTRACTION || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
     const Stmt *st = first_store((*nest[3])->body);
     if (!st || st->buf->rank != 4 || !layout_type(k, st->buf->dtype)) return false;
@@ -695,10 +714,29 @@ static void channel_last_layouts(Program *p) {
             Buf *w;
             Kernel *k = p->kernels[i];
             if (!user[i]) continue;
+            if (k->kclass == KC_ELEMENTWISE) {     /* all its moving 4-d operands alike */
+                bool nhwc_side = false, nchw_side = false;
+                for (int j = 0; j < k->nparams; j++) {
+                    Buf *b = kir_root(k->params[j]);
+                    if (b->rank != 4 || !permute_moves_data(b, nhwc)) continue;
+                    if (state[b->id] == 2) nhwc_side = true;
+                    else nchw_side = true;
+                }
+                for (int j = 0; j < k->nparams && nhwc_side && nchw_side; j++) {
+                    Buf *b = kir_root(k->params[j]);
+                    if (state[b->id] == 2) state[b->id] = 1, changed = true;
+                }
+                continue;
+            }
             Buf *out = kir_root(first_store(innermost_parallel(k)->body)->buf);
             if (channelwise(p, k, false, &x, &w)) {
+                /* a side whose NHWC order is its memory order ([N, C, 1, 1]: a global
+                 * pool's output, a graph output too) reads the same either way */
                 Buf *in = kir_root(x->buf);
-                if ((state[in->id] == 2) != (state[out->id] == 2)) state[in->id] = state[out->id] = 1, changed = true;
+                bool in_last = state[in->id] == 2 || !permute_moves_data(in, nhwc);
+                bool out_last = state[out->id] == 2 || !permute_moves_data(out, nhwc);
+                if (in_last != out_last && (state[in->id] == 2 || state[out->id] == 2))
+                    state[in->id] = state[out->id] = 1, changed = true;
                 continue;
             }
             for (int j = 0; j < k->nparams && state[out->id] != 2 && page_planes(out); j++) {
@@ -960,6 +998,32 @@ static int block_pixels(const Program *p) { return vregs(p) >= 32 ? 14 : 5; }
  * 14x14 maps) stay in L2 anyway: its 1x1 convs on 14x14 to 112x112 maps went from 62-77% of
  * the FMA peak to 82-95% (the model ~8% faster; rough). On 7x7 maps a row of 7 pixels still
  * beats 6 and a rest of 1, and its weights (1.6 MB) do not fit the L2. */
+/* Where a conv_channel_block kernel's channel block loop goes, from a model of the bytes it
+ * reads from beyond the L2 (L2_BYTES; the target does not tell its caches, so the smallest
+ * L2 of the x86 machines we tune for, performance-facts.md): with the blocks outermost each
+ * block's weights stay in the L2 over all rows, and the input is read once per block, from
+ * the L2 if it fits there next to a block's weights, else from beyond; with the rows
+ * outermost (the block loop just outside the columns) each band of input rows is read once
+ * and stays near while every block runs over it, and all the weights are read once per row,
+ * from the L2 if they fit there next to a band of 4 input rows. Both read every byte once
+ * at least. The smaller wins; a tie keeps the blocks outermost. The
+ * inputs of the model are printed in the schedule line: `rows(in 1703936, w 589824,
+ * blocks 4, rows 56)`. A 3x3 conv of 128 channels on a 56x56 map (1.7 MB of padded NHWC
+ * input, 4 blocks) ran at ~20% of the FMA peak with the blocks outermost, every tile waiting
+ * on input lines from L3; ResNet-18's (64 channels at 56x56, 128 at 28x28: inputs within
+ * the L2; 512 at 7x7: 9.4 MB of weights) keep the blocks outermost. */
+enum { L2_BYTES = 1 << 20 };
+
+static bool block_order_rows(Program *p, Kernel *k, int64_t wbytes, int64_t xbytes, int64_t blocks, int64_t rows) {
+    int64_t wblock = wbytes / blocks;
+    int64_t far_blocks = wbytes + xbytes + (xbytes + wblock <= L2_BYTES ? 0 : xbytes * (blocks - 1));
+    int64_t far_rows = xbytes + wbytes + (wbytes + 4 * xbytes / rows <= L2_BYTES ? 0 : wbytes * (rows - 1));
+    if (far_rows >= far_blocks) return false;
+    sched_note(p, k, "rows(in %lld, w %lld, blocks %lld, rows %lld)", (long long)xbytes, (long long)wbytes,
+               (long long)blocks, (long long)rows);
+    return true;
+}
+
 static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
@@ -970,8 +1034,10 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     bool one_tap = w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1];
     if (one_tap && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
     if (trips(m) <= b || trips(m) % b || !has_reduction_child(m->body)) return 0;
+    Buf *x = conv_input(m->body, w, w->rank, false);
+    bool rows_outer = x && r >= 4 && block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), trips(m) / b, trips(*nest[1]));
     loop_split(p, k, nest[r - 1], b);
-    for (int d = r - 2; d >= 1; d--) loop_interchange(p, k, *nest[d]);
+    for (int d = r - 2; d >= (rows_outer ? r - 2 : 1); d--) loop_interchange(p, k, *nest[d]);
     return b;
 }
 
@@ -1353,6 +1419,26 @@ static void strip_list(Program *p, Kernel *k, Stmt **at) {
     }
 }
 
+/* An elementwise kernel's perfect nest reordered so that its loops run in the order of the
+ * store's indices: after a layout change (channel_last_layouts) its store reads y[n, h, w, c]
+ * inside loops n, c, h, w, and the innermost loop would step C elements at a time through
+ * every operand; with c innermost it reads and writes them front to back (strip_list's
+ * vectors then are contiguous). A no-op on a canonical kernel. */
+static void store_order(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    if (k->kclass != KC_ELEMENTWISE || r < 2 || !kernel_independent(k)) return;
+    const Stmt *st = first_store((*nest[r - 1])->body);
+    if (!st || st->buf->rank != r) return;
+    for (int d = 0; d < r; d++) {
+        int e = d;
+        while (e < r && !is_var(st->idx[d], (*nest[e])->var)) e++;
+        if (e == r) return;             /* not a permutation of the nest */
+        for (; e > d; e--)
+            if (!loop_interchange(p, k, *nest[e - 1])) return;
+    }
+}
+
 /* ---- vector reductions ----
  * Innermost reduction loops outside vector loops whose accumulations the backend can keep in
  * vector registers, that read some operand contiguously along the loop (else every lane would
@@ -1456,6 +1542,7 @@ void schedule(Program *p) {
                 i++;
             }
         }
+        store_order(p, k);
         if (k->kclass != KC_CONTRACTION && lanes(p, k) >= 2 && !p->fp_strict) row_jam(p, k, &k->body);
         if (k->kclass != KC_CONTRACTION && size_first(p, k)) coalesce_nest(p, k);
         strip_list(p, k, &k->body);
