@@ -66,6 +66,7 @@
 
 #include "loops.h"
 #include "pipeline.h"
+#include "sched_tile.h"
 
 /* The register block of a target without float vectors: SCALAR_COPIES (at most) side by side
  * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
@@ -479,6 +480,9 @@ static void peel_rows(Program *p, Kernel *k, Stmt **at) {
  * may be blocked around them although the input they read ties them to the vectors (a
  * depthwise conv's columns: the copies still share every weight vector). */
 enum { PICKED = 1u << 30, BLOCKED = 1u << 29, SHARED = 1u << 28 };
+/* ... and, in the 4 bits at TILE_U_SHIFT of a picked loop, the vectors side by side that
+ * block_factor's cost model chose for it (0: vector_copies decides). */
+enum { TILE_U_SHIFT = 24, TILE_U_MASK = 15u << TILE_U_SHIFT };
 
 /* ---- channel-last activations around depthwise convolutions ----
  * A depthwise conv along its output width vectorises poorly on narrow maps (a DS-CNN's 25x5,
@@ -1244,9 +1248,20 @@ static int scalar_rows(const Program *p, const Kernel *k, int64_t n) {
     return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / u));
 }
 
+/* Notes u as the vectors side by side of the picked loops in the list (TILE_U_SHIFT). */
+static void set_tile_u(Stmt *s, int u) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & PICKED))
+            s->hints = (s->hints & ~(unsigned)TILE_U_MASK) | ((unsigned)u << TILE_U_SHIFT);
+        set_tile_u(s->body, u);
+        set_tile_u(s->then, u);
+        set_tile_u(s->els, u);
+    }
+}
+
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
-static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
+static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
         int f = (int)MIN(scalar_rows(p, k, trips(inner)), trips(l));
         /* the output channels of a dot4 kernel: a divisor of their number if one >= 2 fits,
@@ -1262,7 +1277,18 @@ static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const 
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
-    return (int)v;
+    /* the register tile: this hand-written choice, or a clearly cheaper one of the space
+     * (sched_tile.c) */
+    TileSpace sp = {trips(l), trips(inner) / lanes(p, k), vregs(p), MAX_ROWS, vregs(p) >= 32 ? 4 : 2,
+                    stmt_size(l->body), MAX_JAM_NODES};
+    TileChoice t = tile_choose(&sp, (TileChoice){(int)v, u, 0});
+    if (t.mr != v || t.u != u) {
+        sched_note(p, k, "tile(rows %lld, vecs %lld, regs %d: %dx%d %lld < %lldx%d %lld)", (long long)sp.rows,
+                   (long long)sp.vecs, sp.regs, t.mr, t.u, (long long)t.cost, (long long)v, u,
+                   (long long)tile_cost(sp.rows, sp.vecs, (int)v, u));
+        set_tile_u(l->body, t.u);
+    }
+    return t.mr;
 }
 
 /* Jams, around each loop to vectorise, the innermost enclosing parallel loop whose copies
@@ -1381,7 +1407,9 @@ static void vector_list(Program *p, Kernel *k, Stmt **at) {
         Stmt *s = *at, *next = s->next;
         if (s->kind == S_LOOP && (s->hints & PICKED)) {
             int w = lanes(p, k), u = vector_copies(p, k, s, s->hints & BLOCKED);
-            s->hints &= ~(unsigned)(PICKED | BLOCKED);
+            int tu = (int)((s->hints & TILE_U_MASK) >> TILE_U_SHIFT);
+            if (tu) u = (int)MAX(1, MIN(tu, trips(s) / MAX(w, 1)));
+            s->hints &= ~(unsigned)(PICKED | BLOCKED | TILE_U_MASK);
             if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u, kernel_independent(k));
             else if (w < 2) scalar_tile(p, k, at);
         } else {
