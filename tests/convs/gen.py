@@ -58,7 +58,14 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        # depthwise (group = C = M, weights [M,1,kh,kw]) on maps narrower than a vector, as a
        # keyword-spotting DS-CNN's 25x5 ones; and one strided with an odd channel count
        ('dw_narrow',[1,64,25,5],[64,1,3,3],[1,1],[1,1],[1,1,1,1],1,64),
-       ('dw_narrow_s2',[2,24,9,6],[24,1,3,3],[2,2],[1,1],[1,0,1,1],0,24)]
+       ('dw_narrow_s2',[2,24,9,6],[24,1,3,3],[2,2],[1,1],[1,0,1,1],0,24),
+       # grouped (more than one group, fewer than all channels): the output channel loop
+       # split by the channels of a group, the input read at the group alone, the channels of
+       # a group blocked around the vectors (passes/schedule.c group_split); 4 and 16 output
+       # channels a group, Cg != Mg, strided, and a group of 64 channels on a 14-wide map
+       ('grp8_c4',[1,32,9,19],[32,4,3,3],[1,1],[1,1],[1,1,1,1],1,8),
+       ('grp4_m16_c8',[2,32,7,11],[64,8,3,3],[2,2],[1,1],[1,1,1,1],0,4),
+       ('grp2_c64',[1,128,6,14],[128,64,3,3],[1,1],[1,1],[1,1,1,1],1,2)]
 def gref(x,w,b,s,d,pb,pe,g):
     cg,mg=x.shape[1]//g,w.shape[0]//g
     return np.concatenate([ref(x[:,i*cg:(i+1)*cg],w[i*mg:(i+1)*mg],b[i*mg:(i+1)*mg],s,d,pb,pe) for i in range(g)],axis=1)
