@@ -631,6 +631,46 @@ void resolve_conditions(Program *p, Kernel *k) {
     resolve_list(p, &r, &k->body);
 }
 
+/* ---- divisions of indices ---- */
+
+static bool has_div(const Expr *e) {
+    if (e->kind == E_BIN && (e->op == K_DIV || e->op == K_REM) && e->type == DT_INDEX) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (has_div(e->args[i])) return true;
+    return false;
+}
+
+/* e with the load indices inside it simplified by the ranges. */
+static Expr *div_expr(Program *p, const Ranges *r, Expr *e) {
+    if (e->kind == E_LOAD)
+        for (int d = 0; d < e->nargs; d++)
+            if (has_div(e->args[d])) e->args[d] = kr_simplify(p, r->v, e->args[d]);
+    for (int i = 0; i < e->nargs; i++) e->args[i] = div_expr(p, r, e->args[i]);
+    return e;
+}
+
+static void div_list(Program *p, Ranges *r, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->val) s->val = div_expr(p, r, s->val);
+        if (s->cond) s->cond = div_expr(p, r, s->cond);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++)
+            if (has_div(s->idx[d])) s->idx[d] = kr_simplify(p, r->v, s->idx[d]);
+        div_list(p, r, s->then);
+        div_list(p, r, s->els);
+        if (s->kind == S_LOOP) {
+            KRange saved;
+            range_enter(r, s, &saved);
+            div_list(p, r, s->body);
+            range_leave(r, s, &saved);
+        }
+    }
+}
+
+void simplify_divisions(Program *p, Kernel *k) {
+    Ranges r = ranges_new(p, k);
+    div_list(p, &r, k->body);
+}
+
 Stmt *loop_peel(Program *p, Kernel *k, Stmt **at, int64_t front, int64_t back) {
     Stmt *l = *at;
     if (!const_loop(l) || l->step != 1 || front < 0 || back < 0 || front + back > trips(l))

@@ -155,5 +155,8 @@ bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout);
 Kernel *loop_pad(Program *p, Kernel *k, Buf *x);
 /* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
 void resolve_conditions(Program *p, Kernel *k);
+/* The integer divisions and remainders in the kernel's load and store indices removed where
+ * the loop ranges prove them (kr_simplify): after split(i,D), (o + ii) / D is o / D. */
+void simplify_divisions(Program *p, Kernel *k);
 
 #endif

@@ -7,8 +7,9 @@
  *   - every loop that only accumulates into scalar registers (no store inside) is marked
  *     LH_REDUCTION;
  *   - first, with vectors, the 4-d temporaries around depthwise convolutions and their
- *     neighbours through convs and pools are stored NHWC (channel_last_layouts), and the
- *     kernels touching them run with the channels innermost as vectors;
+ *     neighbours through convs, pools and elementwise kernels are stored NHWC
+ *     (channel_last_layouts), and the kernels touching them run with the channels innermost
+ *     as vectors (elementwise ones with their loops in the store's order: store_order);
  *   - contractions whose last two parallel loops appear only as the last two indices of
  *     buffers of those extents (a 1x1 convolution) get them coalesced into one (a GEMM's
  *     columns: coalesce_pixels);
@@ -28,13 +29,16 @@
  *     J's loads (no load in a reduction reads both: the row i of a matmul, an output pixel of a
  *     conv) is jammed by MR rows, so that each broadcast a[i+m,k] and each vector of b feeds
  *     several FMAs; MR*U accumulators fill most of the vector registers (6 x 4 vectors with
- *     AVX-512's 32, U = 2 with 16), and the rows left over get one narrower block. A J not
+ *     AVX-512's 32, U = 2 with 16), and the rows left over get one narrower block; a tile
+ *     far from the best of the space that passes/sched_tile.c's cost model ranks is
+ *     replaced by that one (block_factor). A J not
  *     blocked (a matrix-vector product) gets up to twice as many vectors: more independent
  *     chains, and each packed weight row streamed whole;
  *   - with vectors, convs of at least 16 input channels that get the cm layout read a
  *     zero-padded copy of their input (conv_pad) and run blocks of 2 vectors of output
  *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
- *     (conv_channel_block, conv_pixel_tile);
+ *     (conv_channel_block, conv_pixel_tile), the blocks outermost or, where a model of the
+ *     bytes read beyond the L2 says so, inside the rows (block_order_rows);
  *   - in other kernels, with vectors and without --fp-strict, a loop over rows whose body
  *     reduces each row along a loop that becomes a vector reduction (below) is jammed by 4
  *     rows (row_jam: softmax, LayerNorm, reductions over the last axis);
@@ -66,6 +70,7 @@
 
 #include "loops.h"
 #include "pipeline.h"
+#include "sched_tile.h"
 
 /* The register block of a target without float vectors: SCALAR_COPIES (at most) side by side
  * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
@@ -479,6 +484,9 @@ static void peel_rows(Program *p, Kernel *k, Stmt **at) {
  * may be blocked around them although the input they read ties them to the vectors (a
  * depthwise conv's columns: the copies still share every weight vector). */
 enum { PICKED = 1u << 30, BLOCKED = 1u << 29, SHARED = 1u << 28 };
+/* ... and, in the 4 bits at TILE_U_SHIFT of a picked loop, the vectors side by side that
+ * block_factor's cost model chose for it (0: vector_copies decides). */
+enum { TILE_U_SHIFT = 24, TILE_U_MASK = 15u << TILE_U_SHIFT };
 
 /* ---- channel-last activations around depthwise convolutions ----
  * A depthwise conv along its output width vectorises poorly on narrow maps (a DS-CNN's 25x5,
@@ -564,10 +572,29 @@ static bool channelwise(Program *p, Kernel *k, bool last, const Expr **x, Buf **
            (o.b || loads_only(col->body, (*x)->buf));
 }
 
+/* An elementwise kernel over a 4-d output in its canonical nest (n, c, h, w, one store
+ * y[n, c, h, w]): with its 4-d operands all NHWC or all NCHW (the consistency loop of
+ * channel_last_layouts) it runs with its loops in the store's order (store_order), reading
+ * and writing each operand contiguously; a [N, C, 1, 1] operand (a squeeze-excite scale)
+ * reads the same in both orders. So the kernels between a depthwise conv and its projection
+ * in a squeeze-excite block (the Mul by the block's scale) no longer keep the whole block in
+ * NCHW, where the depthwise conv ran along the width at 2-4% of the FMA peak (EfficientNet). */
+static bool elementwise_user(Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    if (k->kclass != KC_ELEMENTWISE || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
+    const Stmt *st = first_store((*nest[3])->body);
+    if (!st || st->buf->rank != 4) return false;
+    for (int d = 0; d < 4; d++)
+        if (!is_var(st->idx[d], (*nest[d])->var)) return false;
+    return true;
+}
+
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
- * around reductions) that conv_layout or channelwise_layout run channel-innermost? */
+ * around reductions) that conv_layout or channelwise_layout run channel-innermost, or an
+ * elementwise kernel (elementwise_user)? */
 static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
+    if (!k->dead && elementwise_user(k)) return true;
     if (k->dead || k->kclass != KC_CONTRACTION || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
     const Stmt *st = first_store((*nest[3])->body);
     if (!st || st->buf->rank != 4 || !layout_type(k, st->buf->dtype)) return false;
@@ -695,10 +722,29 @@ static void channel_last_layouts(Program *p) {
             Buf *w;
             Kernel *k = p->kernels[i];
             if (!user[i]) continue;
+            if (k->kclass == KC_ELEMENTWISE) {     /* all its moving 4-d operands alike */
+                bool nhwc_side = false, nchw_side = false;
+                for (int j = 0; j < k->nparams; j++) {
+                    Buf *b = kir_root(k->params[j]);
+                    if (b->rank != 4 || !permute_moves_data(b, nhwc)) continue;
+                    if (state[b->id] == 2) nhwc_side = true;
+                    else nchw_side = true;
+                }
+                for (int j = 0; j < k->nparams && nhwc_side && nchw_side; j++) {
+                    Buf *b = kir_root(k->params[j]);
+                    if (state[b->id] == 2) state[b->id] = 1, changed = true;
+                }
+                continue;
+            }
             Buf *out = kir_root(first_store(innermost_parallel(k)->body)->buf);
             if (channelwise(p, k, false, &x, &w)) {
+                /* a side whose NHWC order is its memory order ([N, C, 1, 1]: a global
+                 * pool's output, a graph output too) reads the same either way */
                 Buf *in = kir_root(x->buf);
-                if ((state[in->id] == 2) != (state[out->id] == 2)) state[in->id] = state[out->id] = 1, changed = true;
+                bool in_last = state[in->id] == 2 || !permute_moves_data(in, nhwc);
+                bool out_last = state[out->id] == 2 || !permute_moves_data(out, nhwc);
+                if (in_last != out_last && (state[in->id] == 2 || state[out->id] == 2))
+                    state[in->id] = state[out->id] = 1, changed = true;
                 continue;
             }
             for (int j = 0; j < k->nparams && state[out->id] != 2 && page_planes(out); j++) {
@@ -960,6 +1006,32 @@ static int block_pixels(const Program *p) { return vregs(p) >= 32 ? 14 : 5; }
  * 14x14 maps) stay in L2 anyway: its 1x1 convs on 14x14 to 112x112 maps went from 62-77% of
  * the FMA peak to 82-95% (the model ~8% faster; rough). On 7x7 maps a row of 7 pixels still
  * beats 6 and a rest of 1, and its weights (1.6 MB) do not fit the L2. */
+/* Where a conv_channel_block kernel's channel block loop goes, from a model of the bytes it
+ * reads from beyond the L2 (L2_BYTES; the target does not tell its caches, so the smallest
+ * L2 of the x86 machines we tune for, performance-facts.md): with the blocks outermost each
+ * block's weights stay in the L2 over all rows, and the input is read once per block, from
+ * the L2 if it fits there next to a block's weights, else from beyond; with the rows
+ * outermost (the block loop just outside the columns) each band of input rows is read once
+ * and stays near while every block runs over it, and all the weights are read once per row,
+ * from the L2 if they fit there next to a band of 4 input rows. Both read every byte once
+ * at least. The smaller wins; a tie keeps the blocks outermost. The
+ * inputs of the model are printed in the schedule line: `rows(in 1703936, w 589824,
+ * blocks 4, rows 56)`. A 3x3 conv of 128 channels on a 56x56 map (1.7 MB of padded NHWC
+ * input, 4 blocks) ran at ~20% of the FMA peak with the blocks outermost, every tile waiting
+ * on input lines from L3; ResNet-18's (64 channels at 56x56, 128 at 28x28: inputs within
+ * the L2; 512 at 7x7: 9.4 MB of weights) keep the blocks outermost. */
+enum { L2_BYTES = 1 << 20 };
+
+static bool block_order_rows(Program *p, Kernel *k, int64_t wbytes, int64_t xbytes, int64_t blocks, int64_t rows) {
+    int64_t wblock = wbytes / blocks;
+    int64_t far_blocks = wbytes + xbytes + (xbytes + wblock <= L2_BYTES ? 0 : xbytes * (blocks - 1));
+    int64_t far_rows = xbytes + wbytes + (wbytes + 4 * xbytes / rows <= L2_BYTES ? 0 : wbytes * (rows - 1));
+    if (far_rows >= far_blocks) return false;
+    sched_note(p, k, "rows(in %lld, w %lld, blocks %lld, rows %lld)", (long long)xbytes, (long long)wbytes,
+               (long long)blocks, (long long)rows);
+    return true;
+}
+
 static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
@@ -970,8 +1042,10 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     bool one_tap = w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1];
     if (one_tap && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
     if (trips(m) <= b || trips(m) % b || !has_reduction_child(m->body)) return 0;
+    Buf *x = conv_input(m->body, w, w->rank, false);
+    bool rows_outer = x && r >= 4 && block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), trips(m) / b, trips(*nest[1]));
     loop_split(p, k, nest[r - 1], b);
-    for (int d = r - 2; d >= 1; d--) loop_interchange(p, k, *nest[d]);
+    for (int d = r - 2; d >= (rows_outer ? r - 2 : 1); d--) loop_interchange(p, k, *nest[d]);
     return b;
 }
 
@@ -993,6 +1067,76 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
     if (main->next == c) {
         if (trips(c) >= 2) c = loop_jam(p, k, &main->next, (int)trips(c));
         mark_blocked(c->body);
+    }
+}
+
+/* ---- contractions: a loop read through a division (grouped convolutions) ----
+ * A grouped conv reads its input at channel m / Mg * Cg + c (Mg output and Cg input channels
+ * per group): the output channels m of one group share every input load, but the index
+ * divides m, so block_list, which needs the copies of a loop to read the same input (no load
+ * tying it to the vector loop), would not jam m, and conv_layout, which needs an input that
+ * does not read m, leaves the plain form. So a parallel loop of the top nest whose variable v
+ * some load reads only as v / D (D > 1, dividing the loop's extent) is split by D
+ * (group_split): the tile loop steps over the groups, the inner loop over the D channels of
+ * one, and the division simplified by the ranges reads the tile variable alone, so that the
+ * inner loop is a channel loop like a dense conv's, blocked around the vectors by block_list.
+ * RegNetX-400MF's 3x3 convs of 16 channels a group, AVX-512, from 5-12% of the FMA peak. */
+
+/* How e reads variable v: -1 not at all, D > 1 only as v / D (the same D everywhere), 0
+ * otherwise. */
+static int64_t div_reads(const Expr *e, int v) {
+    if (e->kind == E_VAR) return e->var == v ? 0 : -1;
+    if (e->kind == E_BIN && e->op == K_DIV && is_var(e->args[0], v) && e->args[1]->kind == E_CONST && e->args[1]->i > 1)
+        return e->args[1]->i;
+    int64_t d = -1;
+    for (int i = 0; i < e->nargs; i++) {
+        int64_t a = div_reads(e->args[i], v);
+        if (a == 0 || (a > 0 && d > 0 && a != d)) return 0;
+        if (a > 0) d = a;
+    }
+    return d;
+}
+
+/* The divisor D of the loads in e that read v only through v / D (0 if none, -1 if two
+ * loads disagree). */
+static int64_t load_divisor(const Expr *e, int v) {
+    int64_t d = 0;
+    if (e->kind == E_LOAD) {
+        int64_t a = div_reads(e, v);
+        if (a > 0) return a;
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        int64_t a = load_divisor(e->args[i], v);
+        if (a < 0 || (a > 0 && d > 0 && a != d)) return -1;
+        if (a > 0) d = a;
+    }
+    return d;
+}
+
+static int64_t list_divisor(const Stmt *s, int v) {
+    int64_t d = 0;
+    for (; s; s = s->next) {
+        int64_t a[4] = {s->val ? load_divisor(s->val, v) : 0, s->cond ? load_divisor(s->cond, v) : 0,
+                        list_divisor(s->body, v), MAX(list_divisor(s->then, v), list_divisor(s->els, v))};
+        for (int i = 0; i < 4; i++) {
+            if (a[i] < 0 || (a[i] > 0 && d > 0 && a[i] != d)) return -1;
+            if (a[i] > 0) d = a[i];
+        }
+    }
+    return d;
+}
+
+static void group_split(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    for (int i = 0; i < r; i++) {
+        Stmt *l = *nest[i];
+        int64_t d = list_divisor(l->body, l->var);
+        if (d > 1 && l->lo->i == 0 && trips(l) > d && trips(l) % d == 0 && iterations_independent(p, k, l)) {
+            loop_split(p, k, nest[i], d);
+            simplify_divisions(p, k);
+            return;
+        }
     }
 }
 
@@ -1178,9 +1322,20 @@ static int scalar_rows(const Program *p, const Kernel *k, int64_t n) {
     return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / u));
 }
 
+/* Notes u as the vectors side by side of the picked loops in the list (TILE_U_SHIFT). */
+static void set_tile_u(Stmt *s, int u) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & PICKED))
+            s->hints = (s->hints & ~(unsigned)TILE_U_MASK) | ((unsigned)u << TILE_U_SHIFT);
+        set_tile_u(s->body, u);
+        set_tile_u(s->then, u);
+        set_tile_u(s->els, u);
+    }
+}
+
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
-static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const Stmt *inner) {
+static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
         int f = (int)MIN(scalar_rows(p, k, trips(inner)), trips(l));
         /* the output channels of a dot4 kernel: a divisor of their number if one >= 2 fits,
@@ -1196,7 +1351,18 @@ static int block_factor(const Program *p, const Kernel *k, const Stmt *l, const 
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
-    return (int)v;
+    /* the register tile: this hand-written choice, or a clearly cheaper one of the space
+     * (sched_tile.c) */
+    TileSpace sp = {trips(l), trips(inner) / lanes(p, k), vregs(p), MAX_ROWS, vregs(p) >= 32 ? 4 : 2,
+                    stmt_size(l->body), MAX_JAM_NODES};
+    TileChoice t = tile_choose(&sp, (TileChoice){(int)v, u, 0});
+    if (t.mr != v || t.u != u) {
+        sched_note(p, k, "tile(rows %lld, vecs %lld, regs %d: %dx%d %lld < %lldx%d %lld)", (long long)sp.rows,
+                   (long long)sp.vecs, sp.regs, t.mr, t.u, (long long)t.cost, (long long)v, u,
+                   (long long)tile_cost(sp.rows, sp.vecs, (int)v, u));
+        set_tile_u(l->body, t.u);
+    }
+    return t.mr;
 }
 
 /* Jams, around each loop to vectorise, the innermost enclosing parallel loop whose copies
@@ -1315,7 +1481,9 @@ static void vector_list(Program *p, Kernel *k, Stmt **at) {
         Stmt *s = *at, *next = s->next;
         if (s->kind == S_LOOP && (s->hints & PICKED)) {
             int w = lanes(p, k), u = vector_copies(p, k, s, s->hints & BLOCKED);
-            s->hints &= ~(unsigned)(PICKED | BLOCKED);
+            int tu = (int)((s->hints & TILE_U_MASK) >> TILE_U_SHIFT);
+            if (tu) u = (int)MAX(1, MIN(tu, trips(s) / MAX(w, 1)));
+            s->hints &= ~(unsigned)(PICKED | BLOCKED | TILE_U_MASK);
             if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u, kernel_independent(k));
             else if (w < 2) scalar_tile(p, k, at);
         } else {
@@ -1350,6 +1518,26 @@ static void strip_list(Program *p, Kernel *k, Stmt **at) {
             strip_list(p, k, &s->els);
         }
         while (*at != next) at = &(*at)->next;
+    }
+}
+
+/* An elementwise kernel's perfect nest reordered so that its loops run in the order of the
+ * store's indices: after a layout change (channel_last_layouts) its store reads y[n, h, w, c]
+ * inside loops n, c, h, w, and the innermost loop would step C elements at a time through
+ * every operand; with c innermost it reads and writes them front to back (strip_list's
+ * vectors then are contiguous). A no-op on a canonical kernel. */
+static void store_order(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    if (k->kclass != KC_ELEMENTWISE || r < 2 || !kernel_independent(k)) return;
+    const Stmt *st = first_store((*nest[r - 1])->body);
+    if (!st || st->buf->rank != r) return;
+    for (int d = 0; d < r; d++) {
+        int e = d;
+        while (e < r && !is_var(st->idx[d], (*nest[e])->var)) e++;
+        if (e == r) return;             /* not a permutation of the nest */
+        for (; e > d; e--)
+            if (!loop_interchange(p, k, *nest[e - 1])) return;
     }
 }
 
@@ -1442,6 +1630,7 @@ void schedule(Program *p) {
                 }
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
             }
+            if (!cmw && kernel_independent(k)) group_split(p, k);
             if (!few_macs(p, k, macs)) {
                 pick_loops(k->body, lanes(p, k) >= 2);
                 if (cb) conv_pixel_tile(p, k);
@@ -1456,6 +1645,7 @@ void schedule(Program *p) {
                 i++;
             }
         }
+        store_order(p, k);
         if (k->kclass != KC_CONTRACTION && lanes(p, k) >= 2 && !p->fp_strict) row_jam(p, k, &k->body);
         if (k->kclass != KC_CONTRACTION && size_first(p, k)) coalesce_nest(p, k);
         strip_list(p, k, &k->body);

@@ -45,6 +45,10 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('pad_row26',[1,32,3,26],[32,32,3,3],[1,1],[1,1],[1,1,1,1],1),
        ('pad_row11_m48',[1,32,4,11],[48,32,3,3],[1,1],[1,1],[1,1,1,1],0),
        ('pad_m24',[1,16,6,13],[24,16,3,3],[1,1],[1,1],[1,1,1,1],1),
+       # an input beyond the L2 next to a block's weights (1 MB of padded input, 2 blocks of 32
+       # channels on AVX-512): the rows outermost, the blocks inside each row (passes/schedule.c
+       # block_order_rows), dilated
+       ('rows_outer_dil2',[1,128,40,44],[64,128,3,3],[1,1],[2,2],[2,2,2,2],1),
        # few taps per output (3 x 7x7, a network's stem) on wide maps: vectors along the
        # width, stride-2 loads, the columns left over as a whole vector redone back
        # (passes/schedule.c conv_layout, vector_tile); 20 channels: blocks of 6 and a rest
@@ -54,7 +58,14 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        # depthwise (group = C = M, weights [M,1,kh,kw]) on maps narrower than a vector, as a
        # keyword-spotting DS-CNN's 25x5 ones; and one strided with an odd channel count
        ('dw_narrow',[1,64,25,5],[64,1,3,3],[1,1],[1,1],[1,1,1,1],1,64),
-       ('dw_narrow_s2',[2,24,9,6],[24,1,3,3],[2,2],[1,1],[1,0,1,1],0,24)]
+       ('dw_narrow_s2',[2,24,9,6],[24,1,3,3],[2,2],[1,1],[1,0,1,1],0,24),
+       # grouped (more than one group, fewer than all channels): the output channel loop
+       # split by the channels of a group, the input read at the group alone, the channels of
+       # a group blocked around the vectors (passes/schedule.c group_split); 4 and 16 output
+       # channels a group, Cg != Mg, strided, and a group of 64 channels on a 14-wide map
+       ('grp8_c4',[1,32,9,19],[32,4,3,3],[1,1],[1,1],[1,1,1,1],1,8),
+       ('grp4_m16_c8',[2,32,7,11],[64,8,3,3],[2,2],[1,1],[1,1,1,1],0,4),
+       ('grp2_c64',[1,128,6,14],[128,64,3,3],[1,1],[1,1],[1,1,1,1],1,2)]
 def gref(x,w,b,s,d,pb,pe,g):
     cg,mg=x.shape[1]//g,w.shape[0]//g
     return np.concatenate([ref(x[:,i*cg:(i+1)*cg],w[i*mg:(i+1)*mg],b[i*mg:(i+1)*mg],s,d,pb,pe) for i in range(g)],axis=1)
@@ -158,3 +169,40 @@ resnet('res_b2_16_40',[2,3,20,31],16,40)
 resnet('res_64_96',[1,3,30,34],64,96)
 # 256 channels (padded NHWC inputs of 1 KB per pixel, 32-channel blocks over 4x4 and 2x2 maps)
 resnet('res_256',[1,3,14,14],256,256)
+# A squeeze-excite block as EfficientNet's (stem conv + SiLU, 1x1 expansion + SiLU, 3x3
+# depthwise + SiLU, squeeze-excite: global pool, 1x1 + SiLU, 1x1 + Sigmoid, Mul; 1x1
+# projection, residual Add, HardSwish, global pool): the SE Mul and the HardSwish are
+# elementwise kernels on 4-d temporaries, which go NHWC with their neighbours at -O2
+# (channel_last_layouts, elementwise_user) and run their loops in the store's order
+# (store_order). Odd maps and channel counts, batch 2.
+def se_block(name,xs,c,e):
+    ws={}; nodes=[]
+    def conv(inp,out,cin,cout,k,s,g,x):
+        w=rng.standard_normal([cout,cin//g,k,k]).astype(np.float32)/np.sqrt(cin//g*k*k); b=rng.standard_normal(cout).astype(np.float32)*0.1
+        ws['W'+out],ws['B'+out]=w,b
+        nodes.append(h.make_node('Conv',[inp,'W'+out,'B'+out],[out],pads=[k//2]*4,strides=[s,s],group=g))
+        return gref(x,w.astype(np.float64),b,[s,s],[1,1],[k//2]*2,[k//2]*2,g)
+    def sig(v): return 1/(1+np.exp(-v))
+    def silu(inp,out,x):
+        nodes.extend([h.make_node('Sigmoid',[inp],[out+'s']),h.make_node('Mul',[inp,out+'s'],[out])]); return x*sig(x)
+    x=rng.standard_normal(xs).astype(np.float32)
+    t=silu('s','sa',conv('x','s',xs[1],c,3,1,1,x.astype(np.float64)))
+    u=silu('e','ea',conv('sa','e',c,c*e,1,1,1,t))
+    v=silu('d','da',conv('ea','d',c*e,c*e,3,1,c*e,u))
+    nodes.append(h.make_node('GlobalAveragePool',['da'],['q'])); q=v.mean(axis=(2,3),keepdims=True)
+    q=silu('f1','f1a',conv('q','f1',c*e,c//2,1,1,1,q))
+    q=sig(conv('f1a','f2',c//2,c*e,1,1,1,q)); nodes.append(h.make_node('Sigmoid',['f2'],['f2s']))
+    nodes.append(h.make_node('Mul',['da','f2s'],['m'])); m=v*q
+    p=conv('m','p',c*e,c,1,1,1,m)
+    nodes.append(h.make_node('Add',['p','sa'],['r'])); r=p+t
+    nodes.append(h.make_node('HardSwish',['r'],['hs'])); hs=r*np.clip(r/6+0.5,0,1)
+    nodes.append(h.make_node('GlobalAveragePool',['hs'],['y'])); y=hs.mean(axis=(2,3),keepdims=True).astype(np.float32)
+    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],
+                   [nh.from_array(v,n) for n,v in ws.items()])
+    mo=h.make_model(g,opset_imports=[h.make_opsetid('',14)]); mo.ir_version=8
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    onnx.save(mo,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
+    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+se_block('se_block',[2,3,11,13],16,4)
+se_block('se_block_24',[1,3,9,20],24,6)

@@ -25,7 +25,9 @@ for tb in (0,1):
     open(name+'/test_data_set_0/output_0.pb','wb').write(numpy_helper.from_array(Y.astype(np.float32),'y').SerializeToString())
 
 rng=np.random.default_rng(2)
-for ash,N in (((2,3,64),256),((64,),256),((5,64),384),((1,1,7,32),512),((4,64),200)):
+# (7,40) x 24: 7 rows by 3 vectors of 8 lanes (AVX2), which the register tile cost model
+# (passes/sched_tile.c) runs as 7 rows by 1 vector
+for ash,N in (((2,3,64),256),((64,),256),((5,64),384),((1,1,7,32),512),((4,64),200),((7,40),24)):
     K=ash[-1]; name="m_"+"x".join(map(str,ash))+f"_{N}"
     os.makedirs(name+'/test_data_set_0',exist_ok=True)
     B=rng.standard_normal((K,N)).astype(np.float32)
