@@ -411,6 +411,9 @@ static void kernel_row(FILE *f, const Report *r, int i, bool quant) {
     if (k->ctl) fputs("<span class=\"tag t-ctl\">control</span>", f);
     else if (k->kclass == KC_COPY)
         fputs("<span class=\"tag t-move\" title=\"data movement: a layout change or copy\">layout</span>", f);
+    else if (k->sched && strstr(k->sched, "layout("))
+        fputs("<span class=\"tag t-move\" title=\"its schedule keeps a tensor in another layout (layout(...) in "
+              "the schedule line)\">layout</span>", f);
     if (quant && !k->ctl && !kir_byte_kernel(k))
         fputs("<span class=\"tag t-float\" title=\"no 8-bit data: this part of the quantized model runs in float "
               "or wider integers\">float</span>", f);
