@@ -250,7 +250,8 @@ static const char css[] =
     "#info{font-family:monospace;font-size:12px;min-height:1.4em;color:#333}.hide{display:none}"
     ".cols{display:flex;gap:32px;flex-wrap:wrap}";
 
-/* Filters the rows marked .s by the search box; shows a temporary's details on hover. The
+/* Filters the rows marked .s by the search box (filled from the address's #q=TEXT, for a link
+ * to a search); shows a temporary's details on hover. The
  * html element's data-script says whether the script ran to its end, data-load-ms how long the
  * page took to load (tests/report.sh reads them from a headless browser's DOM). */
 static const char script[] =
@@ -260,6 +261,8 @@ static const char script[] =
     "r.classList.toggle('hide',q!==''&&r.textContent.toLowerCase().indexOf(q)<0);});}"
     "document.querySelectorAll('rect.temp').forEach(function(e){e.addEventListener('mouseenter',"
     "function(){document.getElementById('info').textContent=e.firstChild.textContent;});});"
+    "if(location.hash.indexOf('#q=')===0){document.getElementById('q').value="
+    "decodeURIComponent(location.hash.slice(3));filt();}"
     "if(!document.documentElement.hasAttribute('data-script'))document.documentElement.setAttribute('data-script','ran');"
     "window.addEventListener('load',function(){document.documentElement.setAttribute('data-load-ms',"
     "Math.round(performance.now()));});";
@@ -408,6 +411,9 @@ static void kernel_row(FILE *f, const Report *r, int i, bool quant) {
     if (k->ctl) fputs("<span class=\"tag t-ctl\">control</span>", f);
     else if (k->kclass == KC_COPY)
         fputs("<span class=\"tag t-move\" title=\"data movement: a layout change or copy\">layout</span>", f);
+    else if (k->sched && strstr(k->sched, "layout("))
+        fputs("<span class=\"tag t-move\" title=\"its schedule keeps a tensor in another layout (layout(...) in "
+              "the schedule line)\">layout</span>", f);
     if (quant && !k->ctl && !kir_byte_kernel(k))
         fputs("<span class=\"tag t-float\" title=\"no 8-bit data: this part of the quantized model runs in float "
               "or wider integers\">float</span>", f);
@@ -656,6 +662,7 @@ static void write_arena(FILE *f, Report *r) {
 typedef struct Bar {
     const char *name, *note;
     double v;
+    double pct;                     /* a second bar, 0..100 (% of peak), or -1: none */
 } Bar;
 
 static int by_v(const void *x, const void *y) {
@@ -663,11 +670,15 @@ static int by_v(const void *x, const void *y) {
     return (a->v < b->v) - (a->v > b->v);
 }
 
+/* A table of bars, largest first: name and note, value, share of the total, a bar, and where
+ * any row has one, a second bar for pct (bench's % of peak). */
 static void bars(FILE *f, Arena *a, const char *id, const char *unit, Bar *b, int n, const char *cls) {
     qsort(b, (size_t)n, sizeof *b, by_v);
     double total = 0;
-    for (int i = 0; i < n; i++) total += b[i].v;
-    fprintf(f, "<table id=\"%s\"><tr><th>name</th><th class=num>%s</th><th class=num>share</th><th></th></tr>\n", id, unit);
+    bool pct = false;
+    for (int i = 0; i < n; i++) total += b[i].v, pct |= b[i].pct >= 0;
+    fprintf(f, "<table id=\"%s\"><tr><th>name</th><th class=num>%s</th><th class=num>share</th><th></th>%s</tr>\n", id,
+            unit, pct ? "<th class=num>% of peak</th><th></th>" : "");
     int shown = n > BAR_ROWS ? BAR_ROWS : n;
     for (int i = 0; i < shown; i++) {
         fputs("<tr class=\"s bar-row\" data-name=\"", f);
@@ -680,9 +691,14 @@ static void bars(FILE *f, Arena *a, const char *id, const char *unit, Bar *b, in
             fputs("</span>", f);
         }
         fprintf(f, "</td><td class=num>%s</td><td class=num>%.1f%%</td><td><span class=\"bar %s\" style=\"width:%.0fpx\">"
-                   "</span></td></tr>\n",
+                   "</span></td>",
                 strcmp(unit, "us/run") != 0 ? arena_printf(a, "%.0f", b[i].v) : arena_printf(a, "%.2f", b[i].v),
                 total > 0 ? 100 * b[i].v / total : 0, cls, b[0].v > 0 ? 300 * b[i].v / b[0].v : 0);
+        if (pct && b[i].pct >= 0)
+            fprintf(f, "<td class=num>%.1f%%</td><td><span class=bar style=\"width:%.0fpx\"></span></td>", b[i].pct,
+                    b[i].pct > 100 ? 100.0 : b[i].pct);
+        else if (pct) fputs("<td class=num>-</td><td></td>", f);
+        fputs("</tr>\n", f);
     }
     if (n > shown) {
         double rest = 0;
@@ -702,7 +718,7 @@ static void write_flash(FILE *f, Report *r) {
     for (int i = 0; i < p->nbufs; i++) {
         const Buf *b = p->bufs[i];
         if (is_weight(b, used))
-            w[nw++] = (Bar){b->name, arena_printf(a, "%s %s", dtype_name(b->dtype), shape_str(a, b)), (double)kir_nbytes(b)};
+            w[nw++] = (Bar){b->name, arena_printf(a, "%s %s", dtype_name(b->dtype), shape_str(a, b)), (double)kir_nbytes(b), -1};
     }
     for (int i = 0; i < p->nkernels; i++) {
         const Kernel *kk = p->kernels[i];
@@ -713,7 +729,7 @@ static void write_flash(FILE *f, Report *r) {
             for (int l = 0; l < j; l++) seen |= kir_root(kk->params[l]) == b;
             if (b->kind == B_CONST && !seen) s += (double)kir_nbytes(b);
         }
-        if (s > 0) k[nk++] = (Bar){kk->name, kk->ops, s};
+        if (s > 0) k[nk++] = (Bar){kk->name, kk->ops, s, -1};
     }
     fputs("<h2>Flash</h2>\n<p>The constant tensors (weights) as the kernel IR holds them, largest first; "
           "the object's code and small tables make up the rest of the flash in the summary.", f);
@@ -737,11 +753,11 @@ static void write_times(FILE *f, Report *r) {
         int64_t macs, bytes;
         kir_kernel_cost(k, &macs, &bytes);
         double us = r->us[i], gf = us > 0 ? 2.0 * (double)macs / us / 1e3 : 0;
-        const char *note = macs > 0 && r->peak_gflops > 0 && us > 0
-                               ? arena_printf(a, "%s, %.2f GFLOP/s, %.1f%% of peak", k->ops, gf, 100 * gf / r->peak_gflops)
+        bool flops = macs > 0 && us > 0;
+        const char *note = flops ? arena_printf(a, "%s, %.2f GFLOP/s", k->ops, gf)
                            : us > 0 && bytes > 0 ? arena_printf(a, "%s, %.2f GB/s", k->ops, (double)bytes / us / 1e3)
                                                  : k->ops;
-        b[n++] = (Bar){k->name, note, us};
+        b[n++] = (Bar){k->name, note, us, flops && r->peak_gflops > 0 ? 100 * gf / r->peak_gflops : -1};
     }
     fputs("<h2>Time per kernel</h2>\n<p>From <code>onnxcc bench</code>'s instrumented build: microseconds per "
           "run, share of the counted time, and the rate against this core's measured multiply-add peak.</p>\n", f);
@@ -763,7 +779,7 @@ static void write_counts(FILE *f, Report *r) {
                                ? arena_printf(a, "%s, %lld MACs, %.2f instructions/MAC", k ? k->ops : "not a kernel of this build",
                                               (long long)r->counts[i].macs, (double)r->counts[i].insns / (double)r->counts[i].macs)
                                : (k ? k->ops : "not a kernel of this build");
-        b[n++] = (Bar){r->counts[i].name, note, (double)r->counts[i].insns};
+        b[n++] = (Bar){r->counts[i].name, note, (double)r->counts[i].insns, -1};
         total += r->counts[i].insns;
         tmacs += r->counts[i].macs;
     }
