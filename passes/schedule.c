@@ -39,6 +39,9 @@
  *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
  *     (conv_channel_block, conv_pixel_tile), the blocks outermost or, where a model of the
  *     bytes read beyond the L2 says so, inside the rows (block_order_rows);
+ *   - a contraction's parallel loop that some load reads only as v / D (a grouped conv's
+ *     output channels) is split by D, so that the channels of one group, which share the
+ *     input loads, are blocked like a dense conv's (group_split);
  *   - in other kernels, with vectors and without --fp-strict, a loop over rows whose body
  *     reduces each row along a loop that becomes a vector reduction (below) is jammed by 4
  *     rows (row_jam: softmax, LayerNorm, reductions over the last axis);
