@@ -1,5 +1,5 @@
 /* fuse_batchnorm.c - graph-level fusion: fold an inference BatchNormalization into the Conv,
- * Gemm or MatMul that feeds it.
+ * ConvTranspose, Gemm or MatMul that feeds it.
  *
  * In inference BatchNormalization is y = x * s + t per channel, with s = scale/sqrt(var + eps)
  * and t = B - mean * s. When x comes from a Conv (or Gemm, or MatMul by a constant matrix) with
@@ -57,17 +57,24 @@ static Value *fused_bias(Graph *g, const Value *bias, const Affine *a, const cha
     return v;
 }
 
-/* Conv: weights [M, C/group, k...], output channel m is the block W[m]. */
+/* Conv: weights [M, C/group, k...], output channel m is the block W[m]. ConvTranspose:
+ * weights [C, M/group, k...], output channel m = (c / (C/group)) * (M/group) + j is the
+ * block W[c, j] of each input channel c of its group. */
 static bool fuse_conv(Graph *g, Node *conv, Node *bn) {
     Value *w = conv->in[1], *b = conv->nin > 2 ? conv->in[2] : NULL;
+    bool tr = conv->op == OP_ConvTranspose;
+    int64_t grp = ir_attr_int(conv, "group", 1);
     Affine a;
     if (!is_float_const(w) || (b && !is_float_const(b))) return false;
-    if (!bn_affine(g, bn, w->dims[0], &a) || (b && ir_numel(b) != a.c)) return false;
+    if (!bn_affine(g, bn, tr ? w->dims[1] * grp : w->dims[0], &a) || (b && ir_numel(b) != a.c)) return false;
     Value *nw = new_const(g, w, w->name, w->rank, w->dims);
-    int64_t block = ir_numel(w) / a.c;
+    int64_t rows = w->dims[0] * (tr ? w->dims[1] : 1), block = ir_numel(w) / rows;
     float *wd = nw->data;
-    for (int64_t m = 0; m < a.c; m++)
-        for (int64_t k = 0; k < block; k++) wd[m * block + k] *= a.s[m];
+    for (int64_t r = 0; r < rows; r++) {
+        /* tr: row r is W[c, j], c = r / (M/group), j = r % (M/group) */
+        int64_t m = tr ? r / w->dims[1] / (w->dims[0] / grp) * w->dims[1] + r % w->dims[1] : r;
+        for (int64_t k = 0; k < block; k++) wd[r * block + k] *= a.s[m];
+    }
     Value *nb = fused_bias(g, b, &a, b ? b->name : arena_printf(g->arena, "%s_bias", conv->name));
     if (conv->nin < 3) {
         Value **in = ARENA_ARRAY(g->arena, Value *, 4);
@@ -145,7 +152,7 @@ static void fuse_one(Graph *g, Node *bn) {
     if (!p || p->dead || x->nuses != 1 || is_graph_output(g, x) || p->out[0] != x) return;
     if (x->dtype != DT_FLOAT || x->rank < 2) return;
     bool done = false;
-    if (p->op == OP_Conv) done = fuse_conv(g, p, bn);
+    if (p->op == OP_Conv || p->op == OP_ConvTranspose) done = fuse_conv(g, p, bn);
     else if (p->op == OP_Gemm) done = fuse_gemm(g, p, bn);
     else if (p->op == OP_MatMul) done = fuse_matmul(g, p, bn);
     if (!done) return;

@@ -308,9 +308,59 @@ static void interleave(Lower *L, Node *n, const Window *tw, const Phase *phs, Bu
     k->body = body;
 }
 
+/* The gather form, for a ConvTranspose of more than MAX_PHASES phases (a stride beyond the
+ * output or the kernel, as only a malformed or fuzzed model has) or an empty kernel: each
+ * output element sums its own contributions, so it is written once:
+ *   y[n, m, o...] = bias[m] + sum over c < C/group and taps t of
+ *       x[n, g*C/group + c, i] * w[g*C/group + c, m % (M/group), t],   g = m / (M/group)
+ *   where i = (o + pb - t*d) / s, for the taps where that division is exact and i is in
+ *   [0, in). Each spatial dim's test sits just inside its own tap loop. */
+enum { MAX_PHASES = 64 };
+
+static void gather_form(Lower *L, Node *n, Buf *x, Buf *wt, Buf *b, Buf *y, const Window *tw) {
+    Program *p = L->p;
+    int64_t grp = ir_attr_int(n, "group", 1), cg = x->dims[1] / grp, mg = wt->dims[1];
+    Window w = *tw;
+    int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, wt, b), y, ov, NULL);
+    cv = kir_var(k);
+    lower_vars(k, w.nsp, tv);
+    acc = kir_scalar(p, k, y->dtype);
+
+    Expr *xi[MAX_RANK], *wi[MAX_RANK], *oi[MAX_RANK], *conds[MAX_RANK];
+    Expr *m = kx_var(p, ov[1]), *c = kx_var(p, cv);
+    lower_var_idx(p, y->rank, ov, oi);
+    Expr *ch = grp == 1 ? c : kx_add(p, kx_mul(p, kx_bin(p, K_DIV, m, kx_index(p, mg)), cg), c);
+    xi[0] = oi[0];
+    xi[1] = ch;
+    wi[0] = ch;
+    wi[1] = grp == 1 ? m : kx_bin(p, K_REM, m, kx_index(p, mg));
+    for (int i = 0; i < w.nsp; i++) {
+        Expr *t = kx_var(p, tv[i]);
+        Expr *num = kx_bin(p, K_SUB, kx_addc(p, oi[2 + i], w.pb[i]), kx_mul(p, t, w.d[i]));
+        Expr *cond = kx_bin(p, K_GE, num, kx_index(p, 0));
+        if (w.s[i] > 1)
+            cond = kx_and(p, cond, kx_bin(p, K_EQ, kx_bin(p, K_REM, num, kx_index(p, w.s[i])),
+                                        kx_index(p, 0)));
+        xi[2 + i] = w.s[i] > 1 ? kx_bin(p, K_DIV, num, kx_index(p, w.s[i])) : num;
+        conds[i] = kx_and(p, cond, kx_bin(p, K_LT, xi[2 + i], kx_index(p, w.in[i])));
+        wi[2 + i] = t;
+    }
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, wt, wi));
+    Stmt *taps = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod));
+    for (int i = w.nsp - 1; i >= 0; i--)
+        taps = ks_red_loop(p, tv[i], w.k[i], ks_if(p, conds[i], taps, NULL));
+    Expr *init = b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0);
+    Stmt *body = ks_set(p, acc, init);
+    ks_seq(body, ks_red_loop(p, cv, cg, taps));
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
 /* ConvTranspose as the stride-1 convolutions of its phases (Phase above), each a conv_nest
  * kernel with the bias in its accumulator, and one kernel interleaving their results into y
- * (none with stride 1 everywhere: the one phase is y). Constant weights are sliced per phase
+ * (none with stride 1 everywhere: the one phase is y); beyond MAX_PHASES the gather form
+ * above. Constant weights are sliced per phase
  * at compile time into a Conv's layout; the phases then get every schedule of a Conv. */
 void lower_convtranspose(Lower *L, Node *n) {
     Program *p = L->p;
@@ -319,7 +369,13 @@ void lower_convtranspose(Lower *L, Node *n) {
     int64_t grp = ir_attr_int(n, "group", 1), cg = x->dims[1] / grp, mg = wt->dims[1], nph = 1;
     Window tw;
     if (!twindow_init(NULL, n, &tw)) die("lower_convtranspose %s: node not checked", n->name);
-    for (int i = 0; i < tw.nsp; i++) nph *= tw.s[i];
+    for (int i = 0; i < tw.nsp; i++) {
+        nph *= tw.s[i];
+        if (nph > MAX_PHASES || !tw.k[i]) {
+            gather_form(L, n, x, wt, b, y, &tw);
+            return;
+        }
+    }
     bool constw = wt->kind == B_CONST && !wt->alias && wt->data;
     Phase *phs = ARENA_ARRAY(p->arena, Phase, nph);
     Buf **res = ARENA_ARRAY(p->arena, Buf *, nph);

@@ -3,7 +3,8 @@
 # an interleaving kernel with the fused epilogue): strides 2, 3, 4 and 8, kernels not a
 # multiple of the stride, dilation (with a stride sharing a factor with it: phases with no
 # taps, which get the bias only), groups and depthwise, output_padding, output_shape beyond
-# the last input contribution, SAME_UPPER/SAME_LOWER, 1-D, 2-D and 3-D, batch 2, and
+# the last input contribution, SAME_UPPER/SAME_LOWER, a stride of 70 (more phases than
+# MAX_PHASES: the gather form), 1-D, 2-D and 3-D, batch 2, and
 # epilogues (Relu, BatchNormalization + Sigmoid, a residual Add). Most weights are constant
 # (the ONNX test data has them as graph inputs only); two cases keep them run-time inputs.
 # The reference scatters each input element through each tap (the operator's definition),
@@ -53,6 +54,7 @@ cases = [
     ('ct_s2_d2_notaps', [1, 4, 5, 6], 4, 6, [3, 3], [2, 2], [2, 2], [1, 0, 2, 1], [1, 0], 1, 'none', {}, True),
     ('ct_s2_d3', [1, 3, 6, 5], 3, 4, [3, 2], [2, 2], [3, 3], [2, 1, 1, 0], [0, 1], 1, 'relu', {}, True),
     ('ct_groups2', [1, 8, 5, 7], 8, 6, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 2, 'add', {}, True),
+    ('ct_groups3_bn_sigmoid', [1, 6, 4, 5], 6, 9, [3, 4], [2, 2], [1, 1], [1, 1, 0, 1], [0, 1], 3, 'bn_sigmoid', {}, True),
     ('ct_depthwise_s2_k4', [2, 16, 6, 5], 16, 16, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 16, 'relu', {}, True),
     ('ct_1d_s3_k5_outpad', [2, 4, 11], 4, 8, [5], [3], [1], [2, 1], [1], 1, 'relu', {}, True),
     ('ct_1d_s8_k16_vocoder', [1, 16, 9], 16, 8, [16], [8], [1], [4, 4], [0], 1, 'add', {}, True),
@@ -65,6 +67,8 @@ cases = [
     # 32 -> 32 channels: the phases take the vector conv paths (padded input, channel blocks)
     ('ct_s2_k4_wide_bn_sigmoid', [1, 32, 10, 21], 32, 32, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'bn_sigmoid', {}, True),
     ('ct_s2_k3_wide_add', [1, 24, 9, 13], 24, 40, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 1, 'add', {}, True),
+    # more than MAX_PHASES phases: the gather form
+    ('ct_1d_s70_gather', [1, 2, 3], 2, 3, [3], [70], [1], [1, 0], [0], 1, 'relu', {}, True),
     # run-time weights: the phases read the ConvTranspose's own weights at their taps
     ('ct_rt_groups_dil', [1, 6, 5, 7], 6, 9, [3, 3], [2, 3], [2, 1], [1, 2, 0, 1], [1, 2], 3, 'relu', {}, False),
     ('ct_rt_1d_s4', [2, 4, 6], 4, 4, [6], [4], [1], [1, 2], [3], 2, 'none', {}, False),
