@@ -12,7 +12,8 @@
  * expressions that do not depend on the lane stay scalars and are splatted where they meet
  * vectors; a load or store whose linear index has lane coefficient 1 is one contiguous vector
  * access, coefficient 0 a scalar one, a load with a small stride (2..4, or -4..-2) contiguous
- * vector loads and shuffles, anything else a masked gather/scatter. Indices are first rid of
+ * vector loads and shuffles, a store with a stride of 2..4 shuffles and masked contiguous
+ * stores, anything else a masked gather/scatter. Indices are first rid of
  * the divisions and remainders that the loops' constant ranges prove away (ir/krange.h). Loops and ifs
  * inside it have uniform headers and stay ordinary control flow carrying vector registers.
  * At -O2 and above float add/sub/mul carry the `contract` flag (FMA) unless --fp-strict.
@@ -1381,6 +1382,33 @@ static LLVMValueRef outline(Emitter *e, Expr *x) {
     return LLVMBuildCall2(e->B, LLVMGlobalGetValueType(fn), fn, av, (unsigned)sh->nargs, "");
 }
 
+/* The w lanes of v stored with lane coefficient c, 2 <= c <= MAX_SHUFFLE_STRIDE (the phases
+ * of a ConvTranspose interleaved into its output): c masked stores of whole vectors over the
+ * c*(w-1) + 1 elements from the first lane's, each lane shuffled to its place and only those
+ * places enabled, where a scatter stores lane by lane (the interleaving kernel of a stride-2
+ * ConvTranspose ran ~2x faster so). Masked-off places are not accessed, and every piece starts
+ * at an element some lane stores, inside the buffer. */
+static void strided_store(Emitter *e, Buf *b, Expr **idx, int64_t c, unsigned w, LLVMValueRef v) {
+    LLVMTypeRef mt = be_mem_type(e, b->dtype);
+    unsigned align = elem_align(e, b->dtype), n = (unsigned)c * (w - 1) + 1;
+    LLVMValueRef base = elem_ptr(e, b, idx, 0);
+    for (unsigned j = 0; j * w < n; j++) {
+        LLVMValueRef k[MAX_LANES], on[MAX_LANES];
+        for (unsigned i = 0; i < w; i++) {
+            unsigned pos = j * w + i;
+            bool mine = pos % c == 0 && pos / c < w;
+            k[i] = LLVMConstInt(e->i32, mine ? pos / c : 0, 0);
+            on[i] = LLVMConstInt(e->i1, mine, 0);
+        }
+        LLVMValueRef off = LLVMConstInt(e->idx, j * w, 0);
+        LLVMValueRef ptr = LLVMBuildInBoundsGEP2(e->B, mt, base, &off, 1, "");
+        LLVMValueRef piece = LLVMBuildShuffleVector(e->B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(k, w), "");
+        LLVMTypeRef tys[2] = {LLVMTypeOf(v), LLVMTypeOf(ptr)};
+        LLVMValueRef args[4] = {piece, ptr, LLVMConstInt(e->i32, align, 0), LLVMConstVector(on, w)};
+        call_intrinsic(e, "llvm.masked.store", tys, 2, args, 4);
+    }
+}
+
 /* In a vector loop: a contiguous store, a scatter, or - when every lane stores to the same
  * element - the last lane's value, which is what running the lanes in order leaves. */
 static void store(Emitter *e, Stmt *s) {
@@ -1397,6 +1425,10 @@ static void store(Emitter *e, Stmt *s) {
     if (c == 0 || c == 1) {
         LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, b, idx, 0));
         LLVMSetAlignment(st, align);
+        return;
+    }
+    if (c != NOT_AFFINE && c >= 2 && c <= MAX_SHUFFLE_STRIDE) {
+        strided_store(e, b, idx, c, w, v);
         return;
     }
     LLVMValueRef ptrs = lane_ptrs(e, b, idx, c, w);
