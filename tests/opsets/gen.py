@@ -324,6 +324,62 @@ save('affine_grid_sample_20', [h.make_node('AffineGrid', ['t', 'z'], ['g']),
      [('y', grid_sample(x.astype(np.float64), g.astype(np.float64), 'linear', 0))], 20,
      [('z', np.array([1, 2, 4, 7], np.int64))])
 
+# GridSample-20 in 1-D and 3-D: every tap from the spec's definitions (zeros: 0 outside;
+# border: coordinates clamped into the input, per tap for cubic)
+def grid_sample_nd(x, grid, mode, pad, align):
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    r = len(sp)
+    out = np.zeros((n, c) + grid.shape[1:-1])
+    def unnorm(v, size):
+        return (v + 1) / 2 * (size - 1) if align else ((v + 1) * size - 1) / 2
+    def clampc(v, size):
+        return min(max(v, 0), size - 1) if pad == 'border' else v
+    def tap(b, co):
+        if all(0 <= co[d] <= sp[d] - 1 for d in range(r)):
+            return x[(b, slice(None)) + tuple(int(v) for v in co)]
+        return np.zeros(c)
+    def cubic_w(f, a=-0.75):
+        ws = []
+        for dist in (f + 1, f, 1 - f, 2 - f):
+            dd = abs(dist)
+            ws.append(((a + 2) * dd - (a + 3)) * dd * dd + 1 if dd <= 1 else ((a * dd - 5 * a) * dd + 8 * a) * dd - 4 * a)
+        return ws
+    for b in range(n):
+        for o in np.ndindex(*grid.shape[1:-1]):
+            g = grid[(b,) + o]
+            co = [unnorm(g[r - 1 - d], sp[d]) for d in range(r)]      # grid's first component: last dim
+            if mode == 'nearest':
+                out[(b, slice(None)) + o] = tap(b, [np.rint(clampc(v, sp[d])) for d, v in enumerate(co)])
+                continue
+            if mode == 'linear':
+                co = [clampc(v, sp[d]) for d, v in enumerate(co)]
+            f0 = [math.floor(v) for v in co]
+            fr = [v - f for v, f in zip(co, f0)]
+            nt = 2 if mode == 'linear' else 4
+            acc = np.zeros(c)
+            for js in np.ndindex(*([nt] * r)):
+                wt = 1.0
+                pos = []
+                for d, j in enumerate(js):
+                    if mode == 'linear':
+                        wt *= (1 - fr[d]) if j == 0 else fr[d]
+                        pos.append(f0[d] + j)
+                    else:
+                        wt *= cubic_w(fr[d])[j]
+                        pos.append(clampc(f0[d] + j - 1, sp[d]))
+                acc = acc + wt * tap(b, pos)
+            out[(b, slice(None)) + o] = acc
+    return out.astype(np.float32)
+x1, g1 = randn(2, 3, 7), rng.uniform(-1.2, 1.2, (2, 5, 1)).astype(np.float32)
+x3, g3 = randn(1, 2, 4, 5, 6), rng.uniform(-1.1, 1.1, (1, 2, 3, 4, 3)).astype(np.float32)
+for (xx, gg, dim) in ((x1, g1, 1), (x3, g3, 3)):
+    for mode, pad, align in (('linear', 'zeros', 0), ('linear', 'border', 1), ('nearest', 'zeros', 0),
+                             ('nearest', 'border', 1), ('cubic', 'zeros', 0), ('cubic', 'border', 1)):
+        save(f'gridsample_{dim}d_{mode}_{pad}_20', [h.make_node('GridSample', ['x', 'g'], ['y'], mode=mode,
+                                                                padding_mode=pad, align_corners=align)],
+             [('x', xx), ('g', gg)], [('y', grid_sample_nd(xx.astype(np.float64), gg.astype(np.float64), mode, pad, align))], 20)
+
 # ---- QuantizeLinear / DequantizeLinear: blocked (21), output_dtype (21, 23), 16-bit (19, 21) ----
 def quant(x, s, zp, lo, hi):
     return np.clip(np.rint(x.astype(np.float32) / s) + zp, lo, hi)
