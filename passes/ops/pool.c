@@ -1,4 +1,4 @@
-/* pool.c - the pooling family: AveragePool, MaxPool (with its Indices output),
+/* pool.c - the pooling family: AveragePool, LpPool, MaxPool (with its Indices output),
  * GlobalAveragePool, GlobalMaxPool, GlobalLpPool and MaxUnpool.
  *
  * The windowed pools share Conv's window geometry (rule_window); the global pools are
@@ -28,6 +28,11 @@ void infer_pool(Graph *g, Node *n) {
     int64_t dims[MAX_RANK];
     Window w;
     if (!pool_window(g, n, &w)) return;
+    if (n->op == OP_LpPool && !rule_float_input(g, n, 0)) return;
+    if (n->op == OP_LpPool && ir_attr_int(n, "p", 2) < 1) {
+        error(ir_where(g, n), "p %lld must be >= 1", (long long)ir_attr_int(n, "p", 2));
+        return;
+    }
     dims[0] = x->dims[0];
     dims[1] = x->dims[1];
     for (int i = 0; i < w.nsp; i++) dims[2 + i] = w.out[i];
@@ -86,8 +91,9 @@ static Expr *argmax_index(Program *p, const Buf *x, Expr **xi, bool colmajor) {
     return kx_add(p, kx_mul(p, nc, size), sp);
 }
 
-/* y[n, c, o...] = max / mean over the taps t inside the input of x[n, c, o*s + t*d - pb];
- * MaxPool's optional Indices output gets the flat NCHW index of the first maximum. */
+/* y[n, c, o...] = max / mean over the taps t inside the input of x[n, c, o*s + t*d - pb]
+ * (LpPool: (sum of |x|^p)^(1/p), padding counting as 0); MaxPool's optional Indices output
+ * gets the flat NCHW index of the first maximum. */
 void lower_pool(Lower *L, Node *n) {
     Program *p = L->p;
     bool is_max = n->op == OP_MaxPool;
@@ -112,13 +118,21 @@ void lower_pool(Lower *L, Node *n) {
     Expr *flat = yi ? argmax_index(p, x, xi, ir_attr_int(n, "storage_order", 0) != 0) : NULL;
     Expr *xv = kx_load(p, x, xi), *av = kx_scalar(p, k, acc);
     Stmt *upd, *body = ks_set(p, acc, kx_const(p, y->dtype, is_max ? rule_dtype_lowest(y->dtype) : 0));
-    if (!is_max) upd = ks_set(p, acc, kx_bin(p, K_ADD, av, xv));
+    double pw = (double)ir_attr_int(n, "p", 2);
+    if (n->op == OP_LpPool) {
+        Expr *ax = kx_un(p, K_ABS, xv);
+        Expr *term = pw == 1 ? ax : pw == 2 ? kx_bin(p, K_MUL, ax, kx_clone(p, ax))
+                                            : kx_bin(p, K_POW, ax, kx_const(p, y->dtype, pw));
+        upd = ks_set(p, acc, kx_bin(p, K_ADD, av, term));
+    } else if (!is_max) upd = ks_set(p, acc, kx_bin(p, K_ADD, av, xv));
     else if (!yi) upd = ks_set(p, acc, kx_bin(p, K_MAX, av, xv));
     else upd = ks_if(p, kx_bin(p, K_GT, xv, av), ks_seq(ks_set(p, acc, xv), ks_set(p, arg, flat)), NULL);
     if (yi) ks_seq(body, ks_set(p, arg, kx_index(p, 0)));
     ks_seq(body, rule_wrap_taps(p, &w, tv, conds, upd));
     Expr *v = kx_scalar(p, k, acc);
-    if (!is_max)
+    if (n->op == OP_LpPool && pw != 1)
+        v = pw == 2 ? kx_un(p, K_SQRT, v) : kx_bin(p, K_POW, v, kx_const(p, y->dtype, 1 / pw));
+    else if (!is_max && n->op != OP_LpPool)
         v = kx_bin(p, K_DIV, v,
                    avg_divisor(p, &w, oi, ir_attr_int(n, "count_include_pad", 0) != 0, y->dtype));
     ks_seq(body, ks_store(p, y, oi, v));

@@ -146,6 +146,42 @@ for name, k, s, d, pads, inc, ceil in (('avgpool_dil_19', [3, 2], [1, 2], [2, 3]
                             pads=pads, count_include_pad=inc, ceil_mode=ceil)],
          [('x', xx)], [('y', y)], 19)
 
+# ---- LpPool (18: dilations and ceil_mode; 22) and LpNormalization (22) ----
+def lppool(x, k, s, d, pb, pe, ceil, pw):
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    out = []
+    for i in range(len(k)):
+        num = sp[i] + pb[i] + pe[i] - ((k[i] - 1) * d[i] + 1)
+        o = (-(-num // s[i]) if ceil else num // s[i]) + 1
+        if ceil and (o - 1) * s[i] >= sp[i] + pb[i]:
+            o -= 1
+        out.append(o)
+    y = np.zeros((n, c) + tuple(out))
+    for o in np.ndindex(*out):
+        acc = np.zeros((n, c))
+        for t in np.ndindex(*k):
+            pos = [o[i] * s[i] - pb[i] + t[i] * d[i] for i in range(len(k))]
+            if all(0 <= pos[i] < sp[i] for i in range(len(k))):
+                acc += np.abs(x[(slice(None), slice(None)) + tuple(pos)]) ** pw
+        y[(slice(None), slice(None)) + o] = acc ** (1 / pw)
+    return y.astype(np.float32)
+x = randn(1, 3, 8, 9)
+for name, opset, k, s_, d, pads, ceil, pw in (('lppool_p2_pads_11', 11, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], 0, 2),
+                                               ('lppool_p3_dil_ceil_18', 18, [2, 3], [2, 2], [2, 2], [0, 1, 1, 0], 1, 3),
+                                               ('lppool_p1_22', 22, [2, 2], [1, 1], [1, 1], [0, 0, 0, 0], 0, 1)):
+    attrs = dict(kernel_shape=k, strides=s_, pads=pads, p=pw)
+    if opset >= 18:
+        attrs.update(dilations=d, ceil_mode=ceil)
+    save(name, [h.make_node('LpPool', ['x'], ['y'], **attrs)], [('x', x)],
+         [('y', lppool(x.astype(np.float64), k, s_, d, pads[:2], pads[2:], ceil, pw))], opset)
+x = randn(2, 3, 4)
+xd = x.astype(np.float64)
+save('lpnorm_p2_22', [h.make_node('LpNormalization', ['x'], ['y'])], [('x', x)],
+     [('y', (xd / np.sqrt((xd * xd).sum(-1, keepdims=True))).astype(np.float32))], 22)
+save('lpnorm_p1_axis1_1', [h.make_node('LpNormalization', ['x'], ['y'], axis=1, p=1)], [('x', x)],
+     [('y', (xd / np.abs(xd).sum(1, keepdims=True)).astype(np.float32))], 1)
+
 # ---- Pad-19's wrap mode, Pad-18's axes ----
 # wrap: "as if the data tensor forms a torus", periodic also where a pad exceeds the dim
 # (numpy's np.pad, which the ONNX reference calls, is not periodic there)
