@@ -8,7 +8,8 @@
 # Equal on strings, RotaryEmbedding, AffineGrid, Attention, TensorScatter, LpPool and
 # LpNormalization)
 # and a LeNet-like network re-stamped at opsets 19, 21, 23 and 26, with numpy references, into
-# build/opset-tests/; each is checked with `onnxcc check --atol 1e-4` at -O0 and -O2.
+# build/opset-tests/; each is checked with `onnxcc check --atol 1e-4` at -O0 and -O2, two
+# checks at a time (JOBS=N to change).
 # --ort also runs the references through onnxruntime-node (tests/opsets/ort.js; the one `make
 # bench` installs into build/bench/node_modules, or NODE_PATH's), so that they are checked
 # against an implementation other than ours; the cases listed in ORT_DIFFERS are skipped
@@ -18,9 +19,15 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/lib.sh
 OUT=build/opset-tests
-. tests/check-models.sh
+export ONNXCC
 gen_models opsets $OUT tests/opsets/gen.py
-check_models $OUT "-O0 -O2"
+# check_models' loop, two checks at a time (JOBS) as tests/golden.sh runs its tests
+for m in $OUT/*/; do
+    for o in -O0 -O2; do echo "${m%/} $o"; done
+done | xargs -P ${JOBS:-2} -L 1 sh -c 'name=${0##*/}
+    if $ONNXCC check $1 --atol 1e-4 $0/model.onnx >$0$1.log 2>&1; then echo "ok   $name $1"
+    else echo "FAIL $name $1"; tail -n 5 $0$1.log; fi' >$OUT/check.out
+tally $OUT/check.out
 
 # onnxruntime 1.30 and the spec part ways here:
 #   cast_saturate_19, cast_round_mode_24: it refuses these attributes on casts that are not
