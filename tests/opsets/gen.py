@@ -545,27 +545,31 @@ def attention(q, k, v, mask=None, past_k=None, past_v=None, nonpad=None, scale=N
     rep = nq // k.shape[1]
     k, v = np.repeat(k, rep, 1), np.repeat(v, rep, 1)
     s = q @ k.transpose(0, 1, 3, 2) * scale
+    qk = [s]
     if softcap > 0:
         s = softcap * np.tanh(s / softcap)
+    qk.append(s)
     s = np.where(allowed, s + bias, -np.inf)
+    qk.append(s)
     mx = s.max(-1, keepdims=True)
     none = np.isneginf(mx)
     e = np.exp(s - np.where(none, 0, mx))
     pr = np.where(none, 0, e / np.where(none, 1, e.sum(-1, keepdims=True)))
+    qk.append(pr)
     y = pr @ v
     if three:
         y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
-    return y.astype(np.float32), pk.astype(np.float32), pv.astype(np.float32)
+    return y.astype(np.float32), pk.astype(np.float32), pv.astype(np.float32), [a.astype(np.float32) for a in qk]
 def attn_case(name, opset, ins, outs=('y',), inits=(), **attrs):
     names = ['q', 'k', 'v', 'mask', 'past_k', 'past_v', 'nonpad']
     kw = {key: val for key, val in ins.items() if key not in names[:3]}
-    y, pk, pv = attention(ins['q'], ins['k'], ins['v'], **kw, **{a: attrs[a] for a in attrs if a not in
-                          ('is_causal', 'q_num_heads', 'kv_num_heads')},
+    y, pk, pv, qk = attention(ins['q'], ins['k'], ins['v'], **kw, **{a: attrs[a] for a in attrs if a not in
+                          ('is_causal', 'q_num_heads', 'kv_num_heads', 'qk_matmul_output_mode')},
                           causal=attrs.get('is_causal', 0), hq=attrs.get('q_num_heads'), hkv=attrs.get('kv_num_heads'))
     last = max(i for i, nm in enumerate(names) if nm in ins)
     node_in = [nm if nm in ins else '' for nm in names[:last + 1]]
-    res = {'y': y, 'present_k': pk, 'present_v': pv}
-    allouts = ['y', 'present_k', 'present_v']
+    res = {'y': y, 'present_k': pk, 'present_v': pv, 'qk': qk[attrs.get('qk_matmul_output_mode', 0)]}
+    allouts = ['y', 'present_k', 'present_v', 'qk']
     node_out = [o if o in outs else '' for o in allouts[:max(allouts.index(o) for o in outs if o) + 1]]
     save(name, [h.make_node('Attention', node_in, node_out, **attrs)],
          [(nm, ins[nm]) for nm in names if nm in ins and nm not in inits],
@@ -590,6 +594,11 @@ attn_case('attention_4d_past_no_present_23', 23,
           outs=('y', '', 'present_v'), is_causal=1)
 fully = np.ones((5, 6), bool); fully[2] = False    # row 2 attends nothing: zeros
 attn_case('attention_4d_fully_masked_row_23', 23, {'q': q4, 'k': k4, 'v': v4, 'mask': fully}, inits=('mask',))
+mask = rng.random((5, 6)) < 0.7
+mask[3] = False
+for mode in range(4):
+    attn_case(f'attention_qk_output_mode{mode}_23', 23, {'q': q4, 'k': k4, 'v': v4, 'mask': mask},
+              outs=('y', 'qk'), inits=('mask',), softcap=2.0, qk_matmul_output_mode=mode)
 attn_case('attention_4d_nonpad_causal_24', 24, {'q': q4, 'k': k4, 'v': v4, 'nonpad': np.array([6, 5], np.int64)},
           is_causal=1)
 attn_case('attention_4d_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, left_window_size=2, right_window_size=1)

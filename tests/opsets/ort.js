@@ -40,8 +40,10 @@ async function check(dir, name) {
         for (let i = 0; i < want.length; i++) {
             let a = Number(got[i]), b = Number(want[i]);
             if (m.type === 'float16') { a = half(a); b = half(b); }
-            const d = Math.abs(a - b) / Math.max(1, Math.abs(b));
-            if (!(d <= max)) max = d;       // NaN too
+            // equal values (infinities too) differ by 0; a NaN on one side only by Infinity
+            const d = a === b || (Number.isNaN(a) && Number.isNaN(b)) ? 0
+                : Number.isNaN(a - b) ? Infinity : Math.abs(a - b) / Math.max(1, Math.abs(b));
+            if (d > max) max = d;
         }
     });
     return max;
