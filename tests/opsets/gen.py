@@ -182,6 +182,50 @@ save('lpnorm_p2_22', [h.make_node('LpNormalization', ['x'], ['y'])], [('x', x)],
 save('lpnorm_p1_axis1_1', [h.make_node('LpNormalization', ['x'], ['y'], axis=1, p=1)], [('x', x)],
      [('y', (xd / np.abs(xd).sum(1, keepdims=True)).astype(np.float32))], 1)
 
+# ---- DeformConv (19): bilinear taps at the offset positions, neighbours outside count 0 ----
+def deform_conv(x, w, off, b, mask, s, pads, d, group, og):
+    n, c, ih, iw = x.shape
+    oc, cg, kh, kw = w.shape
+    oh, ow = off.shape[2:]
+    y = np.zeros((n, oc, oh, ow))
+    def px(bb, ch, hh, ww):
+        return x[bb, ch, hh, ww] if 0 <= hh < ih and 0 <= ww < iw else 0.0
+    for bb, o, i, j in np.ndindex(n, oc, oh, ow):
+        acc = 0.0 if b is None else b[o]
+        for ci in range(cg):
+            ch = (o // (oc // group)) * cg + ci
+            g = ch // (c // og)
+            for a, e in np.ndindex(kh, kw):
+                t = a * kw + e
+                hh = i * s[0] - pads[0] + a * d[0] + off[bb, g * kh * kw * 2 + 2 * t, i, j]
+                ww = j * s[1] - pads[1] + e * d[1] + off[bb, g * kh * kw * 2 + 2 * t + 1, i, j]
+                h0, w0 = math.floor(hh), math.floor(ww)
+                fh, fw = hh - h0, ww - w0
+                v = (px(bb, ch, h0, w0) * (1 - fh) * (1 - fw) + px(bb, ch, h0, w0 + 1) * (1 - fh) * fw +
+                     px(bb, ch, h0 + 1, w0) * fh * (1 - fw) + px(bb, ch, h0 + 1, w0 + 1) * fh * fw)
+                mv = 1.0 if mask is None else mask[bb, g * kh * kw + t, i, j]
+                acc += w[o, ci, a, e] * v * mv
+        y[bb, o, i, j] = acc
+    return y.astype(np.float32)
+x = randn(2, 4, 6, 7)
+for name, oc, group, og, s_, pads, d, with_b, with_m in (
+        ('deform_conv_19', 3, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1], 0, 0),
+        ('deform_conv_mask_bias_pads_19', 4, 2, 2, [1, 2], [1, 1, 1, 0], [1, 1], 1, 1),
+        ('deform_conv_dil_stride_22', 2, 1, 4, [2, 1], [1, 0, 0, 1], [2, 2], 1, 1)):
+    w = randn(oc, 4 // group, 2, 3)
+    kh, kw = 2, 3
+    oh = (6 + pads[0] + pads[2] - ((kh - 1) * d[0] + 1)) // s_[0] + 1
+    ow = (7 + pads[1] + pads[3] - ((kw - 1) * d[1] + 1)) // s_[1] + 1
+    off = (randn(2, og * kh * kw * 2, oh, ow) * 1.5).astype(np.float32)
+    bias = randn(oc) if with_b else None
+    mask = rng.uniform(0, 1, (2, og * kh * kw, oh, ow)).astype(np.float32) if with_m else None
+    y = deform_conv(x.astype(np.float64), w.astype(np.float64), off.astype(np.float64), bias, mask, s_, pads, d, group, og)
+    ins = ['x', 'w', 'off'] + (['b'] if with_b else ([''] if with_m else [])) + (['m'] if with_m else [])
+    save(name, [h.make_node('DeformConv', ins, ['y'], strides=s_, pads=pads, dilations=d, group=group,
+                            offset_group=og, kernel_shape=[kh, kw])],
+         [('x', x), ('off', off)] + ([('m', mask)] if with_m else []), [('y', y)],
+         19 if name.endswith('19') else 22, [('w', w)] + ([('b', bias)] if with_b else []))
+
 # ---- Pad-19's wrap mode, Pad-18's axes ----
 # wrap: "as if the data tensor forms a torus", periodic also where a pad exceeds the dim
 # (numpy's np.pad, which the ONNX reference calls, is not periodic there)
