@@ -12,7 +12,7 @@ from onnx import helper as h, TensorProto as T, numpy_helper as nh
 rng = np.random.default_rng(19)
 OUT = sys.argv[1]
 NP2T = {np.float32: T.FLOAT, np.float64: T.DOUBLE, np.float16: T.FLOAT16, np.int64: T.INT64,
-        np.int32: T.INT32, np.int8: T.INT8, np.uint8: T.UINT8, np.int16: T.INT16,
+        np.int32: T.INT32, np.uint32: T.UINT32, np.uint64: T.UINT64, np.int8: T.INT8, np.uint8: T.UINT8, np.int16: T.INT16,
         np.uint16: T.UINT16, np.bool_: T.BOOL, np.object_: T.STRING}
 
 
@@ -62,6 +62,24 @@ unary('gelu_tanh_20', 'Gelu', 20, x, (0.5 * xd * (1 + np.tanh(math.sqrt(2 / math
                                       (xd + 0.044715 * xd ** 3)))).astype(np.float32), approximate='tanh')
 unary('swish_24', 'Swish', 24, x, (xd / (1 + np.exp(-1.7 * xd))).astype(np.float32), alpha=1.7)
 unary('swish_default_24', 'Swish', 24, x, (xd / (1 + np.exp(-xd))).astype(np.float32))
+
+# ---- BitwiseAnd/Or/Xor/Not (18), every integer width, broadcast ----
+for dt in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+    info = np.iinfo(dt)
+    a = rng.integers(info.min, info.max, (3, 4), dtype=dt, endpoint=True)
+    b = rng.integers(info.min, info.max, (4,), dtype=dt, endpoint=True)
+    a[0, 0], b[1] = info.max, info.min
+    nm = np.dtype(dt).name
+    save(f'bitwise_{nm}_18', [h.make_node('BitwiseAnd', ['a', 'b'], ['y0']), h.make_node('BitwiseOr', ['a', 'b'], ['y1']),
+                              h.make_node('BitwiseXor', ['a', 'b'], ['y2']), h.make_node('BitwiseNot', ['a'], ['y3'])],
+         [('a', a), ('b', b)], [('y0', a & b), ('y1', a | b), ('y2', a ^ b), ('y3', ~a)], 18)
+
+# folded at compile time (kir_interpret): constants of the widest types
+cu = np.array([0, 1, 2 ** 63, 2 ** 64 - 1], np.uint64)
+ci = np.array([0, -1, -2 ** 63, 2 ** 63 - 1], np.int64)
+save('bitwise_folded_18', [h.make_node('BitwiseNot', ['cu'], ['nu']), h.make_node('BitwiseNot', ['ci'], ['ni']),
+                           h.make_node('BitwiseXor', ['cu', 'u'], ['y'])],
+     [('u', cu[::-1].copy())], [('nu', ~cu), ('ni', ~ci), ('y', cu ^ cu[::-1])], 18, [('cu', cu), ('ci', ci)])
 
 # ---- CumProd (26) ----
 x = (rng.uniform(0.5, 1.5, (3, 5))).astype(np.float32)
