@@ -265,6 +265,28 @@ save('pad_reflect_axes_21', [h.make_node('Pad', ['x', 'p', '', 'a'], ['y'], mode
      [('y', np.pad(x4, [(0, 0), (1, 0), (0, 0), (2, 3)], mode='reflect'))], 21,
      [('p', np.array([2, 1, 3, 0], np.int64)), ('a', np.array([3, 1], np.int64))])
 
+# ---- CenterCropPad (18): the reference's centred slices ----
+def center_crop_pad(x, shape, axes=None):
+    axes = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
+    out = list(x.shape)
+    crop = [slice(None)] * x.ndim
+    pad = [slice(None)] * x.ndim
+    for a, sh in zip(axes, shape):
+        dim = x.shape[a]
+        out[a] = sh
+        if sh < dim:
+            crop[a] = slice((dim - sh) // 2, (dim - sh) // 2 + sh)
+        elif sh > dim:
+            pad[a] = slice((sh - dim) // 2, (sh - dim) // 2 + dim)
+    y = np.zeros(out, x.dtype)
+    y[tuple(pad)] = x[tuple(crop)]
+    return y
+x = randn(5, 6, 3)
+save('center_crop_pad_18', [h.make_node('CenterCropPad', ['x', 's'], ['y'])], [('x', x)],
+     [('y', center_crop_pad(x, [2, 9, 3]))], 18, [('s', np.array([2, 9, 3], np.int64))])
+save('center_crop_pad_axes_18', [h.make_node('CenterCropPad', ['x', 's'], ['y'], axes=[-1, 0])], [('x', x)],
+     [('y', center_crop_pad(x, [6, 4], [-1, 0]))], 18, [('s', np.array([6, 4], np.int64))])
+
 # ---- Resize: half_pixel_symmetric (19), axes and keep_aspect_ratio_policy (18) ----
 def coord(mode, o, scale, inw, outw):
     if mode == 'half_pixel':
