@@ -6,7 +6,7 @@
 # axes and keep_aspect_ratio_policy, ReduceMax/Min on bool, DFT's axis input, GridSample-20
 # (new mode names, 1-D and 3-D), blocked and 16-bit QuantizeLinear/DequantizeLinear, Cast's float8-only attributes,
 # Equal on strings, RotaryEmbedding, AffineGrid, Attention, TensorScatter, DeformConv, LpPool,
-# LpNormalization, CenterCropPad and the Bitwise ops)
+# LpNormalization, CenterCropPad, Col2Im and the Bitwise ops)
 # and a LeNet-like network re-stamped at opsets 19, 21, 23 and 26, with numpy references, into
 # build/opset-tests/; each is checked with `onnxcc check --atol 1e-4` at -O0 and -O2, two
 # checks at a time (JOBS=N to change).

@@ -1,4 +1,5 @@
-/* conv.c - the convolution family: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv.
+/* conv.c - the convolution family: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv,
+ * and Col2Im (the sum of sliding blocks that ConvTranspose's im2col view makes).
  *
  * All of them take their spatial geometry (output size, strides, dilations, pads, auto_pad)
  * from the shared Window (rule_window in helpers.c), as the pools do. Kernels iterate over
@@ -711,4 +712,99 @@ void lower_deform_conv(Lower *L, Node *n) {
     ks_seq(all, ks_store(p, y, oi, v->type == y->dtype ? v : kx_cast(p, y->dtype, v)));
     #undef AS
     k->body = lower_wrap(p, 4, y->dims, ov, all);
+}
+
+/* ---- Col2Im (opset 18) ----
+ * Sums the sliding blocks of x [N, C * prod(block), L] back into an image [N, C, image...]:
+ * output position y gets, for every tap t of the block, the column of the block that puts
+ * tap t on y, if any: p = y + pad - t * dilation divisible by the stride with p / stride
+ * inside the grid of blocks. A gather, so each output element is written once. */
+
+typedef struct Col2Im {
+    int nsp;
+    int64_t img[MAX_RANK], blk[MAX_RANK], nb[MAX_RANK], s[MAX_RANK], d[MAX_RANK], pb[MAX_RANK];
+} Col2Im;
+
+static bool col2im_params(Graph *g, Node *n, Col2Im *c) {
+    const char *where = g ? ir_where(g, n) : n->name;
+    Value *x = n->in[0];
+    Value *im = rule_const_ints(g, n, 1, "image_shape", MAX_RANK - 2), *bk;
+    if (!im || !(bk = rule_const_ints(g, n, 2, "block_shape", MAX_RANK - 2))) return false;
+    c->nsp = (int)ir_numel(im);
+    const int64_t *sv, *dv, *pv;
+    int ns = ir_attr_ints(n, "strides", &sv), nd = ir_attr_ints(n, "dilations", &dv), np = ir_attr_ints(n, "pads", &pv);
+    if (x->rank != 3 || ir_numel(bk) != c->nsp || c->nsp < 1 || (ns && ns != c->nsp) ||
+        (nd && nd != c->nsp) || (np && np != 2 * c->nsp)) {
+        error(where, "input must be [N, C*K, L], image_shape and block_shape of one length, and "
+              "strides, dilations and pads fit them");
+        return false;
+    }
+    int64_t k = 1, l = 1;
+    for (int i = 0; i < c->nsp; i++) {
+        c->img[i] = ir_const_int(im, i);
+        c->blk[i] = ir_const_int(bk, i);
+        c->s[i] = ns ? sv[i] : 1;
+        c->d[i] = nd ? dv[i] : 1;
+        c->pb[i] = np ? pv[i] : 0;
+        int64_t pe = np ? pv[c->nsp + i] : 0;
+        if (c->img[i] < 1 || c->blk[i] < 1 || c->s[i] < 1 || c->d[i] < 1 || c->pb[i] < 0 || pe < 0) {
+            error(where, "sizes, strides and dilations must be positive and pads not negative");
+            return false;
+        }
+        c->nb[i] = (c->img[i] + c->pb[i] + pe - c->d[i] * (c->blk[i] - 1) - 1) / c->s[i] + 1;
+        k *= c->blk[i];
+        l *= c->nb[i];
+    }
+    for (int i = 0; i < c->nsp; i++)
+        if (c->nb[i] < 1) l = -1;
+    if (x->dims[1] % k || x->dims[2] != l) {
+        error(where, "input %s does not hold [N, C * %lld, %lld] blocks", rule_dims_str(g, x->rank, x->dims),
+              (long long)k, (long long)l);
+        return false;
+    }
+    return true;
+}
+
+void infer_col2im(Graph *g, Node *n) {
+    Col2Im c;
+    if (!col2im_params(g, n, &c)) return;
+    Value *x = n->in[0];
+    int64_t dims[MAX_RANK], k = 1;
+    for (int i = 0; i < c.nsp; i++) k *= c.blk[i];
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1] / k;
+    for (int i = 0; i < c.nsp; i++) dims[2 + i] = c.img[i];
+    ir_set_shape(n->out[0], x->dtype, c.nsp + 2, dims);
+}
+
+void lower_col2im(Lower *L, Node *n) {
+    Program *p = L->p;
+    Col2Im c;
+    if (!col2im_params(NULL, n, &c)) die("lower_col2im %s: unchecked", n->name);
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int ov[MAX_RANK], tv[MAX_RANK];
+    Expr *oi[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, ov, oi);
+    int acc = kir_scalar(p, k, y->dtype);
+    int64_t kk = 1;
+    for (int i = 0; i < c.nsp; i++) kk *= c.blk[i];
+    Expr *ch = kx_mul(p, kx_clone(p, oi[1]), kk), *col = kx_index(p, 0), *ok = NULL;
+    Expr *tflat = kx_index(p, 0);
+    for (int i = 0; i < c.nsp; i++) {
+        tv[i] = kir_var(k);
+        tflat = kx_add(p, kx_mul(p, tflat, c.blk[i]), kx_var(p, tv[i]));
+        Expr *pos = kx_add(p, kx_addc(p, kx_clone(p, oi[2 + i]), c.pb[i]), kx_mul(p, kx_var(p, tv[i]), -c.d[i]));
+        Expr *bi = kx_bin(p, K_DIV, kx_clone(p, pos), kx_index(p, c.s[i]));
+        ok = kx_and(p, ok, kx_bin(p, K_GE, kx_clone(p, pos), kx_index(p, 0)));
+        if (c.s[i] > 1)
+            ok = kx_and(p, ok, kx_bin(p, K_EQ, kx_bin(p, K_REM, kx_clone(p, pos), kx_index(p, c.s[i])), kx_index(p, 0)));
+        ok = kx_and(p, ok, kx_bin(p, K_LT, kx_clone(p, bi), kx_index(p, c.nb[i])));
+        col = kx_add(p, kx_mul(p, col, c.nb[i]), bi);
+    }
+    Expr *xi[3] = {kx_clone(p, oi[0]), kx_add(p, ch, tflat), col};
+    Stmt *upd = ks_if(p, ok, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_load(p, x, xi))), NULL);
+    for (int i = c.nsp - 1; i >= 0; i--) upd = ks_red_loop(p, tv[i], c.blk[i], upd);
+    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, y->dtype, 0)), upd);
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }

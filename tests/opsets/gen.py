@@ -244,6 +244,29 @@ for name, oc, group, og, s_, pads, d, with_b, with_m in (
          [('x', x), ('off', off)] + ([('m', mask)] if with_m else []), [('y', y)],
          19 if name.endswith('19') else 22, [('w', w)] + ([('b', bias)] if with_b else []))
 
+# ---- Col2Im (18): every block's taps added into the image (a scatter, unlike our gather) ----
+def col2im(x, img, blk, s, d, pads):
+    r = len(img)
+    n, ck, _ = x.shape
+    k = int(np.prod(blk))
+    nb = [(img[i] + pads[i] + pads[r + i] - d[i] * (blk[i] - 1) - 1) // s[i] + 1 for i in range(r)]
+    y = np.zeros((n, ck // k) + tuple(img))
+    for bi, b in enumerate(np.ndindex(*nb)):
+        for ti, t in enumerate(np.ndindex(*blk)):
+            pos = [b[i] * s[i] - pads[i] + t[i] * d[i] for i in range(r)]
+            if all(0 <= pos[i] < img[i] for i in range(r)):
+                y[(slice(None), slice(None)) + tuple(pos)] += x[:, ti::k, bi]
+    return y.astype(np.float32)
+for name, img, blk, s_, d, pads in (('col2im_18', [5, 5], [2, 2], [1, 1], [1, 1], [0, 0, 0, 0]),
+                                     ('col2im_strides_pads_dil_18', [6, 7], [2, 3], [2, 2], [2, 1], [1, 0, 1, 2]),
+                                     ('col2im_1d_18', [9], [3], [2], [1], [1, 1])):
+    r = len(img)
+    nb = [(img[i] + pads[i] + pads[r + i] - d[i] * (blk[i] - 1) - 1) // s_[i] + 1 for i in range(r)]
+    x = randn(2, 3 * int(np.prod(blk)), int(np.prod(nb)))
+    save(name, [h.make_node('Col2Im', ['x', 'i', 'b'], ['y'], strides=s_, dilations=d, pads=pads)], [('x', x)],
+         [('y', col2im(x.astype(np.float64), img, blk, s_, d, pads))], 18,
+         [('i', np.array(img, np.int64)), ('b', np.array(blk, np.int64))])
+
 # ---- Pad-19's wrap mode, Pad-18's axes ----
 # wrap: "as if the data tensor forms a torus", periodic also where a pad exceeds the dim
 # (numpy's np.pad, which the ONNX reference calls, is not periodic there)
