@@ -267,6 +267,28 @@ for name, img, blk, s_, d, pads in (('col2im_18', [5, 5], [2, 2], [1, 1], [1, 1]
          [('y', col2im(x.astype(np.float64), img, blk, s_, d, pads))], 18,
          [('i', np.array(img, np.int64)), ('b', np.array(blk, np.int64))])
 
+# ---- MaxRoiPool (1, 22): Caffe2's RoIPool, coordinates rounded half away from zero ----
+def max_roi_pool(x, rois, ph, pw, scale):
+    n, c, hh, ww = x.shape
+    y = np.zeros((len(rois), c, ph, pw))
+    rnd = lambda v: math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)
+    for r, (b, x1, y1, x2, y2) in enumerate(rois):
+        sw, sh, ew, eh = rnd(x1 * scale), rnd(y1 * scale), rnd(x2 * scale), rnd(y2 * scale)
+        bh, bw = max(eh - sh + 1, 1) / ph, max(ew - sw + 1, 1) / pw
+        for i, j in np.ndindex(ph, pw):
+            h0 = min(max(math.floor(i * bh) + sh, 0), hh); h1 = min(max(math.ceil((i + 1) * bh) + sh, 0), hh)
+            w0 = min(max(math.floor(j * bw) + sw, 0), ww); w1 = min(max(math.ceil((j + 1) * bw) + sw, 0), ww)
+            y[r, :, i, j] = 0 if h1 <= h0 or w1 <= w0 else x[int(b), :, h0:h1, w0:w1].max(axis=(1, 2))
+    return y.astype(np.float32)
+x = randn(2, 3, 8, 10)
+rois = np.array([[0, 1, 1, 6, 5], [1, 0.4, 2.5, 9.6, 7.2], [1, 3, 3, 3, 3], [0, -2, -1, 4.5, 3.5]], np.float32)
+save('max_roi_pool_1', [h.make_node('MaxRoiPool', ['x', 'r'], ['y'], pooled_shape=[2, 3])], [('x', x), ('r', rois)],
+     [('y', max_roi_pool(x, rois, 2, 3, 1.0))], 1)
+rois2 = rois.copy()
+rois2[:, 1:] *= 2
+save('max_roi_pool_scale_22', [h.make_node('MaxRoiPool', ['x', 'r'], ['y'], pooled_shape=[3, 2], spatial_scale=0.5)],
+     [('x', x), ('r', rois2)], [('y', max_roi_pool(x, rois2, 3, 2, 0.5))], 22)
+
 # ---- Pad-19's wrap mode, Pad-18's axes ----
 # wrap: "as if the data tensor forms a torus", periodic also where a pad exceeds the dim
 # (numpy's np.pad, which the ONNX reference calls, is not periodic there)
