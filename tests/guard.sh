@@ -47,7 +47,9 @@ MODELS="mlp mlp_opset9 cnn if_branch loop_while scan_rnn"
 OPSET_CASES="attention_3d_past_causal_23 attention_4d_boolmask_softcap_23 rotary_4d_pos_23
 rotary_3d_partial_i1_23 tensor_scatter_circular_24 groupnorm_21 rmsnorm_23 pad_wrap_19
 avgpool_dil_ceil_19 quantize_blocked_21 affine_grid_3d_3x4x2_a1_20 cumprod_int32_axis_input_26
-equal_string_19"
+equal_string_19 deform_conv_mask_bias_pads_19 lppool_p3_dil_ceil_18 lpnorm_p2_22
+gridsample_3d_cubic_border_20 attention_qk_output_mode3_23 col2im_strides_pads_dil_18
+center_crop_pad_18 bitwise_int64_18 max_roi_pool_1"
 
 if [ ! -x "$ONNXCC" ]; then
     fail "guard: $ONNXCC not built (make)"

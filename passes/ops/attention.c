@@ -238,8 +238,9 @@ static bool attn_params(Graph *g, Node *n, Attn *a) {
         error(where, "nonpad_kv_seqlen must be int64 [%lld], without a past", (long long)a->b);
         return false;
     }
-    if (n->nout > 3 && n->out[3]) {
-        error(where, "the qk_matmul_output output is not supported");
+    int64_t mode = ir_attr_int(n, "qk_matmul_output_mode", 0);
+    if (mode < 0 || mode > 3) {
+        error(where, "qk_matmul_output_mode %lld is not 0 to 3", (long long)mode);
         return false;
     }
     return true;
@@ -254,6 +255,8 @@ void infer_attention(Graph *g, Node *n) {
     int64_t pk[4] = {a.b, a.hkv, a.t, a.dk}, pv[4] = {a.b, a.hkv, a.t, a.dv};
     if (n->nout > 1 && n->out[1]) ir_set_shape(n->out[1], t, 4, pk);
     if (n->nout > 2 && n->out[2]) ir_set_shape(n->out[2], t, 4, pv);
+    int64_t qk[4] = {a.b, a.hq, a.s, a.t};
+    if (n->nout > 3 && n->out[3]) ir_set_shape(n->out[3], t, 4, qk);
 }
 
 /* The index of element e of K/V/Q head h at sequence position s, in the node's own layout. */
@@ -338,8 +341,15 @@ void lower_attention(Lower *L, Node *n) {
     double scale = ir_attr(n, "scale") ? ir_attr_float(n, "scale", 1) : 1 / sqrt((double)a.dk);
     double cap = ir_attr_float(n, "softcap", 0);
     Expr *sc = kx_bin(p, K_MUL, kx_scalar(p, k, acc), kx_const(p, t, scale));
+    /* the qk_matmul_output output: the scaled product (mode 0), softcapped (1), with the
+     * masks (2), or the probabilities (3, stored after pass 2) */
+    Buf *qko = n->nout > 3 && n->out[3] ? lower_out(L, n, 3) : NULL;
+    int64_t qkmode = ir_attr_int(n, "qk_matmul_output_mode", 0);
+    if (qko) kir_param(p, k, qko, KP_OUT);
+    Expr *qkv = qko && qkmode == 0 ? kx_clone(p, sc) : NULL;
     if (cap > 0)
         sc = kx_bin(p, K_MUL, kx_un(p, K_TANH, kx_bin(p, K_DIV, sc, kx_const(p, t, cap))), kx_const(p, t, cap));
+    if (qko && qkmode == 1) qkv = kx_clone(p, sc);
     Expr *T = kx_var(p, vT), *allowed = NULL;
     Expr *offset = kx_index(p, a.p);
     if (nonpad) {
@@ -367,9 +377,14 @@ void lower_attention(Lower *L, Node *n) {
     }
     Expr *ninf = kx_const(p, t, -INFINITY);
     if (allowed) sc = kx_select(p, kx_clone(p, allowed), sc, kx_clone(p, ninf));
+    if (qko && qkmode == 2) qkv = kx_clone(p, sc);
     Expr *rt[1] = {kx_clone(p, T)};
     Stmt *per_t = ks_seq(ks_set(p, acc, kx_const(p, t, 0)), dot);
     ks_seq(per_t, ks_store(p, row, rt, sc));
+    if (qkv) {
+        Expr *qi4[4] = {kx_clone(p, B), kx_clone(p, H), kx_clone(p, S), kx_clone(p, T)};
+        ks_seq(per_t, ks_store(p, qko, qi4, qkv->type == qko->dtype ? qkv : kx_cast(p, qko->dtype, qkv)));
+    }
     Expr *rt2[1] = {kx_clone(p, T)};
     ks_seq(per_t, ks_set(p, mx, kx_bin(p, K_MAX, kx_scalar(p, k, mx), kx_load(p, row, rt2))));
     if (allowed) ks_seq(per_t, ks_set(p, any, kx_bin(p, K_OR, kx_scalar(p, k, any), kx_clone(p, allowed))));
@@ -387,6 +402,13 @@ void lower_attention(Lower *L, Node *n) {
     ks_seq(p2, ks_set(p, sum, kx_bin(p, K_ADD, kx_scalar(p, k, sum), kx_load(p, row, r5))));
     ks_seq(body, ks_set(p, sum, kx_const(p, t, 0)));
     ks_seq(body, ks_loop(p, vT, 0, a.t, 1, p2));
+    if (qko && qkmode == 3) {
+        Expr *r7[1] = {kx_var(p, vT)};
+        Expr *pr = kx_select(p, kx_scalar(p, k, any), kx_bin(p, K_DIV, kx_load(p, row, r7), kx_scalar(p, k, sum)),
+                             kx_const(p, t, 0));
+        Expr *qi4[4] = {kx_clone(p, B), kx_clone(p, H), kx_clone(p, S), kx_var(p, vT)};
+        ks_seq(body, ks_loop(p, vT, 0, a.t, 1, ks_store(p, qko, qi4, pr->type == qko->dtype ? pr : kx_cast(p, qko->dtype, pr))));
+    }
 
     /* pass 3: y[e] = sum_t row[t] v_t[e] / sum */
     Expr *vi[4], *r6[1] = {kx_var(p, vT)}, *yi[4];

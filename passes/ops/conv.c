@@ -1,4 +1,5 @@
-/* conv.c - the convolution family: Conv, ConvTranspose, ConvInteger, QLinearConv.
+/* conv.c - the convolution family: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv,
+ * and Col2Im (the sum of sliding blocks that ConvTranspose's im2col view makes).
  *
  * All of them take their spatial geometry (output size, strides, dilations, pads, auto_pad)
  * from the shared Window (rule_window in helpers.c), as the pools do. Kernels iterate over
@@ -770,5 +771,211 @@ void lower_conv_integer(Lower *L, Node *n) {
         v = rule_quantize(p, kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v), requant_mult(L, k, n, m)),
                           rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
     ks_seq(body, ks_store(p, y, oi, v));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+}
+
+/* ---- DeformConv (opsets 19 and 22) ----
+ * A 2-D convolution whose taps move by learned offsets: tap (kh, kw) of output (oh, ow)
+ * samples input channel c bilinearly at (oh*sh - ph + kh*dh + offset_h, ow*sw - pw + kw*dw +
+ * offset_w), each of the four neighbours outside the input counting 0 (the reference's
+ * GridSample with align_corners and zeros), times the optional mask; the offsets and mask are
+ * per offset group of input channels. One kernel over the output, the taps as reduction loops. */
+
+typedef struct Deform {
+    Window w;
+    int64_t group, ogroup;
+} Deform;
+
+static bool deform_params(Graph *g, Node *n, Deform *dc) {
+    const char *where = g ? ir_where(g, n) : n->name;
+    Value *x = n->in[0], *wt = n->in[1], *off = n->in[2], *b = rule_opt_in(n, 3), *m = rule_opt_in(n, 4);
+    int64_t ks[MAX_RANK];
+    if (x->rank != 4 || wt->rank != 4) {
+        error(where, "X and W must be 4-D (onnxcc's DeformConv is 2-D)");
+        return false;
+    }
+    if (!dtype_is_float(x->dtype) || wt->dtype != x->dtype || off->dtype != x->dtype ||
+        (b && b->dtype != x->dtype) || (m && m->dtype != x->dtype)) {
+        error(where, "X, W, offset, B and mask must be of one float type");
+        return false;
+    }
+    if (!conv_kernel_shape(g, n, wt, ks) || !rule_window(g, n, x, ks, false, &dc->w)) return false;
+    dc->group = ir_attr_int(n, "group", 1);
+    dc->ogroup = ir_attr_int(n, "offset_group", 1);
+    int64_t c = x->dims[1], oc = wt->dims[0], taps = ks[0] * ks[1];
+    int64_t od[4] = {x->dims[0], dc->ogroup * taps * 2, dc->w.out[0], dc->w.out[1]};
+    bool ok = dc->group >= 1 && dc->ogroup >= 1 && c == wt->dims[1] * dc->group && oc % dc->group == 0 &&
+              c % dc->ogroup == 0 && off->rank == 4 && (!b || (b->rank == 1 && b->dims[0] == oc));
+    for (int d = 0; ok && d < 4; d++) ok = off->dims[d] == od[d] && (!m || m->dims[d] == (d == 1 ? od[1] / 2 : od[d]));
+    if (!ok || (m && m->rank != 4)) {
+        error(where, "shapes do not fit: offset must be [%lld, %lld, %lld, %lld], the mask half as "
+              "many channels, B [%lld], group and offset_group must divide the channels",
+              (long long)od[0], (long long)od[1], (long long)od[2], (long long)od[3], (long long)oc);
+        return false;
+    }
+    return true;
+}
+
+void infer_deform_conv(Graph *g, Node *n) {
+    Deform dc;
+    if (!deform_params(g, n, &dc)) return;
+    int64_t dims[4] = {n->in[0]->dims[0], n->in[1]->dims[0], dc.w.out[0], dc.w.out[1]};
+    ir_set_shape(n->out[0], n->in[0]->dtype, 4, dims);
+}
+
+void lower_deform_conv(Lower *L, Node *n) {
+    Program *p = L->p;
+    Deform dc;
+    if (!deform_params(NULL, n, &dc)) die("lower_deform_conv %s: unchecked", n->name);
+    Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *off = lower_in(L, n, 2);
+    Buf *b = lower_in(L, n, 3), *m = lower_in(L, n, 4), *y = lower_out(L, n, 0);
+    DType t = x->dtype == DT_DOUBLE ? DT_DOUBLE : DT_FLOAT;
+    #define AS(e) ((e)->type == t ? (e) : kx_cast(p, t, (e)))
+    int ov[4];
+    Expr *oi[4];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, wt, off, b, m), y, ov, oi);
+    int vc = kir_var(k), vh = kir_var(k), vw = kir_var(k), acc = kir_scalar(p, k, t);
+    int rh = kir_scalar(p, k, t), rw = kir_scalar(p, k, t);
+    int64_t cg = wt->dims[1], ocg = y->dims[1] / dc.group, kh = dc.w.k[0], kw = dc.w.k[1];
+    int64_t cog = x->dims[1] / dc.ogroup;
+    Expr *c = kx_add(p, kx_mul(p, kx_bin(p, K_DIV, kx_clone(p, oi[1]), kx_index(p, ocg)), cg), kx_var(p, vc));
+    Expr *og = kx_bin(p, K_DIV, kx_clone(p, c), kx_index(p, cog));
+    Expr *tap = kx_add(p, kx_mul(p, kx_var(p, vh), kw), kx_var(p, vw));
+    Expr *ch = kx_add(p, kx_mul(p, kx_clone(p, og), kh * kw * 2), kx_mul(p, kx_clone(p, tap), 2));
+    Expr *fi[4] = {kx_clone(p, oi[0]), kx_clone(p, ch), kx_clone(p, oi[2]), kx_clone(p, oi[3])};
+    Expr *gi[4] = {kx_clone(p, oi[0]), kx_addc(p, ch, 1), kx_clone(p, oi[2]), kx_clone(p, oi[3])};
+    Expr *hc = kx_add(p, kx_addc(p, kx_mul(p, kx_clone(p, oi[2]), dc.w.s[0]), -dc.w.pb[0]), kx_mul(p, kx_var(p, vh), dc.w.d[0]));
+    Expr *wc = kx_add(p, kx_addc(p, kx_mul(p, kx_clone(p, oi[3]), dc.w.s[1]), -dc.w.pb[1]), kx_mul(p, kx_var(p, vw), dc.w.d[1]));
+    Stmt *body = ks_set(p, rh, kx_bin(p, K_ADD, kx_cast(p, t, hc), AS(kx_load(p, off, fi))));
+    ks_seq(body, ks_set(p, rw, kx_bin(p, K_ADD, kx_cast(p, t, wc), AS(kx_load(p, off, gi)))));
+    Expr *h0 = kx_un(p, K_FLOOR, kx_scalar(p, k, rh)), *w0 = kx_un(p, K_FLOOR, kx_scalar(p, k, rw));
+    Expr *fh = kx_bin(p, K_SUB, kx_scalar(p, k, rh), kx_clone(p, h0));
+    Expr *fw = kx_bin(p, K_SUB, kx_scalar(p, k, rw), kx_clone(p, w0));
+    Expr *sum = NULL;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            Expr *co[2] = {kx_bin(p, K_ADD, kx_clone(p, h0), kx_const(p, t, i)), kx_bin(p, K_ADD, kx_clone(p, w0), kx_const(p, t, j))};
+            Expr *ok = NULL, *xi[4] = {kx_clone(p, oi[0]), kx_clone(p, c), NULL, NULL};
+            for (int d = 0; d < 2; d++) {
+                Expr *hi = kx_const(p, t, (double)(x->dims[2 + d] - 1));
+                Expr *in = kx_bin(p, K_AND, kx_bin(p, K_GE, co[d], kx_const(p, t, 0)), kx_bin(p, K_LE, kx_clone(p, co[d]), hi));
+                ok = ok ? kx_bin(p, K_AND, ok, in) : in;
+                xi[2 + d] = kx_cast(p, DT_INDEX, kx_bin(p, K_MIN, kx_bin(p, K_MAX, kx_clone(p, co[d]), kx_const(p, t, 0)), kx_clone(p, hi)));
+            }
+            Expr *wy = i ? kx_clone(p, fh) : kx_bin(p, K_SUB, kx_const(p, t, 1), kx_clone(p, fh));
+            Expr *wx = j ? kx_clone(p, fw) : kx_bin(p, K_SUB, kx_const(p, t, 1), kx_clone(p, fw));
+            Expr *v = kx_select(p, ok, AS(kx_load(p, x, xi)), kx_const(p, t, 0));
+            v = kx_bin(p, K_MUL, kx_bin(p, K_MUL, wy, wx), v);
+            sum = sum ? kx_bin(p, K_ADD, sum, v) : v;
+        }
+    Expr *wi[4] = {kx_clone(p, oi[1]), kx_var(p, vc), kx_var(p, vh), kx_var(p, vw)};
+    Expr *term = kx_bin(p, K_MUL, AS(kx_load(p, wt, wi)), sum);
+    if (m) {
+        Expr *mi[4] = {kx_clone(p, oi[0]), kx_add(p, kx_mul(p, kx_clone(p, og), kh * kw), kx_clone(p, tap)),
+                       kx_clone(p, oi[2]), kx_clone(p, oi[3])};
+        term = kx_bin(p, K_MUL, term, AS(kx_load(p, m, mi)));
+    }
+    ks_seq(body, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), term)));
+    Stmt *loops = ks_red_loop(p, vc, cg, ks_red_loop(p, vh, kh, ks_red_loop(p, vw, kw, body)));
+    Expr *init = b ? AS(kx_load(p, b, (Expr *[]){kx_clone(p, oi[1])})) : kx_const(p, t, 0);
+    Stmt *all = ks_seq(ks_set(p, acc, init), loops);
+    Expr *v = kx_scalar(p, k, acc);
+    ks_seq(all, ks_store(p, y, oi, v->type == y->dtype ? v : kx_cast(p, y->dtype, v)));
+    #undef AS
+    k->body = lower_wrap(p, 4, y->dims, ov, all);
+}
+
+/* ---- Col2Im (opset 18) ----
+ * Sums the sliding blocks of x [N, C * prod(block), L] back into an image [N, C, image...]:
+ * output position y gets, for every tap t of the block, the column of the block that puts
+ * tap t on y, if any: p = y + pad - t * dilation divisible by the stride with p / stride
+ * inside the grid of blocks. A gather, so each output element is written once. */
+
+typedef struct Col2Im {
+    int nsp;
+    int64_t img[MAX_RANK], blk[MAX_RANK], nb[MAX_RANK], s[MAX_RANK], d[MAX_RANK], pb[MAX_RANK];
+} Col2Im;
+
+static bool col2im_params(Graph *g, Node *n, Col2Im *c) {
+    const char *where = g ? ir_where(g, n) : n->name;
+    Value *x = n->in[0];
+    Value *im = rule_const_ints(g, n, 1, "image_shape", MAX_RANK - 2), *bk;
+    if (!im || !(bk = rule_const_ints(g, n, 2, "block_shape", MAX_RANK - 2))) return false;
+    c->nsp = (int)ir_numel(im);
+    const int64_t *sv, *dv, *pv;
+    int ns = ir_attr_ints(n, "strides", &sv), nd = ir_attr_ints(n, "dilations", &dv), np = ir_attr_ints(n, "pads", &pv);
+    if (x->rank != 3 || ir_numel(bk) != c->nsp || c->nsp < 1 || (ns && ns != c->nsp) ||
+        (nd && nd != c->nsp) || (np && np != 2 * c->nsp)) {
+        error(where, "input must be [N, C*K, L], image_shape and block_shape of one length, and "
+              "strides, dilations and pads fit them");
+        return false;
+    }
+    int64_t k = 1, l = 1;
+    for (int i = 0; i < c->nsp; i++) {
+        c->img[i] = ir_const_int(im, i);
+        c->blk[i] = ir_const_int(bk, i);
+        c->s[i] = ns ? sv[i] : 1;
+        c->d[i] = nd ? dv[i] : 1;
+        c->pb[i] = np ? pv[i] : 0;
+        int64_t pe = np ? pv[c->nsp + i] : 0;
+        if (c->img[i] < 1 || c->blk[i] < 1 || c->s[i] < 1 || c->d[i] < 1 || c->pb[i] < 0 || pe < 0) {
+            error(where, "sizes, strides and dilations must be positive and pads not negative");
+            return false;
+        }
+        c->nb[i] = (c->img[i] + c->pb[i] + pe - c->d[i] * (c->blk[i] - 1) - 1) / c->s[i] + 1;
+        k *= c->blk[i];
+        l *= c->nb[i];
+    }
+    for (int i = 0; i < c->nsp; i++)
+        if (c->nb[i] < 1) l = -1;
+    if (x->dims[1] % k || x->dims[2] != l) {
+        error(where, "input %s does not hold [N, C * %lld, %lld] blocks", rule_dims_str(g, x->rank, x->dims),
+              (long long)k, (long long)l);
+        return false;
+    }
+    return true;
+}
+
+void infer_col2im(Graph *g, Node *n) {
+    Col2Im c;
+    if (!col2im_params(g, n, &c)) return;
+    Value *x = n->in[0];
+    int64_t dims[MAX_RANK], k = 1;
+    for (int i = 0; i < c.nsp; i++) k *= c.blk[i];
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1] / k;
+    for (int i = 0; i < c.nsp; i++) dims[2 + i] = c.img[i];
+    ir_set_shape(n->out[0], x->dtype, c.nsp + 2, dims);
+}
+
+void lower_col2im(Lower *L, Node *n) {
+    Program *p = L->p;
+    Col2Im c;
+    if (!col2im_params(NULL, n, &c)) die("lower_col2im %s: unchecked", n->name);
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int ov[MAX_RANK], tv[MAX_RANK];
+    Expr *oi[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, ov, oi);
+    int acc = kir_scalar(p, k, y->dtype);
+    int64_t kk = 1;
+    for (int i = 0; i < c.nsp; i++) kk *= c.blk[i];
+    Expr *ch = kx_mul(p, kx_clone(p, oi[1]), kk), *col = kx_index(p, 0), *ok = NULL;
+    Expr *tflat = kx_index(p, 0);
+    for (int i = 0; i < c.nsp; i++) {
+        tv[i] = kir_var(k);
+        tflat = kx_add(p, kx_mul(p, tflat, c.blk[i]), kx_var(p, tv[i]));
+        Expr *pos = kx_add(p, kx_addc(p, kx_clone(p, oi[2 + i]), c.pb[i]), kx_mul(p, kx_var(p, tv[i]), -c.d[i]));
+        Expr *bi = kx_bin(p, K_DIV, kx_clone(p, pos), kx_index(p, c.s[i]));
+        ok = kx_and(p, ok, kx_bin(p, K_GE, kx_clone(p, pos), kx_index(p, 0)));
+        if (c.s[i] > 1)
+            ok = kx_and(p, ok, kx_bin(p, K_EQ, kx_bin(p, K_REM, kx_clone(p, pos), kx_index(p, c.s[i])), kx_index(p, 0)));
+        ok = kx_and(p, ok, kx_bin(p, K_LT, kx_clone(p, bi), kx_index(p, c.nb[i])));
+        col = kx_add(p, kx_mul(p, col, c.nb[i]), bi);
+    }
+    Expr *xi[3] = {kx_clone(p, oi[0]), kx_add(p, ch, tflat), col};
+    Stmt *upd = ks_if(p, ok, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_load(p, x, xi))), NULL);
+    for (int i = c.nsp - 1; i >= 0; i--) upd = ks_red_loop(p, tv[i], c.blk[i], upd);
+    Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, y->dtype, 0)), upd);
+    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }

@@ -504,6 +504,39 @@ void lower_xor(Lower *L, Node *n) {
     lower_map(L, n, lower_out(L, n, 0), 2, ins, map_xor, NULL);
 }
 
+/* BitwiseAnd, BitwiseOr, BitwiseXor (broadcasting) and BitwiseNot (opset 18): integers of one
+ * type */
+void infer_bitwise(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int rank = x->rank;
+    int64_t dims[MAX_RANK];
+    if (!same_dtypes(g, n, 0, n->nin)) return;
+    if (dtype_is_float(x->dtype) || x->dtype == DT_BOOL) {
+        error(ir_where(g, n), "inputs are %s, %s needs integers", dtype_name(x->dtype), n->op_type);
+        return;
+    }
+    if (n->nin == 2 && !broadcast_all(g, n, 0, 2, &rank, dims)) return;
+    ir_set_shape(n->out[0], x->dtype, rank, n->nin == 2 ? dims : x->dims);
+}
+
+/* NOT x is x XOR all ones: 0 - 1 in x's type (wrapping for the unsigned ones) */
+static Expr *map_bitwise(Lower *L, Node *n, Expr **v, void *ctx) {
+    Program *p = L->p;
+    DType t = v[0]->type;
+    switch (n->op) {
+    case OP_BitwiseAnd: return kx_bin(p, K_AND, v[0], v[1]);
+    case OP_BitwiseOr: return kx_bin(p, K_OR, v[0], v[1]);
+    case OP_BitwiseXor: return kx_bin(p, K_XOR, v[0], v[1]);
+    default:
+        return kx_bin(p, K_XOR, v[0], kx_bin(p, K_SUB, kx_const(p, t, 0), kx_const(p, t, 1)));
+    }
+}
+
+void lower_bitwise(Lower *L, Node *n) {
+    Buf *ins[2] = {lower_in(L, n, 0), n->nin > 1 ? lower_in(L, n, 1) : NULL};
+    lower_map(L, n, lower_out(L, n, 0), n->nin, ins, map_bitwise, NULL);
+}
+
 void infer_bitshift(Graph *g, Node *n) {
     Value *x = n->in[0], *y = n->in[1];
     const char *dir = ir_attr_str(n, "direction", "");

@@ -1,5 +1,5 @@
 /* movement.c - the data-movement family: Transpose, Concat, Split, Slice, Pad, Expand, Tile,
- * DepthToSpace, SpaceToDepth, ReverseSequence, Trilu.
+ * DepthToSpace, SpaceToDepth, ReverseSequence, Trilu, CenterCropPad.
  *
  * These lower to KC_COPY kernels that iterate over the output and load from a computed input
  * position, so each output element is stored exactly once; index arithmetic is arranged so
@@ -682,4 +682,65 @@ void lower_reverse_sequence(Lower *L, Node *n) {
     src = kx_bin(p, K_MIN, kx_bin(p, K_MAX, src, kx_index(p, 0)), kx_index(p, x->dims[t] - 1));
     for (int d = 0; d < out->rank; d++) xi[d] = d == t ? src : idx[d];
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_load(p, x, xi)));
+}
+
+/* ---- CenterCropPad (opset 18) ----
+ * Each named axis is cropped or zero-padded to its new size around its centre: the output's
+ * element o comes from o + off, off = floor((dim - size) / 2) when cropping and
+ * -floor((size - dim) / 2) when padding (the reference's slices), 0 outside the input. */
+
+static bool ccp_params(Graph *g, Node *n, int64_t *out, int64_t *off) {
+    Value *x = n->in[0];
+    Value *sh = rule_const_ints(g, n, 1, "shape", MAX_RANK);
+    if (!sh) return false;
+    const int64_t *axv;
+    int na = ir_attr(n, "axes") ? ir_attr_ints(n, "axes", &axv) : x->rank;
+    if (ir_numel(sh) != na) {
+        error(ir_where(g, n), "shape has %lld entries for %d axes", (long long)ir_numel(sh), na);
+        return false;
+    }
+    for (int d = 0; d < x->rank; d++) out[d] = x->dims[d], off[d] = 0;
+    for (int i = 0; i < na; i++) {
+        int a = i;
+        if (ir_attr(n, "axes") && !rule_axis(g, n, axv[i], x->rank, &a)) return false;
+        int64_t size = ir_const_int(sh, i), dim = x->dims[a];
+        if (size < 0) {
+            error(ir_where(g, n), "size %lld of axis %d is negative", (long long)size, a);
+            return false;
+        }
+        out[a] = size;
+        off[a] = size <= dim ? (dim - size) / 2 : -((size - dim) / 2);
+    }
+    return true;
+}
+
+void infer_center_crop_pad(Graph *g, Node *n) {
+    int64_t out[MAX_RANK], off[MAX_RANK];
+    if (!ccp_params(g, n, out, off)) return;
+    ir_set_shape(n->out[0], n->in[0]->dtype, n->in[0]->rank, out);
+}
+
+void lower_center_crop_pad(Lower *L, Node *n) {
+    Program *p = L->p;
+    int64_t out[MAX_RANK], off[MAX_RANK];
+    if (!ccp_params(L->g, n, out, off)) return;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int ov[MAX_RANK];
+    Expr *oi[MAX_RANK], *xi[MAX_RANK], *ok = NULL;
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, ov, oi);
+    for (int d = 0; d < x->rank; d++) {
+        Expr *src = kx_addc(p, kx_clone(p, oi[d]), off[d]);
+        if (off[d] < 0 || out[d] + off[d] > x->dims[d]) {     /* padded along d */
+            Expr *in = kx_and(p, kx_bin(p, K_GE, kx_clone(p, src), kx_index(p, 0)),
+                              kx_bin(p, K_LT, kx_clone(p, src), kx_index(p, x->dims[d])));
+            ok = kx_and(p, ok, in);
+            src = kx_bin(p, K_MIN, kx_bin(p, K_MAX, src, kx_index(p, 0)), kx_index(p, MAX(x->dims[d] - 1, 0)));
+        }
+        xi[d] = src;
+    }
+    bool empty = false;             /* nothing to load from: all padding */
+    for (int d = 0; d < x->rank; d++) empty |= x->dims[d] == 0;
+    Expr *v = empty ? kx_const(p, y->dtype, 0) : kx_load(p, x, xi);
+    if (ok && !empty) v = kx_select(p, ok, v, kx_const(p, y->dtype, 0));
+    k->body = lower_wrap(p, y->rank, y->dims, ov, ks_store(p, y, oi, v));
 }

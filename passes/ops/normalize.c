@@ -1,6 +1,6 @@
 /* normalize.c - the normalisation family: BatchNormalization, InstanceNormalization,
- * GroupNormalization, LayerNormalization, MeanVarianceNormalization, RMSNormalization, LRN,
- * Softmax and LogSoftmax.
+ * GroupNormalization, LayerNormalization, LpNormalization, MeanVarianceNormalization,
+ * RMSNormalization, LRN, Softmax and LogSoftmax.
  *
  * BatchNormalization in inference form is a per-channel affine map (an elementwise kernel); in
  * training mode it normalises with the batch's statistics like InstanceNormalization over
@@ -475,6 +475,54 @@ void lower_rmsnorm(Lower *L, Node *n) {
     for (int d = 0; d < x->rank; d++) nm.mask[d] = d >= nm.axis;
     nm.scale = lower_in(L, n, 1);
     emit_norm(L, n, x, y, &nm);
+}
+
+/* ---- LpNormalization ---- */
+
+void infer_lpnorm(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    int axis;
+    int64_t pw = ir_attr_int(n, "p", 2);
+    if (!rule_float_input(g, n, 0) || !rule_axis(g, n, ir_attr_int(n, "axis", -1), x->rank, &axis)) return;
+    if (pw != 1 && pw != 2) {
+        error(ir_where(g, n), "p %lld is neither 1 nor 2", (long long)pw);
+        return;
+    }
+    ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
+}
+
+/* y = x / norm_p(x along axis): for every position of the other dims, the sum of |x| or x^2,
+ * then the division (by its square root for p = 2). A zero vector gives NaN, as the ONNX
+ * reference. */
+void lower_lpnorm(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
+    int axis, r = x->rank, rv[MAX_RANK] = {0}, ov[MAX_RANK], no = 0;
+    if (!rule_axis(L->g, n, ir_attr_int(n, "axis", -1), r, &axis)) return;
+    bool two = ir_attr_int(n, "p", 2) == 2, mask[MAX_RANK];
+    int64_t od[MAX_RANK];
+    DType t = y->dtype;
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), y, NULL, NULL);
+    int sm = kir_scalar(p, k, t), nrm = kir_scalar(p, k, t);
+    Expr *idx[MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        mask[d] = d == axis;
+        if (!mask[d]) {
+            ov[no] = kir_var(k);
+            idx[d] = kx_var(p, ov[no]);
+            od[no++] = x->dims[d];
+        }
+    }
+    rule_sel_vars(p, k, r, mask, rv, idx);
+    Expr *v = kx_load(p, x, idx);
+    Expr *term = two ? kx_bin(p, K_MUL, v, kx_clone(p, v)) : kx_un(p, K_ABS, v);
+    Stmt *body = rule_red_pass(p, k, r, x->dims, mask, rv, sm, kx_const(p, t, 0), K_ADD, term);
+    Expr *s = kx_scalar(p, k, sm);
+    ks_seq(body, ks_set(p, nrm, two ? kx_un(p, K_SQRT, s) : s));
+    rule_sel_vars(p, k, r, mask, rv, idx);
+    Expr *q = kx_bin(p, K_DIV, kx_load(p, x, idx), kx_scalar(p, k, nrm));
+    ks_seq(body, rule_wrap_dims(p, r, x->dims, mask, rv, ks_store(p, y, idx, q), false));
+    k->body = lower_wrap(p, no, od, ov, body);
 }
 
 /* MVN's axes attribute (default [0, 2, 3]); false after reporting a bad axis. */

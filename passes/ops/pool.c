@@ -1,5 +1,5 @@
-/* pool.c - the pooling family: AveragePool, MaxPool (with its Indices output),
- * GlobalAveragePool, GlobalMaxPool, GlobalLpPool and MaxUnpool.
+/* pool.c - the pooling family: AveragePool, LpPool, MaxPool (with its Indices output),
+ * GlobalAveragePool, GlobalMaxPool, GlobalLpPool, MaxUnpool and MaxRoiPool.
  *
  * The windowed pools share Conv's window geometry (rule_window); the global pools are
  * reductions over the spatial dims and use the reduction emitter of helpers.c. Padded taps
@@ -28,6 +28,11 @@ void infer_pool(Graph *g, Node *n) {
     int64_t dims[MAX_RANK];
     Window w;
     if (!pool_window(g, n, &w)) return;
+    if (n->op == OP_LpPool && !rule_float_input(g, n, 0)) return;
+    if (n->op == OP_LpPool && ir_attr_int(n, "p", 2) < 1) {
+        error(ir_where(g, n), "p %lld must be >= 1", (long long)ir_attr_int(n, "p", 2));
+        return;
+    }
     dims[0] = x->dims[0];
     dims[1] = x->dims[1];
     for (int i = 0; i < w.nsp; i++) dims[2 + i] = w.out[i];
@@ -86,8 +91,9 @@ static Expr *argmax_index(Program *p, const Buf *x, Expr **xi, bool colmajor) {
     return kx_add(p, kx_mul(p, nc, size), sp);
 }
 
-/* y[n, c, o...] = max / mean over the taps t inside the input of x[n, c, o*s + t*d - pb];
- * MaxPool's optional Indices output gets the flat NCHW index of the first maximum. */
+/* y[n, c, o...] = max / mean over the taps t inside the input of x[n, c, o*s + t*d - pb]
+ * (LpPool: (sum of |x|^p)^(1/p), padding counting as 0); MaxPool's optional Indices output
+ * gets the flat NCHW index of the first maximum. */
 void lower_pool(Lower *L, Node *n) {
     Program *p = L->p;
     bool is_max = n->op == OP_MaxPool;
@@ -112,13 +118,21 @@ void lower_pool(Lower *L, Node *n) {
     Expr *flat = yi ? argmax_index(p, x, xi, ir_attr_int(n, "storage_order", 0) != 0) : NULL;
     Expr *xv = kx_load(p, x, xi), *av = kx_scalar(p, k, acc);
     Stmt *upd, *body = ks_set(p, acc, kx_const(p, y->dtype, is_max ? rule_dtype_lowest(y->dtype) : 0));
-    if (!is_max) upd = ks_set(p, acc, kx_bin(p, K_ADD, av, xv));
+    double pw = (double)ir_attr_int(n, "p", 2);
+    if (n->op == OP_LpPool) {
+        Expr *ax = kx_un(p, K_ABS, xv);
+        Expr *term = pw == 1 ? ax : pw == 2 ? kx_bin(p, K_MUL, ax, kx_clone(p, ax))
+                                            : kx_bin(p, K_POW, ax, kx_const(p, y->dtype, pw));
+        upd = ks_set(p, acc, kx_bin(p, K_ADD, av, term));
+    } else if (!is_max) upd = ks_set(p, acc, kx_bin(p, K_ADD, av, xv));
     else if (!yi) upd = ks_set(p, acc, kx_bin(p, K_MAX, av, xv));
     else upd = ks_if(p, kx_bin(p, K_GT, xv, av), ks_seq(ks_set(p, acc, xv), ks_set(p, arg, flat)), NULL);
     if (yi) ks_seq(body, ks_set(p, arg, kx_index(p, 0)));
     ks_seq(body, rule_wrap_taps(p, &w, tv, conds, upd));
     Expr *v = kx_scalar(p, k, acc);
-    if (!is_max)
+    if (n->op == OP_LpPool && pw != 1)
+        v = pw == 2 ? kx_un(p, K_SQRT, v) : kx_bin(p, K_POW, v, kx_const(p, y->dtype, 1 / pw));
+    else if (!is_max && n->op != OP_LpPool)
         v = kx_bin(p, K_DIV, v,
                    avg_divisor(p, &w, oi, ir_attr_int(n, "count_include_pad", 0) != 0, y->dtype));
     ks_seq(body, ks_store(p, y, oi, v));
@@ -222,4 +236,84 @@ void lower_max_unpool(Lower *L, Node *n) {
     }
     Stmt *s = ks_store(p, out, oi, kx_load(p, x, xi));
     ks_seq(k->body, lower_wrap(p, r, x->dims, xv, s));
+}
+
+/* ---- MaxRoiPool (opsets 1 and 22) ----
+ * For each RoI [batch, x1, y1, x2, y2] (scaled by spatial_scale and rounded half away from
+ * zero, as Caffe2's RoIPool and onnxruntime), pooled_shape bins each take the maximum of the
+ * input pixels they cover, 0 for an empty bin. The bins depend on the data, so the kernel
+ * scans every row and column of the input and keeps those inside the bin. */
+
+void infer_max_roi_pool(Graph *g, Node *n) {
+    Value *x = n->in[0], *rois = n->in[1];
+    const int64_t *ps;
+    if (!rule_float_input(g, n, 0)) return;
+    if (ir_attr_ints(n, "pooled_shape", &ps) != 2 || ps[0] < 1 || ps[1] < 1 || x->rank != 4 ||
+        rois->dtype != x->dtype || rois->rank != 2 || rois->dims[1] != 5 || x->dims[0] < 1) {
+        error(ir_where(g, n), "needs X [N, C, H, W], rois [R, 5] of X's type and a positive "
+              "pooled_shape of 2 values");
+        return;
+    }
+    int64_t dims[4] = {rois->dims[0], x->dims[1], ps[0], ps[1]};
+    ir_set_shape(n->out[0], x->dtype, 4, dims);
+}
+
+/* v clamped into [0, hi], NaN (and -inf) to 0, so that it converts to an index safely */
+static Expr *nan_safe_clamp(Program *p, DType t, Expr *v, double hi) {
+    Expr *pos = kx_select(p, kx_bin(p, K_GE, v, kx_const(p, t, 0)), kx_clone(p, v), kx_const(p, t, 0));
+    return kx_bin(p, K_MIN, pos, kx_const(p, t, hi));
+}
+
+void lower_max_roi_pool(Lower *L, Node *n) {
+    Program *p = L->p;
+    Buf *x = lower_in(L, n, 0), *rois = lower_in(L, n, 1), *y = lower_out(L, n, 0);
+    const int64_t *ps;
+    ir_attr_ints(n, "pooled_shape", &ps);
+    DType t = y->dtype;
+    double scale = ir_attr_float(n, "spatial_scale", 1.0f);
+    int ov[4];
+    Expr *oi[4];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, rois), y, ov, oi);
+    int vh = kir_var(k), vw = kir_var(k), acc = kir_scalar(p, k, t);
+    int lo[2], hi[2];
+    Stmt *body = NULL;
+    /* the RoI's corners: x1 = col 1, y1 = 2, x2 = 3, y2 = 4; dim 0 of the bins is h */
+    for (int d = 0; d < 2; d++) {
+        Expr *c[2];
+        for (int e = 0; e < 2; e++) {
+            Expr *ri[2] = {kx_clone(p, oi[0]), kx_index(p, 2 - d + 2 * e)};
+            Expr *v = kx_bin(p, K_MUL, kx_load(p, rois, ri), kx_const(p, t, scale));
+            /* round half away from zero */
+            Expr *r = kx_un(p, K_FLOOR, kx_bin(p, K_ADD, kx_un(p, K_ABS, v), kx_const(p, t, 0.5)));
+            c[e] = kx_bin(p, K_MUL, kx_un(p, K_SIGN, kx_clone(p, v)), r);
+        }
+        Expr *size = kx_bin(p, K_MAX, kx_bin(p, K_ADD, kx_bin(p, K_SUB, c[1], kx_clone(p, c[0])), kx_const(p, t, 1)),
+                            kx_const(p, t, 1));
+        Expr *bin = kx_bin(p, K_DIV, size, kx_const(p, t, (double)ps[d]));
+        Expr *pos = kx_cast(p, t, kx_clone(p, oi[2 + d]));
+        Expr *s0 = kx_un(p, K_FLOOR, kx_bin(p, K_MUL, pos, bin));
+        Expr *e0 = kx_un(p, K_CEIL, kx_bin(p, K_MUL, kx_bin(p, K_ADD, kx_clone(p, pos), kx_const(p, t, 1)), kx_clone(p, bin)));
+        double dim = (double)x->dims[2 + d];
+        Expr *st = nan_safe_clamp(p, t, kx_bin(p, K_ADD, s0, kx_clone(p, c[0])), dim);
+        Expr *en = nan_safe_clamp(p, t, kx_bin(p, K_ADD, e0, kx_clone(p, c[0])), dim);
+        lo[d] = kir_scalar(p, k, DT_INDEX);
+        hi[d] = kir_scalar(p, k, DT_INDEX);
+        body = ks_seq(body, ks_set(p, lo[d], kx_cast(p, DT_INDEX, st)));
+        ks_seq(body, ks_set(p, hi[d], kx_cast(p, DT_INDEX, en)));
+    }
+    Expr *bi[2] = {kx_clone(p, oi[0]), kx_index(p, 0)};
+    Expr *b = kx_cast(p, DT_INDEX, nan_safe_clamp(p, t, kx_load(p, rois, bi), (double)(x->dims[0] - 1)));
+    Expr *xi[4] = {b, kx_clone(p, oi[1]), kx_var(p, vh), kx_var(p, vw)};
+    Expr *inw = kx_and(p, kx_bin(p, K_GE, kx_var(p, vw), kx_scalar(p, k, lo[1])),
+                       kx_bin(p, K_LT, kx_var(p, vw), kx_scalar(p, k, hi[1])));
+    Expr *inh = kx_and(p, kx_bin(p, K_GE, kx_var(p, vh), kx_scalar(p, k, lo[0])),
+                       kx_bin(p, K_LT, kx_var(p, vh), kx_scalar(p, k, hi[0])));
+    Stmt *upd = ks_if(p, inw, ks_set(p, acc, kx_bin(p, K_MAX, kx_scalar(p, k, acc), kx_load(p, x, xi))), NULL);
+    upd = ks_if(p, inh, ks_red_loop(p, vw, x->dims[3], upd), NULL);
+    ks_seq(body, ks_set(p, acc, kx_const(p, t, -INFINITY)));
+    ks_seq(body, ks_red_loop(p, vh, x->dims[2], upd));
+    Expr *empty = kx_bin(p, K_OR, kx_bin(p, K_LE, kx_scalar(p, k, hi[0]), kx_scalar(p, k, lo[0])),
+                         kx_bin(p, K_LE, kx_scalar(p, k, hi[1]), kx_scalar(p, k, lo[1])));
+    ks_seq(body, ks_store(p, y, oi, kx_select(p, empty, kx_const(p, t, 0), kx_scalar(p, k, acc))));
+    k->body = lower_wrap(p, 4, y->dims, ov, body);
 }

@@ -1,5 +1,5 @@
 /* resample.c - the resampling family: Resize (Upsample is rewritten into Resize by
- * canonicalize.c), GridSample (bilinear, nearest and bicubic sampling with
+ * canonicalize.c), GridSample (linear, nearest and cubic sampling in 1 to 3 spatial dims with
  * zeros/border/reflection padding), AffineGrid (the sampling grids GridSample takes, opset 20)
  * and RoiAlign (bilinear samples averaged per bin).
  *
@@ -366,6 +366,7 @@ typedef struct GridSample {
     GsPad pad;
     bool align;
     Expr *n, *c;                    /* batch and channel index of the output element */
+    int nsp;                        /* spatial dims: 1 to 3 (GridSample-20; 2 before) */
 } GridSample;
 
 static bool gs_params(Graph *g, Node *n, GsMode *mode, GsPad *pad) {
@@ -463,14 +464,16 @@ void infer_grid_sample(Graph *g, Node *n) {
     GsMode mode;
     GsPad pad;
     if (!gs_params(g, n, &mode, &pad) || !rule_float_input(g, n, 0) || !rule_float_input(g, n, 1)) return;
-    if (x->rank != 4 || grid->rank != 4 || grid->dims[3] != 2 || grid->dims[0] != x->dims[0]) {
-        error(ir_where(g, n), "X '%s' must be [N,C,H,W] and Grid '%s' [N,Ho,Wo,2] (onnxcc samples "
-              "in 2-D only, not in GridSample-20's other numbers of spatial dims)",
+    int nsp = x->rank - 2;
+    if (nsp < 1 || nsp > 3 || grid->rank != x->rank || grid->dims[nsp + 1] != nsp ||
+        grid->dims[0] != x->dims[0]) {
+        error(ir_where(g, n), "X '%s' must be [N, C, D1..Dr] and Grid '%s' [N, O1..Or, r], r 1 to 3",
               x->name, grid->name);
         return;
     }
-    int64_t dims[4] = {x->dims[0], x->dims[1], grid->dims[1], grid->dims[2]};
-    ir_set_shape(n->out[0], x->dtype, 4, dims);
+    int64_t dims[MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int d = 0; d < nsp; d++) dims[2 + d] = grid->dims[1 + d];
+    ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
 /* The source coordinate of a normalised one in [-1, 1] along a dim of `size` pixels. */
@@ -507,11 +510,11 @@ static Expr *gs_pad(GridSample *s, Expr *x, int64_t size) {
     return kx_bin(p, K_MIN, lo, kx_const(p, s->t, (double)(size - 1)));
 }
 
-/* x[n, c, y, x] for integral float coordinates, 0 outside the image. */
-static Expr *gs_tap(GridSample *s, Expr *y, Expr *x) {
+/* x[n, c, co...] for integral float coordinates (one per spatial dim), 0 outside the input. */
+static Expr *gs_tap(GridSample *s, Expr **co) {
     Program *p = s->p;
-    Expr *co[2] = {y, x}, *ok = NULL, *idx[4] = {s->n, s->c, NULL, NULL};
-    for (int d = 0; d < 2; d++) {
+    Expr *ok = NULL, *idx[MAX_RANK] = {kx_clone(p, s->n), kx_clone(p, s->c)};
+    for (int d = 0; d < s->nsp; d++) {
         Expr *hi = kx_const(p, s->t, (double)(s->x->dims[2 + d] - 1));
         Expr *in = kx_bin(p, K_AND, kx_bin(p, K_GE, co[d], kx_const(p, s->t, 0)),
                           kx_bin(p, K_LE, kx_clone(p, co[d]), hi));
@@ -546,67 +549,76 @@ static void gs_cubic(GridSample *s, Expr *t, Expr **w) {
     }
 }
 
-/* The sampled value at source coordinates (registers ry, rx). */
-static Expr *gs_sample(GridSample *s, GsMode mode, int ry, int rx) {
+/* The sampled value at the source coordinates in registers reg[0..nsp) (outermost spatial
+ * dim first): the nearest tap, or the sum over the 2^r (linear) or 4^r (cubic) taps around
+ * them of the product of the per-dim weights and the tap. */
+static Expr *gs_sample(GridSample *s, GsMode mode, const int *reg) {
     Program *p = s->p;
     Kernel *k = s->k;
     DType t = s->t;
-    Expr *y = kx_scalar(p, k, ry), *x = kx_scalar(p, k, rx);
-    if (mode == GS_NEAREST) return gs_tap(s, kx_un(p, K_ROUND, y), kx_un(p, K_ROUND, x));
-    Expr *y0 = kx_un(p, K_FLOOR, y), *x0 = kx_un(p, K_FLOOR, x);
-    Expr *fy = kx_bin(p, K_SUB, kx_clone(p, y), y0), *fx = kx_bin(p, K_SUB, kx_clone(p, x), x0);
-    Expr *sum = NULL;
-    if (mode == GS_BILINEAR) {
-        Expr *wy[2] = {kx_bin(p, K_SUB, kx_const(p, t, 1), fy), kx_clone(p, fy)};
-        Expr *wx[2] = {kx_bin(p, K_SUB, kx_const(p, t, 1), fx), kx_clone(p, fx)};
-        for (int i = 0; i < 2; i++)
-            for (int j = 0; j < 2; j++) {
-                Expr *ty = kx_bin(p, K_ADD, kx_clone(p, y0), kx_const(p, t, i)), *tx = kx_bin(p, K_ADD, kx_clone(p, x0), kx_const(p, t, j));
-                Expr *v = kx_bin(p, K_MUL, kx_bin(p, K_MUL, kx_clone(p, wy[i]), kx_clone(p, wx[j])), gs_tap(s, ty, tx));
-                sum = sum ? kx_bin(p, K_ADD, sum, v) : v;
-            }
-        return sum;
+    int r = s->nsp, nt = mode == GS_BICUBIC ? 4 : 2, combos = 1;
+    Expr *c0[3], *w[3][4], *co[3];
+    if (mode == GS_NEAREST) {
+        for (int d = 0; d < r; d++) co[d] = kx_un(p, K_ROUND, kx_scalar(p, k, reg[d]));
+        return gs_tap(s, co);
     }
-    /* bicubic: the padding mode applies to each tap, not to the coordinate */
-    Expr *wy[4], *wx[4];
-    gs_cubic(s, fy, wy);
-    gs_cubic(s, fx, wx);
-    for (int i = 0; i < 4; i++) {
-        Expr *ty = gs_pad(s, kx_bin(p, K_ADD, kx_clone(p, y0), kx_const(p, t, i - 1)), s->x->dims[2]);
-        Expr *row = NULL;
-        for (int j = 0; j < 4; j++) {
-            Expr *tx = gs_pad(s, kx_bin(p, K_ADD, kx_clone(p, x0), kx_const(p, t, j - 1)), s->x->dims[3]);
-            Expr *v = kx_bin(p, K_MUL, kx_clone(p, wx[j]), gs_tap(s, kx_clone(p, ty), tx));
-            row = row ? kx_bin(p, K_ADD, row, v) : v;
+    for (int d = 0; d < r; d++) {
+        Expr *c = kx_scalar(p, k, reg[d]);
+        c0[d] = kx_un(p, K_FLOOR, c);
+        Expr *f = kx_bin(p, K_SUB, kx_clone(p, c), kx_clone(p, c0[d]));
+        if (mode == GS_BILINEAR) {
+            w[d][0] = kx_bin(p, K_SUB, kx_const(p, t, 1), f);
+            w[d][1] = kx_clone(p, f);
+        } else {
+            gs_cubic(s, f, w[d]);
         }
-        Expr *v = kx_bin(p, K_MUL, kx_clone(p, wy[i]), row);
+        combos *= nt;
+    }
+    Expr *sum = NULL;
+    for (int m = 0; m < combos; m++) {
+        Expr *wt = NULL;
+        for (int d = 0, rest = m; d < r; d++, rest /= nt) {
+            int j = rest % nt;
+            /* cubic: taps floor-1 .. floor+2, the padding mode applied to each */
+            Expr *tc = kx_bin(p, K_ADD, kx_clone(p, c0[d]), kx_const(p, t, mode == GS_BICUBIC ? j - 1 : j));
+            co[d] = mode == GS_BICUBIC ? gs_pad(s, tc, s->x->dims[2 + d]) : tc;
+            wt = wt ? kx_bin(p, K_MUL, wt, kx_clone(p, w[d][j])) : kx_clone(p, w[d][j]);
+        }
+        Expr *v = kx_bin(p, K_MUL, wt, gs_tap(s, co));
         sum = sum ? kx_bin(p, K_ADD, sum, v) : v;
     }
     return sum;
 }
 
-/* Y[n, c, h, w] = sample of X[n, c] at Grid[n, h, w] = (x, y), normalised to [-1, 1]. */
+/* Y[n, c, o...] = sample of X[n, c] at Grid[n, o...] = (x, y, ...), normalised to [-1, 1]:
+ * the grid's first component is along the last spatial dim. */
 void lower_grid_sample(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *grid = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     GsMode mode;
     GsPad pad;
     if (!gs_params(L->g, n, &mode, &pad)) return;
-    int vars[4];
-    Expr *idx[4];
+    int vars[MAX_RANK], nsp = x->rank - 2;
+    Expr *idx[MAX_RANK];
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x, grid), out, vars, idx);
-    GridSample s = {p, k, x, out->dtype, pad, ir_attr_int(n, "align_corners", 0) != 0, idx[0], idx[1]};
-    int reg[2];     /* y, x */
+    GridSample s = {p, k, x, out->dtype, pad, ir_attr_int(n, "align_corners", 0) != 0, idx[0], idx[1], nsp};
+    if (dtype_size(s.t) == 2) s.t = DT_FLOAT;
+    int reg[3];     /* outermost spatial dim first */
     Stmt *body = NULL;
-    for (int d = 0; d < 2; d++) {
-        Expr *gi[4] = {idx[0], idx[2], idx[3], kx_index(p, 1 - d)};
+    for (int d = 0; d < nsp; d++) {
+        Expr *gi[MAX_RANK];
+        gi[0] = kx_clone(p, idx[0]);
+        for (int j = 0; j < nsp; j++) gi[1 + j] = kx_clone(p, idx[2 + j]);
+        gi[1 + nsp] = kx_index(p, nsp - 1 - d);
         Expr *c = gs_unnormalize(&s, kx_cast(p, s.t, kx_load(p, grid, gi)), x->dims[2 + d]);
         if (mode != GS_BICUBIC) c = gs_pad(&s, c, x->dims[2 + d]);
         reg[d] = kir_scalar(p, k, s.t);
         body = body ? ks_seq(body, ks_set(p, reg[d], c)) : ks_set(p, reg[d], c);
     }
-    ks_seq(body, ks_store(p, out, idx, gs_sample(&s, mode, reg[0], reg[1])));
-    k->body = lower_wrap(p, 4, out->dims, vars, body);
+    Expr *v = gs_sample(&s, mode, reg);
+    if (v->type != out->dtype) v = kx_cast(p, out->dtype, v);
+    ks_seq(body, ks_store(p, out, idx, v));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, body);
 }
 
 /* ---- RoiAlign ---- */

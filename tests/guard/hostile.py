@@ -160,6 +160,11 @@ for mode in ("linear", "circular"):
          [helper.make_node("TensorScatter", ["c", "u", "w"], ["y"], axis=1, mode=mode)],
          ["c", "u", "w"], [("y", F, [8, 5, 2])], [cache, cache[:, :3], big], opset=24)
 
+# MaxRoiPool's RoIs full of NaN, infinities and huge values (batch index included)
+case("max_roi_pool", [helper.make_node("MaxRoiPool", ["x", "r"], ["y"], pooled_shape=[2, 2])],
+     ["x", "r"], [("y", F, [4, 2, 2, 2])],
+     [rng.standard_normal((2, 2, 5, 6)).astype(np.float32), np.resize(BAD, (4, 5)).astype(np.float32)])
+
 with open(os.path.join(OUT, "unchecked"), "w") as f:
     f.write("\n".join(unchecked) + "\n")
 print(" ".join(sorted(os.listdir(OUT))))

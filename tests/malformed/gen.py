@@ -239,9 +239,9 @@ def opsets():
                                             [f32("x", [2])], [f32("y", None, 0)], opset=19),
                  r"node 'Cast_0' (Cast, opset 19): cast to unsupported type float8e5m2")
     # modes and attributes of opsets 18 to 21 refused by name
-    compile_case("gridsample_3d_20", model([helper.make_node("GridSample", ["x", "g"], ["y"])],
-                                           [f32("x", [1, 1, 2, 3, 4]), f32("g", [1, 2, 2, 2, 3])],
-                                           [f32("y", None)], opset=20), "2-D only")
+    compile_case("gridsample_4d_20", model([helper.make_node("GridSample", ["x", "g"], ["y"])],
+                                           [f32("x", [1, 1, 2, 3, 4, 2]), f32("g", [1, 2, 2, 2, 2, 4])],
+                                           [f32("y", None)], opset=20), "r 1 to 3")
     compile_case("dequantize_block_mismatch_21", model(
         [helper.make_node("DequantizeLinear", ["x", "s"], ["y"], axis=1, block_size=3)],
         [f32("x", [2, 4], TensorProto.INT8)], [f32("y", None)],

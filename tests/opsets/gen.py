@@ -12,7 +12,7 @@ from onnx import helper as h, TensorProto as T, numpy_helper as nh
 rng = np.random.default_rng(19)
 OUT = sys.argv[1]
 NP2T = {np.float32: T.FLOAT, np.float64: T.DOUBLE, np.float16: T.FLOAT16, np.int64: T.INT64,
-        np.int32: T.INT32, np.int8: T.INT8, np.uint8: T.UINT8, np.int16: T.INT16,
+        np.int32: T.INT32, np.uint32: T.UINT32, np.uint64: T.UINT64, np.int8: T.INT8, np.uint8: T.UINT8, np.int16: T.INT16,
         np.uint16: T.UINT16, np.bool_: T.BOOL, np.object_: T.STRING}
 
 
@@ -62,6 +62,24 @@ unary('gelu_tanh_20', 'Gelu', 20, x, (0.5 * xd * (1 + np.tanh(math.sqrt(2 / math
                                       (xd + 0.044715 * xd ** 3)))).astype(np.float32), approximate='tanh')
 unary('swish_24', 'Swish', 24, x, (xd / (1 + np.exp(-1.7 * xd))).astype(np.float32), alpha=1.7)
 unary('swish_default_24', 'Swish', 24, x, (xd / (1 + np.exp(-xd))).astype(np.float32))
+
+# ---- BitwiseAnd/Or/Xor/Not (18), every integer width, broadcast ----
+for dt in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64):
+    info = np.iinfo(dt)
+    a = rng.integers(info.min, info.max, (3, 4), dtype=dt, endpoint=True)
+    b = rng.integers(info.min, info.max, (4,), dtype=dt, endpoint=True)
+    a[0, 0], b[1] = info.max, info.min
+    nm = np.dtype(dt).name
+    save(f'bitwise_{nm}_18', [h.make_node('BitwiseAnd', ['a', 'b'], ['y0']), h.make_node('BitwiseOr', ['a', 'b'], ['y1']),
+                              h.make_node('BitwiseXor', ['a', 'b'], ['y2']), h.make_node('BitwiseNot', ['a'], ['y3'])],
+         [('a', a), ('b', b)], [('y0', a & b), ('y1', a | b), ('y2', a ^ b), ('y3', ~a)], 18)
+
+# folded at compile time (kir_interpret): constants of the widest types
+cu = np.array([0, 1, 2 ** 63, 2 ** 64 - 1], np.uint64)
+ci = np.array([0, -1, -2 ** 63, 2 ** 63 - 1], np.int64)
+save('bitwise_folded_18', [h.make_node('BitwiseNot', ['cu'], ['nu']), h.make_node('BitwiseNot', ['ci'], ['ni']),
+                           h.make_node('BitwiseXor', ['cu', 'u'], ['y'])],
+     [('u', cu[::-1].copy())], [('nu', ~cu), ('ni', ~ci), ('y', cu ^ cu[::-1])], 18, [('cu', cu), ('ci', ci)])
 
 # ---- CumProd (26) ----
 x = (rng.uniform(0.5, 1.5, (3, 5))).astype(np.float32)
@@ -146,6 +164,131 @@ for name, k, s, d, pads, inc, ceil in (('avgpool_dil_19', [3, 2], [1, 2], [2, 3]
                             pads=pads, count_include_pad=inc, ceil_mode=ceil)],
          [('x', xx)], [('y', y)], 19)
 
+# ---- LpPool (18: dilations and ceil_mode; 22) and LpNormalization (22) ----
+def lppool(x, k, s, d, pb, pe, ceil, pw):
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    out = []
+    for i in range(len(k)):
+        num = sp[i] + pb[i] + pe[i] - ((k[i] - 1) * d[i] + 1)
+        o = (-(-num // s[i]) if ceil else num // s[i]) + 1
+        if ceil and (o - 1) * s[i] >= sp[i] + pb[i]:
+            o -= 1
+        out.append(o)
+    y = np.zeros((n, c) + tuple(out))
+    for o in np.ndindex(*out):
+        acc = np.zeros((n, c))
+        for t in np.ndindex(*k):
+            pos = [o[i] * s[i] - pb[i] + t[i] * d[i] for i in range(len(k))]
+            if all(0 <= pos[i] < sp[i] for i in range(len(k))):
+                acc += np.abs(x[(slice(None), slice(None)) + tuple(pos)]) ** pw
+        y[(slice(None), slice(None)) + o] = acc ** (1 / pw)
+    return y.astype(np.float32)
+x = randn(1, 3, 8, 9)
+for name, opset, k, s_, d, pads, ceil, pw in (('lppool_p2_pads_11', 11, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], 0, 2),
+                                               ('lppool_p3_dil_ceil_18', 18, [2, 3], [2, 2], [2, 2], [0, 1, 1, 0], 1, 3),
+                                               ('lppool_p1_22', 22, [2, 2], [1, 1], [1, 1], [0, 0, 0, 0], 0, 1)):
+    attrs = dict(kernel_shape=k, strides=s_, pads=pads, p=pw)
+    if opset >= 18:
+        attrs.update(dilations=d, ceil_mode=ceil)
+    save(name, [h.make_node('LpPool', ['x'], ['y'], **attrs)], [('x', x)],
+         [('y', lppool(x.astype(np.float64), k, s_, d, pads[:2], pads[2:], ceil, pw))], opset)
+x = randn(2, 3, 4)
+xd = x.astype(np.float64)
+save('lpnorm_p2_22', [h.make_node('LpNormalization', ['x'], ['y'])], [('x', x)],
+     [('y', (xd / np.sqrt((xd * xd).sum(-1, keepdims=True))).astype(np.float32))], 22)
+save('lpnorm_p1_axis1_1', [h.make_node('LpNormalization', ['x'], ['y'], axis=1, p=1)], [('x', x)],
+     [('y', (xd / np.abs(xd).sum(1, keepdims=True)).astype(np.float32))], 1)
+
+# ---- DeformConv (19): bilinear taps at the offset positions, neighbours outside count 0 ----
+def deform_conv(x, w, off, b, mask, s, pads, d, group, og):
+    n, c, ih, iw = x.shape
+    oc, cg, kh, kw = w.shape
+    oh, ow = off.shape[2:]
+    y = np.zeros((n, oc, oh, ow))
+    def px(bb, ch, hh, ww):
+        return x[bb, ch, hh, ww] if 0 <= hh < ih and 0 <= ww < iw else 0.0
+    for bb, o, i, j in np.ndindex(n, oc, oh, ow):
+        acc = 0.0 if b is None else b[o]
+        for ci in range(cg):
+            ch = (o // (oc // group)) * cg + ci
+            g = ch // (c // og)
+            for a, e in np.ndindex(kh, kw):
+                t = a * kw + e
+                hh = i * s[0] - pads[0] + a * d[0] + off[bb, g * kh * kw * 2 + 2 * t, i, j]
+                ww = j * s[1] - pads[1] + e * d[1] + off[bb, g * kh * kw * 2 + 2 * t + 1, i, j]
+                h0, w0 = math.floor(hh), math.floor(ww)
+                fh, fw = hh - h0, ww - w0
+                v = (px(bb, ch, h0, w0) * (1 - fh) * (1 - fw) + px(bb, ch, h0, w0 + 1) * (1 - fh) * fw +
+                     px(bb, ch, h0 + 1, w0) * fh * (1 - fw) + px(bb, ch, h0 + 1, w0 + 1) * fh * fw)
+                mv = 1.0 if mask is None else mask[bb, g * kh * kw + t, i, j]
+                acc += w[o, ci, a, e] * v * mv
+        y[bb, o, i, j] = acc
+    return y.astype(np.float32)
+x = randn(2, 4, 6, 7)
+for name, oc, group, og, s_, pads, d, with_b, with_m in (
+        ('deform_conv_19', 3, 1, 1, [1, 1], [0, 0, 0, 0], [1, 1], 0, 0),
+        ('deform_conv_mask_bias_pads_19', 4, 2, 2, [1, 2], [1, 1, 1, 0], [1, 1], 1, 1),
+        ('deform_conv_dil_stride_22', 2, 1, 4, [2, 1], [1, 0, 0, 1], [2, 2], 1, 1)):
+    w = randn(oc, 4 // group, 2, 3)
+    kh, kw = 2, 3
+    oh = (6 + pads[0] + pads[2] - ((kh - 1) * d[0] + 1)) // s_[0] + 1
+    ow = (7 + pads[1] + pads[3] - ((kw - 1) * d[1] + 1)) // s_[1] + 1
+    off = (randn(2, og * kh * kw * 2, oh, ow) * 1.5).astype(np.float32)
+    bias = randn(oc) if with_b else None
+    mask = rng.uniform(0, 1, (2, og * kh * kw, oh, ow)).astype(np.float32) if with_m else None
+    y = deform_conv(x.astype(np.float64), w.astype(np.float64), off.astype(np.float64), bias, mask, s_, pads, d, group, og)
+    ins = ['x', 'w', 'off'] + (['b'] if with_b else ([''] if with_m else [])) + (['m'] if with_m else [])
+    save(name, [h.make_node('DeformConv', ins, ['y'], strides=s_, pads=pads, dilations=d, group=group,
+                            offset_group=og, kernel_shape=[kh, kw])],
+         [('x', x), ('off', off)] + ([('m', mask)] if with_m else []), [('y', y)],
+         19 if name.endswith('19') else 22, [('w', w)] + ([('b', bias)] if with_b else []))
+
+# ---- Col2Im (18): every block's taps added into the image (a scatter, unlike our gather) ----
+def col2im(x, img, blk, s, d, pads):
+    r = len(img)
+    n, ck, _ = x.shape
+    k = int(np.prod(blk))
+    nb = [(img[i] + pads[i] + pads[r + i] - d[i] * (blk[i] - 1) - 1) // s[i] + 1 for i in range(r)]
+    y = np.zeros((n, ck // k) + tuple(img))
+    for bi, b in enumerate(np.ndindex(*nb)):
+        for ti, t in enumerate(np.ndindex(*blk)):
+            pos = [b[i] * s[i] - pads[i] + t[i] * d[i] for i in range(r)]
+            if all(0 <= pos[i] < img[i] for i in range(r)):
+                y[(slice(None), slice(None)) + tuple(pos)] += x[:, ti::k, bi]
+    return y.astype(np.float32)
+for name, img, blk, s_, d, pads in (('col2im_18', [5, 5], [2, 2], [1, 1], [1, 1], [0, 0, 0, 0]),
+                                     ('col2im_strides_pads_dil_18', [6, 7], [2, 3], [2, 2], [2, 1], [1, 0, 1, 2]),
+                                     ('col2im_1d_18', [9], [3], [2], [1], [1, 1])):
+    r = len(img)
+    nb = [(img[i] + pads[i] + pads[r + i] - d[i] * (blk[i] - 1) - 1) // s_[i] + 1 for i in range(r)]
+    x = randn(2, 3 * int(np.prod(blk)), int(np.prod(nb)))
+    save(name, [h.make_node('Col2Im', ['x', 'i', 'b'], ['y'], strides=s_, dilations=d, pads=pads)], [('x', x)],
+         [('y', col2im(x.astype(np.float64), img, blk, s_, d, pads))], 18,
+         [('i', np.array(img, np.int64)), ('b', np.array(blk, np.int64))])
+
+# ---- MaxRoiPool (1, 22): Caffe2's RoIPool, coordinates rounded half away from zero ----
+def max_roi_pool(x, rois, ph, pw, scale):
+    n, c, hh, ww = x.shape
+    y = np.zeros((len(rois), c, ph, pw))
+    rnd = lambda v: math.floor(abs(v) + 0.5) * (1 if v >= 0 else -1)
+    for r, (b, x1, y1, x2, y2) in enumerate(rois):
+        sw, sh, ew, eh = rnd(x1 * scale), rnd(y1 * scale), rnd(x2 * scale), rnd(y2 * scale)
+        bh, bw = max(eh - sh + 1, 1) / ph, max(ew - sw + 1, 1) / pw
+        for i, j in np.ndindex(ph, pw):
+            h0 = min(max(math.floor(i * bh) + sh, 0), hh); h1 = min(max(math.ceil((i + 1) * bh) + sh, 0), hh)
+            w0 = min(max(math.floor(j * bw) + sw, 0), ww); w1 = min(max(math.ceil((j + 1) * bw) + sw, 0), ww)
+            y[r, :, i, j] = 0 if h1 <= h0 or w1 <= w0 else x[int(b), :, h0:h1, w0:w1].max(axis=(1, 2))
+    return y.astype(np.float32)
+x = randn(2, 3, 8, 10)
+rois = np.array([[0, 1, 1, 6, 5], [1, 0.4, 2.5, 9.6, 7.2], [1, 3, 3, 3, 3], [0, -2, -1, 4.5, 3.5]], np.float32)
+save('max_roi_pool_1', [h.make_node('MaxRoiPool', ['x', 'r'], ['y'], pooled_shape=[2, 3])], [('x', x), ('r', rois)],
+     [('y', max_roi_pool(x, rois, 2, 3, 1.0))], 1)
+rois2 = rois.copy()
+rois2[:, 1:] *= 2
+save('max_roi_pool_scale_22', [h.make_node('MaxRoiPool', ['x', 'r'], ['y'], pooled_shape=[3, 2], spatial_scale=0.5)],
+     [('x', x), ('r', rois2)], [('y', max_roi_pool(x, rois2, 3, 2, 0.5))], 22)
+
 # ---- Pad-19's wrap mode, Pad-18's axes ----
 # wrap: "as if the data tensor forms a torus", periodic also where a pad exceeds the dim
 # (numpy's np.pad, which the ONNX reference calls, is not periodic there)
@@ -166,6 +309,28 @@ save('pad_axes_constant_18', [h.make_node('Pad', ['x', 'p', 'c', 'a'], ['y'])], 
 save('pad_reflect_axes_21', [h.make_node('Pad', ['x', 'p', '', 'a'], ['y'], mode='reflect')], [('x', x4)],
      [('y', np.pad(x4, [(0, 0), (1, 0), (0, 0), (2, 3)], mode='reflect'))], 21,
      [('p', np.array([2, 1, 3, 0], np.int64)), ('a', np.array([3, 1], np.int64))])
+
+# ---- CenterCropPad (18): the reference's centred slices ----
+def center_crop_pad(x, shape, axes=None):
+    axes = list(range(x.ndim)) if axes is None else [a % x.ndim for a in axes]
+    out = list(x.shape)
+    crop = [slice(None)] * x.ndim
+    pad = [slice(None)] * x.ndim
+    for a, sh in zip(axes, shape):
+        dim = x.shape[a]
+        out[a] = sh
+        if sh < dim:
+            crop[a] = slice((dim - sh) // 2, (dim - sh) // 2 + sh)
+        elif sh > dim:
+            pad[a] = slice((sh - dim) // 2, (sh - dim) // 2 + dim)
+    y = np.zeros(out, x.dtype)
+    y[tuple(pad)] = x[tuple(crop)]
+    return y
+x = randn(5, 6, 3)
+save('center_crop_pad_18', [h.make_node('CenterCropPad', ['x', 's'], ['y'])], [('x', x)],
+     [('y', center_crop_pad(x, [2, 9, 3]))], 18, [('s', np.array([2, 9, 3], np.int64))])
+save('center_crop_pad_axes_18', [h.make_node('CenterCropPad', ['x', 's'], ['y'], axes=[-1, 0])], [('x', x)],
+     [('y', center_crop_pad(x, [6, 4], [-1, 0]))], 18, [('s', np.array([6, 4], np.int64))])
 
 # ---- Resize: half_pixel_symmetric (19), axes and keep_aspect_ratio_policy (18) ----
 def coord(mode, o, scale, inw, outw):
@@ -324,6 +489,62 @@ save('affine_grid_sample_20', [h.make_node('AffineGrid', ['t', 'z'], ['g']),
      [('y', grid_sample(x.astype(np.float64), g.astype(np.float64), 'linear', 0))], 20,
      [('z', np.array([1, 2, 4, 7], np.int64))])
 
+# GridSample-20 in 1-D and 3-D: every tap from the spec's definitions (zeros: 0 outside;
+# border: coordinates clamped into the input, per tap for cubic)
+def grid_sample_nd(x, grid, mode, pad, align):
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    r = len(sp)
+    out = np.zeros((n, c) + grid.shape[1:-1])
+    def unnorm(v, size):
+        return (v + 1) / 2 * (size - 1) if align else ((v + 1) * size - 1) / 2
+    def clampc(v, size):
+        return min(max(v, 0), size - 1) if pad == 'border' else v
+    def tap(b, co):
+        if all(0 <= co[d] <= sp[d] - 1 for d in range(r)):
+            return x[(b, slice(None)) + tuple(int(v) for v in co)]
+        return np.zeros(c)
+    def cubic_w(f, a=-0.75):
+        ws = []
+        for dist in (f + 1, f, 1 - f, 2 - f):
+            dd = abs(dist)
+            ws.append(((a + 2) * dd - (a + 3)) * dd * dd + 1 if dd <= 1 else ((a * dd - 5 * a) * dd + 8 * a) * dd - 4 * a)
+        return ws
+    for b in range(n):
+        for o in np.ndindex(*grid.shape[1:-1]):
+            g = grid[(b,) + o]
+            co = [unnorm(g[r - 1 - d], sp[d]) for d in range(r)]      # grid's first component: last dim
+            if mode == 'nearest':
+                out[(b, slice(None)) + o] = tap(b, [np.rint(clampc(v, sp[d])) for d, v in enumerate(co)])
+                continue
+            if mode == 'linear':
+                co = [clampc(v, sp[d]) for d, v in enumerate(co)]
+            f0 = [math.floor(v) for v in co]
+            fr = [v - f for v, f in zip(co, f0)]
+            nt = 2 if mode == 'linear' else 4
+            acc = np.zeros(c)
+            for js in np.ndindex(*([nt] * r)):
+                wt = 1.0
+                pos = []
+                for d, j in enumerate(js):
+                    if mode == 'linear':
+                        wt *= (1 - fr[d]) if j == 0 else fr[d]
+                        pos.append(f0[d] + j)
+                    else:
+                        wt *= cubic_w(fr[d])[j]
+                        pos.append(clampc(f0[d] + j - 1, sp[d]))
+                acc = acc + wt * tap(b, pos)
+            out[(b, slice(None)) + o] = acc
+    return out.astype(np.float32)
+x1, g1 = randn(2, 3, 7), rng.uniform(-1.2, 1.2, (2, 5, 1)).astype(np.float32)
+x3, g3 = randn(1, 2, 4, 5, 6), rng.uniform(-1.1, 1.1, (1, 2, 3, 4, 3)).astype(np.float32)
+for (xx, gg, dim) in ((x1, g1, 1), (x3, g3, 3)):
+    for mode, pad, align in (('linear', 'zeros', 0), ('linear', 'border', 1), ('nearest', 'zeros', 0),
+                             ('nearest', 'border', 1), ('cubic', 'zeros', 0), ('cubic', 'border', 1)):
+        save(f'gridsample_{dim}d_{mode}_{pad}_20', [h.make_node('GridSample', ['x', 'g'], ['y'], mode=mode,
+                                                                padding_mode=pad, align_corners=align)],
+             [('x', xx), ('g', gg)], [('y', grid_sample_nd(xx.astype(np.float64), gg.astype(np.float64), mode, pad, align))], 20)
+
 # ---- QuantizeLinear / DequantizeLinear: blocked (21), output_dtype (21, 23), 16-bit (19, 21) ----
 def quant(x, s, zp, lo, hi):
     return np.clip(np.rint(x.astype(np.float32) / s) + zp, lo, hi)
@@ -453,27 +674,31 @@ def attention(q, k, v, mask=None, past_k=None, past_v=None, nonpad=None, scale=N
     rep = nq // k.shape[1]
     k, v = np.repeat(k, rep, 1), np.repeat(v, rep, 1)
     s = q @ k.transpose(0, 1, 3, 2) * scale
+    qk = [s]
     if softcap > 0:
         s = softcap * np.tanh(s / softcap)
+    qk.append(s)
     s = np.where(allowed, s + bias, -np.inf)
+    qk.append(s)
     mx = s.max(-1, keepdims=True)
     none = np.isneginf(mx)
     e = np.exp(s - np.where(none, 0, mx))
     pr = np.where(none, 0, e / np.where(none, 1, e.sum(-1, keepdims=True)))
+    qk.append(pr)
     y = pr @ v
     if three:
         y = y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
-    return y.astype(np.float32), pk.astype(np.float32), pv.astype(np.float32)
+    return y.astype(np.float32), pk.astype(np.float32), pv.astype(np.float32), [a.astype(np.float32) for a in qk]
 def attn_case(name, opset, ins, outs=('y',), inits=(), **attrs):
     names = ['q', 'k', 'v', 'mask', 'past_k', 'past_v', 'nonpad']
     kw = {key: val for key, val in ins.items() if key not in names[:3]}
-    y, pk, pv = attention(ins['q'], ins['k'], ins['v'], **kw, **{a: attrs[a] for a in attrs if a not in
-                          ('is_causal', 'q_num_heads', 'kv_num_heads')},
+    y, pk, pv, qk = attention(ins['q'], ins['k'], ins['v'], **kw, **{a: attrs[a] for a in attrs if a not in
+                          ('is_causal', 'q_num_heads', 'kv_num_heads', 'qk_matmul_output_mode')},
                           causal=attrs.get('is_causal', 0), hq=attrs.get('q_num_heads'), hkv=attrs.get('kv_num_heads'))
     last = max(i for i, nm in enumerate(names) if nm in ins)
     node_in = [nm if nm in ins else '' for nm in names[:last + 1]]
-    res = {'y': y, 'present_k': pk, 'present_v': pv}
-    allouts = ['y', 'present_k', 'present_v']
+    res = {'y': y, 'present_k': pk, 'present_v': pv, 'qk': qk[attrs.get('qk_matmul_output_mode', 0)]}
+    allouts = ['y', 'present_k', 'present_v', 'qk']
     node_out = [o if o in outs else '' for o in allouts[:max(allouts.index(o) for o in outs if o) + 1]]
     save(name, [h.make_node('Attention', node_in, node_out, **attrs)],
          [(nm, ins[nm]) for nm in names if nm in ins and nm not in inits],
@@ -498,6 +723,11 @@ attn_case('attention_4d_past_no_present_23', 23,
           outs=('y', '', 'present_v'), is_causal=1)
 fully = np.ones((5, 6), bool); fully[2] = False    # row 2 attends nothing: zeros
 attn_case('attention_4d_fully_masked_row_23', 23, {'q': q4, 'k': k4, 'v': v4, 'mask': fully}, inits=('mask',))
+mask = rng.random((5, 6)) < 0.7
+mask[3] = False
+for mode in range(4):
+    attn_case(f'attention_qk_output_mode{mode}_23', 23, {'q': q4, 'k': k4, 'v': v4, 'mask': mask},
+              outs=('y', 'qk'), inits=('mask',), softcap=2.0, qk_matmul_output_mode=mode)
 attn_case('attention_4d_nonpad_causal_24', 24, {'q': q4, 'k': k4, 'v': v4, 'nonpad': np.array([6, 5], np.int64)},
           is_causal=1)
 attn_case('attention_4d_window_25', 25, {'q': q4, 'k': k4, 'v': v4}, left_window_size=2, right_window_size=1)

@@ -11,7 +11,7 @@ const ort = require('onnxruntime-node');
 
 const TYPES = {float32: Float32Array, float64: Float64Array, int32: Int32Array, int64: BigInt64Array,
                uint8: Uint8Array, int8: Int8Array, bool: Uint8Array, int16: Int16Array,
-               uint16: Uint16Array, float16: Uint16Array};
+               uint16: Uint16Array, uint32: Uint32Array, uint64: BigUint64Array, float16: Uint16Array};
 
 function half(u) {          // float16 bits -> number
     const s = u >> 15, e = (u >> 10) & 31, f = u & 1023;
@@ -38,10 +38,16 @@ async function check(dir, name) {
     meta.outputs.forEach((m, k) => {
         const want = read(path.join(dir, `output_${k}.bin`), m.type), got = out[m.name].data;
         for (let i = 0; i < want.length; i++) {
+            if (typeof want[i] === 'bigint') {     // 64-bit integers: exactly
+                if (BigInt(got[i]) !== want[i]) max = Infinity;
+                continue;
+            }
             let a = Number(got[i]), b = Number(want[i]);
             if (m.type === 'float16') { a = half(a); b = half(b); }
-            const d = Math.abs(a - b) / Math.max(1, Math.abs(b));
-            if (!(d <= max)) max = d;       // NaN too
+            // equal values (infinities too) differ by 0; a NaN on one side only by Infinity
+            const d = a === b || (Number.isNaN(a) && Number.isNaN(b)) ? 0
+                : Number.isNaN(a - b) ? Infinity : Math.abs(a - b) / Math.max(1, Math.abs(b));
+            if (d > max) max = d;
         }
     });
     return max;
