@@ -840,11 +840,12 @@ typedef struct Loop {
     LLVMBasicBlockRef head, latch, done;
     int64_t step;
     bool keep;                      /* not to be unrolled by LLVM (loop_keep) */
+    bool novec;                     /* nor vectorised (a task's part of a parallel group) */
 } Loop;
 
 static Loop loop_begin(Emitter *e, int var, LLVMValueRef lo, LLVMValueRef hi, int64_t step) {
     LLVMBuilderRef B = e->B;
-    Loop l = {e->vars[var], block(e, "loop"), NULL, NULL, step, false};
+    Loop l = {e->vars[var], block(e, "loop"), NULL, NULL, step, false, false};
     LLVMBasicBlockRef body = block(e, "body");
     l.latch = block(e, "latch");
     l.done = block(e, "done");
@@ -866,8 +867,11 @@ static void loop_end(Emitter *e, Loop l) {
     LLVMValueRef br = LLVMBuildBr(B, l.head);
     if (l.keep) {                   /* a loop ID: a node whose first operand is itself */
         LLVMMetadataRef opt = LLVMMDStringInContext2(e->C, "llvm.loop.unroll.disable", 24);
-        LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(e->C, NULL, 0), LLVMMDNodeInContext2(e->C, &opt, 1)};
-        LLVMMetadataRef id = LLVMMDNodeInContext2(e->C, ops, 2);
+        LLVMMetadataRef vec[2] = {LLVMMDStringInContext2(e->C, "llvm.loop.vectorize.enable", 26),
+                                  LLVMValueAsMetadata(LLVMConstInt(e->i1, 0, 0))};
+        LLVMMetadataRef ops[3] = {LLVMTemporaryMDNode(e->C, NULL, 0), LLVMMDNodeInContext2(e->C, &opt, 1),
+                                  LLVMMDNodeInContext2(e->C, vec, 2)};
+        LLVMMetadataRef id = LLVMMDNodeInContext2(e->C, ops, l.novec ? 3 : 2);
         LLVMMetadataReplaceAllUsesWith(ops[0], id);
         LLVMSetMetadata(br, LLVMGetMDKindIDInContext(e->C, "llvm.loop", 9), LLVMMetadataAsValue(e->C, id));
     }
@@ -1068,6 +1072,11 @@ static void loop(Emitter *e, Stmt *s) {
     }
     Loop l = loop_begin(e, s->var, lo, hi, s->step);
     l.keep = loop_keep(e, s);
+    /* A parallel group's loop runs over a task's range: unrolled or vectorised by LLVM, an
+     * element would take the vector body or the remainder depending on the range, and the two
+     * may contract multiply-adds differently; kept as it is, every element runs the same code
+     * in every task, so NAME_run_par's outputs are bitwise NAME_run's. */
+    if (e->par && (s->hints & LH_PARALLEL)) l.keep = l.novec = true;
     KRange saved = e->ranges[s->var];
     e->ranges[s->var] = kr_loop(s);
     vldm_groups(e, s);

@@ -89,6 +89,8 @@ static const char options_text2[] =
     "                        back and abort if printing that gives another text\n"
     "  --sanitize-thread     (tests) ThreadSanitizer's checks in the generated code; link\n"
     "                        the object with cc -fsanitize=thread\n"
+    "  --split-all           (tests) split every kernel parallelize can into tasks, small\n"
+    "                        ones and small programs too\n"
     "  --report FILE.html    also write a self-contained HTML page about the compilation\n"
     "                        (compile, check and bench): sizes, pass times, kernels and\n"
     "                        the ONNX nodes each computes, the arena plan as a picture,\n"
@@ -317,6 +319,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--profile") == 0) c->o.profile = true;
     else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
     else if (strcmp(arg, "--sanitize-thread") == 0) c->tsan = true;
+    else if (strcmp(arg, "--split-all") == 0) c->o.split_all = true;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
     else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;

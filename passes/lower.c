@@ -193,6 +193,7 @@ Program *lower(Graph *g, const Options *o) {
     p->opt_level = o ? o->opt_level : 2;
     p->vector_bytes = o && o->vector_bytes ? o->vector_bytes : 16;
     p->arena_align = o && o->arena_align ? o->arena_align : 16;
+    p->split_all = o && o->split_all;
     Lower L = {g, p, ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1), ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1)};
 
     p->ninputs = g->ninputs;

@@ -26,7 +26,9 @@
  *     buffers at one offset, read and written at the same index: still independent);
  *   - every scalar register read in an iteration was set before in the same iteration (none
  *     carries a value from one iteration to the next).
- * Only kernels with enough work are split (a parallel-for costs a few microseconds), into
+ * Small programs are not split at all (MIN_PROGRAM_MACS). --split-all (tests) ignores both
+ * thresholds, so that small test models exercise the tasks. Only kernels with enough work are
+ * split (a parallel-for costs a few microseconds), into
  * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those
  * written), at most MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
  * no threads: nothing is marked there. */
@@ -35,12 +37,17 @@
 #include "pipeline.h"
 
 enum {
-    MIN_MACS = 1 << 19,             /* ~10 us on one AVX2 core: below this, one task */
+    MIN_MACS = 1 << 19,             /* ~5 us on one AVX2 core: below this, one task */
     MIN_BYTES = 1 << 19,            /* the same for kernels that only move data */
     TASK_MACS = 1 << 18,
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
 };
+/* A program with less work than this runs serially (a run of ~100 us or less: waking the
+ * workers and the cache lines that move between cores cost more than they save; make bench's
+ * LSTM, 4.9M multiply-accumulates, ran 115 -> 130 us on two threads with one kernel split). */
+#define MIN_PROGRAM_MACS ((int64_t)1 << 24)
+#define MIN_PROGRAM_BYTES ((int64_t)1 << 24)
 
 /* ---- which buffers are stored, which loaded ---- */
 static void stored_roots(const Stmt *s, bool *st) {
@@ -177,7 +184,7 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     kir_kernel_cost(k, &macs, &unused);
     for (int i = 0; i < k->nparams; i++)
         if (k->modes[i] & KP_OUT) bytes += 2 * (int64_t)kir_nbytes(k->params[i]);
-    if (macs < MIN_MACS && bytes < MIN_BYTES) return;
+    if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
     Stmt *l = pick_group(k);
     if (!l) return;
     bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
@@ -199,7 +206,24 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     }
 }
 
+/* The work of the whole program, as parallelize_kernel counts a kernel's. */
+static void program_work(const Program *p, int64_t *macs, int64_t *bytes) {
+    *macs = *bytes = 0;
+    for (int i = 0; i < p->nkernels; i++) {
+        const Kernel *k = p->kernels[i];
+        if (k->dead || k->ctl) continue;
+        int64_t m, unused;
+        kir_kernel_cost(k, &m, &unused);
+        *macs += m;
+        for (int j = 0; j < k->nparams; j++)
+            if (k->modes[j] & KP_OUT) *bytes += 2 * (int64_t)kir_nbytes(k->params[j]);
+    }
+}
+
 void parallelize(Program *p) {
     if (p->vector_bytes < 16) return;       /* a microcontroller: no threads */
+    int64_t macs, bytes;
+    program_work(p, &macs, &bytes);
+    if (macs < MIN_PROGRAM_MACS && bytes < MIN_PROGRAM_BYTES && !p->split_all) return;
     for (int i = 0; i < p->nkernels; i++) parallelize_kernel(p, p->kernels[i]);
 }

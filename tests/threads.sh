@@ -5,8 +5,8 @@
 #      reference outputs into build/threads-tests/; `onnxcc check` runs each at the level this
 #      CPU picks and, on x86-64, with --isa 0 (the x86-64-v3 baseline forced: on an AVX-512
 #      host the path a CPU without it takes), within atol 1e-4.
-#   2. Each, and models/cnn (too small to split: the entry point all the same), is compiled
-#      with the default flags and linked with tests/threads/threads.c and runtime/onnxcc_pool.c,
+#   2. Each, and models/cnn, is compiled with --split-all (every kernel parallelize can split
+#      is, however small: the models are test-sized) and linked with tests/threads/threads.c and runtime/onnxcc_pool.c,
 #      which requires model_run_par's outputs at 1, 2 and 3 threads (and without a
 #      parallel-for) to be bitwise model_run's, at every ISA level this CPU has.
 #   3. ThreadSanitizer: the same program with objects compiled with --sanitize-thread (and
@@ -38,7 +38,7 @@ build() { # m tag onnxcc-flags cc-flags
 for m in $OUT/*/ models/cnn/; do
     m=${m%/}
     name=${m##*/}
-    if ! build $m $name.run "" ""; then
+    if ! build $m $name.run --split-all ""; then
         fail "$name: does not build" $OUT/$name.run/build.log
         continue
     fi
@@ -61,7 +61,7 @@ done
 if [ -n "$x86" ] && echo 'int main(void) { return 0; }' >$OUT/t.c &&
    $CC -fsanitize=thread $OUT/t.c -o $OUT/t >/dev/null 2>&1; then
     for name in cnn attention movement; do
-        if ! build $OUT/$name $name.tsan "--sanitize-thread --cpu x86-64" -fsanitize=thread; then
+        if ! build $OUT/$name $name.tsan "--sanitize-thread --split-all --cpu x86-64" -fsanitize=thread; then
             fail "$name: the ThreadSanitizer build" $OUT/$name.tsan/build.log
             continue
         fi
