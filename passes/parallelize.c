@@ -30,7 +30,7 @@
  * thresholds, so that small test models exercise the tasks. Only kernels with enough work are
  * split (a parallel-for costs a few microseconds), into
  * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those
- * written), at most MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
+ * written, and the constants read), at most MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
  * no threads: nothing is marked there. */
 #include <string.h>
 
@@ -43,11 +43,11 @@ enum {
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
 };
-/* A program with less work than this runs serially (a run of ~100 us or less: waking the
+/* A program with less work than this runs serially (a run of ~100 us or less, or 8 MB moved: waking the
  * workers and the cache lines that move between cores cost more than they save; make bench's
  * LSTM, 4.9M multiply-accumulates, ran 115 -> 130 us on two threads with one kernel split). */
 #define MIN_PROGRAM_MACS ((int64_t)1 << 24)
-#define MIN_PROGRAM_BYTES ((int64_t)1 << 24)
+#define MIN_PROGRAM_BYTES ((int64_t)1 << 23)
 
 /* ---- which buffers are stored, which loaded ---- */
 static void stored_roots(const Stmt *s, bool *st) {
@@ -174,16 +174,26 @@ static Stmt *pick_group(Kernel *k) {
     return best;
 }
 
+/* The bytes a kernel moves: those it writes and about as many read, and its constants (a
+ * dense layer streams its weights once). Not its other inputs' sizes: a Slice of a large
+ * input reads little of it. */
+static int64_t work_bytes(const Kernel *k) {
+    int64_t bytes = 0;
+    for (int i = 0; i < k->nparams; i++) {
+        const Buf *b = k->params[i];
+        if (k->modes[i] & KP_OUT) bytes += 2 * (int64_t)kir_nbytes(b);
+        else if (kir_root((Buf *)b)->kind == B_CONST) bytes += (int64_t)kir_nbytes(b);
+    }
+    return bytes;
+}
+
 static void parallelize_kernel(Program *p, Kernel *k) {
     if (k->dead || k->ctl) return;
     bool generic = k->kclass == KC_GENERIC;
     if (k->kclass != KC_ELEMENTWISE && k->kclass != KC_CONTRACTION && k->kclass != KC_COPY && !generic) return;
-    /* the work: multiply-accumulates, or the bytes written and about as many read (a kernel's
-     * input may be far larger than what it reads: a Slice) */
-    int64_t macs, bytes = 0, unused;
+    /* the work: multiply-accumulates, or bytes moved (work_bytes) */
+    int64_t macs, bytes = work_bytes(k), unused;
     kir_kernel_cost(k, &macs, &unused);
-    for (int i = 0; i < k->nparams; i++)
-        if (k->modes[i] & KP_OUT) bytes += 2 * (int64_t)kir_nbytes(k->params[i]);
     if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
     Stmt *l = pick_group(k);
     if (!l) return;
@@ -215,8 +225,7 @@ static void program_work(const Program *p, int64_t *macs, int64_t *bytes) {
         int64_t m, unused;
         kir_kernel_cost(k, &m, &unused);
         *macs += m;
-        for (int j = 0; j < k->nparams; j++)
-            if (k->modes[j] & KP_OUT) *bytes += 2 * (int64_t)kir_nbytes(k->params[j]);
+        *bytes += work_bytes(k);
     }
 }
 
