@@ -180,61 +180,11 @@ static void baseline(Emitter *e, LLVMValueRef fn) {
     be_enum_attr(e, fn, LLVMAttributeFunctionIndex, "nounwind");
 }
 
-LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code) {
-    Need nd = needs(e->t);
-    if (nd.n == 0) return run;
-    /* run becomes the internal body; a new NAME_run, compiled for the baseline, asks first */
-    size_t len;
-    const char *name = LLVMGetValueName2(run, &len);
-    char *pub = arena_printf(e->p->arena, "%.*s", (int)len, name);
-    LLVMSetValueName2(run, "run_body", 8);
-    LLVMSetLinkage(run, LLVMInternalLinkage);
-    be_enum_attr(e, run, LLVMAttributeFunctionIndex, "noinline");
-    LLVMValueRef fn = LLVMAddFunction(e->M, pub, LLVMGlobalGetValueType(run));
-    baseline(e, fn);
-    LLVMBasicBlockRef saved = LLVMGetInsertBlock(e->B);
-    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
-
-    LLVMValueRef has = has_fn(e, &nd);
-    baseline(e, has);
-    LLVMValueRef seen = LLVMAddGlobal(e->M, e->i32, "cpu_checked");
-    LLVMSetInitializer(seen, LLVMConstInt(e->i32, 0, 0));
-    LLVMSetLinkage(seen, LLVMInternalLinkage);
-    LLVMSetAlignment(seen, 4);
-    LLVMBasicBlockRef ask = LLVMAppendBasicBlockInContext(e->C, fn, "ask");
-    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(e->C, fn, "yes");
-    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(e->C, fn, "no");
-    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(e->C, fn, "go");
-    /* relaxed atomics: racing first calls both ask and both store the same 1 */
-    LLVMValueRef v = LLVMBuildLoad2(e->B, e->i32, seen, "");
-    LLVMSetOrdering(v, LLVMAtomicOrderingMonotonic);
-    LLVMSetAlignment(v, 4);
-    LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntEQ, v, LLVMConstInt(e->i32, 1, 0), ""), go, ask);
-    LLVMPositionBuilderAtEnd(e->B, ask);
-    LLVMBuildCondBr(e->B, LLVMBuildCall2(e->B, LLVMGlobalGetValueType(has), has, NULL, 0, ""), yes, no);
-    LLVMPositionBuilderAtEnd(e->B, yes);
-    LLVMValueRef st = LLVMBuildStore(e->B, LLVMConstInt(e->i32, 1, 0), seen);
-    LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
-    LLVMSetAlignment(st, 4);
-    LLVMBuildBr(e->B, go);
-    LLVMPositionBuilderAtEnd(e->B, no);
-    LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)code, 0));
-    LLVMPositionBuilderAtEnd(e->B, go);
-    LLVMValueRef args[6];           /* NAME_run's 3 or NAME_run_w's 4, and a parallel-for's 2 */
-    unsigned n = LLVMCountParams(fn);
-    if (n > 6) die("run has %u parameters", n);
-    for (unsigned i = 0; i < n; i++) args[i] = LLVMGetParam(fn, i);
-    LLVMValueRef call = LLVMBuildCall2(e->B, LLVMGlobalGetValueType(run), run, args, n, "");
-    LLVMSetTailCall(call, 1);
-    LLVMBuildRet(e->B, call);
-    LLVMPositionBuilderAtEnd(e->B, saved);
-    return fn;
-}
-
-/* The word holding the chosen level: 0 until chosen, then level + 1. Relaxed atomics: racing
- * first calls each ask cpuid and store the same value. */
-static LLVMValueRef level_word(Emitter *e) {
-    LLVMValueRef w = LLVMAddGlobal(e->M, e->i32, "isa_level");
+/* The one word of state: the guard's "checked" (0, then 1) or the chosen level (0 until
+ * chosen, then level + 1). Relaxed atomics: racing first calls each ask cpuid and store the
+ * same value. */
+static LLVMValueRef state_word(Emitter *e, const char *name) {
+    LLVMValueRef w = LLVMAddGlobal(e->M, e->i32, name);
     LLVMSetInitializer(w, LLVMConstInt(e->i32, 0, 0));
     LLVMSetLinkage(w, LLVMInternalLinkage);
     LLVMSetAlignment(w, 4);
@@ -252,6 +202,54 @@ static void atomic_store(Emitter *e, LLVMValueRef v, LLVMValueRef w) {
     LLVMValueRef st = LLVMBuildStore(e->B, v, w);
     LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
     LLVMSetAlignment(st, 4);
+}
+
+/* return callee(fn's parameters...), a tail call. */
+static void forward(Emitter *e, LLVMValueRef fn, LLVMValueRef callee) {
+    LLVMValueRef args[6];           /* NAME_run's 3 or NAME_run_w's 4, and a parallel-for's 2 */
+    unsigned n = LLVMCountParams(fn);
+    if (n > 6) die("run has %u parameters", n);
+    for (unsigned i = 0; i < n; i++) args[i] = LLVMGetParam(fn, i);
+    LLVMValueRef call = LLVMBuildCall2(e->B, LLVMGlobalGetValueType(callee), callee, args, n, "");
+    LLVMSetTailCall(call, 1);
+    LLVMBuildRet(e->B, call);
+}
+
+LLVMValueRef be_cpu_guard(Emitter *e, LLVMValueRef run, int code) {
+    Need nd = needs(e->t);
+    if (nd.n == 0) return run;
+    /* run becomes the internal body; a new NAME_run, compiled for the baseline, asks first */
+    size_t len;
+    const char *name = LLVMGetValueName2(run, &len);
+    char *pub = arena_printf(e->p->arena, "%.*s", (int)len, name);
+    LLVMSetValueName2(run, "run_body", 8);
+    LLVMSetLinkage(run, LLVMInternalLinkage);
+    be_enum_attr(e, run, LLVMAttributeFunctionIndex, "noinline");
+    LLVMValueRef fn = LLVMAddFunction(e->M, pub, LLVMGlobalGetValueType(run));
+    baseline(e, fn);
+    LLVMBasicBlockRef saved = LLVMGetInsertBlock(e->B);
+    LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
+
+    LLVMValueRef has = has_fn(e, &nd);
+    baseline(e, has);
+    LLVMValueRef seen = state_word(e, "cpu_checked");
+    LLVMBasicBlockRef ask = LLVMAppendBasicBlockInContext(e->C, fn, "ask");
+    LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(e->C, fn, "yes");
+    LLVMBasicBlockRef no = LLVMAppendBasicBlockInContext(e->C, fn, "no");
+    LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(e->C, fn, "go");
+    LLVMValueRef v = atomic_load(e, seen);
+    LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntEQ, v, LLVMConstInt(e->i32, 1, 0), ""), go, ask);
+    LLVMPositionBuilderAtEnd(e->B, ask);
+    LLVMBuildCondBr(e->B, LLVMBuildCall2(e->B, LLVMGlobalGetValueType(has), has, NULL, 0, ""), yes, no);
+    LLVMPositionBuilderAtEnd(e->B, yes);
+    atomic_store(e, LLVMConstInt(e->i32, 1, 0), seen);
+    LLVMBuildBr(e->B, go);
+    LLVMPositionBuilderAtEnd(e->B, no);
+    LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)code, 0));
+    LLVMPositionBuilderAtEnd(e->B, go);
+    forward(e, fn, run);
+    LLVMPositionBuilderAtEnd(e->B, saved);
+    return fn;
 }
 
 /* i32 choose(void): the highest level whose features the CPU has, plus one; 0 for none. */
@@ -348,7 +346,7 @@ LLVMValueRef be_cpu_dispatch(Emitter *es, LLVMValueRef *runs, int n, int code, L
         LLVMSetLinkage(runs[l], LLVMInternalLinkage);
         be_enum_attr(e, runs[l], LLVMAttributeFunctionIndex, "noinline");
     }
-    LLVMValueRef word = level_word(e), choose = choose_fn(es, has, n);
+    LLVMValueRef word = state_word(e, "isa_level"), choose = choose_fn(es, has, n);
     *isa = isa_fn(es, has, n, word, choose);
     LLVMTypeRef fty = LLVMGlobalGetValueType(runs[0]);
     LLVMValueRef fn = LLVMAddFunction(e->M, name, fty);
@@ -356,18 +354,12 @@ LLVMValueRef be_cpu_dispatch(Emitter *es, LLVMValueRef *runs, int n, int code, L
     LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
     LLVMBasicBlockRef none = LLVMAppendBasicBlockInContext(e->C, fn, "none");
     LLVMValueRef v = chosen(e, fn, word, choose, none);
-    LLVMValueRef args[6];
-    unsigned np = LLVMCountParams(fn);
-    if (np > 6) die("run has %u parameters", np);
-    for (unsigned i = 0; i < np; i++) args[i] = LLVMGetParam(fn, i);
     LLVMValueRef sw = LLVMBuildSwitch(e->B, v, none, (unsigned)n);
     for (int l = 0; l < n; l++) {
         LLVMBasicBlockRef b = LLVMAppendBasicBlockInContext(e->C, fn, "call");
         LLVMAddCase(sw, LLVMConstInt(e->i32, (unsigned long long)l + 1, 0), b);
         LLVMPositionBuilderAtEnd(e->B, b);
-        LLVMValueRef call = LLVMBuildCall2(e->B, fty, runs[l], args, np, "");
-        LLVMSetTailCall(call, 1);
-        LLVMBuildRet(e->B, call);
+        forward(e, fn, runs[l]);
     }
     LLVMPositionBuilderAtEnd(e->B, none);
     LLVMBuildRet(e->B, LLVMConstInt(e->i32, (unsigned long long)code, 0));
