@@ -23,6 +23,7 @@ typedef struct Target {
     bool vnni;                      /* x86 AVX-512 VNNI: r + dot4(a, b) is one vpdpbusd */
     int pmaddwd_bytes;              /* x86: the widest vector pmaddwd takes (16 SSE2, 32 AVX2, 64
                                        AVX-512BW), for dot4 without VNNI; 0 elsewhere */
+    bool ssse3;                     /* x86 SSSE3 (pmaddubsw; implied by AVX2) */
     bool dsp;                       /* Arm DSP extension (Cortex-M4): r + dot4(a, b) is two smlad */
     bool vldm;                      /* Arm M-profile FPU: adjacent float loads as one vldmia */
     bool round_insn;                /* float round-half-to-even is one instruction (x86 SSE4.1

@@ -61,6 +61,9 @@ typedef struct Emitter {
      * group run the values from par_lo to par_hi (function parameters) of their bounds */
     const Stmt *par;
     LLVMValueRef par_lo, par_hi;
+    /* kernel.c, ubs_exact: the last constant buffer checked for pmaddubsw and the answer */
+    const struct Buf *ubs_buf;
+    bool ubs_ok;
 } Emitter;
 
 /* A TargetMachine for t (PIC on the host, static elsewhere). */

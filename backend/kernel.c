@@ -675,6 +675,56 @@ static LLVMValueRef pmadd_dot(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     return LLVMBuildAdd(B, lo, hi, "");
 }
 
+/* Whether pmaddubsw computes dot4(a, b) exactly for every a when b is loaded from constant
+ * buffer `w` (int32 words of four signed bytes): pmaddubsw sums the products of a pair of
+ * bytes (0 and 1, 2 and 3) in 16 bits and saturates, so it is exact when each pair's positive
+ * weights add up to at most 128 and its negative ones to at least -128 (255 * 128 = 32640
+ * fits, 255 * 129 does not). Weights of at most 7 bits (onnxruntime's reduce_range, which it
+ * recommends for AVX2) always pass; full-range int8 weights rarely do. Checked once per
+ * buffer and remembered for the next statement. */
+static bool ubs_exact(Emitter *e, const Expr *w) {
+    if (w->kind != E_LOAD || !w->buf || w->buf->kind != B_CONST || w->buf->dtype != DT_INT32 || !w->buf->data) return false;
+    const Buf *b = w->buf;
+    if (b == e->ubs_buf) return e->ubs_ok;
+    int64_t n = 1;
+    for (int i = 0; i < b->rank; i++) n *= b->dims[i];
+    const uint8_t *p = b->data;
+    bool ok = true;
+    for (int64_t i = 0; i < 2 * n && ok; i++) {
+        int x = (int8_t)p[2 * i], y = (int8_t)p[2 * i + 1];
+        int pos = (x > 0 ? x : 0) + (y > 0 ? y : 0), neg = (x < 0 ? -x : 0) + (y < 0 ? -y : 0);
+        ok = pos <= 128 && neg <= 128;
+    }
+    e->ubs_buf = b;
+    e->ubs_ok = ok;
+    return ok;
+}
+
+/* dot4(a, b) as pmaddubsw (a's bytes unsigned times b's signed, summed in pairs in 16 bits)
+ * and pmaddwd by ones (the two pairs of a lane summed in 32 bits): two instructions where
+ * pmadd_dot takes two pmaddwd, an add and the unpacking. Only where ubs_exact says the 16-bit
+ * sums cannot saturate; NULL elsewhere, and where VNNI does it in one. */
+static LLVMValueRef ubs_dot(Emitter *e, const Expr *bx, LLVMValueRef a, LLVMValueRef b) {
+    static const char *const ub[] = {"llvm.x86.ssse3.pmadd.ub.sw.128", "llvm.x86.avx2.pmadd.ub.sw",
+                                     "llvm.x86.avx512.pmaddubs.w.512"};
+    static const char *const wd[] = {"llvm.x86.sse2.pmadd.wd", "llvm.x86.avx2.pmadd.wd",
+                                     "llvm.x86.avx512.pmaddw.d.512"};
+    unsigned w = width_of(a);
+    if (!e->t->pmaddwd_bytes || e->t->vnni || !e->t->ssse3 || (w != 4 && w != 8 && w != 16) ||
+        4 * w > (unsigned)e->t->pmaddwd_bytes || !ubs_exact(e, bx))
+        return NULL;
+    int k = w == 4 ? 0 : w == 8 ? 1 : 2;
+    unsigned iu = LLVMLookupIntrinsicID(ub[k], strlen(ub[k])), iw = LLVMLookupIntrinsicID(wd[k], strlen(wd[k]));
+    if (!iu || !iw) return NULL;
+    LLVMBuilderRef B = e->B;
+    LLVMTypeRef fu = LLVMIntrinsicGetType(e->C, iu, NULL, 0), fw = LLVMIntrinsicGetType(e->C, iw, NULL, 0), pt[2];
+    LLVMGetParamTypes(fu, pt);
+    LLVMValueRef ab[2] = {LLVMBuildBitCast(B, a, pt[0], ""), LLVMBuildBitCast(B, b, pt[1], "")};
+    LLVMValueRef s = LLVMBuildCall2(B, fu, LLVMGetIntrinsicDeclaration(e->M, iu, NULL, 0), ab, 2, "");
+    LLVMValueRef sw[2] = {s, splat_const(LLVMConstInt(e->i16, 1, 0), 2 * w)};
+    return LLVMBuildCall2(B, fw, LLVMGetIntrinsicDeclaration(e->M, iw, NULL, 0), sw, 2, "");
+}
+
 /* dot4(a, b) with plain vector arithmetic: the operands' bytes as <4w x i8>, a's widened
  * unsigned and b's signed to i32, multiplied, and each lane's four products summed by
  * shuffles (kir.h). LLVM turns this into pmaddwd-style code where it can. */
@@ -739,7 +789,10 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
     case K_AND: return LLVMBuildAnd(B, a, b, "");
     case K_OR: return LLVMBuildOr(B, a, b, "");
     case K_XOR: return LLVMBuildXor(B, a, b, "");
-    case K_DOT4: return e->t->dsp && !w ? dsp_dot(e, NULL, a, b) : dot4(e, a, b);
+    case K_DOT4: {
+        LLVMValueRef ud = w ? ubs_dot(e, x->args[1], a, b) : NULL;
+        return ud ? ud : e->t->dsp && !w ? dsp_dot(e, NULL, a, b) : dot4(e, a, b);
+    }
     default: die("binary %s on dtype %d", kop_name[x->op], t);
     }
 }

@@ -215,8 +215,10 @@ void be_target(Target *t, const char *triple, const char *cpu, const char *featu
     t->vector_bytes = vector_width(t);
     t->fma_bits = explicit_fma(t);
     t->vnni = has_feature(t->features, "+avx512vnni") && has_feature(t->features, "+avx512vl");
-    if (starts(t->triple, "x86_64"))
+    if (starts(t->triple, "x86_64")) {
         t->pmaddwd_bytes = has_feature(t->features, "+avx512bw") ? 64 : has_feature(t->features, "+avx2") ? 32 : 16;
+        t->ssse3 = has_feature(t->features, "+ssse3") || has_feature(t->features, "+avx2");
+    }
     t->dsp = arm_dsp(t);
     t->vldm = (starts(t->triple, "thumb") || starts(t->triple, "arm")) && t->fma_bits >= 32 && t->vector_bytes < 16;
     t->round_insn = has_feature(t->features, "+sse4.1") || !strncmp(t->triple, "aarch64", 7);

@@ -109,4 +109,29 @@ for d in tests/int8/*/; do
         fi
     done
 done
+# pmaddubsw at the edge of exactness (tests/int8_ubs.py): on the AVX2 level it is taken for
+# weights that cannot saturate it and not for weights that can; both exact against numpy
+if [ "$(uname -m)" = x86_64 ]; then
+    if ${PYTHON:-/usr/bin/python3} tests/int8_ubs.py $OUT/ubs >$OUT/ubs.log 2>&1; then
+        for m in edge over; do
+            log=$OUT/ubs_$m.log
+            for opt in -O2,--isa,0 -O2 -O0; do
+                if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$m/model.onnx </dev/null >$log 2>&1; then
+                    ok "check $opt pmaddubsw $m (exact)"
+                else
+                    fail "check $opt pmaddubsw $m (exact)" $log
+                fi
+            done
+            n=$($ONNXCC --cpu x86-64-v3 --emit=asm $OUT/ubs/$m/model.onnx -o $OUT/ubs_$m.s 2>>$log && grep -c vpmaddubsw $OUT/ubs_$m.s)
+            case $m:${n:-0} in
+            edge:0) fail "pmaddubsw edge: not taken on x86-64-v3" $log ;;
+            over:0) ok "pmaddubsw over: not taken (65 + 64 would saturate)" ;;
+            over:*) fail "pmaddubsw over: taken although 255 * (65 + 64) saturates" $log ;;
+            *) ok "pmaddubsw edge: taken ($n) on x86-64-v3" ;;
+            esac
+        done
+    else
+        fail "tests/int8_ubs.py" $OUT/ubs.log
+    fi
+fi
 summary int8

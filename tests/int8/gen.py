@@ -32,6 +32,8 @@ Models (OUTDIR/NAME/, OUTDIR defaults to tests/int8/):
             (no float.onnx: too small for the flash comparison, not benchmarked)
   ops_s8    1x4x5x5, int8 activations with nonzero zero points: Sigmoid, Relu, Clip, Add, Mul,
             Add, GlobalAveragePool, broadcasting Add (no float.onnx either)
+  kws_rr    kws with other random weights quantized to 7 bits, [-64, 64] (the quantizer's
+            reduce_range), which pmaddubsw multiplies exactly on AVX2
   lenet_qop lenet's convolutions in QOperator form: QuantizeLinear, QLinearConv (Relu fused),
             MaxPool on uint8, QLinearConv, MaxPool, Reshape, QLinearMatMul 400-10 (per-tensor
             weights), DequantizeLinear
@@ -180,11 +182,12 @@ def act_params(lo, hi):
     return F32(s), np.uint8(np.clip(round(-lo / s), 0, 255))
 
 
-def weight_params(w):
-    """int8 symmetric per output channel (axis 0): scales and the quantized weights."""
+def weight_params(w, qmax=127):
+    """int8 symmetric per output channel (axis 0): scales and the quantized weights, in
+    [-qmax, qmax] (64: the quantizer's reduce_range, 7-bit weights)."""
     amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1)
-    s = np.where(amax > 0, amax / 127.0, 1.0).astype(F32)
-    q = np.clip(np.rint(w / s.reshape((-1,) + (1,) * (w.ndim - 1))), -127, 127).astype(np.int8)
+    s = np.where(amax > 0, amax / float(qmax), 1.0).astype(F32)
+    q = np.clip(np.rint(w / s.reshape((-1,) + (1,) * (w.ndim - 1))), -qmax, qmax).astype(np.int8)
     return s, q
 
 
@@ -200,9 +203,9 @@ def calibrate(net, y):
 class QDQ:
     """Writes the QDQ model of a Net from the calibrated ranges."""
 
-    def __init__(self, net, ranges, fuse_relu):
+    def __init__(self, net, ranges, fuse_relu, qmax=127):
         self.net, self.nodes, self.inits, self.q = net, [], [], {}
-        self.ranges, self.fuse = ranges, fuse_relu
+        self.ranges, self.fuse, self.qmax = ranges, fuse_relu, qmax
         self.dq = {}     # float tensor -> the DequantizeLinear output that replaces it
 
     def const(self, name, a):
@@ -218,7 +221,7 @@ class QDQ:
         self.nodes.append(helper.make_node("DequantizeLinear", [t + "_q", sn, zn], [self.dq[t]], name=t + "_dq"))
 
     def weights(self, name, x_scale):
-        s, q = weight_params(self.net.w[name[0]])
+        s, q = weight_params(self.net.w[name[0]], self.qmax)
         wq = self.const(name[0] + "_q", q)
         ws, wz = self.const(name[0] + "_scale", s), self.const(name[0] + "_zero_point", np.zeros(len(s), np.int8))
         self.nodes.append(helper.make_node("DequantizeLinear", [wq, ws, wz], [name[0] + "_dq"], axis=0, name=name[0] + "_dq"))
@@ -378,6 +381,11 @@ def main():
     write(outdir, net.name, m, None, ys, rng.uniform(-1, 1, net.xshape).astype(F32))
     m, ys, x = ops_s8()
     write(outdir, "ops_s8", m, None, ys, x)
+    # kws with 7-bit weights (reduce_range), which onnxruntime recommends for AVX2 without VNNI
+    net, y = kws()
+    ranges = calibrate(net, y)
+    m, ys = QDQ(net, ranges, True, qmax=64).build(y, [1, net.w[net.nodes[-1][1][1]].shape[0]])
+    write(outdir, "kws_rr", m, net.model(1, y), ys, rng.uniform(-1, 1, net.xshape).astype(F32))
 
 
 if __name__ == "__main__":

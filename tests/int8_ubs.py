@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""int8_ubs.py OUTDIR - ConvInteger models at the edge of pmaddubsw's exactness (tests/int8.sh).
+
+On x86 without VNNI, backend/kernel.c (ubs_exact, ubs_dot) multiplies 8-bit weights by
+pmaddubsw, which adds the products of a pair of bytes in 16 bits and saturates, only where the
+constant weights make saturation impossible: in each pair (weights 4k and 4k+1, 4k+2 and
+4k+3 of an output channel) the positive weights add up to at most 128 and the negative ones
+to at least -128. Two 1x1 ConvInteger models (uint8 input, int8 weights, int32 output, so the
+comparison is exact), their references computed by numpy in int64:
+  edge  every pair at the bound: (64, 64), (-64, -64), (127, 1), (-128, 0), (100, -128), ...
+        with inputs of 255 where it matters most: pmaddubsw is taken, and is exact;
+  over  the same with one pair at (65, 64): 255 * 129 = 32895 would saturate, so the
+        exact pmaddwd form must be taken; a wrong bound shows as a wrong sum.
+Each OUTDIR/NAME/ gets model.onnx and test_data_set_0 (input_0.pb, output_0.pb)."""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+C, M, H, W = 64, 16, 4, 4
+rng = np.random.default_rng(20261204)
+
+
+def weights(over):
+    pairs = [(64, 64), (-64, -64), (127, 1), (1, 127), (-128, 0), (0, -128), (100, -128),
+             (-128, 127), (64, -128), (28, 100), (-1, -127), (0, 0)]
+    w = np.zeros((M, C), np.int64)
+    for m in range(M):
+        for k in range(0, C, 2):
+            w[m, k], w[m, k + 1] = pairs[(m * 7 + k // 2) % len(pairs)]
+    if over:
+        w[M // 2, 10], w[M // 2, 11] = 65, 64
+    return w.astype(np.int8).reshape(M, C, 1, 1)
+
+
+def write(out, name, over):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    w = weights(over)
+    x = rng.integers(0, 256, (1, C, H, W)).astype(np.uint8)
+    x[0, :, 0, :] = 255                      # a row of all-255 pixels: the largest sums
+    node = helper.make_node("ConvInteger", ["x", "w"], ["y"])
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, (1, M, H, W))],
+                          [numpy_helper.from_array(w, "w")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(d, "model.onnx"))
+    y = np.einsum("mc,nchw->nmhw", w.reshape(M, C).astype(np.int64), x.astype(np.int64)).astype(np.int32)
+    for fn, arr, nm in (("input_0.pb", x, "x"), ("output_0.pb", y, "y")):
+        with open(os.path.join(d, "test_data_set_0", fn), "wb") as f:
+            f.write(numpy_helper.from_array(arr, nm).SerializeToString())
+
+
+if __name__ == "__main__":
+    write(sys.argv[1], "edge", False)
+    write(sys.argv[1], "over", True)
