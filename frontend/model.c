@@ -429,6 +429,10 @@ static void read_outputs(Parser *p, const Onnx__GraphProto *gp) {
             error(p->path, "graph output '%s' is not produced by any node", name);
             continue;
         }
+        if (v->is_output) {                 /* ONNX's checker: output names are unique */
+            error(p->path, "graph output '%s' is listed twice (output #%zu)", name, i);
+            continue;
+        }
         v->is_output = true;
         read_type(p, v, vi->type, "output");
         g->outputs[g->noutputs++] = v;

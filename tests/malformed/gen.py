@@ -210,6 +210,35 @@ def operands():
                  if_model("t", "x", [helper.make_node("Neg", ["r"], ["t"])]),
                  "uses value 'r', which is not defined before it")
 
+    # single static assignment, as ONNX's checker requires it: every name defined once, a graph
+    # output listed once
+    r = helper.make_node("Relu", ["x"], ["y"])
+    compile_case("ssa_output_listed_twice", model([r], [f32("x", [2])], [f32("y", [2]), f32("y", [2])]),
+                 "graph output 'y' is listed twice")
+    compile_case("ssa_node_outputs_same_name", model(
+        [helper.make_node("Split", ["x"], ["a", "a"], axis=0)], [f32("x", [2])], [f32("a", [1])]),
+        "value 'a' is already defined by node")
+    compile_case("ssa_two_nodes_one_output", model(
+        [r, helper.make_node("Neg", ["x"], ["y"])], [f32("x", [2])], [f32("y", [2])]),
+        "value 'y' is already defined by node")
+    compile_case("ssa_node_redefines_input", model(
+        [helper.make_node("Relu", ["x"], ["x"])], [f32("x", [2])], [f32("x", [2])]),
+        "value 'x' is already defined as a graph input")
+    compile_case("ssa_node_redefines_initializer", model(
+        [helper.make_node("Relu", ["x"], ["W"])], [f32("x", [1, 1, 1, 1])], [f32("W", None)], [w]),
+        "value 'W' is already defined as an initializer")
+    compile_case("ssa_initializer_twice", model(
+        [helper.make_node("Conv", ["x", "W"], ["y"])], [f32("x", [1, 1, 1, 1])], [f32("y", None)], [w, w]),
+        "initializer 'W' is defined twice")
+    compile_case("ssa_input_twice", model([r], [f32("x", [2]), f32("x", [2])], [f32("y", [2])]),
+                 "graph input 'x' is listed twice")
+    c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    shadow = helper.make_graph([helper.make_node("Relu", ["x"], ["x"])], "b", [], [f32("x", [2])])
+    compile_case("ssa_body_redefines_outer_input", model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=shadow,
+                          else_branch=helper.make_graph([], "e", [], [f32("x", [2])]))],
+        [c, f32("x", [2])], [f32("y", [2])]), "value 'x' is already defined as a graph input")
+
 
 # ---- 4. opsets ----
 def opsets():
