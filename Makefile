@@ -39,7 +39,7 @@ MANDIR = $(PREFIX)/share/man/man1
 CMAKEDIR = $(PREFIX)/share/onnxcc/cmake
 RUNTIMEDIR = $(PREFIX)/share/onnxcc/runtime
 
-.PHONY: all run test bench fuzz fuzz-types clean deps install uninstall report-screenshot
+.PHONY: all run test bench fuzz fuzz-types fuzz-attrs clean deps install uninstall report-screenshot
 all: $(BIN)
 
 deps: $(DEPS_STAMP)
@@ -117,6 +117,10 @@ fuzz: $(B)/gen/onnx.pb-c.c $(B)/gen/header_template.c | $(DEPS_STAMP)
 
 fuzz-types: $(BIN)
 	@/usr/bin/python3 tests/fuzz/optypes.py ./$(BIN) build-fuzz/types
+
+# every attribute of every op at its boundary values (tests/fuzz/attrs.py)
+fuzz-attrs: $(BIN)
+	@/usr/bin/python3 tests/fuzz/attrs.py ./$(BIN) build-fuzz/attrs
 
 clean:
 	rm -rf $(B) $(BIN) build-fuzz
