@@ -8,7 +8,9 @@
 #   numpy's), tests/cli.sh (command line and error paths), tests/report.sh (--report's pages,
 #   checked, and opened in headless Chromium), tests/malformed.sh (untrusted input:
 #   tests/malformed/gen.py's
-#   catalogue and the fuzzer's regression corpus), tests/golden.sh (ONNX backend test data, at
+#   catalogue and the fuzzer's regression corpus), tests/fuzz-smoke.sh (the structure-aware
+#   mutator checked, the fuzz targets built, the regression corpus replayed in them, a minute
+#   of fuzzing from a fixed seed), tests/golden.sh (ONNX backend test data, at
 #   -O2 and again at -O0, -O1 and -O3), tests/models.sh (the sample models, two models in one
 #   program), tests/threads.sh (ISA levels, NAME_run_par bitwise NAME_run at 1-3 threads,
 #   ThreadSanitizer), tests/guard.sh (generated code of every op family against guard pages, with
@@ -124,6 +126,7 @@ runner random-ops sh tests/random.sh
 runner cli sh tests/cli.sh
 runner report sh tests/report.sh
 runner malformed sh tests/malformed.sh
+runner fuzz-smoke sh tests/fuzz-smoke.sh
 runner golden sh tests/golden.sh ${GOLDEN_PATTERN:-}
 # -O1 and -O3 run the x86-64-v3 level of the dispatching objects (golden.sh --isa0), -O2 and
 # -O0 the level this CPU picks: both levels' code meets the data
