@@ -163,8 +163,12 @@ static bool rnn_parse(Graph *g, Node *n, Rnn *r) {
     r->B = x->dims[r->batch_major ? 0 : 1];
     r->I = x->dims[2];
     r->H = ir_attr_int(n, "hidden_size", rw->dims[2]);
+    if (r->H != rw->dims[2] || r->H < 1 || r->H > INT64_MAX / r->ngates) {
+        error(where, "hidden_size %lld must be R's last dim, %lld", (long long)r->H, (long long)rw->dims[2]);
+        return false;
+    }
     int64_t D = r->ndir, GH = r->ngates * r->H;
-    if (r->H < 1 || !has_dims(w, 3, D, GH, r->I) || !has_dims(rw, 3, D, GH, r->H)) {
+    if ( !has_dims(w, 3, D, GH, r->I) || !has_dims(rw, 3, D, GH, r->H)) {
         error(where, "W must be [%lld, %lld, %lld] and R [%lld, %lld, %lld]", (long long)D,
               (long long)GH, (long long)r->I, (long long)D, (long long)GH, (long long)r->H);
         return false;
