@@ -39,6 +39,14 @@ void infer_identity(Graph *g, Node *n) {
 /* Inference-mode Dropout: the data passes through; the optional mask is all true. */
 void infer_dropout(Graph *g, Node *n) {
     Value *x = n->in[0];
+    /* a training-mode Dropout numbers its elements with a 32-bit Philox counter */
+    Value *t = n->nin >= 3 ? n->in[2] : NULL;
+    bool off = t && t->data && t->dtype == DT_BOOL && ir_numel(t) == 1 && !*(const uint8_t *)t->data;
+    if (t && !off && ir_numel(x) > 0xffffffffll) {
+        error(ir_where(g, n), "a Dropout with a training_mode input takes at most 2^32 elements, not %lld",
+              (long long)ir_numel(x));
+        return;
+    }
     ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
     if (n->nout > 1 && n->out[1]) ir_set_shape(n->out[1], DT_BOOL, x->rank, x->dims);
 }
