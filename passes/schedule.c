@@ -131,9 +131,13 @@ static bool list_dot4(const Stmt *s) {
  * accumulators a target without float vectors keeps in core registers (INT_COPIES). */
 static bool dot4_kernel(const Kernel *k) { return int_acc_size(k) > 0 && list_dot4(k->body); }
 
-/* The operand and output types whose layouts the contraction policy changes: float, and
- * any in an integer contraction (8-bit weights, 8-bit or int32 outputs). */
-static bool layout_type(const Kernel *k, DType t) { return dtype_is_float(t) || int_acc_size(k) > 0; }
+/* The operand and output types whose layouts the contraction policy changes: float, any in
+ * an integer contraction (8-bit weights, 8-bit or int32 outputs), and the 8-bit inputs and
+ * outputs of an integer conv accumulated in float (passes/ops/conv.c, float_exact). */
+static bool layout_type(const Kernel *k, DType t) {
+    return dtype_is_float(t) || int_acc_size(k) > 0 ||
+           (k->kclass == KC_CONTRACTION && (t == DT_UINT8 || t == DT_INT8));
+}
 
 /* The weights of a convolution nest of rank r: w[m, c, t...] of rank r, or in an integer
  * contraction the dot4 words w4[m, k4] of a matrix product (passes/ops/conv.c), rank 2,

@@ -110,7 +110,8 @@ for d in tests/int8/*/; do
     done
 done
 # pmaddubsw at the edge of exactness (tests/int8_ubs.py): on the AVX2 level it is taken for
-# weights that cannot saturate it and not for weights that can; both exact against numpy
+# weights that cannot saturate it and not for weights that can; both exact against numpy.
+# Likewise the float32 accumulation of integer convs outside the dot4 form.
 if [ "$(uname -m)" = x86_64 ]; then
     if ${PYTHON:-/usr/bin/python3} tests/int8_ubs.py $OUT/ubs >$OUT/ubs.log 2>&1; then
         for m in edge over; do
@@ -128,6 +129,24 @@ if [ "$(uname -m)" = x86_64 ]; then
             over:0) ok "pmaddubsw over: not taken (65 + 64 would saturate)" ;;
             over:*) fail "pmaddubsw over: taken although 255 * (65 + 64) saturates" $log ;;
             *) ok "pmaddubsw edge: taken ($n) on x86-64-v3" ;;
+            esac
+        done
+        # float32 accumulation of a depthwise conv: taken below 2^24, not above; both exact
+        for m in fx_edge fx_over; do
+            log=$OUT/ubs_$m.log
+            for opt in -O2 -O2,--isa,0 -O0; do
+                if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$m/model.onnx </dev/null >$log 2>&1; then
+                    ok "check $opt float accumulation $m (exact)"
+                else
+                    fail "check $opt float accumulation $m (exact)" $log
+                fi
+            done
+            n=$($ONNXCC --print-after=lower $OUT/ubs/$m/model.onnx -o /dev/null 2>>$log | grep -c 'scalars r0:float32')
+            case $m:$n in
+            fx_edge:0) fail "$m: not accumulated in float32" $log ;;
+            fx_over:0) ok "$m: accumulated in int32 (529 taps * 255 * 128 > 2^24)" ;;
+            fx_over:*) fail "$m: accumulated in float32 although its sums reach 2^24" $log ;;
+            *) ok "$m: accumulated in float32" ;;
             esac
         done
     else

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""int8_ubs.py OUTDIR - ConvInteger models at the edge of pmaddubsw's exactness (tests/int8.sh).
+"""int8_ubs.py OUTDIR - ConvInteger models at the edges of exactness (tests/int8.sh).
 
 On x86 without VNNI, backend/kernel.c (ubs_exact, ubs_dot) multiplies 8-bit weights by
 pmaddubsw, which adds the products of a pair of bytes in 16 bits and saturates, only where the
@@ -11,6 +11,13 @@ comparison is exact), their references computed by numpy in int64:
         with inputs of 255 where it matters most: pmaddubsw is taken, and is exact;
   over  the same with one pair at (65, 64): 255 * 129 = 32895 would saturate, so the
         exact pmaddwd form must be taken; a wrong bound shows as a wrong sum.
+And on vector targets an integer conv outside the dot4 form (depthwise) is accumulated in
+float32 where every partial sum stays below 2^24 (passes/ops/conv.c, float_exact). Two
+depthwise ConvIntegers (2 channels, uint8 input of 255s, int8 weights of -128 but one -127,
+so that the sums are odd):
+  fx_edge  a 22x23 kernel: 506 taps, |sum| <= 506 * 255 * 128 = 16,515,840 < 2^24: float;
+  fx_over  a 23x23 kernel: 529 taps, 17,266,560 > 2^24: int32 (in float the odd sum would
+           round).
 Each OUTDIR/NAME/ gets model.onnx and test_data_set_0 (input_0.pb, output_0.pb)."""
 import os
 import sys
@@ -51,6 +58,30 @@ def write(out, name, over):
             f.write(numpy_helper.from_array(arr, nm).SerializeToString())
 
 
+def write_fx(out, name, kh, kw):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    w = np.full((2, 1, kh, kw), -128, np.int8)
+    w[:, 0, kh // 2, kw // 2] = -127
+    x = np.full((1, 2, 23, 23), 255, np.uint8)
+    node = helper.make_node("ConvInteger", ["x", "w"], ["y"], group=2)
+    oh, ow = 23 - kh + 1, 23 - kw + 1
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", TensorProto.UINT8, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, (1, 2, oh, ow))],
+                          [numpy_helper.from_array(w, "w")])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(d, "model.onnx"))
+    y = np.zeros((1, 2, oh, ow), np.int64)
+    for c in range(2):
+        for i in range(oh):
+            for j in range(ow):
+                y[0, c, i, j] = (x[0, c, i:i + kh, j:j + kw].astype(np.int64) * w[c, 0].astype(np.int64)).sum()
+    for fn, arr, nm in (("input_0.pb", x, "x"), ("output_0.pb", y.astype(np.int32), "y")):
+        with open(os.path.join(d, "test_data_set_0", fn), "wb") as f:
+            f.write(numpy_helper.from_array(arr, nm).SerializeToString())
+
+
 if __name__ == "__main__":
     write(sys.argv[1], "edge", False)
     write(sys.argv[1], "over", True)
+    write_fx(sys.argv[1], "fx_edge", 22, 23)
+    write_fx(sys.argv[1], "fx_over", 23, 23)

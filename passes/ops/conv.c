@@ -718,6 +718,76 @@ static void lower_conv_dot4(Lower *L, Node *n, Buf *x, Buf *w, Buf *xzp, Buf *b,
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
 
+/* ---- integer convolutions accumulated in float32, exactly ----
+ * Products of 8-bit operands minus their zero points are integers of at most 255 * 255 in
+ * magnitude, and float32 holds every integer below 2^24 exactly. Where the constant weights,
+ * the zero points and the constant bias bound every partial sum below 2^24 (K terms of
+ * |x - xzp| <= xmax times |w - wzp| <= wmax, plus |bias|), the sum in float32 is the int32
+ * sum to the bit, whatever the order of the additions and with or without FMAs. On a vector
+ * target that is the float conv's code: the weights become a float table (w - wzp) at compile
+ * time, each input byte one conversion, each multiply-add one FMA, where the int32 form takes
+ * two widenings and a pmaddwd or pmulld and an add per vector. Depthwise convs (K = taps: 9
+ * for 3x3, 49 for 7x7) always qualify; the dot4 form takes the others. Scalar targets
+ * (Cortex-M4's smlad, RV32) keep int32. Returns the float table, or NULL where it does not
+ * apply; *bias the bias as a float table (NULL: none). */
+static Buf *float_exact(Lower *L, Buf *x, Buf *w, Buf *xzp, Buf *wzp, Buf *b, int64_t K, Buf **bias) {
+    Program *p = L->p;
+    *bias = NULL;
+    bool wconst = w->kind == B_CONST && !w->alias && w->data && (w->dtype == DT_INT8 || w->dtype == DT_UINT8);
+    bool zconst = !wzp || (wzp->kind == B_CONST && !wzp->alias && wzp->data && wzp->dtype == w->dtype);
+    bool xzconst = !xzp || (xzp->kind == B_CONST && !xzp->alias && xzp->data && kir_numel(xzp) == 1);
+    bool bconst = !b || (b->kind == B_CONST && !b->alias && b->data && b->dtype == DT_INT32);
+    if (p->vector_bytes < 16 || !wconst || !zconst || !xzconst || !bconst || (x->dtype != DT_UINT8 && x->dtype != DT_INT8))
+        return NULL;
+    int64_t nw = kir_numel(w), nm = w->dims[0], per = nw / nm, nz = wzp ? kir_numel(wzp) : 0;
+    if (wzp && nz != 1 && nz != nm) return NULL;
+    bool u = w->dtype == DT_UINT8;
+    int64_t wmax = 0, xmax, bmax = 0, xz = 0;
+    float *d = ARENA_ARRAY(p->arena, float, nw);
+    for (int64_t i = 0; i < nw; i++) {
+        int64_t z = !wzp ? 0 : u ? ((const uint8_t *)wzp->data)[nz == 1 ? 0 : i / per] : ((const int8_t *)wzp->data)[nz == 1 ? 0 : i / per];
+        int64_t v = (u ? ((const uint8_t *)w->data)[i] : ((const int8_t *)w->data)[i]) - z;
+        wmax = MAX(wmax, v < 0 ? -v : v);
+        d[i] = (float)v;
+    }
+    if (xzp) xz = x->dtype == DT_UINT8 ? ((const uint8_t *)xzp->data)[0] : ((const int8_t *)xzp->data)[0];
+    xmax = x->dtype == DT_UINT8 ? MAX(xz, 255 - xz) : MAX(xz + 128, 127 - xz);
+    for (int64_t i = 0; b && i < kir_numel(b); i++) {
+        int64_t v = ((const int32_t *)b->data)[i];
+        bmax = MAX(bmax, v < 0 ? -v : v);
+    }
+    if (K <= 0 || K > ((int64_t)1 << 24) || bmax + K * xmax * wmax >= ((int64_t)1 << 24)) return NULL;
+    Buf *wf = kir_buf_new(p, arena_printf(p->arena, "%s_f", w->name), DT_FLOAT, w->rank, w->dims, B_CONST);
+    wf->data = d;
+    if (b && kir_numel(b) > 0) {
+        int64_t nb = kir_numel(b);
+        float *bd = ARENA_ARRAY(p->arena, float, nb);
+        for (int64_t i = 0; i < nb; i++) bd[i] = (float)((const int32_t *)b->data)[i];
+        *bias = kir_buf_new(p, arena_printf(p->arena, "%s_f", b->name), DT_FLOAT, b->rank, b->dims, B_CONST);
+        (*bias)->data = bd;
+    }
+    return wf;
+}
+
+/* xf = float(x) - float(xzp) (xzp NULL: 0), an elementwise kernel before the conv's, which
+ * reads each input pixel once per tap: exact small integers in float32 (float_exact). */
+static Buf *float_input(Lower *L, Node *n, Buf *x, Buf *xzp) {
+    Program *p = L->p;
+    Buf *xf = kir_buf_new(p, arena_printf(p->arena, "%s_f", x->name), DT_FLOAT, x->rank, x->dims, B_TEMP);
+    int v[MAX_RANK];
+    Expr *oi[MAX_RANK], *xi[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_ELEMENTWISE, KINS(x), xf, v, oi);
+    k->name = arena_printf(p->arena, "%s_xf", k->name);
+    for (int i = 0; i < x->rank; i++) xi[i] = kx_var(p, v[i]);
+    Expr *e = kx_cast(p, DT_FLOAT, kx_load(p, x, xi));
+    if (xzp) {
+        kir_param(p, k, xzp, KP_IN);
+        e = kx_bin(p, K_SUB, e, kx_cast(p, DT_FLOAT, rule_load_first(p, k, xzp)));
+    }
+    k->body = lower_wrap(p, xf->rank, xf->dims, v, ks_store(p, xf, oi, e));
+    return xf;
+}
+
 /* acc[n, m, o...] = bias[m] + sum over c < C/group and taps t, skipping padding, of
  *   (x[n, group_of(m) * C/group + c, o*s + t*d - pb] - xzp) * (w[m, c, t] - wzp[m])
  * in int32: the nest of lower_conv (the same tap indices and per-dim guards, each at the
@@ -741,7 +811,13 @@ void lower_conv_integer(Lower *L, Node *n) {
     }
     int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
     int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
-    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, w), y, ov, NULL);
+    int64_t K = cg;
+    for (int i = 0; i < c.nsp; i++) K *= w->dims[2 + i];
+    Buf *fb = NULL, *wf = float_exact(L, x, w, zero_const(xzp) ? NULL : xzp, wzp, b, K, &fb);
+    /* where taps share input pixels (K > C/group), the input converted once, by a kernel of
+     * its own before the conv's, not once per tap */
+    Buf *xb = wf && K > cg ? float_input(L, n, x, zero_const(xzp) ? NULL : xzp) : NULL;
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(xb ? xb : x, wf ? wf : w), y, ov, NULL);
     cv = kir_var(k);
     lower_vars(k, c.nsp, tv);
     acc = kir_scalar(p, k, DT_INT32);
@@ -756,6 +832,31 @@ void lower_conv_integer(Lower *L, Node *n) {
     for (int i = 0; i < c.nsp; i++) {
         wi[2 + i] = kx_var(p, tv[i]);
         xi[2 + i] = rule_tap_index(p, &c, i, kx_clone(p, oi[2 + i]), kx_var(p, tv[i]), &conds[i]);
+    }
+    if (wf) {
+        /* acc = fb[m] + sum xf[...] * wf[m, c, t] in float32, exact, xf = float(x) - float(xzp) */
+        k->scalars[acc] = DT_FLOAT;
+        Expr *xf;
+        if (xb) {
+            xf = kx_load(p, xb, xi);
+        } else {
+            xf = kx_cast(p, DT_FLOAT, kx_load(p, x, xi));
+            if (!zero_const(xzp)) {
+                kir_param(p, k, xzp, KP_IN);
+                xf = kx_bin(p, K_SUB, xf, kx_cast(p, DT_FLOAT, rule_load_first(p, k, xzp)));
+            }
+        }
+        Stmt *taps = rule_wrap_taps(p, &c, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, xf, kx_load(p, wf, wi)))));
+        Stmt *body = ks_set(p, acc, fb ? per_channel(p, k, fb, kx_clone(p, m)) : kx_const(p, DT_FLOAT, 0));
+        ks_seq(body, ks_red_loop(p, cv, cg, taps));
+        Expr *v = kx_scalar(p, k, acc);
+        if (n->op == OP_QLinearConv)
+            v = rule_quantize(p, kx_bin(p, K_MUL, v, requant_mult(L, k, n, m)), rule_load_first(p, k, lower_in(L, n, 7)), y->dtype);
+        else
+            v = kx_cast(p, DT_INT32, v);
+        ks_seq(body, ks_store(p, y, oi, v));
+        k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+        return;
     }
     Expr *xv = rule_centered(p, k, x, xi, zero_const(xzp) ? NULL : xzp, NULL);
     Expr *wv = kx_cast(p, DT_INT32, kx_load(p, w, wi));
