@@ -103,8 +103,9 @@ static int64_t list_macs(const Stmt *s, Env *env);
 static int64_t loop_macs(const Stmt *s, Env *env) {
     int64_t lo, hi, step = s->step > 0 ? s->step : 1;
     if (!eval(s->lo, env, &lo) || !eval(s->hi, env, &hi)) return 0;     /* unknown: not counted */
-    if (hi <= lo) return 0;
-    int64_t trips = (hi - lo + step - 1) / step;
+    int64_t span;
+    if (hi <= lo || __builtin_sub_overflow(hi, lo, &span) || span > INT64_MAX - step) return 0;
+    int64_t trips = (span + step - 1) / step;
     if (!bounds_read(s->body, s->var)) {
         /* the body's count may still read the variable's value through an if; price it once.
          * Values redone (LH_REDO) were counted in the loops that did them first. */

@@ -587,7 +587,9 @@ void infer_lrn(Graph *g, Node *n) {
 }
 
 /* y[n, c, ...] = x[n, c, ...] / (bias + alpha / size * sum x[n, c', ...]^2)^beta over the
- * channels c' in [c - floor((size-1)/2), c + ceil((size-1)/2)] inside [0, C). */
+ * channels c' in [c - floor((size-1)/2), c + ceil((size-1)/2)] inside [0, C). The tap loop
+ * runs over the taps t (c' = c + t - lo) that fall inside [0, C) for some c, at most 2C - 1
+ * of them whatever the size (a size of 2^63 - 1 made a loop that never ended). */
 void lower_lrn(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *y = lower_out(L, n, 0);
@@ -602,13 +604,14 @@ void lower_lrn(Lower *L, Node *n) {
     Expr *oi[MAX_RANK], *xi[MAX_RANK];
     lower_var_idx(p, y->rank, ov, oi);
     memcpy(xi, oi, sizeof(Expr *) * (size_t)y->rank);
-    xi[1] = kx_addc(p, kx_add(p, oi[1], kx_var(p, tv)), -lo);
+    int64_t t0 = MAX(0, lo - c + 1), t1 = MIN(size, lo + c);
+    xi[1] = kx_addc(p, kx_add(p, oi[1], kx_var(p, tv)), t0 - lo);
     Expr *xv = kx_load(p, x, xi);
     Stmt *upd = ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), kx_bin(p, K_MUL, xv, xv)));
     Expr *cond = kx_and(p, kx_bin(p, K_GE, xi[1], kx_index(p, 0)),
                       kx_bin(p, K_LT, xi[1], kx_index(p, c)));
     Stmt *body = ks_seq(ks_set(p, acc, kx_const(p, t, 0)),
-                        ks_red_loop(p, tv, size, ks_if(p, cond, upd, NULL)));
+                        ks_red_loop(p, tv, t1 - t0, ks_if(p, cond, upd, NULL)));
     Expr *base = kx_bin(p, K_ADD, kx_const(p, t, bias),
                         kx_bin(p, K_MUL, kx_const(p, t, alpha / (double)size), kx_scalar(p, k, acc)));
     Expr *v = kx_bin(p, K_DIV, kx_load(p, x, oi), kx_bin(p, K_POW, base, kx_const(p, t, beta)));
