@@ -474,8 +474,9 @@ static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, LLVMValueRef *ktask,
 }
 
 /* The public entry points around `body` (the checked run of a target with threads, taking a
- * parallel-for): NAME_run (or NAME_run_w) without one, and NAME_run_par with one; returns
- * NAME_run's function, *run_par gets NAME_run_par (NULL with --emit-weights). */
+ * parallel-for): NAME_run (or NAME_run_w) without one, and NAME_run_par (NAME_run_w_par) with
+ * one; returns NAME_run's function, *run_par gets NAME_run_par (NULL with --emit-weights:
+ * NAME_info's run_par has NAME_run's parameters, and NAME_run_w_par has one more). */
 static LLVMValueRef emit_entries(Emitter *e, LLVMValueRef body, LLVMValueRef *run_par) {
     Program *p = e->p;
     bool ext = p->weights_external;
@@ -483,9 +484,9 @@ static LLVMValueRef emit_entries(Emitter *e, LLVMValueRef body, LLVMValueRef *ru
     LLVMSetLinkage(body, LLVMInternalLinkage);
     LLVMTypeRef bty = LLVMGlobalGetValueType(body), pt[6] = {e->ptr, e->ptr, e->ptr, e->ptr, e->ptr, e->ptr};
     LLVMValueRef fns[2] = {NULL, NULL};
-    for (int par = 0; par < (ext ? 1 : 2); par++) {
+    for (int par = 0; par < 2; par++) {
         unsigned np = (ext ? 4 : 3) + (par ? 2 : 0);
-        const char *name = arena_printf(p->arena, par ? "%s_run_par" : ext ? "%s_run_w" : "%s_run", p->name);
+        const char *name = arena_printf(p->arena, par ? ext ? "%s_run_w_par" : "%s_run_par" : ext ? "%s_run_w" : "%s_run", p->name);
         LLVMValueRef fn = LLVMAddFunction(e->M, name, LLVMFunctionType(e->i32, pt, np, 0));
         be_entry_attrs(e, fn);
         LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
@@ -499,7 +500,7 @@ static LLVMValueRef emit_entries(Emitter *e, LLVMValueRef body, LLVMValueRef *ru
         LLVMBuildRet(e->B, call);
         fns[par] = fn;
     }
-    *run_par = fns[1];
+    *run_par = ext ? NULL : fns[1];
     return fns[0];
 }
 

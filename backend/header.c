@@ -149,33 +149,41 @@ static void cost_facts(FILE *f, Program *p) {
     fprintf(f, "#define %s_MACS %lld\n", n, (long long)be_macs(p));
 }
 
-/* The entry point: NAME_run, or with --emit-weights NAME_run_w taking the blob. */
+/* The entry points: NAME_run, or with --emit-weights NAME_run_w taking the blob; on targets
+ * with threads NAME_run_par (NAME_run_w_par) too. */
 static void run_decl(FILE *f, Program *p) {
     const char *n = p->name;
-    if (!p->weights_external) {
+    bool ext = p->weights_external;
+    if (!ext) {
         fprintf(f, "int %s_run(const void *const *inputs, void *const *outputs, void *arena);   /* 0 on success */\n", n);
-        if (p->vector_bytes < 16) return;   /* a microcontroller: no threads */
-        int64_t most = 0;
-        for (int i = 0; i < p->nkernels; i++) {
-            const Stmt *l = kir_parallel_loop(p->kernels[i]);
-            if (l && l->tasks > most) most = l->tasks;
-        }
-        fprintf(f, "\n/* Several cores: %s_run_par is %s_run with a parallel-for of the caller's (onnxcc_parallel_for\n"
-                   " * above; runtime/onnxcc_pool.h has a small pthreads pool), through which the large kernels\n"
-                   " * run as up to %s_MAX_TASKS tasks each; NULL runs every kernel whole. The object creates no\n"
-                   " * thread. The outputs are bitwise those of %s_run for any number of threads, and the arena\n"
-                   " * is the same %s_ARENA_SIZE bytes (the tasks need no scratch of their own). %s_STACK_SIZE\n"
-                   " * is the calling thread's; each thread running tasks needs about as much. */\n", n, n, n, n, n, n);
-        fprintf(f, "#define %s_MAX_TASKS %lld\n", n, (long long)most);
+    } else {
+        fprintf(f, "/* --emit-weights: as %s_run would be, with the weights blob %s_WEIGHTS_SIZE bytes long,\n"
+                   " * loaded unchanged at an address aligned to %s_WEIGHTS_ALIGN; read only, it may be shared\n"
+                   " * by calls running at the same time. 0 on success, %s_ERR_WEIGHTS for a blob that is not\n"
+                   " * this object's. */\n", n, n, n, n);
+        fprintf(f, "int %s_run_w(const void *const *inputs, void *const *outputs, void *arena, const void *weights);\n", n);
+    }
+    if (p->vector_bytes < 16) return;   /* a microcontroller: no threads */
+    int64_t most = 0;
+    for (int i = 0; i < p->nkernels; i++) {
+        const Stmt *l = kir_parallel_loop(p->kernels[i]);
+        if (l && l->tasks > most) most = l->tasks;
+    }
+    const char *run = ext ? "run_w" : "run";
+    fprintf(f, "\n/* Several cores: %s_%s_par is %s_%s with a parallel-for of the caller's (onnxcc_parallel_for\n"
+               " * above; runtime/onnxcc_pool.h has a small pthreads pool), through which the large kernels\n"
+               " * run as up to %s_MAX_TASKS tasks each; NULL runs every kernel whole. The object creates no\n"
+               " * thread. The outputs are bitwise those of %s_%s for any number of threads, and the arena\n"
+               " * is the same %s_ARENA_SIZE bytes (the tasks need no scratch of their own). %s_STACK_SIZE\n"
+               " * is the calling thread's; each thread running tasks needs about as much. */\n",
+            n, run, n, run, n, n, run, n, n);
+    fprintf(f, "#define %s_MAX_TASKS %lld\n", n, (long long)most);
+    if (ext)
+        fprintf(f, "int %s_run_w_par(const void *const *inputs, void *const *outputs, void *arena, const void *weights,\n"
+                   "    onnxcc_parallel_for *parallel_for, void *ctx);\n", n);
+    else
         fprintf(f, "int %s_run_par(const void *const *inputs, void *const *outputs, void *arena,\n"
                    "    onnxcc_parallel_for *parallel_for, void *ctx);\n", n);
-        return;
-    }
-    fprintf(f, "/* --emit-weights: as %s_run would be, with the weights blob %s_WEIGHTS_SIZE bytes long,\n"
-               " * loaded unchanged at an address aligned to %s_WEIGHTS_ALIGN; read only, it may be shared\n"
-               " * by calls running at the same time. 0 on success, %s_ERR_WEIGHTS for a blob that is not\n"
-               " * this object's. */\n", n, n, n, n);
-    fprintf(f, "int %s_run_w(const void *const *inputs, void *const *outputs, void *arena, const void *weights);\n", n);
 }
 
 /* Where the weights are (--weights-section, --emit-weights; backend/weights.c lays the blob). */

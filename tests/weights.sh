@@ -90,11 +90,16 @@ while read -r name model data opt; do
     other=models/cnn/model.onnx; [ $model = $other ] && other=models/mlp/model.onnx
     tol=
     [ -f "${model%/*}/atol" ] && tol="-DATOL=$(cat "${model%/*}/atol") -DRTOL=0"
-    if ! { $ONNXCC $model $opt --name wb --emit-weights $W/wb.bin -o $W/wb.o &&
+    # on a host with threads, NAME_run_w_par too (--split-all: its kernels do run as tasks)
+    pool= split=
+    if [ "$(uname -m)" = x86_64 ] || [ "$(uname -m)" = aarch64 ]; then
+        pool="-DWB_POOL -Iruntime runtime/onnxcc_pool.c -lpthread" split=--split-all
+    fi
+    if ! { $ONNXCC $model $opt $split --name wb --emit-weights $W/wb.bin -o $W/wb.o &&
            $ONNXCC $other --name wb --emit-weights $W/other.bin -o $W/other.o --header $W/other.h &&
            $PYTHON tests/firmware/pb2c.py --prefix t $data >$W/case.h &&
            $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror $tol -I$W -Itests/firmware \
-               tests/weights_blob.c $W/wb.o -o $W/run; } </dev/null >$log 2>&1; then
+               tests/weights_blob.c $W/wb.o $pool -o $W/run; } </dev/null >$log 2>&1; then
         fail "$name --emit-weights: build" $log; continue
     fi
     $W/run $W/wb.bin $W/other.bin >$W/out 2>&1

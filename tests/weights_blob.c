@@ -12,6 +12,9 @@
 
 #include "wb.h"
 #include "case.h"
+#ifdef WB_POOL
+#include "onnxcc_pool.h"
+#endif
 
 #ifndef RTOL /* weights.sh sets them for the int8 models: one output quantum */
 #define RTOL 1e-3
@@ -100,6 +103,33 @@ int main(int argc, char **argv)
         memset(t_checks[i].out, 0, t_checks[i].nbytes);
     rc = wb_run_typed(t_in0, t_out0, arena, w);
     verdict(rc == 0 && outputs_match(), "wb_run_typed: outputs match the data set");
+#endif
+
+#ifdef WB_POOL
+    /* wb_run_w_par on 1 and 2 threads (the object built with --split-all, so that kernels do
+     * run as tasks): bitwise wb_run_w's outputs */
+    {
+        unsigned char *want[t_NUM_OUTPUTS];
+        for (int i = 0; i < t_NUM_OUTPUTS; i++) {
+            want[i] = malloc(t_checks[i].nbytes ? t_checks[i].nbytes : 1);
+            memcpy(want[i], t_checks[i].out, t_checks[i].nbytes);
+        }
+        for (int th = 1; th <= 2; th++) {
+            onnxcc_pool *pool = onnxcc_pool_new(th);
+            for (int i = 0; i < t_NUM_OUTPUTS; i++)
+                memset(t_checks[i].out, 0, t_checks[i].nbytes);
+            rc = wb_run_w_par(t_inputs, t_outputs, arena, w, onnxcc_pool_parallel_for, pool);
+            int same = rc == 0;
+            for (int i = 0; i < t_NUM_OUTPUTS; i++)
+                same &= memcmp(want[i], t_checks[i].out, t_checks[i].nbytes) == 0;
+            char msg[80];
+            snprintf(msg, sizeof msg, "run_w_par on %d thread%s: bitwise run_w's outputs", th, th > 1 ? "s" : "");
+            verdict(same, msg);
+            onnxcc_pool_free(pool);
+        }
+        for (int i = 0; i < t_NUM_OUTPUTS; i++)
+            free(want[i]);
+    }
 #endif
 
     refused(NULL, "NULL weights");
