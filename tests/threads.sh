@@ -8,7 +8,8 @@
 #   2. Each, and models/cnn, is compiled with --split-all (every kernel parallelize can split
 #      is, however small: the models are test-sized) and linked with tests/threads/threads.c and runtime/onnxcc_pool.c,
 #      which requires model_run_par's outputs at 1, 2 and 3 threads (and without a
-#      parallel-for) to be bitwise model_run's, at every ISA level this CPU has.
+#      parallel-for, and with callers' parallel-fors that run the tasks in reverse, or
+#      shuffled over two threads) to be bitwise model_run's, at every ISA level this CPU has.
 #   3. ThreadSanitizer: the same program with objects compiled with --sanitize-thread (and
 #      --cpu x86-64, whose accesses of at most 16 bytes it can check: it skips wider vectors),
 #      linked with -fsanitize=thread, must run clean; and with a parallel-for that runs every

@@ -63,6 +63,40 @@ static void racy_for(void *ctx, int n, void (*task)(void *arg, int i), void *arg
     pthread_join(t, NULL);
 }
 
+/* A caller's parallel-for may run the tasks in any order and on any thread, each once: here
+ * in reverse on the calling thread, and shuffled, the odd positions of the shuffle on a
+ * second thread. */
+static void reverse_for(void *ctx, int n, void (*task)(void *arg, int i), void *arg) {
+    (void)ctx;
+    for (int i = n - 1; i >= 0; i--) task(arg, i);
+}
+
+typedef struct Half { int n, odd; const int *order; void (*task)(void *, int); void *arg; } Half;
+
+static void *half_tasks(void *v) {
+    Half *h = v;
+    for (int i = h->odd; i < h->n; i += 2) h->task(h->arg, h->order[i]);
+    return NULL;
+}
+
+static void shuffled_for(void *ctx, int n, void (*task)(void *arg, int i), void *arg) {
+    (void)ctx;
+    int *order = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!order) exit(2);
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+        int j = (int)(rng % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    Half a = {n, 0, order, task, arg}, b = {n, 1, order, task, arg};
+    pthread_t t;
+    if (pthread_create(&t, NULL, half_tasks, &b) != 0) exit(2);
+    half_tasks(&a);
+    pthread_join(t, NULL);
+    free(order);
+}
+
 int main(int argc, char **argv) {
 
     const onnxcc_model_info *mi = &model_info;
@@ -110,6 +144,15 @@ int main(int argc, char **argv) {
                 check(same, n ? "run_par: outputs bitwise those of run" : "run_par without a parallel-for",
                       level, n ? onnxcc_pool_threads(pools[n]) : 1);
             }
+        onnxcc_parallel_for *odd[2] = {reverse_for, shuffled_for};
+        for (int f = 0; f < 2; f++) {
+            for (int i = 0; i < mi->num_outputs; i++) memset(out[i], 0x5A, mi->outputs[i].size);
+            int same = mi->run_par(in, out, arena, odd[f], NULL) == 0;
+            for (int i = 0; i < mi->num_outputs && same; i++)
+                same = !memcmp(out[i], ref[i], mi->outputs[i].size);
+            check(same, f ? "run_par, tasks shuffled over two threads: outputs bitwise those of run"
+                          : "run_par, tasks in reverse: outputs bitwise those of run", level, f + 1);
+        }
     }
     if (mi->isa) mi->isa(best);
     for (int n = 1; n <= 3; n++) onnxcc_pool_free(pools[n]);
