@@ -203,18 +203,29 @@ static bool twindow_init(Graph *g, Node *n, Window *w) {
             error(where, "kernel_shape must match the weights, strides and dilations be positive");
             return false;
         }
-        int64_t opad = nop ? op[i] : 0, ext = (w->k[i] - 1) * w->d[i] + 1;
-        int64_t full = w->s[i] * (w->in[i] - 1) + opad + ext;
-        if (nos || same) {
-            int64_t o = nos ? os[nos - nsp + i] : w->in[i] * w->s[i], total = full - o;
+        /* each step checked: the attributes are the model's (the fuzzer's strides of 2^63 - 1) */
+        int64_t opad = nop ? op[i] : 0, ext, full, t;
+        bool ovf = __builtin_mul_overflow(w->k[i] - 1, w->d[i], &ext) || __builtin_add_overflow(ext, 1, &ext) ||
+                   __builtin_mul_overflow(w->s[i], w->in[i] - 1, &full) || __builtin_add_overflow(full, opad, &full) ||
+                   __builtin_add_overflow(full, ext, &full);
+        if (!ovf && (nos || same)) {
+            int64_t o = 0, total = 0;
+            ovf = nos ? (o = os[nos - nsp + i], false) : __builtin_mul_overflow(w->in[i], w->s[i], &o);
+            ovf = ovf || __builtin_sub_overflow(full, o, &total);
             bool upper = nos ? strcmp(ap, "SAME_UPPER") == 0 : ap[5] == 'U';
             w->out[i] = o;
             w->pb[i] = upper ? floor_div(total, 2) : total - floor_div(total, 2);
-        } else {
+        } else if (!ovf) {
             bool explicit_pads = npd && strcmp(ap, "VALID");
             int64_t pb = explicit_pads ? pd[i] : 0, pe = explicit_pads ? pd[nsp + i] : 0;
-            w->out[i] = full - pb - pe;
+            ovf = __builtin_sub_overflow(full, pb, &t) || __builtin_sub_overflow(t, pe, &t);
+            w->out[i] = t;
             w->pb[i] = pb;
+        }
+        if (ovf) {
+            error(where, "the output size of spatial dim %d overflows 64 bits (strides, dilations, pads, "
+                         "output_padding or output_shape out of range)", i);
+            return false;
         }
         if (w->out[i] < 1) {
             error(where, "output size of spatial dim %d is %lld", i, (long long)w->out[i]);
