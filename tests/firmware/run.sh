@@ -7,7 +7,8 @@
 # each with main.c and the inputs and expected outputs as C arrays from pb2c.py. A case passes
 # when QEMU exits 0 and the program printed PASS. Prints the model object's .text/.rodata
 # sizes, its arena (which must be within 5% of the header's NAME_ARENA_LOWER_BOUND, and within
-# --max-arena for the *_ram case: KWS int8 at CMSIS-NN's 16,256 B), the stack its run took (which
+# --max-arena for the *_ram cases: KWS int8 at CMSIS-NN's 16,256 B, LeNet int8 at a quarter of
+# its float model's arena), the stack its run took (which
 # must not exceed the header's NAME_STACK_SIZE;
 # the header's NAME_FLASH_SIZE must equal `size`'s text and NAME_MACS agree with macs.py), the
 # instructions it executed (QEMU's -icount, read
@@ -40,6 +41,7 @@ gemm_all_attributes $DATA/test_gemm_all_attributes/model.onnx $DATA/test_gemm_al
 maxpool_2d_pads $DATA/test_maxpool_2d_pads/model.onnx $DATA/test_maxpool_2d_pads/test_data_set_0
 batchnorm_example $DATA/test_batchnorm_example/model.onnx $DATA/test_batchnorm_example/test_data_set_0
 lenet_i8 tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
+lenet_i8_ram tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
 kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 kws_i8_ram tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
@@ -112,9 +114,13 @@ run_case() { # name model data-set [profile]
     # placement (M4 only; mps2.ld has the regions): the weights in their own section, linked
     # into the "external flash", and the arena into the "TCM", as the README shows
     case $name in *_xflash) opts="--weights-section .extflash" cdefs='-DARENA_SECTION=".tcm"' ;; esac
-    # a RAM budget: CMSIS-NN's 16,256 B for the KWS model (two 8,000 B activation buffers and
-    # its scratch); onnxcc lowers again for the least arena (fusing the residual Adds)
-    case $name in *_ram) opts="--max-arena 16256" ;; esac
+    # RAM budgets, under which onnxcc lowers again for the least arena: CMSIS-NN's 16,256 B for
+    # the KWS model (two 8,000 B activation buffers and its scratch; the residual Adds fused),
+    # a quarter of the float LeNet's 23,520 B for the int8 one (its convs without im2col words)
+    case $name in
+    kws_i8_ram) opts="--max-arena 16256" ;;
+    lenet_i8_ram) opts="--max-arena 5880" ;;
+    esac
     if [ -n "${4:-}" ]; then            # a --profile build of its own, in $FW/prof
         D=$FW/prof log=$FW/prof/$1.log opts=--profile
     fi
