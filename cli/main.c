@@ -44,8 +44,9 @@ static const char options_text[] =
     "  --max-model-size N    read model files of up to N bytes (suffix k, M or G), gzip\n"
     "                        data expanding to up to N bytes (default: 2G for a plain\n"
     "                        file, 100 times the file's size for gzip, at most 2G)\n"
-    "  --max-arena N         fail unless the arena fits in N bytes (suffix k, M, G); the error\n"
-    "                        gives the least arena the program can have and what is live there\n"
+    "  --max-arena N         the arena's budget in bytes (suffix k, M, G): over it, lower again\n"
+    "                        for the least RAM, then fail if still over; the error gives the\n"
+    "                        least arena the program can have and what is live there\n"
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
     "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
     "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
@@ -448,6 +449,17 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
     }
     g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
     run_pipeline_levels(g, os, b->n, b->p);
+    /* --max-arena over its budget: the kernel passes again, choosing the smaller arena where
+     * they trade it against flash or time (Program.ram_first); check_arena judges that one */
+    bool over = false;
+    for (int l = 0; l < b->n; l++) over |= c->max_arena > 0 && b->p[l]->arena_size > c->max_arena;
+    if (over) {
+        if (verbose_level)
+            fprintf(stderr, "onnxcc: --max-arena %lld: the arena is %lld B; lowering again for the least RAM\n",
+                    (long long)c->max_arena, (long long)b->p[0]->arena_size);
+        for (int l = 0; l < b->n; l++) os[l].ram_first = true;
+        run_lowering_levels(g, os, b->n, b->p);
+    }
     /* one arena serves every level */
     int64_t arena = 0, bound = 0;
     int align = 1;

@@ -259,6 +259,8 @@ typedef struct Program {
     bool profile;                   /* --profile: run() times each kernel (backend/emit.c) */
     bool tsan;                      /* --sanitize-thread (tests): ThreadSanitizer's checks in the code */
     bool split_all;                 /* --split-all (tests): parallelize ignores the work thresholds */
+    bool ram_first;                 /* --max-arena found the default arena too big: passes that trade
+                                       RAM against flash or time take the smaller arena (fuse) */
     int64_t flash_size, stack_size; /* of the emitted object, -1 unknown (backend/facts.c) */
     /* where the constant tensors (the weights) go (backend/weights.c): NULL and false keep them
      * in the object's read-only data; weights_section names the section they go to; with

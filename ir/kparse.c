@@ -746,11 +746,21 @@ static void header(Parser *P) {
     if (al <= 0 || al > 4096 || (al & (al - 1))) { P->s = at; perr(P, "the alignment must be a power of two"); }
     p->arena_align = (int)al;
     if (accept(P, ",")) {
-        expect(P, "vector");
         at = (skip_sp(P), P->s);
-        int64_t v = integer(P, "the vector width in bytes");
-        if (v <= 0 || v > 1024) { P->s = at; perr(P, "bad vector width"); }
-        p->vector_bytes = (int)v;
+        if (strncmp(P->s, "ram-first", 9) == 0) {
+            expect(P, "ram-first");
+            p->ram_first = true;
+        } else {
+            expect(P, "vector");
+            at = (skip_sp(P), P->s);
+            int64_t v = integer(P, "the vector width in bytes");
+            if (v <= 0 || v > 1024) { P->s = at; perr(P, "bad vector width"); }
+            p->vector_bytes = (int)v;
+            if (accept(P, ",")) {
+                expect(P, "ram-first");
+                p->ram_first = true;
+            }
+        }
     }
     expect(P, ")");
     expect_end(P);

@@ -94,8 +94,15 @@ void run_pipeline_levels(Graph *g, const Options *os, int n, Program **ps) {
         if (os[0].opt_level >= passes[i].min_opt) run_pass(&passes[i], g, &ps[0], &os[0]);
         else skipped(&os[0], passes[i].name);
     }
-    /* lowering and the kernel passes once per level: vector widths differ (lower reads none
-     * of the graph's state that it changes, so each level lowers the same graph) */
+    run_lowering_levels(g, os, n, ps);
+}
+
+/* Lowering and the kernel passes once per level: vector widths differ (lower reads none of the
+ * graph's state that it changes, so each level lowers the same graph, and a second call with
+ * other options, --max-arena's ram_first, lowers it again). */
+void run_lowering_levels(Graph *g, const Options *os, int n, Program **ps) {
+    int i = 0;
+    while (i < npasses && passes[i].ir != PASS_LOWER) i++;
     for (int l = 0; l < n; l++) {
         ps[l] = NULL;
         for (int j = i; j < npasses; j++) {

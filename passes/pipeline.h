@@ -38,6 +38,7 @@ typedef struct Options {
     int arena_align;                /* from the target */
     const char *level;              /* the ISA level of this lowering, in dumps (NULL: the only one) */
     bool split_all;                 /* --split-all (tests): parallelize splits every kernel it can */
+    bool ram_first;                 /* the smaller arena where a pass can choose (Program.ram_first) */
     /* called after each pass that ran, with its time and the IR it left (g before lowering,
      * p from it on): --report (cli/report.c) keeps what it shows; NULL: none */
     void (*on_pass)(void *ctx, const char *pass, double ms, const Graph *g, const Program *p);
@@ -102,6 +103,8 @@ Program *run_pipeline(Graph *g, const Options *o);
 /* The same for n ISA levels of one object (run-time dispatch): the graph passes once with
  * os[0], then lowering and the kernel passes once per level with os[l], into ps[l]. */
 void run_pipeline_levels(Graph *g, const Options *os, int n, Program **ps);
+/* Its second half alone, on a graph the first half has run on: lowering and kernel passes. */
+void run_lowering_levels(Graph *g, const Options *os, int n, Program **ps);
 /* Runs the given kernel passes on p in this order, whatever the -O level (--run-pass). */
 void run_kernel_passes(Program *p, const Pass *const *ps, int n, const Options *o);
 

@@ -628,6 +628,16 @@ static bool dot4_direct(const Buf *x, const Window *c, int64_t grp) {
     return x->dtype == DT_UINT8 || x->dtype == DT_INT8;
 }
 
+/* The bytes of the x4 buffer dot4_pack makes (4 per word, K4 words per output position).
+ * Under --max-arena's ram_first a conv whose x4 would be larger than its output takes the
+ * plain form below instead, which reads x in place (LeNet int8's first conv: 21952 B of
+ * x4 for a 4704 B output, 3.9 -> ~6 instructions per MAC on the M4). */
+static int64_t dot4_x4_bytes(const Buf *x, const Buf *w, const Window *c, int64_t grp) {
+    int64_t K = kir_numel(w) / w->dims[0], P = 1;
+    for (int i = 0; i < c->nsp; i++) P *= c->out[i];
+    return x->dims[0] * grp * ((K + 3) / 4) * P * 4;
+}
+
 static Expr *dot4_word(Program *p, Buf *x, Expr *n, Expr *k4, Expr **sp, int nsp, int64_t K) {
     Expr *word = NULL, *xi[MAX_RANK];
     for (int j = 0; j < 4; j++) {
@@ -816,11 +826,12 @@ void lower_conv_integer(Lower *L, Node *n) {
     if (!intconv_geom(NULL, n, &c)) die("lower_conv_integer %s: unchecked", n->name);
     int64_t grp0 = ir_attr_int(n, "group", 1);
     bool depthwise = grp0 > 1 && grp0 == x->dims[1] && grp0 == w->dims[0];
-    if (L->p->opt_level >= 1 && !depthwise && dot4_form(n, x, w, xzp, wzp, b)) {
+    int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
+    if (L->p->opt_level >= 1 && !depthwise && dot4_form(n, x, w, xzp, wzp, b) &&
+        !(L->p->ram_first && !dot4_direct(x, &c, grp) && dot4_x4_bytes(x, w, &c, grp) > (int64_t)kir_nbytes(y))) {
         lower_conv_dot4(L, n, x, w, xzp, b, y, &c);
         return;
     }
-    int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
     int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
     int64_t K = cg;
     for (int i = 0; i < c.nsp; i++) K *= w->dims[2 + i];

@@ -6,7 +6,10 @@
 #         and picolibc's semihosting crt0, run on QEMU's virt board;
 # each with main.c and the inputs and expected outputs as C arrays from pb2c.py. A case passes
 # when QEMU exits 0 and the program printed PASS. Prints the model object's .text/.rodata
-# sizes, its arena, the stack its run took (which must not exceed the header's NAME_STACK_SIZE;
+# sizes, its arena (which must be within 5% of the header's NAME_ARENA_LOWER_BOUND, and within
+# --max-arena for the *_ram cases: KWS int8 at CMSIS-NN's 16,256 B, LeNet int8 at a quarter of
+# its float model's arena), the stack its run took (which
+# must not exceed the header's NAME_STACK_SIZE;
 # the header's NAME_FLASH_SIZE must equal `size`'s text and NAME_MACS agree with macs.py), the
 # instructions it executed (QEMU's -icount, read
 # through SysTick on the M4 (icount.c) and the cycle CSR on RV32 (rv32.c)) and those per
@@ -38,7 +41,9 @@ gemm_all_attributes $DATA/test_gemm_all_attributes/model.onnx $DATA/test_gemm_al
 maxpool_2d_pads $DATA/test_maxpool_2d_pads/model.onnx $DATA/test_maxpool_2d_pads/test_data_set_0
 batchnorm_example $DATA/test_batchnorm_example/model.onnx $DATA/test_batchnorm_example/test_data_set_0
 lenet_i8 tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
+lenet_i8_ram tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
 kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
+kws_i8_ram tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
 lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0
 ops_i8 tests/int8/ops/model.onnx tests/int8/ops/test_data_set_0
@@ -109,6 +114,13 @@ run_case() { # name model data-set [profile]
     # placement (M4 only; mps2.ld has the regions): the weights in their own section, linked
     # into the "external flash", and the arena into the "TCM", as the README shows
     case $name in *_xflash) opts="--weights-section .extflash" cdefs='-DARENA_SECTION=".tcm"' ;; esac
+    # RAM budgets, under which onnxcc lowers again for the least arena: CMSIS-NN's 16,256 B for
+    # the KWS model (two 8,000 B activation buffers and its scratch; the residual Adds fused),
+    # a quarter of the float LeNet's 23,520 B for the int8 one (its convs without im2col words)
+    case $name in
+    kws_i8_ram) opts="--max-arena 16256" ;;
+    lenet_i8_ram) opts="--max-arena 5880" ;;
+    esac
     if [ -n "${4:-}" ]; then            # a --profile build of its own, in $FW/prof
         D=$FW/prof log=$FW/prof/$1.log opts=--profile
     fi
@@ -157,7 +169,19 @@ run_case() { # name model data-set [profile]
     if [ "${hflash:-x}" != "$((text - ${hweights:-0}))" ]; then
         fail "$BOARD $name" "header FLASH_SIZE ${hflash:-missing} (+ WEIGHTS_SIZE ${hweights:-0}), size(1) says text $text" $log; return
     fi
-    if [ -n "$opts" ] && ! placed $FW/$name.elf $hweights >>$log 2>&1; then
+    # the arena within 5% of the lower bound bufferize reports (no placement does better), plus
+    # 16 B for the boards' 8-byte alignment of the smallest buffers; and within --max-arena
+    hbound=$(sed -n "s/^#define ${name}_ARENA_LOWER_BOUND //p" $FW/$name.h)
+    harena=$(sed -n "s/^#define ${name}_ARENA_SIZE //p" $FW/$name.h)
+    if [ -z "$hbound" ] || [ -z "$harena" ] || [ $((harena * 100)) -gt $((hbound * 105 + 1600)) ]; then
+        fail "$BOARD $name" "arena ${harena:-missing} B, over 1.05 x its lower bound ${hbound:-missing} B + 16" $log; return
+    fi
+    case $opts in --max-arena*)
+        if [ "$harena" -gt "${opts#--max-arena }" ]; then
+            fail "$BOARD $name" "arena $harena B over $opts" $log; return
+        fi ;;
+    esac
+    if [ -n "$opts" ] && [ "${opts%% *}" = --weights-section ] && ! placed $FW/$name.elf $hweights >>$log 2>&1; then
         fail "$BOARD $name" "weights or arena not where mps2.ld puts them" $log; return
     fi
     # NAME_MACS counts every multiply-add of the loop nests, macs.py only Conv/Gemm/MatMul/RNN
