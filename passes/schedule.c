@@ -1670,7 +1670,8 @@ void schedule(Program *p) {
     for (int i = 0; i < p->nkernels; i++) {
         /* a kernel's key in tuning files: what it computes before the schedule changes it */
         Kernel *k = p->kernels[i];
-        k->tune_sig = k->dead || k->ctl != KCTL_NONE || k->kclass != KC_CONTRACTION ? 0 : tune_signature(k);
+        bool tunable = p->tuning && !k->dead && k->ctl == KCTL_NONE && k->kclass == KC_CONTRACTION;
+        k->tune_sig = tunable ? tune_signature(k) : 0;
         k->tune_kind = TUNE_NONE, k->tune_cost = -1, k->tune_file = false;
         const TuneEntry *e = tune_find(p->tuning, p->tune_target, k);
         if (e) k->tune_kind = (int)e->kind, k->tune_a = e->a, k->tune_b = e->b, k->tune_file = true;

@@ -8,8 +8,8 @@
 #     that the non-default schedules are checked against the reference whatever autotune
 #     measured on a noisy machine; that object differs from the default one;
 #   - bench marks the kernels whose schedule came from the file;
-#   - malformed tuning files: each an error naming FILE:LINE, exit 1, never a crash; and the
-#     flags' misuses (exit 2).
+#   - malformed tuning files: each an error naming FILE:LINE, exit 1, never a crash (a
+#     catalogue, and 24 random edits of a good file: mutate.py); and the flags' misuses (exit 2).
 # Last line: "tune: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -105,6 +105,18 @@ printf "onnxcc-tune 1\n$E tile 4 2\n$E tile 4 2   # again\n" >$OUT/other.tune
 run "entries of other kernels are ignored" $ONNXCC --cpu native --tune-file $OUT/other.tune $M -o /dev/null
 $ONNXCC --cpu native --tune-file $OUT/missing.tune $M -o /dev/null >$OUT/bad.log 2>&1
 [ $? = 1 ] && grep -q "missing.tune" $OUT/bad.log && ok "missing file" || fail "missing file" $OUT/bad.log
+
+# random edits of a good file: exit 0, or 1 with an error at FILE:LINE; never a crash
+$PYTHON tests/tune/mutate.py $OUT/native.tune $OUT/mut 24
+crashed=0
+for f in $OUT/mut/*.tune; do
+    $ONNXCC --cpu native --tune-file $f $M -o /dev/null >$OUT/bad.log 2>&1
+    rc=$?
+    if [ $rc -gt 1 ] || { [ $rc = 1 ] && ! grep -q "$f:[0-9]*: " $OUT/bad.log; }; then
+        crashed=$((crashed + 1)); echo "  $f: exit $rc"; head -n 3 $OUT/bad.log
+    fi
+done
+[ $crashed = 0 ] && ok "24 mutated files: exit 0 or a FILE:LINE error" || fail "$crashed mutated files crashed or gave no FILE:LINE"
 
 # flags
 usage_err() { # what, args...: exit 2
