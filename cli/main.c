@@ -617,7 +617,10 @@ int main(int argc, char **argv) {
     if (c.autotune && c.triple) usage("--autotune measures on this machine: --target is not allowed");
     if (c.tune_file && c.run_pass) usage("--tune-file is not an option of --run-pass");
     if (c.autotune) {
-        /* measure and write the file, then (with -o) compile with it as --tune-file does */
+        /* measure and write the file, then (with -o) compile with it as --tune-file does;
+         * an output that cannot be written fails before the long measuring */
+        check_writable(a, c.tune_file);
+        if (c.out) check_writable(a, c.out);
         int rc = autotune_main(a, &c);
         if (rc || !c.out) {
             out_commit();
