@@ -1053,11 +1053,7 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     return b;
 }
 
-/* The pixels of a conv_channel_block kernel (nest n, channel block, o..., channels): the
- * last spatial loop jammed by a whole row, or the row cut in equal pieces of at most
- * block_pixels (the rest one narrower block). The vector loops inside are marked blocked
- * (block_list leaves them). */
-/* With a tuning, the pixels of a row block: the file's (clamped to the row), else in
+/* With a tuning, the pixels of a row block: the file's (clamped to the row and to px), else in
  * --autotune's build number `variant` the variant-th candidate: the cost model's `def`, then
  * the other blocks of up to px pixels (the register bound) from the cheapest predicted
  * (sched_tile.c's model of a row of w pixels by BLOCK_VECTORS vectors). */
@@ -1083,11 +1079,15 @@ static int64_t tuned_pixels(Program *p, Kernel *k, int64_t w, int64_t def, int64
         k->tune_kind = TUNE_PIXELS, k->tune_a = (int)c[v];
     }
     if (k->tune_kind != TUNE_PIXELS) return def;
-    int64_t cols = MIN(k->tune_a, w);
+    int64_t cols = MIN(MIN(k->tune_a, w), px);
     sched_note(p, k, "tuned(pixels %lld%s)", (long long)cols, k->tune_file ? ", file" : "");
     return cols;
 }
 
+/* The pixels of a conv_channel_block kernel (nest n, channel block, o..., channels): the
+ * last spatial loop jammed by a whole row, or the row cut in equal pieces of at most
+ * block_pixels (the rest one narrower block). The vector loops inside are marked blocked
+ * (block_list leaves them). */
 static void conv_pixel_tile(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 2];
     int r = 0;
