@@ -212,6 +212,8 @@ int autotune_main(Arena *a, Cli *c) {
     fprintf(f, "# target kernel-ops output signature choice  # kernel: each candidate's time (and the cost model's "
                "prediction)\n");
     bool any = false;
+    Report *report = c->report;     /* --report is of the compilation with -o afterwards */
+    c->report = NULL;
     for (int l = 0; l < n; l++) {
         if (host_runs(&host, &lv[l])) {
             tune_level(a, c, &lv[l], f, secs);
@@ -222,6 +224,7 @@ int autotune_main(Arena *a, Cli *c) {
         be_target_free(&lv[l]);
     }
     be_target_free(&host);
+    c->report = report;
     if (fclose(f)) die("out of memory");
     if (!any) fatal(NULL, "--autotune: this CPU runs none of the target's ISA levels");
     out_register(c->tune_file);

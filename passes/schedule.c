@@ -1053,7 +1053,7 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     return b;
 }
 
-/* With a tuning, the pixels of a row block: the file's (clamped to the row and to px), else in
+/* With a tuning, the pixels of a row block: the file's (clamped to 2 .. the row and px), else in
  * --autotune's build number `variant` the variant-th candidate: the cost model's `def`, then
  * the other blocks of up to px pixels (the register bound) from the cheapest predicted
  * (sched_tile.c's model of a row of w pixels by BLOCK_VECTORS vectors). */
@@ -1062,7 +1062,7 @@ static int64_t tuned_pixels(Program *p, Kernel *k, int64_t w, int64_t def, int64
         /* c[0] the default, then the others by predicted cost (ties: the longer block) */
         int64_t c[TUNE_CANDIDATES] = {def};
         int m = 1, v = p->tuning->variant;
-        for (int64_t n = 1; n <= MIN(px, w); n++) {
+        for (int64_t n = 2; n <= MIN(px, w); n++) {    /* 1 would be no block */
             if (n == def) continue;
             int64_t cost = tile_cost(w, BLOCK_VECTORS, (int)n, BLOCK_VECTORS);
             int at = m;
@@ -1079,7 +1079,7 @@ static int64_t tuned_pixels(Program *p, Kernel *k, int64_t w, int64_t def, int64
         k->tune_kind = TUNE_PIXELS, k->tune_a = (int)c[v];
     }
     if (k->tune_kind != TUNE_PIXELS) return def;
-    int64_t cols = MIN(MIN(k->tune_a, w), px);
+    int64_t cols = MAX(2, MIN(MIN(k->tune_a, w), px));   /* w >= 2 here */
     sched_note(p, k, "tuned(pixels %lld%s)", (long long)cols, k->tune_file ? ", file" : "");
     return cols;
 }

@@ -42,7 +42,14 @@ $ONNXCC --cpu native --name small $M -o $OUT/default.o
 cmp -s $OUT/default.o $OUT/forced.1.o && fail "forced: the object is the default one" || ok "forced: another object than the default"
 run "forced: schedule lines say tuned" sh -c "$ONNXCC --cpu native --tune-file $OUT/forced.tune --print-after=schedule $M -o /dev/null | grep -q 'tuned(.*file)'"
 
+# the smallest and largest numbers a file may hold, clamped to the loops
+sed -e 's/ pixels [0-9]*/ pixels 1/' -e 's/ tile [0-9]* [0-9]*/ tile 1 1/' $OUT/forced.tune >$OUT/small.tune
+sed -e 's/ pixels [0-9]*/ pixels 64/' -e 's/ tile [0-9]* [0-9]*/ tile 64 15/' $OUT/forced.tune >$OUT/large.tune
+
 # against the reference, at -O0 and -O2, each ISA level
+for f in small large; do
+    run "check $f -O2 --cpu native" $ONNXCC check --cpu native --atol 1e-4 --tune-file $OUT/$f.tune $M
+done
 for f in native forced; do
     for o in -O0 -O2; do
         run "check $f $o --cpu native" $ONNXCC check $o --cpu native --atol 1e-4 --tune-file $OUT/$f.tune $M
