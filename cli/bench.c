@@ -12,7 +12,8 @@
  * (2 per multiply-add) where it multiplies-adds, else GB/s over its params' bytes; % of peak
  * relates GFLOP/s to this core's FMA peak, measured in the same command (be_fma_peak).
  * Kernels are listed by time, the first --top of them (default TOP), then the rest as one line;
- * a name too long for its column keeps its head and its tail, where generated names differ. */
+ * a name too long for its column keeps its head and its tail, where generated names differ.
+ * With --tune-file, a kernel whose schedule the file chose is marked '*'. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,6 @@
 #include "cli.h"
 #include "../runtime/onnxcc_pool.h"
 
-/* runtime/model.h.in's */
-typedef void onnxcc_parallel_for(void *ctx, int n, void (*task)(void *arg, int i), void *arg);
-typedef int (*RunParFn)(const void *const *, void *const *, void *, onnxcc_parallel_for *, void *);
 
 enum { TOP = 20, NAME_MIN = 32, NAME_MAX = 48 };
 
@@ -73,18 +71,9 @@ static void fill_random(const Buf *b, void *dst) {
     }
 }
 
-typedef struct Bench {
-    Program *p;
-    RunFn run;
-    RunParFn run_par;               /* NAME_run_par with --threads N > 1, else NULL */
-    onnxcc_pool *pool;
-    const void **in;
-    void **out;
-    void *arena;
-} Bench;
 
 /* Compile for the host (profiled or not) and load. Each compilation needs a fresh graph. */
-static Bench build(Arena *a, Cli *c, const Target *t, bool profile) {
+Bench bench_build(Arena *a, Cli *c, const Target *t, bool profile) {
     Graph *g = fe_load_model(a, c->model);
     g->name = (char *)(c->name ? c->name : cli_identifier(a, c->model));
     Build bl;
@@ -100,7 +89,7 @@ static Bench build(Arena *a, Cli *c, const Target *t, bool profile) {
 }
 
 /* Inputs from DATA_SET_DIR/input_K.pb, or random; outputs and arena zeroed. */
-static void prepare(Arena *a, Bench *b, const char *dir) {
+void bench_prepare(Arena *a, Bench *b, const char *dir) {
     Program *p = b->p;
     b->in = ARENA_ARRAY(a, const void *, p->ninputs + 1);
     b->out = ARENA_ARRAY(a, void *, p->noutputs + 1);
@@ -135,7 +124,6 @@ static int cmp_double(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-typedef struct Timing { double median, min, mean; int n; } Timing;
 
 static double median(double *x, int n) {
     qsort(x, (size_t)n, sizeof *x, cmp_double);
@@ -169,7 +157,7 @@ static Timing time_runs(const Bench *b, double seconds) {
  * interrupt say, moves no median). Ticks become microseconds at the rate that makes the median
  * run's total ticks its median wall time. Returns false if the counters did not move (no cycle
  * counter on this host). */
-static bool profile_runs(const Bench *b, uint64_t *counters, double seconds, double *us, Timing *tm) {
+bool bench_profile_runs(const Bench *b, uint64_t *counters, double seconds, double *us, Timing *tm) {
     int nk = b->p->nkernels;
     double t0 = now_s();
     for (int k = 0; k < 3 || now_s() - t0 < seconds / 10; k++) run_once(b);
@@ -263,17 +251,17 @@ int bench_main(Arena *a, Cli *c) {
     onnxcc_pool *pool = NULL;
     if (c->threads > 1 && !(pool = onnxcc_pool_new(c->threads))) fatal(NULL, "--threads %d: cannot start threads", c->threads);
 
-    Bench b = build(a, c, &t, false);
+    Bench b = bench_build(a, c, &t, false);
     b.pool = pool;
     Program *p = b.p;
     if (c->report) report_program(c->report, p, &t, c->o.opt_level);
-    prepare(a, &b, dir);
+    bench_prepare(a, &b, dir);
     double peak = be_fma_peak(&t, secs / 10 < 0.05 ? secs / 10 : 0.05);
     Timing plain = time_runs(&b, secs);
 
     int64_t macs = 0, bytes = 0;
     Row *rows = ARENA_ARRAY(a, Row, p->nkernels + 1);
-    Bench pb = build(a, c, &t, true);
+    Bench pb = bench_build(a, c, &t, true);
     pb.pool = pool;
     if (pb.p->nkernels != p->nkernels) die("the instrumented build has other kernels");
     pb.in = b.in, pb.out = b.out;
@@ -282,7 +270,7 @@ int bench_main(Arena *a, Cli *c) {
     if (!counters) die("the instrumented object has no %s_profile", pb.p->name);
     double *kus = ARENA_ARRAY(a, double, p->nkernels + 1);
     Timing prof;
-    bool ticks = profile_runs(&pb, counters, secs, kus, &prof);
+    bool ticks = bench_profile_runs(&pb, counters, secs, kus, &prof);
     for (int i = 0; i < pb.p->nkernels; i++) {
         Row *r = &rows[i];
         r->k = pb.p->kernels[i];
@@ -306,6 +294,11 @@ int bench_main(Arena *a, Cli *c) {
            peak > 0 ? 100 * 2e-3 * (double)macs / plain.median / peak : 0.0);
     printf("instrumented build: median %.2f us (%d runs)%s\n", prof.median, prof.n,
            ticks ? "" : "; no cycle counter on this host, kernel times unknown");
+    if (c->tune_file) {
+        int tuned = 0;
+        for (int i = 0; i < p->nkernels; i++) tuned += rows[i].k->tune_file;
+        printf("tuning: %s, the schedule of %d kernel%s (marked *)\n", c->tune_file, tuned, tuned == 1 ? "" : "s");
+    }
     qsort(rows, (size_t)p->nkernels, sizeof *rows, by_time);
     int top = c->top < 0 ? TOP : c->top == 0 ? p->nkernels : c->top;
     int shown = p->nkernels < top ? p->nkernels : top, w = NAME_MIN;
@@ -317,8 +310,8 @@ int bench_main(Arena *a, Cli *c) {
     double total = 0;
     for (int i = 0; i < p->nkernels; i++) total += rows[i].us;
     for (int i = 0; i < shown; i++)
-        print_row(a, w, rows[i].k->name, rows[i].k->ops ? rows[i].k->ops : "", rows[i].us, total,
-                  rows[i].macs, rows[i].bytes, peak);
+        print_row(a, w, rows[i].k->tune_file ? arena_printf(a, "*%s", rows[i].k->name) : rows[i].k->name,
+                  rows[i].k->ops ? rows[i].k->ops : "", rows[i].us, total, rows[i].macs, rows[i].bytes, peak);
     if (p->nkernels > shown) {
         double us = 0;
         int64_t m = 0, by = 0;

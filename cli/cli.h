@@ -30,6 +30,8 @@ typedef struct Cli {
     const char *report_path;        /* --report FILE.html */
     const char *report_counts;      /* --report-counts FILE: a firmware run's counts */
     Report *report;                 /* made from it by main() */
+    bool autotune;                  /* --autotune: measure candidates, write --tune-file */
+    const char *tune_file;          /* --tune-file FILE */
 } Cli;
 
 /* A C identifier from a path's base name without extension: "models/my-net.onnx" -> "my_net". */
@@ -54,6 +56,32 @@ RunFn cli_load(Build *b, int opt_level, bool profile);
 int check_main(Arena *a, Cli *c);
 /* `onnxcc bench`: returns the exit status. */
 int bench_main(Arena *a, Cli *c);
+/* What bench runs, which --autotune (cli/tune.c) runs too. */
+typedef struct onnxcc_pool onnxcc_pool;
+/* runtime/model.h.in's */
+typedef void onnxcc_parallel_for(void *ctx, int n, void (*task)(void *arg, int i), void *arg);
+typedef int (*RunParFn)(const void *const *, void *const *, void *, onnxcc_parallel_for *, void *);
+typedef struct Bench {
+    Program *p;
+    RunFn run;
+    RunParFn run_par;               /* NAME_run_par with --threads N > 1, else NULL */
+    onnxcc_pool *pool;
+    const void **in;
+    void **out;
+    void *arena;
+} Bench;
+typedef struct Timing { double median, min, mean; int n; } Timing;
+/* Compile c's model for t (profiled or not) and load it. */
+Bench bench_build(Arena *a, Cli *c, const Target *t, bool profile);
+/* Inputs from DATA_SET_DIR/input_K.pb, or random (a fixed seed); outputs and arena zeroed. */
+void bench_prepare(Arena *a, Bench *b, const char *dir);
+/* Runs an instrumented build for `seconds`: us[k] the median time of kernel k per run
+ * (us[nkernels] the total); false if there is no cycle counter. */
+bool bench_profile_runs(const Bench *b, uint64_t *counters, double seconds, double *us, Timing *tm);
+/* `onnxcc --autotune` (cli/tune.c): returns the exit status. */
+int autotune_main(Arena *a, Cli *c);
+/* --tune-file FILE (cli/tune.c): read and parse (passes/tune.c); user errors end the run. */
+struct Tuning *tune_load(Arena *a, const char *path);
 
 /* --report FILE.html (report.c): made by main(); cli_compile attaches it to the first
  * compilation (its ONNX nodes and the pipeline's pass hook); report_program keeps the program

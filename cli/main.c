@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../passes/tune.h"
 
 #define ONNXCC_VERSION "0.1"
 
@@ -102,10 +103,19 @@ static const char options_text2[] =
     "                        memory report: flash, arena, stack, multiply-accumulates\n"
     "  --rtol X  --atol X    check: tolerances, |got - want| <= atol + rtol*|want|\n"
     "                        (default 1e-3 and 1e-7)\n"
-    "  --seconds S           bench: time runs for S seconds (default 1)\n"
+    "  --seconds S           bench: time runs for S seconds (default 1); --autotune: time\n"
+    "                        each candidate for S seconds a round (default 0.2)\n"
     "  --isa N               check, bench: run ISA level N of a dispatching object (0: the\n"
     "                        x86-64-v3 baseline) instead of the best this CPU has\n"
     "  --threads N           bench: run NAME_run_par on a pool of N threads (runtime/onnxcc_pool.c)\n"
+    "  --autotune            with --tune-file FILE: time the best candidate schedules of each\n"
+    "                        kernel (the cost model's first) on this machine, in rounds of\n"
+    "                        --seconds each, for --cpu's target or each ISA\n"
+    "                        level of a default object this CPU runs; write the fastest to FILE;\n"
+    "                        with -o, then compile with it. Progress on stderr\n"
+    "  --tune-file FILE      take each kernel's schedule from FILE (written by --autotune;\n"
+    "                        keyed by target and kernel signature) where it has one: builds\n"
+    "                        are deterministic and quick; bench marks those kernels with *\n"
     "  --top N               bench: list the N slowest kernels one per row, the rest as one\n"
     "                        line (default 20; 0: all of them)\n"
     "  -h, --help            this text\n"
@@ -321,6 +331,8 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
     else if (strcmp(arg, "--sanitize-thread") == 0) c->tsan = true;
     else if (strcmp(arg, "--split-all") == 0) c->o.split_all = true;
+    else if (strcmp(arg, "--autotune") == 0) c->autotune = true;
+    else if ((v = opt_value("--tune-file", argc, argv, i))) c->tune_file = v;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;
     else if ((v = opt_value("--header", argc, argv, i))) c->header = v;
     else if ((v = opt_value("--weights-section", argc, argv, i))) c->weights_section = v;
@@ -446,6 +458,7 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
         os[l].vector_bytes = b->t[l].vector_bytes;
         os[l].arena_align = b->t[l].arena_align;
         os[l].level = b->n > 1 ? b->t[l].isa : NULL;
+        os[l].tune_target = tune_target(g->arena, b->t[l].triple, b->t[l].isa);
     }
     g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
     run_pipeline_levels(g, os, b->n, b->p);
@@ -610,6 +623,24 @@ int main(int argc, char **argv) {
         c.report = report_new(a, c.report_path, check ? "check" : bench ? "bench" : "compile", c.model);
         if (c.report_counts) report_counts(c.report, c.report_counts);
     } else if (c.report_counts) usage("--report-counts needs --report");
+    if (c.autotune && (check || bench || c.run_pass))
+        usage("--autotune is an option of the compiling command, not of %s", check || bench ? argv[1] : "--run-pass");
+    if (c.autotune && !c.tune_file) usage("--autotune needs --tune-file FILE, where it writes what it measured");
+    if (c.autotune && c.triple) usage("--autotune measures on this machine: --target is not allowed");
+    if (c.tune_file && c.run_pass) usage("--tune-file is not an option of --run-pass");
+    if (c.autotune) {
+        /* measure and write the file, then (with -o) compile with it as --tune-file does;
+         * an output that cannot be written fails before the long measuring */
+        check_writable(a, c.tune_file);
+        if (c.out) check_writable(a, c.out);
+        int rc = autotune_main(a, &c);
+        if (rc || !c.out) {
+            out_commit();
+            arena_free(a);
+            return rc;
+        }
+    }
+    if (c.tune_file) c.o.tuning = tune_load(a, c.tune_file);
     int rc = check ? check_main(a, &c) : bench ? bench_main(a, &c) : c.run_pass ? run_pass_main(a, &c) : compile_main(a, &c);
     arena_free(a);
     return rc;

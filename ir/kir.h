@@ -237,6 +237,13 @@ typedef struct Kernel {
     KernelCtl ctl;                  /* KCTL_NONE for a kernel that computes */
     Buf *counter, *trip, *cond;     /* control kernels (above) */
     int64_t ntrip, max;
+    /* the schedule's tunable candidate (passes/tune.h): the kernel's signature (0: none), the
+     * candidate taken (TuneKind, 0: none yet), its cost predicted by passes/sched_tile.c's model
+     * (of the first loop it tiles; -1: none), and whether a tuning file chose it */
+    uint64_t tune_sig;
+    int tune_kind, tune_a, tune_b;
+    int64_t tune_cost;
+    bool tune_file;
 } Kernel;
 
 typedef struct Program {
@@ -261,6 +268,8 @@ typedef struct Program {
     bool split_all;                 /* --split-all (tests): parallelize ignores the work thresholds */
     bool ram_first;                 /* --max-arena found the default arena too big: passes that trade
                                        RAM against flash or time take the smaller arena (fuse) */
+    const struct Tuning *tuning;    /* --tune-file / --autotune (passes/tune.h), or NULL */
+    const char *tune_target;        /* the target part of the tuning keys ("TRIPLE:ISA") */
     int64_t flash_size, stack_size; /* of the emitted object, -1 unknown (backend/facts.c) */
     /* where the constant tensors (the weights) go (backend/weights.c): NULL and false keep them
      * in the object's read-only data; weights_section names the section they go to; with

@@ -32,9 +32,12 @@
  * cheaper) ran 5-10% slower: the latency term overrates a narrow rest block, whose chains
  * the core overlaps with the next block's. So at this margin the default moves only where
  * the hand-written tile is far off (few rows or vectors, a rest block as large as the main
- * one); ranking the rest is --autotune's job (not written yet). When it does move, the
+ * one); ranking the rest is --autotune's job: tile_rank lists the model's choice and the
+ * cheapest others, which it measures (passes/tune.c, cli/tune.c). When it does move, the
  * schedule line says so, with the model's inputs and both costs:
  * `tile(rows 8, vecs 3, regs 16: 8x1 54 < 6x2 72)`. */
+#include <stdbool.h>
+
 #include "sched_tile.h"
 
 enum { FMA_PER_CYCLE = 2, LOADS_PER_CYCLE = 2, FMA_LATENCY = 4, MARGIN_PCT = 25 };
@@ -55,18 +58,45 @@ int64_t tile_cost(int64_t rows, int64_t vecs, int mr, int u) {
     return c;
 }
 
+/* Whether x ranks before y: the cheaper; among equals the one with more accumulators, then
+ * more rows. */
+static bool before(TileChoice x, TileChoice y) {
+    return x.cost < y.cost || (x.cost == y.cost && (x.mr * x.u > y.mr * y.u || (x.mr * x.u == y.mr * y.u && x.mr > y.mr)));
+}
+
+static bool in_space(const TileSpace *s, int mr, int u) {
+    return mr * u + u + 2 <= s->regs && s->body_nodes * mr * u <= s->max_nodes;
+}
+
 TileChoice tile_choose(const TileSpace *s, TileChoice today) {
     TileChoice best = today;
     if (s->rows < 1 || s->vecs < 1 || today.mr < 1 || today.u < 1) return today;
     best.cost = today.cost = tile_cost(s->rows, s->vecs, today.mr, today.u);
     for (int u = 1; u <= s->max_u && u <= s->vecs; u++)
         for (int mr = 1; mr <= s->max_rows && mr <= s->rows; mr++) {
-            if (mr * u + u + 2 > s->regs || s->body_nodes * mr * u > s->max_nodes) continue;
-            int64_t c = tile_cost(s->rows, s->vecs, mr, u);
-            /* the cheapest; among equals the one with more accumulators, then more rows */
-            if (c < best.cost || (c == best.cost && (mr * u > best.mr * best.u || (mr * u == best.mr * best.u && mr > best.mr))))
-                best = (TileChoice){mr, u, c};
+            TileChoice c = {mr, u, tile_cost(s->rows, s->vecs, mr, u)};
+            if (in_space(s, mr, u) && before(c, best)) best = c;
         }
     if (best.cost * 100 >= today.cost * (100 - MARGIN_PCT)) return today;
     return best;
+}
+
+int tile_rank(const TileSpace *s, TileChoice today, TileChoice *out, int max) {
+    if (max < 1) return 0;
+    out[0] = tile_choose(s, today);
+    if (s->rows < 1 || s->vecs < 1 || today.mr < 1 || today.u < 1) return 1;
+    int n = 1;
+    for (int u = 1; u <= s->max_u && u <= s->vecs; u++)
+        for (int mr = 1; mr <= s->max_rows && mr <= s->rows; mr++) {
+            TileChoice c = {mr, u, tile_cost(s->rows, s->vecs, mr, u)};
+            if (!in_space(s, mr, u) || (mr == out[0].mr && u == out[0].u)) continue;
+            /* insertion into out[1..n), kept sorted, at most max */
+            int at = n;
+            while (at > 1 && before(c, out[at - 1])) at--;
+            if (at >= max) continue;
+            for (int i = n < max - 1 ? n : max - 1; i > at; i--) out[i] = out[i - 1];
+            out[at] = c;
+            if (n < max) n++;
+        }
+    return n;
 }

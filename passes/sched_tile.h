@@ -25,5 +25,8 @@ int64_t tile_cost(int64_t rows, int64_t vecs, int mr, int u);
 /* The cheapest candidate of the space, or `today` (the hand-written choice, always a
  * candidate) unless another is predicted clearly cheaper; cost filled in either way. */
 TileChoice tile_choose(const TileSpace *s, TileChoice today);
+/* The candidates --autotune measures: out[0] = tile_choose's, then the others of the space
+ * from the cheapest predicted, at most max in all; returns how many. */
+int tile_rank(const TileSpace *s, TileChoice today, TileChoice *out, int max);
 
 #endif

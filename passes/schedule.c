@@ -74,6 +74,7 @@
 #include "loops.h"
 #include "pipeline.h"
 #include "sched_tile.h"
+#include "tune.h"
 
 /* The register block of a target without float vectors: SCALAR_COPIES (at most) side by side
  * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
@@ -1056,6 +1057,37 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     return b;
 }
 
+/* With a tuning, the pixels of a row block: the file's (clamped to 2 .. the row and px), else in
+ * --autotune's build number `variant` the variant-th candidate: the cost model's `def`, then
+ * the other blocks of up to px pixels (the register bound) from the cheapest predicted
+ * (sched_tile.c's model of a row of w pixels by BLOCK_VECTORS vectors). */
+static int64_t tuned_pixels(Program *p, Kernel *k, int64_t w, int64_t def, int64_t px) {
+    if (k->tune_kind == TUNE_NONE) {
+        /* c[0] the default, then the others by predicted cost (ties: the longer block) */
+        int64_t c[TUNE_CANDIDATES] = {def};
+        int m = 1, v = p->tuning->variant;
+        for (int64_t n = 2; n <= MIN(px, w); n++) {    /* 1 would be no block */
+            if (n == def) continue;
+            int64_t cost = tile_cost(w, BLOCK_VECTORS, (int)n, BLOCK_VECTORS);
+            int at = m;
+            while (at > 1 && (cost < tile_cost(w, BLOCK_VECTORS, (int)c[at - 1], BLOCK_VECTORS) ||
+                              (cost == tile_cost(w, BLOCK_VECTORS, (int)c[at - 1], BLOCK_VECTORS) && n > c[at - 1])))
+                at--;
+            if (at >= TUNE_CANDIDATES) continue;
+            for (int i = MIN(m, TUNE_CANDIDATES - 1); i > at; i--) c[i] = c[i - 1];
+            c[at] = n;
+            if (m < TUNE_CANDIDATES) m++;
+        }
+        k->tune_kind = TUNE_DEFAULT;
+        if (v <= 0 || v >= m) return def;
+        k->tune_kind = TUNE_PIXELS, k->tune_a = (int)c[v];
+    }
+    if (k->tune_kind != TUNE_PIXELS) return def;
+    int64_t cols = MAX(2, MIN(MIN(k->tune_a, w), px));   /* w >= 2 here */
+    sched_note(p, k, "tuned(pixels %lld%s)", (long long)cols, k->tune_file ? ", file" : "");
+    return cols;
+}
+
 /* The pixels of a conv_channel_block kernel (nest n, channel block, o..., channels): the
  * last spatial loop jammed by a whole row, or the row cut in equal pieces of at most
  * block_pixels (the rest one narrower block). The vector loops inside are marked blocked
@@ -1069,6 +1101,8 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
     Stmt **col = nest[r - 2], *c = *col;
     int64_t w = trips(c), px = block_pixels(p), pieces = (w + px - 1) / px, cols = (w + pieces - 1) / pieces;
     if (w < 2 || !iterations_independent(p, k, c) || !body_private(p, k, c)) return;
+    if (p->tuning) cols = tuned_pixels(p, k, w, cols, px);
+    if (k->tune_cost < 0) k->tune_cost = tile_cost(w, BLOCK_VECTORS, (int)cols, BLOCK_VECTORS);
     Stmt *main = loop_jam(p, k, col, (int)cols);
     mark_blocked(main->body);
     if (main->next == c) {
@@ -1340,6 +1374,27 @@ static void set_tile_u(Stmt *s, int u) {
     }
 }
 
+/* With a tuning (--tune-file, --autotune), the register tile of a kernel's blocked loop:
+ * the file's (every blocked loop of the kernel takes its rows and vectors, clamped to the
+ * loop and the body's size), else in --autotune's build number `variant` the variant-th of
+ * the first loop's candidates (tile_rank), which the kernel's other loops then take as a
+ * file's; variant 0, fewer candidates or a file's `default` keep the cost model's `def`.
+ * The candidate is noted on the kernel (Kernel.tune_kind), for --autotune to write. */
+static TileChoice tuned_tile(Program *p, Kernel *k, const TileSpace *sp, TileChoice def, TileChoice today) {
+    if (k->tune_kind == TUNE_NONE) {
+        TileChoice c[TUNE_CANDIDATES];
+        int n = tile_rank(sp, today, c, TUNE_CANDIDATES), v = p->tuning->variant;
+        k->tune_kind = TUNE_DEFAULT;
+        if (v <= 0 || v >= n) return def;
+        k->tune_kind = TUNE_TILE, k->tune_a = c[v].mr, k->tune_b = c[v].u;
+    }
+    if (k->tune_kind != TUNE_TILE) return def;
+    int64_t mr = MIN(MIN(k->tune_a, sp->rows), 64), u = MAX(1, MIN(k->tune_b, MAX(sp->vecs, 1)));
+    while (mr > 1 && sp->body_nodes * mr * u > sp->max_nodes) mr--;
+    sched_note(p, k, "tuned(tile %lld %lld%s)", (long long)mr, (long long)u, k->tune_file ? ", file" : "");
+    return (TileChoice){(int)mr, (int)u, tile_cost(sp->rows, sp->vecs, (int)mr, (int)u)};
+}
+
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
 static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
@@ -1363,7 +1418,11 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     TileSpace sp = {trips(l), trips(inner) / lanes(p, k), vregs(p), MAX_ROWS, vregs(p) >= 32 ? 4 : 2,
                     stmt_size(l->body), MAX_JAM_NODES};
     TileChoice t = tile_choose(&sp, (TileChoice){(int)v, u, 0});
-    if (t.mr != v || t.u != u) {
+    if (p->tuning) t = tuned_tile(p, k, &sp, t, (TileChoice){(int)v, u, 0});
+    if (k->tune_cost < 0) k->tune_cost = t.cost;
+    if (k->tune_kind == TUNE_TILE) {
+        if (t.u != u) set_tile_u(l->body, t.u);
+    } else if (t.mr != v || t.u != u) {
         sched_note(p, k, "tile(rows %lld, vecs %lld, regs %d: %dx%d %lld < %lldx%d %lld)", (long long)sp.rows,
                    (long long)sp.vecs, sp.regs, t.mr, t.u, (long long)t.cost, (long long)v, u,
                    (long long)tile_cost(sp.rows, sp.vecs, (int)v, u));
@@ -1612,6 +1671,15 @@ static void row_jam(Program *p, Kernel *k, Stmt **at) {
 void schedule(Program *p) {
     if (p->opt_level < 2) return;
     int64_t macs = 0;
+    for (int i = 0; i < p->nkernels; i++) {
+        /* a kernel's key in tuning files: what it computes before the schedule changes it */
+        Kernel *k = p->kernels[i];
+        bool tunable = p->tuning && !k->dead && k->ctl == KCTL_NONE && k->kclass == KC_CONTRACTION;
+        k->tune_sig = tunable ? tune_signature(k) : 0;
+        k->tune_kind = TUNE_NONE, k->tune_cost = -1, k->tune_file = false;
+        const TuneEntry *e = tune_find(p->tuning, p->tune_target, k);
+        if (e) k->tune_kind = (int)e->kind, k->tune_a = e->a, k->tune_b = e->b, k->tune_file = true;
+    }
     for (int i = 0; i < p->nkernels; i++)
         if (!p->kernels[i]->dead) {
             mark_reductions(p->kernels[i]->body);

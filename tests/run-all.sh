@@ -2,7 +2,8 @@
 # tests/run-all.sh - `make test`: every test of onnxcc, in order
 #   unit tests (tests/unit/test_*.c: IR and passes), tests/passes.sh (single passes, text in,
 #   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
-#   (convolutions with constant weights against numpy), tests/rnn.sh (RNN/GRU/LSTM against
+#   (convolutions with constant weights against numpy), tests/tune.sh (--autotune and
+#   --tune-file: round trip, determinism, reference, malformed files), tests/rnn.sh (RNN/GRU/LSTM against
 #   numpy), tests/opsets.sh (opsets 19 to 26 against numpy), tests/strings.sh (string models
 #   against Python references), tests/random.sh (the random ops' distributions against
 #   numpy's), tests/cli.sh (command line and error paths), tests/report.sh (--report's pages,
@@ -119,6 +120,7 @@ if [ -n "$SANITIZE" ]; then CC="$CC $SAN"; export CC; fi
 runner passes sh tests/passes.sh
 runner kir-passes sh tests/kir-passes.sh
 runner convs sh tests/convs.sh
+runner tune sh tests/tune.sh
 runner rnn sh tests/rnn.sh
 runner opsets sh tests/opsets.sh
 runner strings sh tests/strings.sh
