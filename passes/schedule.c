@@ -802,6 +802,8 @@ static bool channelwise_layout(Program *p, Kernel *k) {
     return true;
 }
 
+static bool has_conds(const Stmt *s);
+
 static Buf *conv_layout(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
@@ -823,7 +825,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     bool wide = can && !cl && o.col_last && taps <= WIDTH_TAPS && o.stride <= STRIDE_LOADS &&
                 trips(col) >= 2 * lanes(p, k);
     bool cm = can && !wide && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
-    bool border_cm = can && !cm && p->vector_bytes >= 16;
+    bool border_cm = can && !cm && p->vector_bytes >= 16 && has_conds(k->body);
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
         int wr = o.b->rank;
