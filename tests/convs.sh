@@ -4,7 +4,8 @@
 # BatchNormalizations whose operands are of several float types (gen_bn.py), ConvTransposes over
 # their attributes (gen_convtranspose.py: strides, dilations, groups, output_padding, 1-D to 3-D,
 # fused epilogues), nearest Resizes with integral factors (gen_resize.py: the repeated form,
-# with and without a fused Add, next to dims that keep their tables), DepthToSpace and
+# with and without a fused Add, next to dims that keep their tables; linear along several
+# dims), DepthToSpace and
 # SpaceToDepth (gen_d2s.py: blocks of 2 to 5, DCR and CRD, a fused Relu), checked with
 # `onnxcc check` at -O0 and -O2, and on an AVX-512 host -O2
 # --cpu native and -O2 --isa 0 (the x86-64-v3 level of the default dispatching object, which
