@@ -5,11 +5,10 @@
 # their attributes (gen_convtranspose.py: strides, dilations, groups, output_padding, 1-D to 3-D,
 # fused epilogues), nearest Resizes with integral factors (gen_resize.py: the repeated form,
 # with and without a fused Add, next to dims that keep their tables; linear along several
-# dims), DepthToSpace and
-# SpaceToDepth (gen_d2s.py: blocks of 2 to 5, DCR and CRD, a fused Relu), checked with
-# `onnxcc check` at -O0 and -O2, and on an AVX-512 host -O2
-# --cpu native and -O2 --isa 0 (the x86-64-v3 level of the default dispatching object, which
-# -O2 alone does not run there). These
+# dims), DepthToSpace and SpaceToDepth (gen_d2s.py: blocks of 2 to 5, DCR and CRD, a fused
+# Relu), checked with `onnxcc check` at -O0 and -O2, and on an AVX-512 host -O2 --cpu native
+# and -O2 --isa 0 (the x86-64-v3 level of the default dispatching object, which -O2 alone
+# does not run there). These
 # reach the weight re-layouts of passes/ops/conv.c and matmul.c, which the ONNX test data
 # (weights as graph inputs) does not.
 # atol 1e-4: the reference sums in float64, the compiled code in float32.
