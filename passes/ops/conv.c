@@ -289,33 +289,55 @@ static Buf *phase_weights(Lower *L, Node *n, const Buf *wt, const Phase *ph, int
 /* The kernel that interleaves the phases' results into y: for each phase with outputs,
  * y[n, m, q*s + r...] = its result at [n, m, q...] (the bias, or 0, for a phase with no
  * taps). Every element of y is stored once, so an elementwise consumer (BatchNormalization,
- * an activation, a residual Add) fuses into it (passes/fuse.c). */
+ * an activation, a residual Add) fuses into it (passes/fuse.c). The phases that differ only
+ * along the last dim share one nest when they have as many outputs there, their stores side
+ * by side: each line of y is then written whole while it is in L1 (nest by nest, the lines
+ * of an output larger than the L2 were read for ownership and written back once per phase),
+ * and the backend's strided vector stores of one iteration fill whole vectors. */
 static void interleave(Lower *L, Node *n, const Window *tw, const Phase *phs, Buf **res, int nph,
                        Buf *b, Buf *y) {
     Program *p = L->p;
     Buf **ins = ARENA_ARRAY(p->arena, Buf *, nph + 1);
-    int nin = 0;
+    int nin = 0, last = tw->nsp - 1;
     for (int i = 0; i < nph; i++)
         if (res[i]) ins[nin++] = res[i];
     if (b) ins[nin++] = b;
     Kernel *k = lower_kernel(L, n, KC_COPY, nin, ins, y, NULL, NULL);
     Stmt *body = NULL;
-    for (int ph = 0; ph < nph; ph++) {
-        if (!phase_outputs(&phs[ph])) continue;
+    int64_t sl = tw->s[last];
+    for (int ph = 0; ph < nph;) {
+        /* phases ph .. ph+cnt-1 in one nest: a run along the last dim with equal extents */
+        int cnt = 1;
+        if (ph % sl == 0)
+            while (cnt < sl && phase_outputs(&phs[ph]) && phase_outputs(&phs[ph + cnt]) &&
+                   phs[ph + cnt].w.out[last] == phs[ph].w.out[last])
+                cnt++;
+        if (cnt < sl) cnt = 1;
+        if (!phase_outputs(&phs[ph])) {
+            ph++;
+            continue;
+        }
         int v[MAX_RANK];
         int64_t dims[MAX_RANK] = {y->dims[0], y->dims[1]};
-        Expr *qi[MAX_RANK], *yi[MAX_RANK];
+        Expr *qi[MAX_RANK];
         lower_vars(k, y->rank, v);
         lower_var_idx(p, y->rank, v, qi);
-        yi[0] = qi[0];
-        yi[1] = qi[1];
-        for (int i = 0; i < tw->nsp; i++) {
-            dims[2 + i] = phs[ph].w.out[i];
-            yi[2 + i] = kx_addc(p, kx_mul(p, qi[2 + i], tw->s[i]), phs[ph].r[i]);
+        for (int i = 0; i < tw->nsp; i++) dims[2 + i] = phs[ph].w.out[i];
+        Stmt *stores = NULL;
+        for (int c = ph; c < ph + cnt; c++) {
+            Expr *yi[MAX_RANK], *li[MAX_RANK];
+            for (int d = 0; d < y->rank; d++) li[d] = kx_clone(p, qi[d]);
+            yi[0] = kx_clone(p, qi[0]);
+            yi[1] = kx_clone(p, qi[1]);
+            for (int i = 0; i < tw->nsp; i++)
+                yi[2 + i] = kx_addc(p, kx_mul(p, kx_clone(p, qi[2 + i]), tw->s[i]), phs[c].r[i]);
+            Expr *val = res[c] ? kx_load(p, res[c], li) : b ? kx_load(p, b, &li[1]) : kx_const(p, y->dtype, 0);
+            Stmt *st = ks_store(p, y, yi, val);
+            stores = stores ? ks_seq(stores, st) : st;
         }
-        Expr *val = res[ph] ? kx_load(p, res[ph], qi) : b ? kx_load(p, b, &qi[1]) : kx_const(p, y->dtype, 0);
-        Stmt *nest = lower_wrap(p, y->rank, dims, v, ks_store(p, y, yi, val));
+        Stmt *nest = lower_wrap(p, y->rank, dims, v, stores);
         body = body ? ks_seq(body, nest) : nest;
+        ph += cnt;
     }
     k->body = body;
 }

@@ -4,6 +4,8 @@
 Writes each model as OUTDIR/NAME/model.onnx (generated, never committed):
   with PyTorch (Debian's python3-torch and python3-torchvision; tests/bench/models.py):
     resnet18, mobilenetv2, transformer, lstm, kws, mlp   public architectures, random weights;
+    unet, fpn, hifigan   decoders: a small U-Net, an FPN text-detection head (DBNet-style),
+                         a HiFi-GAN-style ConvTranspose1d generator;
   always (onnx helpers):
     sgemm512  C = A B with A and B 512x512 float inputs: a GEMM with both operands given at
               run time, as BLAS's SGEMM takes them (no side can pack B ahead of time);
@@ -171,7 +173,7 @@ def main():
     except ImportError as e:
         torch_models = None
         print("gen.py: no PyTorch (%s): ResNet-18, MobileNetV2, the transformer layer, the LSTM, "
-              "the KWS CNN and the MLP are left out; convnet stands in" % e, file=sys.stderr)
+              "the KWS CNN, the MLP and the decoders are left out; convnet stands in" % e, file=sys.stderr)
     paths = {}
     generated = [("floor", floor), ("sgemm512", sgemm512), ("mlp1024", mlp1024)]
     if not torch_models:

@@ -13,7 +13,19 @@ static shapes at opset 17 (the newest Debian's onnx 1.12 knows):
   kws          a DS-CNN keyword spotter (Zhang et al., "Hello Edge", 2017): a 10x4 conv with 64
                channels over a 49x10 MFCC map, four depthwise-separable blocks, average pool,
                12 classes
-  mlp          784-256-128-10 with ReLU (an MNIST MLP)"""
+  mlp          784-256-128-10 with ReLU (an MNIST MLP)
+decoders (issue 19: the upsampling half of segmentation, detection and audio models):
+  unet         a small U-Net, 1x3x128x128: three conv-BN-ReLU stages of 16, 32 and 64 channels
+               with max pools, then two ConvTranspose 2x2 stride-2 upsamplings, each
+               concatenated with its skip and convolved, a 1x1 head
+  fpn          an FPN text-detection head (DBNet-style), 1x3x256x256: a strided conv backbone
+               (/4 to /32), 1x1 laterals to 64 channels, nearest Resize x2 + Add top-down,
+               3x3 smoothing, the levels resized to /4 and concatenated, then conv-BN-ReLU,
+               two ConvTranspose 2x2 stride-2 (64 -> 64 with BN-ReLU, 64 -> 1) and a Sigmoid
+  hifigan      a HiFi-GAN-style generator (Kong et al., 2020), an 80x32 mel map: conv 80 -> 128,
+               then ConvTranspose1d upsamplings x8, x8, x2, x2 (kernel twice the stride)
+               halving the channels, each followed by a residual block of dilated k3 Conv1d
+               (dilations 1, 3, 5) with LeakyReLU, a k7 conv to 1 channel and Tanh"""
 import torch
 import torchvision
 from torch import nn
@@ -64,8 +76,96 @@ def mlp():
     return net, (torch.randn(1, 784),)
 
 
+class Unet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.e1 = nn.Sequential(*conv_bn(3, 16, 3, padding=1), *conv_bn(16, 16, 3, padding=1))
+        self.e2 = nn.Sequential(*conv_bn(16, 32, 3, padding=1), *conv_bn(32, 32, 3, padding=1))
+        self.e3 = nn.Sequential(*conv_bn(32, 64, 3, padding=1), *conv_bn(64, 64, 3, padding=1))
+        self.pool = nn.MaxPool2d(2)
+        self.u2 = nn.ConvTranspose2d(64, 32, 2, 2)
+        self.d2 = nn.Sequential(*conv_bn(64, 32, 3, padding=1))
+        self.u1 = nn.ConvTranspose2d(32, 16, 2, 2)
+        self.d1 = nn.Sequential(*conv_bn(32, 16, 3, padding=1))
+        self.head = nn.Conv2d(16, 1, 1)
+
+    def forward(self, x):
+        a = self.e1(x)
+        b = self.e2(self.pool(a))
+        c = self.e3(self.pool(b))
+        d = self.d2(torch.cat([self.u2(c), b], 1))
+        return self.head(self.d1(torch.cat([self.u1(d), a], 1)))
+
+
+def unet():
+    return Unet(), (torch.randn(1, 3, 128, 128),)
+
+
+class Fpn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        chans = (16, 32, 64, 128, 256)
+        self.stem = nn.Sequential(*conv_bn(3, chans[0], 3, 2, 1))
+        self.stages = nn.ModuleList(nn.Sequential(*conv_bn(chans[i], chans[i + 1], 3, 2, 1))
+                                    for i in range(4))
+        self.lateral = nn.ModuleList(nn.Conv2d(c, 64, 1, bias=False) for c in chans[1:])
+        self.smooth = nn.ModuleList(nn.Conv2d(64, 16, 3, padding=1, bias=False) for _ in chans[1:])
+        self.head = nn.Sequential(*conv_bn(64, 16, 3, padding=1),
+                                  nn.ConvTranspose2d(16, 16, 2, 2), nn.BatchNorm2d(16), nn.ReLU(),
+                                  nn.ConvTranspose2d(16, 1, 2, 2), nn.Sigmoid())
+
+    def forward(self, x):
+        feats, x = [], self.stem(x)
+        for s in self.stages:
+            x = s(x)
+            feats.append(x)
+        lat = [l(f) for l, f in zip(self.lateral, feats)]
+        for i in range(3, 0, -1):
+            lat[i - 1] = lat[i - 1] + nn.functional.interpolate(lat[i], scale_factor=2.0, mode="nearest")
+        outs = [s(l) for s, l in zip(self.smooth, lat)]
+        outs = [outs[0]] + [nn.functional.interpolate(o, scale_factor=2.0 ** i, mode="nearest")
+                            for i, o in enumerate(outs[1:], 1)]
+        return self.head(torch.cat(outs, 1))
+
+
+def fpn():
+    return Fpn(), (torch.randn(1, 3, 256, 256),)
+
+
+class ResBlock1d(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv1d(c, c, 3, dilation=d, padding=d) for d in (1, 3, 5))
+
+    def forward(self, x):
+        for c in self.convs:
+            x = x + c(nn.functional.leaky_relu(x, 0.1))
+        return x
+
+
+class Hifigan(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Conv1d(80, 128, 7, padding=3)
+        ups, c = [], 128
+        for s in (8, 8, 2, 2):
+            ups += [nn.LeakyReLU(0.1), nn.ConvTranspose1d(c, c // 2, 2 * s, s, padding=s // 2),
+                    ResBlock1d(c // 2)]
+            c //= 2
+        self.ups = nn.Sequential(*ups)
+        self.post = nn.Conv1d(c, 1, 7, padding=3)
+
+    def forward(self, x):
+        return torch.tanh(self.post(nn.functional.leaky_relu(self.ups(self.pre(x)), 0.1)))
+
+
+def hifigan():
+    return Hifigan(), (torch.randn(1, 80, 32),)
+
+
 MODELS = (("resnet18", resnet18), ("mobilenetv2", mobilenetv2), ("transformer", transformer),
-          ("lstm", lstm), ("kws", kws), ("mlp", mlp))
+          ("lstm", lstm), ("kws", kws), ("mlp", mlp), ("unet", unet), ("fpn", fpn),
+          ("hifigan", hifigan))
 
 
 def export(make, path):

@@ -39,6 +39,13 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('pad_1d_dil',[2,16,20],[32,16,3],[1],[2],[2,2],1),
        ('pad_3d',[1,16,4,5,6],[32,16,3,3,3],[1,1,1],[1,1,1],[1,1,1,1,1,1],0),
        ('pad_after_s2',[1,24,9,10],[64,24,3,3],[2,2],[1,1],[0,0,1,2],1),
+       # padded, and few taps per output on rows of two vectors or more: vectors along the
+       # width everywhere, no border columns left for the channel-innermost form (a vocoder's
+       # dilated Conv1d, a decoder's 16 -> 32 3x3 conv; passes/schedule.c conv_layout)
+       ('pad_wide_1d_dil5',[1,32,256],[32,32,3],[1],[5],[5,5],1),
+       ('pad_wide_2d',[1,16,6,64],[32,16,3,3],[1,1],[1,1],[1,1,1,1],0),
+       # more taps, but channel planes a multiple of 4 KiB apart: along the width too
+       ('pad_wide_4k_plane',[1,32,8,128],[32,32,3,3],[1,1],[1,1],[1,1,1,1],1),
        # the same with AVX2's 8 lanes (the default CPU): tiles of at most 5 pixels by blocks
        # of 16 channels, a row of 26 as 5 x 5 and 1; a row of 11 as 4 + 4 + 3 by 3 blocks;
        # 24 channels, not a whole block: padded, the pixels blocked by block_list
