@@ -8,7 +8,8 @@
 #      one runs every input of tests/fuzz/crashes/ once (those the kernel-IR target found, the
 #      .kir ones, through that target) without a finding;
 #   3. FUZZ_SMOKE_SECONDS (default 60) of structure-aware fuzzing from a fixed seed (1) on a
-#      copy of the seed corpus, and 20 s of the kernel-IR target: no finding.
+#      copy of the seed corpus, 20 s of the kernel-IR target and 10 s of the tuning-file
+#      reader (tests/tune/fuzz_tune.c): no finding.
 # Needs clang-19 and its libFuzzer (tools/install-deps.sh); without them the steps are skipped
 # and counted so. Work files: build-fuzz/ (its objects are kept between runs).
 set -u
@@ -21,7 +22,7 @@ GEN=build/gen
 mkdir -p $F
 if ! command -v $FUZZ_CC >/dev/null; then
     echo "skip: $FUZZ_CC not found (tools/install-deps.sh installs it)"
-    skipped=6
+    skipped=8
     summary fuzz-smoke
     exit $?
 fi
@@ -40,7 +41,7 @@ else
 fi
 
 # 2. build; replay the regression corpus
-for t in struct kir; do
+for t in struct kir tune; do
     log=$F/build-$t.log
     if FUZZ_TARGET=$t FUZZ_BUILD_ONLY=1 GEN=$GEN sh tests/fuzz/run.sh >$log 2>&1; then
         ok "build the $t target"
@@ -60,14 +61,19 @@ else
 fi
 
 # 3. a minute from a fixed seed, on a scratch copy of the seeds
-for t in struct kir; do
+for t in struct kir tune; do
     secs=$SECONDS_STRUCT
     [ $t = kir ] && secs=20
+    [ $t = tune ] && secs=10
     rm -rf $F/corpus-smoke-$t
     mkdir -p $F/corpus-smoke-$t $F/smoke-findings
     if [ $t = kir ]; then
         cp tests/passes/kir/*.kir $F/corpus-smoke-$t/
         bin=fuzz_kir
+    elif [ $t = tune ]; then
+        cp build-fuzz/corpus-tune/seed.tune $F/corpus-smoke-$t/ 2>/dev/null ||
+            printf 'onnxcc-tune 1\nx86_64-pc-linux-gnu:x86-64-v3 Conv c 0123456789abcdef tile 4 2\n' >$F/corpus-smoke-$t/seed.tune
+        bin=fuzz_tune
     else
         for m in ${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}/node/*/model.onnx models/*/model.onnx; do
             [ -f "$m" ] && cp "$m" "$F/corpus-smoke-$t/$(echo "$m" | tr / _)"

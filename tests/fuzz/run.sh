@@ -9,6 +9,8 @@
 #   bytes             the same target with libFuzzer's byte mutations: build-fuzz/fuzz_model
 #   kir               kernel-IR text through the reader and the kernel passes
 #                     (tests/fuzz/fuzz_kir.c, seeded with tests/passes/kir/): build-fuzz/fuzz_kir
+#   tune              --tune-file's reader alone (tests/tune/fuzz_tune.c over passes/tune.c,
+#                     seeded with a tuning file tests/tune.sh would write): build-fuzz/fuzz_tune
 # The model targets are seeded with the ONNX backend-test models and models/; each target
 # keeps its own corpus (build-fuzz/corpus-TARGET), so that runs can be compared. FUZZ_SEED
 # fixes libFuzzer's seed (the smoke run of `make test`, tests/fuzz-smoke.sh). Findings land in
@@ -27,8 +29,8 @@ TESTDATA=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
 F=build-fuzz
 GEN=${GEN:-build/gen}
 case $FUZZ_TARGET in
-struct|bytes|kir) ;;
-*) echo "fuzz: FUZZ_TARGET must be struct, bytes or kir, not '$FUZZ_TARGET'" >&2; exit 2 ;;
+struct|bytes|kir|tune) ;;
+*) echo "fuzz: FUZZ_TARGET must be struct, bytes, kir or tune, not '$FUZZ_TARGET'" >&2; exit 2 ;;
 esac
 mkdir -p $F/obj $F/corpus-$FUZZ_TARGET $F/findings
 if ! command -v $FUZZ_CC >/dev/null; then
@@ -50,26 +52,41 @@ cc1() {
     echo "$o"
 }
 objs=""
-for src in frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend/*.c $GEN/onnx.pb-c.c $GEN/header_template.c; do
-    objs="$objs $(cc1 "$src")"
-done
+if [ $FUZZ_TARGET = tune ]; then          # the reader and the arena only
+    objs="$(cc1 passes/tune.c) $(cc1 ir/util.c)"
+else
+    for src in frontend/*.c ir/*.c passes/*.c passes/ops/*.c backend/*.c $GEN/onnx.pb-c.c $GEN/header_template.c; do
+        objs="$objs $(cc1 "$src")"
+    done
+fi
 LIBS="$($LLVM_CONFIG --ldflags) $($LLVM_CONFIG --libs) -lprotobuf-c -lz -lm"
 case $FUZZ_TARGET in
 struct) bin=fuzz_struct; extra="$(cc1 tests/fuzz/fuzz_model.c) $(cc1 tests/fuzz/mutate.c)" ;;
 bytes) bin=fuzz_model; extra="$(cc1 tests/fuzz/fuzz_model.c)" ;;
 kir) bin=fuzz_kir; extra="$(cc1 tests/fuzz/fuzz_kir.c)" ;;
+tune) bin=fuzz_tune; extra="$(CFLAGS="$CFLAGS -I. -Iir -Ipasses" cc1 tests/tune/fuzz_tune.c)"; LIBS= ;;
 esac
 if [ ! -f $F/$bin ] || [ -n "$(find $F/obj -name '*.o' -newer $F/$bin | head -n 1)" ]; then
     # shellcheck disable=SC2086
     $FUZZ_CC -fsanitize=fuzzer,address,undefined $objs $extra -o $F/$bin $LIBS
 fi
 [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
+# a tuning file of the form --autotune writes (passes/tune.c), for the tune target's corpus
+tune_seed() {
+    printf '%s\n' 'onnxcc-tune 1' \
+        '# target ops output signature choice' \
+        'x86_64-pc-linux-gnu:x86-64-v3 Conv+Relu conv1 0123456789abcdef tile 4 2  # 10.5 us, cost 1.0' \
+        'x86_64-pc-linux-gnu:x86-64-v4+avx512vnni Conv conv2 fedcba9876543210 pixels 14' \
+        'x86_64-pc-linux-gnu:x86-64-v3 Gemm fc 00000000000000ff default' >"$1"
+}
 # the seeds: every backend-test model (small, one op each) and the sample models; for kir the
 # kernel-IR tests
 C=$F/corpus-$FUZZ_TARGET
 if [ -z "$(ls -A $C)" ]; then
     if [ $FUZZ_TARGET = kir ]; then
         for k in tests/passes/kir/*.kir; do cp "$k" "$C/$(basename "$k")"; done
+    elif [ $FUZZ_TARGET = tune ]; then
+        tune_seed "$C/seed.tune"
     else
         for m in $TESTDATA/node/*/model.onnx models/*/model.onnx; do
             [ -f "$m" ] && cp "$m" "$C/$(echo "$m" | tr / _)"
