@@ -202,7 +202,9 @@ static void weights_facts(FILE *f, Program *p) {
         put_shape(f, b);
         fputs(" */\n", f);
         fprintf(f, "#define %s_WEIGHT_%d_OFFSET %lld\n", n, i, (long long)p->weight_offset[b->id]);
-        fprintf(f, "#define %s_WEIGHT_%d_SIZE %zu\n", n, i, kir_nbytes(b));
+        size_t sz;
+        be_const_bytes(p, b, &sz);
+        fprintf(f, "#define %s_WEIGHT_%d_SIZE %zu\n", n, i, sz);
     }
     fprintf(f, "#define %s_NUM_WEIGHTS %d\n", n, p->nweights);
     fprintf(f, "#define %s_WEIGHTS_SIZE %lld\n", n, (long long)p->weights_size);

@@ -325,10 +325,76 @@ static LLVMValueRef strided_load(Emitter *e, Buf *b, Expr **idx, int64_t c, unsi
     return pick(e, piece[0], piece[1], mask, w);
 }
 
+/* ---- 4-bit constants (kir.h, Buf.nibbles): value i in byte i / 2, low nibble first ----
+ * The value is the nibble moved to the top of its byte and shifted back arithmetically
+ * (int4) or logically (uint4): a byte in an 8-bit register, as the int8 buffer it stands for
+ * would load. Lanes at consecutive elements (a panel of packed weights) load w bytes (the
+ * object pads each such constant with NIBBLE_PAD bytes, so the bytes past its end that a
+ * vector reads exist) and pick each lane's byte and nibble with a shuffle, two patterns
+ * selected by whether lane 0's element is odd; other lanes gather their bytes. */
+static LLVMValueRef nibble_bits(Emitter *e, bool sign, LLVMValueRef byte, LLVMValueRef up) {
+    LLVMTypeRef t = LLVMTypeOf(byte);
+    LLVMValueRef four = kint(t, 4);
+    if (sign) return LLVMBuildAShr(e->B, LLVMBuildShl(e->B, byte, up, ""), four, "");
+    return LLVMBuildAnd(e->B, LLVMBuildLShr(e->B, byte, LLVMBuildSub(e->B, four, up, ""), ""), kint(t, 15), "");
+}
+
+static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int64_t c) {
+    LLVMBuilderRef B = e->B;
+    bool sign = b->dtype == DT_INT8;
+    LLVMValueRef base = param_ptr(e, b);
+    unsigned lw = c == 1 ? 0 : w;   /* the index as a scalar (lane 0's) or a vector */
+    LLVMTypeRef it = wide(e->idx, lw);
+    LLVMValueRef lin = kint(it, 0);
+    for (int d = 0; d < b->rank; d++) {
+        LLVMValueRef i = expr(e, idx[d], lw);
+        lin = d == 0 ? i : LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, lin, kint(it, (unsigned long long)b->dims[d]), ""), i, "");
+    }
+    LLVMValueRef at = LLVMBuildLShr(B, lin, kint(it, 1), "");
+    /* 4 for a low nibble (moved up by 4), 0 for a high one */
+    LLVMValueRef odd = LLVMBuildAnd(B, lin, kint(it, 1), "");
+    if (c != 1) {
+        LLVMValueRef up = LLVMBuildTrunc(B, LLVMBuildShl(B, LLVMBuildXor(B, odd, kint(it, 1), ""), kint(it, 2), ""), wide(e->i8, w), "");
+        LLVMValueRef byte;
+        if (!w) {
+            byte = LLVMBuildLoad2(B, e->i8, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
+            LLVMSetAlignment(byte, 1);
+        } else {
+            LLVMValueRef ptrs = LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, "");
+            LLVMTypeRef tys[2] = {LLVMVectorType(e->i8, w), LLVMTypeOf(ptrs)};
+            LLVMValueRef args[4] = {ptrs, LLVMConstInt(e->i32, 1, 0), all_lanes(e, w), LLVMGetPoison(tys[0])};
+            byte = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
+        }
+        return nibble_bits(e, sign, byte, up);
+    }
+    LLVMTypeRef vt = LLVMVectorType(e->i8, w);
+    LLVMValueRef bytes = LLVMBuildLoad2(B, vt, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
+    LLVMSetAlignment(bytes, 1);
+    LLVMValueRef me[MAX_LANES], mo[MAX_LANES], ue[MAX_LANES], uo[MAX_LANES];
+    for (unsigned i = 0; i < w; i++) {
+        me[i] = LLVMConstInt(e->i32, i / 2, 0);
+        mo[i] = LLVMConstInt(e->i32, (i + 1) / 2, 0);
+        ue[i] = LLVMConstInt(e->i8, i % 2 ? 0 : 4, 0);
+        uo[i] = LLVMConstInt(e->i8, i % 2 ? 4 : 0, 0);
+    }
+    LLVMValueRef isodd = LLVMBuildICmp(B, LLVMIntNE, odd, kint(it, 0), "");
+    LLVMValueRef even_b = LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(vt), LLVMConstVector(me, w), "");
+    LLVMValueRef odd_b = LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(vt), LLVMConstVector(mo, w), "");
+    LLVMValueRef byte = LLVMBuildSelect(B, isodd, odd_b, even_b, "");
+    LLVMValueRef up = LLVMBuildSelect(B, isodd, LLVMConstVector(uo, w), LLVMConstVector(ue, w), "");
+    return nibble_bits(e, sign, byte, up);
+}
+
 static LLVMValueRef run_load(Emitter *e, const Expr *x);
 
 static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
     Buf *b = x->buf;
+    if (kir_root(b)->nibbles) {
+        Expr **idx = simple_idx(e, b, x->args);
+        int64_t c = w ? lane_coef(e, b, idx) : 0;
+        LLVMValueRef v = nibble_load(e, b, idx, c == 0 ? 0 : w, c);
+        return c == 0 ? splat(e, v, w) : v;
+    }
     LLVMValueRef r = !w && e->nruns ? run_load(e, x) : NULL;
     if (r) return r;
     LLVMTypeRef mt = be_mem_type(e, b->dtype);
@@ -613,7 +679,7 @@ static LLVMValueRef word_load(Emitter *e, const Expr *x) {
     for (int j = 0; j < 4; j++) {
         if (t[j]->kind != E_UN || t[j]->op != K_CAST || t[j]->args[0]->kind != E_LOAD) return NULL;
         t[j] = t[j]->args[0];
-        if (t[j]->buf != t[0]->buf || t[j]->buf->dtype != DT_UINT8) return NULL;
+        if (t[j]->buf != t[0]->buf || t[j]->buf->dtype != DT_UINT8 || kir_root(t[j]->buf)->nibbles) return NULL;
     }
     const Buf *b = t[0]->buf;
     int d = -1;                     /* the dimension the bytes run along: stride 1 */

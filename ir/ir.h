@@ -110,6 +110,9 @@ typedef struct Value {
                                        capacity, the actual dims are computed at run time; only
                                        a graph output may be such a value (infer_shapes) */
     int nuses;                      /* filled by ir_count_uses */
+    bool nibbles;                   /* a constant read from an int4/uint4 tensor: dtype is
+                                       int8/uint8, data one value a byte, every value in 4 bits;
+                                       its Buf is stored two values a byte (Buf.nibbles) */
     /* A sequence or optional (passes/ops/sequence.c) is resolved at compile time: its
      * elements are tensor Values (an optional's may be a sequence), listed in elems; dtype is
      * the element type and rank 0. Nothing is lowered for it: the rules rewrite its consumers

@@ -45,6 +45,10 @@ typedef struct Buf {
     struct Buf *dims_of;            /* B_OUTPUT int64[rank of dims_of]: run() writes here the
                                        actual dims of output dims_of, a data-dependent shape
                                        whose dims above are its capacity (text: "dims of %x") */
+    bool nibbles;                   /* B_CONST int8/uint8 whose values fit in 4 bits (an int4/uint4
+                                       weight): data holds a value a byte, the object stores two
+                                       a byte, low nibble first, and loads sign- or zero-extend
+                                       them (backend/kernel.c, nibble_load) */
     int64_t offset;                 /* B_TEMP roots: byte offset in the arena (bufferize); -1 before */
     int first, last;                /* B_TEMP roots: live range in kernel indices (bufferize) */
 } Buf;

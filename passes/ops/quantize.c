@@ -104,7 +104,9 @@ static void quant_blocks(Lower *L, Node *n, const QLayout *q, MapFn build) {
 /* lower_map over x, scale and zero point in the layout q (the zero point may be absent) */
 static void quant_map(Lower *L, Node *n, const QLayout *q, MapFn build) {
     int r = n->in[0]->rank;
-    if (q->block && n->in[0]->dims[q->axis] % q->block) {
+    /* int4 weights too: one kernel over y itself (no view of it), which fuse can inline
+     * into the MatMul reading y (fuse.c, inline_weights) */
+    if (q->block && (n->in[0]->dims[q->axis] % q->block || n->in[0]->nibbles)) {
         quant_blocks(L, n, q, build);
         return;
     }
