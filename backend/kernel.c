@@ -37,6 +37,7 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
     case DT_FLOAT: return e->f32;
     case DT_DOUBLE: return e->f64;
     case DT_BOOL: case DT_INT8: case DT_UINT8: return e->i8;
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return e->i8;
     case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return e->i16;
     case DT_INT32: case DT_UINT32: return e->i32;
     case DT_INT64: case DT_UINT64: return e->i64;
@@ -46,12 +47,12 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
 }
 
 LLVMTypeRef be_reg_type(Emitter *e, DType t) {
-    if (t == DT_FLOAT16 || t == DT_BFLOAT16) return e->f32;
+    if (t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_float8(t)) return e->f32;
     return t == DT_BOOL ? e->i1 : be_mem_type(e, t);
 }
 
 static bool is_half(DType t) { return t == DT_FLOAT16 || t == DT_BFLOAT16; }
-static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE || is_half(t); }
+static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE || is_half(t) || dtype_is_float8(t); }
 static bool is_unsigned(DType t) {
     return t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64 || t == DT_BOOL;
 }
@@ -94,6 +95,64 @@ static LLVMValueRef splat(Emitter *e, LLVMValueRef s, unsigned w) {
 }
 
 #define k32(v) kint(I, (v))
+
+/* ---- float8 (ir/float8.c) ----
+ * A byte -> float through a 256-entry table of f8_decode's values (one per type and module:
+ * exact, and a load, or a gather in vector code, where the bit arithmetic of four formats
+ * with subnormals, NaNs and no -0 would be a dozen instructions); float -> byte as
+ * f8_encode's integer steps, which vectorise. */
+static LLVMValueRef f8_to_float(Emitter *e, DType t, LLVMValueRef b) {
+    LLVMBuilderRef B = e->B;
+    char name[32];
+    snprintf(name, sizeof name, "f8.%s", dtype_name(t));
+    LLVMValueRef tab = LLVMGetNamedGlobal(e->M, name);
+    if (!tab) {
+        LLVMValueRef v[256];
+        for (int i = 0; i < 256; i++) v[i] = LLVMConstReal(e->f32, f8_decode(t, (uint8_t)i));
+        LLVMValueRef init = LLVMConstArray(e->f32, v, 256);
+        tab = LLVMAddGlobal(e->M, LLVMTypeOf(init), name);
+        LLVMSetInitializer(tab, init);
+        LLVMSetGlobalConstant(tab, 1);
+        LLVMSetLinkage(tab, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(tab, LLVMGlobalUnnamedAddr);
+        LLVMSetAlignment(tab, 64);
+    }
+    LLVMValueRef ix = LLVMBuildZExt(B, b, like(b, e->i32), "");
+    LLVMValueRef ptr = LLVMBuildInBoundsGEP2(B, e->f32, tab, &ix, 1, "");
+    unsigned w = width_of(b);
+    if (!w) return LLVMBuildLoad2(B, e->f32, ptr, "");
+    LLVMValueRef all[MAX_LANES];
+    for (unsigned i = 0; i < w; i++) all[i] = LLVMConstInt(e->i1, 1, 0);
+    LLVMTypeRef tys[2] = {LLVMVectorType(e->f32, w), LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(e->i32, 4, 0), LLVMConstVector(all, w), LLVMGetPoison(tys[0])};
+    unsigned id = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
+    return LLVMBuildCall2(B, LLVMIntrinsicGetType(e->C, id, tys, 2), LLVMGetIntrinsicDeclaration(e->M, id, tys, 2),
+                          args, 4, "");
+}
+
+static LLVMValueRef f8_to_bits(Emitter *e, DType t, LLVMValueRef v) {
+    LLVMBuilderRef B = e->B;
+    F8Format f = f8_format(t);
+    LLVMTypeRef I = like(v, e->i32), F = like(v, e->f32);
+    int emin = 1 - f.bias;
+    unsigned sh = 23 - (unsigned)f.mbits, cb = (unsigned)(127 + emin - f.mbits + 23) << 23;
+    LLVMValueRef u = LLVMBuildBitCast(B, v, I, "");
+    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, u, k32(24), ""), k32(0x80), "");
+    LLVMValueRef a = LLVMBuildAnd(B, u, k32(0x7fffffff), "");
+    LLVMValueRef s = LLVMBuildFAdd(B, LLVMBuildBitCast(B, a, F, ""), LLVMBuildBitCast(B, k32(cb), F, ""), "");
+    LLVMValueRef ms = LLVMBuildSub(B, LLVMBuildBitCast(B, s, I, ""), k32(cb), "");
+    LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildAdd(B, a, k32((1u << (sh - 1)) - 1), ""),
+                                  LLVMBuildAnd(B, LLVMBuildLShr(B, a, k32(sh), ""), k32(1), ""), "");
+    LLVMValueRef mn = LLVMBuildSub(B, LLVMBuildLShr(B, r, k32(sh), ""), k32((unsigned)(127 - f.bias) << f.mbits), "");
+    LLVMValueRef mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, a, k32((unsigned)(127 + emin) << 23), ""), ms, mn, "");
+    mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, mag, k32(f.maxmag), ""), k32(f.maxmag), mag, "");
+    if (f.inf) mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, k32(0x7f800000), ""), k32(0x7c), mag, "");
+    if (f.uz) sign = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, mag, k32(0), ""), k32(0), sign, "");
+    LLVMValueRef nan = f.uz ? k32(0x80) : LLVMBuildOr(B, sign, k32(f.nan), "");
+    LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, a, k32(0x7f800000), ""), nan,
+                                       LLVMBuildOr(B, sign, mag, ""), "");
+    return LLVMBuildTrunc(B, res, like(v, e->i8), "");
+}
 
 /* i16 bit pattern -> float, exact. float16: normal numbers rebias the exponent (127 - 15 =
  * 112), inf/NaN keep their payload, subnormals are m * 2^-24 (an exact int-to-float and
@@ -446,6 +505,7 @@ static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
         v = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
     }
     if (is_half(b->dtype)) v = half_to_float(e, b->dtype, v);
+    if (dtype_is_float8(b->dtype)) v = f8_to_float(e, b->dtype, v);
     if (b->dtype == DT_BOOL) v = LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
     return c == 0 ? splat(e, v, w) : v;
 }
@@ -454,6 +514,14 @@ static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
     LLVMBuilderRef B = e->B;
     LLVMTypeRef ty = like(v, be_reg_type(e, to));
     if (from == to) return v;
+    if (dtype_is_float8(to)) {  /* rounded and saturated as a store would (kir.h) */
+        v = cast(e, v, from, DT_FLOAT);
+        return f8_to_float(e, to, f8_to_bits(e, to, v));
+    }
+    if (dtype_is_float8(from)) {
+        if (to == DT_FLOAT) return v;
+        from = DT_FLOAT;
+    }
     if (is_half(to)) {      /* round the float to the half's precision; the register stays float */
         v = cast(e, v, from, DT_FLOAT);
         return half_to_float(e, to, float_to_half(e, to, v));
@@ -1262,7 +1330,7 @@ static void rloop(Emitter *e, Stmt *s) {
         if (acc[r] != K_COUNT) {
             DType t = k->scalars[r];
             nacc++;
-            esz = MAX(esz, is_half(t) ? 4 : (int)dtype_size(t));
+            esz = MAX(esz, is_half(t) || dtype_is_float8(t) ? 4 : (int)dtype_size(t));
             exact |= is_float(t) && !e->contract;     /* -O0/-O1, --fp-strict: in order */
         }
     unsigned w = 1;
@@ -1526,6 +1594,7 @@ static void store(Emitter *e, Stmt *s) {
         v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");
     if (b->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, like(v, e->i8), "");
     if (is_half(b->dtype)) v = float_to_half(e, b->dtype, v);
+    if (dtype_is_float8(b->dtype)) v = f8_to_bits(e, b->dtype, v);
     if (c == 0 || c == 1) {
         LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, b, idx, 0));
         LLVMSetAlignment(st, align);

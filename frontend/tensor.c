@@ -23,9 +23,10 @@ ProtobufCAllocator fe_pb_allocator(Arena *a) {
 const char *fe_type_name(int dt) {
     const char *s = dtype_name((DType)dt);
     if (strcmp(s, "undefined") == 0 && dt != 0) return "an unknown data type";
-    if (dt >= 17 && dt <= 26) {     /* README, "Types" */
-        static char buf[96];
-        snprintf(buf, sizeof buf, "%s (onnxcc has no float8, 4-bit or 2-bit types)", s);
+    if (dt >= 21 && dt <= 26) {     /* README, "Types" */
+        static char buf[128];
+        snprintf(buf, sizeof buf, "%s (onnxcc has 4-bit integers only as constant weights, no "
+                 "float4, float8e8m0 or 2-bit types)", s);
         return buf;
     }
     return s;
@@ -92,6 +93,10 @@ static void from_typed(const Onnx__TensorProto *tp, Tensor *t, size_t n) {
         case DT_BOOL: ((uint8_t *)d)[i] = tp->int32_data[i] != 0; break;
         case DT_UINT8: ((uint8_t *)d)[i] = (uint8_t)tp->int32_data[i]; break;
         /* float16 and bfloat16 travel as their bit patterns in the low 16 bits */
+        /* the float8 types as their bit patterns in the low 8 bits */
+        case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+            ((uint8_t *)d)[i] = (uint8_t)tp->int32_data[i];
+            break;
         case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16:
             ((uint16_t *)d)[i] = (uint16_t)tp->int32_data[i];
             break;

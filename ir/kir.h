@@ -87,6 +87,10 @@ typedef enum ExprKind {
  *   Fusing a half store into its load drops that rounding, so fused code may be more precise
  *   than the kernels one by one. The backend converts with integer code on the bits (no
  *   compiler-rt half calls); kir_interpret with the same arithmetic.
+ * - The float8 types (DT_FLOAT8E4M3FN ... DT_FLOAT8E5M2FNUZ, ir/float8.c): bytes in memory,
+ *   float32 values in expressions, as the halves. A store and a K_CAST to them round to
+ *   nearest even and saturate a finite value past the largest to it (an infinity stays one
+ *   in e5m2 and saturates in the others); Cast's `saturate` is the rules' (ir/float8.c).
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers).
  * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
  *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of

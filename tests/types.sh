@@ -44,7 +44,20 @@ if [ "${1:-}" = --ort ]; then
     if ! ORT_OPT=disabled node tests/opsets/ort.js $OUT >$OUT/ort.log 2>$OUT/ort.err; then
         fail "onnxruntime: tests/opsets/ort.js" $OUT/ort.err
     fi
-    sed 's/^ok /ok   onnxruntime /; s/^\(DIFF\|ERR\) /FAIL onnxruntime /' $OUT/ort.log >$OUT/ort.out
+    # onnxruntime 1.30 and the spec part ways on Cast without saturation:
+    #   cast_f8e4m3fn_sat0: -480 (rounds past 448, the largest e4m3fn) gives -448 where the
+    #     spec's table says NaN (the ONNX reference's float32_to_float8e4m3 too truncates the
+    #     mantissa 111 of exponent 15 to 110 before rounding: 480 -> 448, while 465 -> NaN)
+    #   cast_f8e5m2_sat0, cast_f8e5m2_folded: 61440 (a tie past 57344, rounding up) gives NaN
+    #     where the spec's table and the reference say infinity
+    ORT_DIFFERS="cast_f8e4m3fn_sat0 cast_f8e5m2_sat0 cast_f8e5m2_folded"
+    skipped=0
+    while read -r status name detail; do
+        case " $ORT_DIFFERS " in
+        *" $name "*) skipped=$((skipped + 1)); echo "skip onnxruntime $name ($status $detail)" ;;
+        *) case $status in ok) echo "ok   onnxruntime $name $detail" ;; *) echo "FAIL onnxruntime $name $status $detail" ;; esac ;;
+        esac
+    done <$OUT/ort.log >$OUT/ort.out
     tally $OUT/ort.out
 fi
 summary types

@@ -133,6 +133,138 @@ if len(sys.argv) > 2 and sys.argv[2] == 'bench':
         save(name, nodes, [('x', x)], [('y', y)], 21, inits)
     sys.exit(0)
 
+# ---- float8 (ONNX 17-20), from the formats' definitions (Cast-19's docs) ----
+F8 = {  # number: (name, exponent bits, mantissa bits, bias, uz: no -0 and NaN 0x80, has inf)
+    17: ('e4m3fn', 4, 3, 7, False, False), 18: ('e4m3fnuz', 4, 3, 8, True, False),
+    19: ('e5m2', 5, 2, 15, False, True), 20: ('e5m2fnuz', 5, 2, 16, True, False)}
+
+
+def f8_values(t):
+    """The finite non-negative values of float8 type t with their codes, ascending."""
+    _, eb, mb, bias, uz, inf = F8[t]
+    out = []
+    for code in range(128):
+        e, m = code >> mb, code & ((1 << mb) - 1)
+        if inf and e == (1 << eb) - 1:
+            continue                                # e5m2: inf and NaNs
+        if not inf and not uz and code == 0x7f:
+            continue                                # e4m3fn: NaN
+        v = m * 2.0 ** (1 - bias - mb) if e == 0 else (1 + m / 2 ** mb) * 2.0 ** (e - bias)
+        out.append((v, code))
+    return out
+
+
+def f8_round(x, t, saturate):
+    """Cast-19 of float32 x to float8 type t, as the float value: to nearest, ties to the
+    even code; past the largest finite value (half an ulp beyond, ties to even) saturated to
+    it, or infinity (e5m2) / NaN without `saturate`; infinities saturate too."""
+    vals = f8_values(t)
+    v = np.array([a for a, _ in vals])
+    codes = np.array([c for _, c in vals])
+    mx, inf = v[-1], F8[t][5]
+    step = v[-1] - v[-2]
+    y = np.empty(x.shape, np.float64)
+    for i, xi in enumerate(x.astype(np.float64).flat):
+        a = abs(xi)
+        if np.isnan(xi):
+            r = np.nan
+        elif np.isinf(a) or a > mx + step / 2 or (a == mx + step / 2 and codes[-1] % 2):
+            r = mx if saturate else (np.inf if inf else np.nan)
+        elif a >= mx:
+            r = mx
+        else:
+            j = np.searchsorted(v, a)
+            lo, hi = v[j - 1] if j else v[0], v[j]
+            if a - lo < hi - a or (a - lo == hi - a and codes[j - 1] % 2 == 0):
+                r = lo
+            else:
+                r = hi
+        y.flat[i] = -r if xi < 0 else r
+    return y.astype(np.float32)
+
+
+def f8_interesting(t, n=64):
+    """Values that exercise every path: zeros, subnormals, normals, exact ties between
+    neighbours, the largest value and the ties and values past it, infinities, NaN."""
+    v = np.array([a for a, _ in f8_values(t)])
+    mids = (v[1:] + v[:-1]) / 2
+    mx, step = v[-1], v[-1] - v[-2]
+    special = [0.0, -0.0, v[1] / 3, v[1] * 0.5, v[1] * 1.5, mx, mx + step / 2, mx + step / 2 * 1.01,
+               mx * 1.04, mx * 4, np.inf, -np.inf, np.nan, -mx - step, 1e30]
+    pick = rng.choice(mids, n)
+    return np.concatenate([special, pick, -rng.choice(mids, 16), rng.standard_normal(n) * mx / 8,
+                           rng.standard_normal(16) * v[8]]).astype(np.float32)
+
+
+for t, (tn, *_rest) in F8.items():
+    x = f8_interesting(t)
+    for sat in (1, 0):
+        save(f'cast_f8{tn}_sat{sat}', [h.make_node('Cast', ['x'], ['c'], to=t, saturate=sat),
+                                       h.make_node('Cast', ['c'], ['y'], to=T.FLOAT)],
+             [('x', x)], [('y', f8_round(x, t, sat))], 19)
+
+# QuantizeLinear to float8 per axis and DequantizeLinear back (saturating, zero point 0)
+x = (randn(4, 6) * 300).astype(np.float32)
+x[0, :3] = [np.inf, -np.inf, 1e-6]
+s = rng.uniform(0.5, 2, 6).astype(np.float32)
+for t, (tn, *_rest) in F8.items():
+    zp = T()
+    zp.name, zp.data_type = 'z', t
+    zp.dims.extend([6])
+    zp.raw_data = bytes(6)
+    q = f8_round((x.astype(np.float32) / s).astype(np.float32), t, True)
+    save(f'qdq_f8{tn}_axis1', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['q'], axis=1),
+                               h.make_node('DequantizeLinear', ['q', 's', 'z'], ['y'], axis=1)],
+         [('x', x)], [('y', (q.astype(np.float32) * s).astype(np.float32))], 19, [('s', s), zp])
+
+
+def f8_tensor(name, vals, t):
+    """A float8 TensorProto of the exactly representable float values vals."""
+    table = {a: c for a, c in f8_values(t)}
+    tp = T()
+    tp.name, tp.data_type = name, t
+    tp.dims.extend(vals.shape)
+    tp.raw_data = bytes((0x80 if v < 0 else 0) | table[abs(float(v))] for v in vals.flat)
+    return tp
+
+
+# constants cast at compile time (the interpreter's float8 rounding), next to the input
+c = f8_interesting(19)
+save('cast_f8e5m2_folded', [h.make_node('Cast', ['c'], ['c8'], to=19, saturate=0),
+                            h.make_node('Cast', ['c8'], ['cf'], to=T.FLOAT), h.make_node('Add', ['x', 'cf'], ['y'])],
+     [('x', np.zeros_like(c))], [('y', f8_round(c, 19, 0))], 19, [('c', c)])
+
+
+def save_f8(name, nodes, x, y, t, opset=19):
+    """A model with float8 input x and output y (exactly representable float arrays) of type t;
+    no meta.json: onnxruntime-node has no float8 tensors."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d + '/test_data_set_0', exist_ok=True)
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info('x', t, list(x.shape))],
+                     [h.make_tensor_value_info('y', t, list(y.shape))])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 9
+    onnx.save(m, d + '/model.onnx')
+    open(f'{d}/test_data_set_0/input_0.pb', 'wb').write(f8_tensor('x', x, t).SerializeToString())
+    open(f'{d}/test_data_set_0/output_0.pb', 'wb').write(f8_tensor('y', y, t).SerializeToString())
+
+
+# float8 in and out of the model: Relu and Neg computed in float32, stored back
+for t, (tn, *_rest) in F8.items():
+    vals = np.array([a for a, _ in f8_values(t)])
+    x = (rng.choice(vals, 40) * rng.choice([-1, 1], 40)).astype(np.float32)
+    x[0] = 0
+    save_f8(f'io_f8{tn}', [h.make_node('Relu', ['x'], ['r']), h.make_node('Neg', ['r'], ['y'])], x,
+            -np.maximum(x, 0) + 0.0, t)
+
+# float8 weights (e4m3fn) behind DequantizeLinear with a per-tensor scale, read by MatMul
+vals = np.array([a for a, _ in f8_values(17)])
+w = (rng.choice(vals[:100], (24, 10)) * rng.choice([-1, 1], (24, 10))).astype(np.float32)
+x = randn(3, 24)
+save('dq_f8e4m3fn_matmul', [h.make_node('DequantizeLinear', ['w', 's'], ['wf']), h.make_node('MatMul', ['x', 'wf'], ['y'])],
+     [('x', x)], [('y', (x.astype(np.float64) @ (w.astype(np.float64) * 0.125)).astype(np.float32))], 19,
+     [f8_tensor('w', w, 17), ('s', np.array(0.125, np.float32))])
+
 # ---- int4/uint4 weights behind DequantizeLinear-21, read by MatMul and Gemm ----
 dq_case('dq_int4_matmul_blocked', 'MatMul', randn(3, 64), q4((64, 40), True), True, 0, 32)
 dq_case('dq_uint4_matmul_axis1_odd', 'MatMul', randn(2, 47), q4((47, 33), False), False, 1, 0)
