@@ -16,7 +16,7 @@ if [ "${1:-}" = --bench ]; then
     gen_models types $OUT tests/types/gen.py
     rm -rf $OUT/*/ && $PYTHON tests/types/gen.py $OUT bench || exit 1
     for m in int4_decoder float_decoder; do
-        $ONNXCC -O2 $OUT/$m/model.onnx -o $OUT/$m.o && grep "_FLASH_SIZE " $OUT/$m.h
+        $ONNXCC -O2 $OUT/$m/model.onnx -o $OUT/$m.o && grep "^#define .*_FLASH_SIZE " $OUT/$m.h
     done
     for r in 1 2 3; do
         for m in int4_decoder float_decoder; do
