@@ -629,6 +629,10 @@ static LLVMValueRef unary(Emitter *e, Expr *x, unsigned w) {
         return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, zero, ""), LLVMBuildNeg(B, a, ""), a, "");
     case K_NOT: return LLVMBuildNot(B, a, "");
     case K_CAST: return cast(e, a, t, x->type);
+    case K_BITCAST:             /* register -> memory form -> register (kir.h) */
+        if (is_half(t)) a = float_to_half(e, t, a);
+        a = LLVMBuildBitCast(B, a, like(a, be_mem_type(e, x->type)), "");
+        return is_half(x->type) ? half_to_float(e, x->type, a) : a;
     case K_SQRT:
         if (!f) die("sqrt of dtype %d", t);
         return call_intrinsic(e, "llvm.sqrt", &ty, 1, &a, 1);

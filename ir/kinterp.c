@@ -314,11 +314,19 @@ static bool compare(KOp op, DType t, Val a, Val b) {
     }
 }
 
+/* K_BITCAST: the value's bytes in memory (store), read back as type `to` (load). */
+static Val bitcast(DType to, DType from, Val v) {
+    unsigned char b[8] = {0};
+    store(from, b, v);
+    return load(to, b);
+}
+
 /* ---- expressions and statements ---- */
 static Val eval_un(Interp *in, const Expr *e) {
     DType at = e->args[0]->type;
     Val a = eval(in, e->args[0]);
     if (e->op == K_CAST) return cast(e->type, at, a);
+    if (e->op == K_BITCAST) return bitcast(e->type, at, a);
     if (e->op == K_NOT && e->type == DT_BOOL)
         return ival(DT_BOOL, dtype_is_float(at) ? a.f == 0 : a.i == 0);
     if (dtype_is_float(at)) {

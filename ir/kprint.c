@@ -133,6 +133,7 @@ static void print_expr(FILE *f, const Expr *e) {
             return;
         }
         if (e->op == K_CAST) fprintf(f, "cast<%s>(", dtype_name(e->type));
+        else if (e->op == K_BITCAST) fprintf(f, "bitcast<%s>(", dtype_name(e->type));
         else { print_opname(f, e->op); fputc('(', f); }
         print_expr(f, e->args[0]);
         fputc(')', f);

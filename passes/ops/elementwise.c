@@ -112,6 +112,26 @@ void infer_cast(Graph *g, Node *n) {
     ir_set_shape(n->out[0], to, x->rank, x->dims);
 }
 
+/* BitCast (opset 26): the bits of each element read as `to`, of the same size (as the
+ * reference, which numpy's view gives). bool and the float8 types are refused: their
+ * registers hold 0/1 and a float (kir.h's K_BITCAST), not their bits. */
+void infer_bitcast(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
+    DType bad = !dtype_supported(to) || to == DT_BOOL || dtype_is_float8(to) ? to
+              : x->dtype == DT_BOOL || dtype_is_float8(x->dtype) || x->dtype == DT_STRING ? x->dtype : DT_UNDEF;
+    if (bad != DT_UNDEF) {
+        error(ir_where(g, n), "bitcast of %s to %s: %s is not supported (numbers of 8 to 64 bits "
+              "but bool and float8 are)", dtype_name(x->dtype), dtype_name(to), dtype_name(bad));
+        return;
+    }
+    if (dtype_size(to) != dtype_size(x->dtype)) {
+        error(ir_where(g, n), "bitcast of %s to %s: the sizes differ", dtype_name(x->dtype), dtype_name(to));
+        return;
+    }
+    ir_set_shape(n->out[0], to, x->rank, x->dims);
+}
+
 /* Add, Sub, Mul, Div, Pow, PRelu: result has input 0's dtype. Pow's exponent may be of another
  * numeric type (opset 12+); PRelu's slope broadcasts to X only one way. */
 void infer_binary(Graph *g, Node *n) {
@@ -209,6 +229,7 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Ceil: return kx_un(p, K_CEIL, x);
     case OP_Reciprocal: return kx_un(p, K_RECIP, x);
     case OP_Sign: return kx_un(p, K_SIGN, x);
+    case OP_BitCast: return kx_bitcast(p, n->out[0]->dtype, x);
     case OP_Cast: case OP_CastLike:     /* `saturate` (opset 19) applies to float8 targets */
         if (dtype_is_float8(n->out[0]->dtype))
             return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0);

@@ -243,6 +243,12 @@ def opsets():
     compile_case("cast_to_float8e8m0_24", model([helper.make_node("Cast", ["x"], ["y"], to=24)],
                                                 [f32("x", [2])], [f32("y", None, 0)], opset=24),
                  r"node 'Cast_0' (Cast, opset 24): cast to unsupported type float8e8m0")
+    compile_case("bitcast_sizes_26", model([helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT16)],
+                                           [f32("x", [2])], [f32("y", None, 0)], opset=26),
+                 r"node 'BitCast_0' (BitCast, opset 26): bitcast of float32 to int16: the sizes differ")
+    compile_case("bitcast_bool_26", model([helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.BOOL)],
+                                          [f32("x", [2], TensorProto.UINT8)], [f32("y", None, 0)], opset=26),
+                 "bitcast of uint8 to bool: bool is not supported")
     # modes and attributes of opsets 18 to 21 refused by name
     compile_case("gridsample_4d_20", model([helper.make_node("GridSample", ["x", "g"], ["y"])],
                                            [f32("x", [1, 1, 2, 3, 4, 2]), f32("g", [1, 2, 2, 2, 2, 4])],

@@ -265,6 +265,24 @@ save('dq_f8e4m3fn_matmul', [h.make_node('DequantizeLinear', ['w', 's'], ['wf']),
      [('x', x)], [('y', (x.astype(np.float64) @ (w.astype(np.float64) * 0.125)).astype(np.float32))], 19,
      [f8_tensor('w', w, 17), ('s', np.array(0.125, np.float32))])
 
+# ---- BitCast (opset 26): numpy's view of the same bytes ----
+f = randn(3, 5) * 100
+f[0, :3] = [np.inf, -0.0, np.float32(1e-40)]
+i32 = rng.integers(-2 ** 31, 2 ** 31, (4, 3)).astype(np.int32)
+i32[0, 0] = 0x7fc00001                              # a quiet NaN with a payload
+for name, x, to in (('f32_i32', f, T.INT32), ('i32_f32', i32, T.FLOAT), ('i32_u32', i32, T.UINT32),
+                    ('f16_i16', (randn(2, 6) * 10).astype(np.float16), T.INT16),
+                    ('u16_f16', rng.integers(0, 0x7c00, (7,)).astype(np.uint16), T.FLOAT16),
+                    ('f64_i64', randn(5).astype(np.float64), T.INT64),
+                    ('u64_f64', randn(4).astype(np.float64).view(np.uint64), T.DOUBLE),
+                    ('i8_u8', rng.integers(-128, 128, (9,)).astype(np.int8), T.UINT8)):
+    y = x.view(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[to])
+    save(f'bitcast_{name}', [h.make_node('BitCast', ['x'], ['y'], to=to)], [('x', x)], [('y', y)], 26)
+# folded: a constant bitcast at compile time, added to the input
+c = (randn(6) * 3).astype(np.float32)
+save('bitcast_folded', [h.make_node('BitCast', ['c'], ['b'], to=T.INT32), h.make_node('Add', ['x', 'b'], ['y'])],
+     [('x', np.arange(6, dtype=np.int32))], [('y', np.arange(6, dtype=np.int32) + c.view(np.int32))], 26, [('c', c)])
+
 # ---- int4/uint4 weights behind DequantizeLinear-21, read by MatMul and Gemm ----
 dq_case('dq_int4_matmul_blocked', 'MatMul', randn(3, 64), q4((64, 40), True), True, 0, 32)
 dq_case('dq_uint4_matmul_axis1_odd', 'MatMul', randn(2, 47), q4((47, 33), False), False, 1, 0)
