@@ -260,6 +260,10 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
             b->dims_of = of;
         }
     } else if (kind == B_TEMP) temp_place(P, b);
+    else if (kind == B_CONST && accept(P, "nibbles")) {
+        if (t != DT_INT8 && t != DT_UINT8) perr(P, "a nibbles constant must be int8 or uint8");
+        b->nibbles = true;
+    }
     expect_end(P);
 }
 
