@@ -68,6 +68,11 @@ int64_t be_macs(const Program *p);
 #define WEIGHTS_ALIGN 64
 void be_weights_layout(Program *p);
 void be_write_weights(Program *p, const char *path);
+/* The bytes a constant occupies in the object or the blob: its data, or for a 4-bit one
+ * (Buf.nibbles) two values a byte, low nibble first, and NIBBLE_PAD zero bytes that a vector
+ * load of its last elements may read (kernel.c, nibble_load). */
+enum { NIBBLE_PAD = 64 };
+const void *be_const_bytes(Program *p, const Buf *b, size_t *n);
 /* Write the self-contained C header describing the program's API (runtime/model.h.in); ts[0..nisas)
  * are the targets of the object's ISA levels. */
 void be_write_header(Program *p, const Target *ts, int nisas, const char *path);

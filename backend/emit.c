@@ -114,9 +114,10 @@ static LLVMValueRef const_global(Emitter *e, const void *data, size_t n, const c
 }
 
 static LLVMValueRef const_buf(Emitter *e, Buf *b) {
-    size_t n = kir_nbytes(b);
+    size_t n;
+    const void *d = be_const_bytes(e->p, b, &n);
     if (!b->data && n) die("constant buffer %s has no data", b->name);
-    return const_global(e, b->data, n, b->name, const_align(e, n));
+    return const_global(e, d, n, b->name, const_align(e, n));
 }
 
 /* ---- constant blocks ----
@@ -149,7 +150,7 @@ static void plan_blocks(Emitter *e) {
         int n = 0;
         for (int j = 0; j < k->nparams; j++) {
             Buf *r = kir_root(k->params[j]);
-            if (r->kind == B_CONST && r->data && kir_numel(r) > 1 && users[r->id] == 1) {
+            if (r->kind == B_CONST && r->data && kir_numel(r) > 1 && users[r->id] == 1 && !r->nibbles) {
                 /* by decreasing alignment, so that no padding is needed between them */
                 int at = n++;
                 while (at > 0 && const_align(e, kir_nbytes(in[at - 1])) < const_align(e, kir_nbytes(r))) {

@@ -19,6 +19,7 @@ static const char *ctype(DType t) {
     case DT_DOUBLE: return "double";
     case DT_INT8: return "int8_t";
     case DT_UINT8: case DT_BOOL: return "uint8_t";
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return "uint8_t";
     case DT_INT16: return "int16_t";
     case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return "uint16_t";
     case DT_INT32: return "int32_t";
@@ -210,7 +211,9 @@ static void weights_facts(FILE *f, Program *p) {
         put_shape(f, b);
         fputs(" */\n", f);
         fprintf(f, "#define %s_WEIGHT_%d_OFFSET %lld\n", n, i, (long long)p->weight_offset[b->id]);
-        fprintf(f, "#define %s_WEIGHT_%d_SIZE %zu\n", n, i, kir_nbytes(b));
+        size_t sz;
+        be_const_bytes(p, b, &sz);
+        fprintf(f, "#define %s_WEIGHT_%d_SIZE %zu\n", n, i, sz);
     }
     fprintf(f, "#define %s_NUM_WEIGHTS %d\n", n, p->nweights);
     fprintf(f, "#define %s_WEIGHTS_SIZE %lld\n", n, (long long)p->weights_size);

@@ -37,6 +37,7 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
     case DT_FLOAT: return e->f32;
     case DT_DOUBLE: return e->f64;
     case DT_BOOL: case DT_INT8: case DT_UINT8: return e->i8;
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return e->i8;
     case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return e->i16;
     case DT_INT32: case DT_UINT32: return e->i32;
     case DT_INT64: case DT_UINT64: return e->i64;
@@ -46,12 +47,12 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
 }
 
 LLVMTypeRef be_reg_type(Emitter *e, DType t) {
-    if (t == DT_FLOAT16 || t == DT_BFLOAT16) return e->f32;
+    if (t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_float8(t)) return e->f32;
     return t == DT_BOOL ? e->i1 : be_mem_type(e, t);
 }
 
 static bool is_half(DType t) { return t == DT_FLOAT16 || t == DT_BFLOAT16; }
-static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE || is_half(t); }
+static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE || is_half(t) || dtype_is_float8(t); }
 static bool is_unsigned(DType t) {
     return t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64 || t == DT_BOOL;
 }
@@ -94,6 +95,64 @@ static LLVMValueRef splat(Emitter *e, LLVMValueRef s, unsigned w) {
 }
 
 #define k32(v) kint(I, (v))
+
+/* ---- float8 (ir/float8.c) ----
+ * A byte -> float through a 256-entry table of f8_decode's values (one per type and module:
+ * exact, and a load, or a gather in vector code, where the bit arithmetic of four formats
+ * with subnormals, NaNs and no -0 would be a dozen instructions); float -> byte as
+ * f8_encode's integer steps, which vectorise. */
+static LLVMValueRef f8_to_float(Emitter *e, DType t, LLVMValueRef b) {
+    LLVMBuilderRef B = e->B;
+    char name[32];
+    snprintf(name, sizeof name, "f8.%s", dtype_name(t));
+    LLVMValueRef tab = LLVMGetNamedGlobal(e->M, name);
+    if (!tab) {
+        LLVMValueRef v[256];
+        for (int i = 0; i < 256; i++) v[i] = LLVMConstReal(e->f32, f8_decode(t, (uint8_t)i));
+        LLVMValueRef init = LLVMConstArray(e->f32, v, 256);
+        tab = LLVMAddGlobal(e->M, LLVMTypeOf(init), name);
+        LLVMSetInitializer(tab, init);
+        LLVMSetGlobalConstant(tab, 1);
+        LLVMSetLinkage(tab, LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(tab, LLVMGlobalUnnamedAddr);
+        LLVMSetAlignment(tab, 64);
+    }
+    LLVMValueRef ix = LLVMBuildZExt(B, b, like(b, e->i32), "");
+    LLVMValueRef ptr = LLVMBuildInBoundsGEP2(B, e->f32, tab, &ix, 1, "");
+    unsigned w = width_of(b);
+    if (!w) return LLVMBuildLoad2(B, e->f32, ptr, "");
+    LLVMValueRef all[MAX_LANES];
+    for (unsigned i = 0; i < w; i++) all[i] = LLVMConstInt(e->i1, 1, 0);
+    LLVMTypeRef tys[2] = {LLVMVectorType(e->f32, w), LLVMTypeOf(ptr)};
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(e->i32, 4, 0), LLVMConstVector(all, w), LLVMGetPoison(tys[0])};
+    unsigned id = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
+    return LLVMBuildCall2(B, LLVMIntrinsicGetType(e->C, id, tys, 2), LLVMGetIntrinsicDeclaration(e->M, id, tys, 2),
+                          args, 4, "");
+}
+
+static LLVMValueRef f8_to_bits(Emitter *e, DType t, LLVMValueRef v) {
+    LLVMBuilderRef B = e->B;
+    F8Format f = f8_format(t);
+    LLVMTypeRef I = like(v, e->i32), F = like(v, e->f32);
+    int emin = 1 - f.bias;
+    unsigned sh = 23 - (unsigned)f.mbits, cb = (unsigned)(127 + emin - f.mbits + 23) << 23;
+    LLVMValueRef u = LLVMBuildBitCast(B, v, I, "");
+    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, u, k32(24), ""), k32(0x80), "");
+    LLVMValueRef a = LLVMBuildAnd(B, u, k32(0x7fffffff), "");
+    LLVMValueRef s = LLVMBuildFAdd(B, LLVMBuildBitCast(B, a, F, ""), LLVMBuildBitCast(B, k32(cb), F, ""), "");
+    LLVMValueRef ms = LLVMBuildSub(B, LLVMBuildBitCast(B, s, I, ""), k32(cb), "");
+    LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildAdd(B, a, k32((1u << (sh - 1)) - 1), ""),
+                                  LLVMBuildAnd(B, LLVMBuildLShr(B, a, k32(sh), ""), k32(1), ""), "");
+    LLVMValueRef mn = LLVMBuildSub(B, LLVMBuildLShr(B, r, k32(sh), ""), k32((unsigned)(127 - f.bias) << f.mbits), "");
+    LLVMValueRef mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntULT, a, k32((unsigned)(127 + emin) << 23), ""), ms, mn, "");
+    mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, mag, k32(f.maxmag), ""), k32(f.maxmag), mag, "");
+    if (f.inf) mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, k32(0x7f800000), ""), k32(0x7c), mag, "");
+    if (f.uz) sign = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, mag, k32(0), ""), k32(0), sign, "");
+    LLVMValueRef nan = f.uz ? k32(0x80) : LLVMBuildOr(B, sign, k32(f.nan), "");
+    LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, a, k32(0x7f800000), ""), nan,
+                                       LLVMBuildOr(B, sign, mag, ""), "");
+    return LLVMBuildTrunc(B, res, like(v, e->i8), "");
+}
 
 /* i16 bit pattern -> float, exact. float16: normal numbers rebias the exponent (127 - 15 =
  * 112), inf/NaN keep their payload, subnormals are m * 2^-24 (an exact int-to-float and
@@ -325,10 +384,105 @@ static LLVMValueRef strided_load(Emitter *e, Buf *b, Expr **idx, int64_t c, unsi
     return pick(e, piece[0], piece[1], mask, w);
 }
 
+/* ---- 4-bit constants (kir.h, Buf.nibbles): value i in byte i / 2, low nibble first ----
+ * The value is the nibble moved to the top of its byte and shifted back arithmetically
+ * (int4) or logically (uint4): a byte in an 8-bit register, as the int8 buffer it stands for
+ * would load. Lanes at consecutive elements (a panel of packed weights) load w bytes (the
+ * object pads each such constant with NIBBLE_PAD bytes, so the bytes past its end that a
+ * vector reads exist) and pick each lane's byte and nibble with a shuffle, two patterns
+ * selected by whether lane 0's element is odd; other lanes gather their bytes. */
+static LLVMValueRef nibble_bits(Emitter *e, bool sign, LLVMValueRef byte, LLVMValueRef up) {
+    LLVMTypeRef t = LLVMTypeOf(byte);
+    LLVMValueRef four = kint(t, 4);
+    if (sign) return LLVMBuildAShr(e->B, LLVMBuildShl(e->B, byte, up, ""), four, "");
+    return LLVMBuildAnd(e->B, LLVMBuildLShr(e->B, byte, LLVMBuildSub(e->B, four, up, ""), ""), kint(t, 15), "");
+}
+
+/* Is lane 0's linear element index of b[idx] even wherever it is evaluated (a row of even
+ * length read from a column that loops in steps of 2): then its vector needs no select. */
+static bool lane0_even(const Emitter *e, const Buf *b, Expr **idx) {
+    KAff a = {0};
+    int64_t stride = 1;
+    for (int d = b->rank - 1; d >= 0; d--) {
+        if (!kr_affine(idx[d], stride, &a)) return false;
+        stride *= b->dims[d];
+    }
+    if (a.c % 2) return false;
+    for (int i = 0; i < a.n; i++) {
+        if (a.coef[i] % 2 == 0) continue;
+        if (a.var[i] == e->lanevar) {
+            if (e->lanebase || e->lanelo % 2) return false;
+            continue;
+        }
+        const KRange *r = &e->ranges[a.var[i]];
+        if (!r->known || r->lo % 2 || (r->step % 2 && r->hi - r->lo > 1)) return false;
+    }
+    return true;
+}
+
+static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int64_t c) {
+    LLVMBuilderRef B = e->B;
+    bool sign = b->dtype == DT_INT8;
+    LLVMValueRef base = param_ptr(e, b);
+    unsigned lw = c == 1 ? 0 : w;   /* the index as a scalar (lane 0's) or a vector */
+    LLVMTypeRef it = wide(e->idx, lw);
+    LLVMValueRef lin = kint(it, 0);
+    for (int d = 0; d < b->rank; d++) {
+        LLVMValueRef i = expr(e, idx[d], lw);
+        lin = d == 0 ? i : LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, lin, kint(it, (unsigned long long)b->dims[d]), ""), i, "");
+    }
+    LLVMValueRef at = LLVMBuildLShr(B, lin, kint(it, 1), "");
+    /* 4 for a low nibble (moved up by 4), 0 for a high one */
+    LLVMValueRef odd = LLVMBuildAnd(B, lin, kint(it, 1), "");
+    if (c != 1) {
+        LLVMValueRef up = LLVMBuildTrunc(B, LLVMBuildShl(B, LLVMBuildXor(B, odd, kint(it, 1), ""), kint(it, 2), ""), wide(e->i8, w), "");
+        LLVMValueRef byte;
+        if (!w) {
+            byte = LLVMBuildLoad2(B, e->i8, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
+            LLVMSetAlignment(byte, 1);
+        } else {
+            LLVMValueRef ptrs = LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, "");
+            LLVMTypeRef tys[2] = {LLVMVectorType(e->i8, w), LLVMTypeOf(ptrs)};
+            LLVMValueRef args[4] = {ptrs, LLVMConstInt(e->i32, 1, 0), all_lanes(e, w), LLVMGetPoison(tys[0])};
+            byte = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
+        }
+        return nibble_bits(e, sign, byte, up);
+    }
+    LLVMTypeRef vt = LLVMVectorType(e->i8, w);
+    LLVMValueRef bytes = LLVMBuildLoad2(B, vt, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
+    LLVMSetAlignment(bytes, 1);
+    LLVMValueRef me[MAX_LANES], mo[MAX_LANES], ue[MAX_LANES], uo[MAX_LANES];
+    for (unsigned i = 0; i < w; i++) {
+        me[i] = LLVMConstInt(e->i32, i / 2, 0);
+        mo[i] = LLVMConstInt(e->i32, (i + 1) / 2, 0);
+        ue[i] = LLVMConstInt(e->i8, i % 2 ? 0 : 4, 0);
+        uo[i] = LLVMConstInt(e->i8, i % 2 ? 4 : 0, 0);
+    }
+    LLVMValueRef isodd = lane0_even(e, b, idx) ? LLVMConstInt(e->i1, 0, 0) : LLVMBuildICmp(B, LLVMIntNE, odd, kint(it, 0), "");
+    LLVMValueRef even_b = LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(vt), LLVMConstVector(me, w), "");
+    LLVMValueRef odd_b = LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(vt), LLVMConstVector(mo, w), "");
+    LLVMValueRef byte = LLVMBuildSelect(B, isodd, odd_b, even_b, "");
+    LLVMValueRef up = LLVMBuildSelect(B, isodd, LLVMConstVector(uo, w), LLVMConstVector(ue, w), "");
+    /* in 32-bit lanes, where x86 has shifts by a vector (AVX2's vpsllvd/vpsravd; bytes have
+     * none, and LLVM's emulation cost the int4 product 20%): the cast to int32 that the
+     * dequantization applies next then folds away */
+    LLVMTypeRef v32 = LLVMVectorType(e->i32, w);
+    LLVMValueRef x = LLVMBuildZExt(B, byte, v32, ""), u = LLVMBuildZExt(B, up, v32, "");
+    if (sign) x = LLVMBuildAShr(B, LLVMBuildShl(B, x, LLVMBuildAdd(B, u, kint(v32, 24), ""), ""), kint(v32, 28), "");
+    else x = LLVMBuildAnd(B, LLVMBuildLShr(B, x, LLVMBuildSub(B, kint(v32, 4), u, ""), ""), kint(v32, 15), "");
+    return LLVMBuildTrunc(B, x, vt, "");
+}
+
 static LLVMValueRef run_load(Emitter *e, const Expr *x);
 
 static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
     Buf *b = x->buf;
+    if (kir_root(b)->nibbles) {
+        Expr **idx = simple_idx(e, b, x->args);
+        int64_t c = w ? lane_coef(e, b, idx) : 0;
+        LLVMValueRef v = nibble_load(e, b, idx, c == 0 ? 0 : w, c);
+        return c == 0 ? splat(e, v, w) : v;
+    }
     LLVMValueRef r = !w && e->nruns ? run_load(e, x) : NULL;
     if (r) return r;
     LLVMTypeRef mt = be_mem_type(e, b->dtype);
@@ -351,6 +505,7 @@ static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
         v = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
     }
     if (is_half(b->dtype)) v = half_to_float(e, b->dtype, v);
+    if (dtype_is_float8(b->dtype)) v = f8_to_float(e, b->dtype, v);
     if (b->dtype == DT_BOOL) v = LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
     return c == 0 ? splat(e, v, w) : v;
 }
@@ -359,6 +514,14 @@ static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
     LLVMBuilderRef B = e->B;
     LLVMTypeRef ty = like(v, be_reg_type(e, to));
     if (from == to) return v;
+    if (dtype_is_float8(to)) {  /* rounded and saturated as a store would (kir.h) */
+        v = cast(e, v, from, DT_FLOAT);
+        return f8_to_float(e, to, f8_to_bits(e, to, v));
+    }
+    if (dtype_is_float8(from)) {
+        if (to == DT_FLOAT) return v;
+        from = DT_FLOAT;
+    }
     if (is_half(to)) {      /* round the float to the half's precision; the register stays float */
         v = cast(e, v, from, DT_FLOAT);
         return half_to_float(e, to, float_to_half(e, to, v));
@@ -466,6 +629,10 @@ static LLVMValueRef unary(Emitter *e, Expr *x, unsigned w) {
         return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, zero, ""), LLVMBuildNeg(B, a, ""), a, "");
     case K_NOT: return LLVMBuildNot(B, a, "");
     case K_CAST: return cast(e, a, t, x->type);
+    case K_BITCAST:             /* register -> memory form -> register (kir.h) */
+        if (is_half(t)) a = float_to_half(e, t, a);
+        a = LLVMBuildBitCast(B, a, like(a, be_mem_type(e, x->type)), "");
+        return is_half(x->type) ? half_to_float(e, x->type, a) : a;
     case K_SQRT:
         if (!f) die("sqrt of dtype %d", t);
         return call_intrinsic(e, "llvm.sqrt", &ty, 1, &a, 1);
@@ -613,7 +780,7 @@ static LLVMValueRef word_load(Emitter *e, const Expr *x) {
     for (int j = 0; j < 4; j++) {
         if (t[j]->kind != E_UN || t[j]->op != K_CAST || t[j]->args[0]->kind != E_LOAD) return NULL;
         t[j] = t[j]->args[0];
-        if (t[j]->buf != t[0]->buf || t[j]->buf->dtype != DT_UINT8) return NULL;
+        if (t[j]->buf != t[0]->buf || t[j]->buf->dtype != DT_UINT8 || kir_root(t[j]->buf)->nibbles) return NULL;
     }
     const Buf *b = t[0]->buf;
     int d = -1;                     /* the dimension the bytes run along: stride 1 */
@@ -1220,7 +1387,7 @@ static void rloop(Emitter *e, Stmt *s) {
         if (acc[r] != K_COUNT) {
             DType t = k->scalars[r];
             nacc++;
-            esz = MAX(esz, is_half(t) ? 4 : (int)dtype_size(t));
+            esz = MAX(esz, is_half(t) || dtype_is_float8(t) ? 4 : (int)dtype_size(t));
             exact |= is_float(t) && !e->contract;     /* -O0/-O1, --fp-strict: in order */
         }
     unsigned w = 1;
@@ -1484,6 +1651,7 @@ static void store(Emitter *e, Stmt *s) {
         v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");
     if (b->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, like(v, e->i8), "");
     if (is_half(b->dtype)) v = float_to_half(e, b->dtype, v);
+    if (dtype_is_float8(b->dtype)) v = f8_to_bits(e, b->dtype, v);
     if (c == 0 || c == 1) {
         LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, b, idx, 0));
         LLVMSetAlignment(st, align);

@@ -17,6 +17,27 @@
 
 #include "backend.h"
 
+const void *be_const_bytes(Program *p, const Buf *b, size_t *n) {
+    if (!b->nibbles) {
+        *n = kir_nbytes(b);
+        return b->data;
+    }
+    size_t numel = kir_numel(b), packed = (numel + 1) / 2;
+    const uint8_t *v = b->data;
+    uint8_t *d = arena_alloc(p->arena, packed + NIBBLE_PAD);
+    memset(d, 0, packed + NIBBLE_PAD);
+    for (size_t i = 0; v && i < numel; i++) d[i / 2] |= (uint8_t)((v[i] & 15) << (4 * (i % 2)));
+    *n = packed + NIBBLE_PAD;
+    return d;
+}
+
+static size_t stored_bytes(Program *p, const Buf *b) {
+    size_t n;
+    if (!b->nibbles) return kir_nbytes(b);
+    be_const_bytes(p, b, &n);
+    return n;
+}
+
 static void add(Program *p, Buf *b) {
     if (!b) return;
     Buf *r = kir_root(b);
@@ -24,7 +45,7 @@ static void add(Program *p, Buf *b) {
     int64_t at = (p->weights_size + WEIGHTS_ALIGN - 1) / WEIGHTS_ALIGN * WEIGHTS_ALIGN;
     p->weight_offset[r->id] = at;
     p->weights[p->nweights++] = r;
-    p->weights_size = at + (int64_t)kir_nbytes(r);
+    p->weights_size = at + (int64_t)stored_bytes(p, r);
 }
 
 static uint64_t fnv(uint64_t h, const void *data, size_t n) {
@@ -56,8 +77,10 @@ void be_weights_layout(Program *p) {
     for (int i = 0; i < p->nweights; i++) {
         Buf *b = p->weights[i];
         h = fnv_u64(h, (uint64_t)p->weight_offset[b->id]);
-        h = fnv_u64(h, kir_nbytes(b));
-        if (kir_nbytes(b)) h = fnv(h, b->data, kir_nbytes(b));
+        size_t n;
+        const void *d = be_const_bytes(p, b, &n);
+        h = fnv_u64(h, n);
+        if (n) h = fnv(h, d, n);
     }
     p->weights_key = h;
 }
@@ -76,9 +99,10 @@ void be_write_weights(Program *p, const char *path) {
     put_u64(blob + 24, p->weights_key);
     for (int i = 0; i < p->nweights; i++) {
         Buf *b = p->weights[i];
-        size_t n = kir_nbytes(b);
+        size_t n;
+        const void *d = be_const_bytes(p, b, &n);
         if (n && !b->data) die("constant buffer %s has no data", b->name);
-        if (n) memcpy(blob + p->weight_offset[b->id], b->data, n);
+        if (n) memcpy(blob + p->weight_offset[b->id], d, n);
     }
     out_write(path, blob, (size_t)p->weights_size);
     free(blob);

@@ -160,6 +160,7 @@ static Value *make_const(Parser *p, const Onnx__TensorProto *tp, const char *whe
     }
     ir_set_shape(v, t.dtype, t.rank, t.dims);
     v->data = t.data;
+    v->nibbles = t.nibbles;
     return v;
 }
 

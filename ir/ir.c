@@ -12,6 +12,7 @@ size_t dtype_size(DType t) {
     case DT_INT64: case DT_UINT64: case DT_DOUBLE: return 8;
     case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return 2;
     case DT_INT8: case DT_UINT8: case DT_BOOL: return 1;
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return 1;
     default: return 0;
     }
 }
@@ -47,7 +48,7 @@ const char *dtype_name(DType t) {
 }
 
 bool dtype_is_float(DType t) {
-    return t == DT_FLOAT || t == DT_DOUBLE || t == DT_FLOAT16 || t == DT_BFLOAT16;
+    return t == DT_FLOAT || t == DT_DOUBLE || t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_float8(t);
 }
 
 bool dtype_is_unsigned(DType t) {
@@ -59,6 +60,8 @@ bool dtype_supported(DType t) {
     case DT_FLOAT: case DT_DOUBLE: case DT_INT8: case DT_UINT8: case DT_INT16: case DT_UINT16:
     case DT_INT32: case DT_UINT32: case DT_INT64: case DT_UINT64: case DT_BOOL: return true;
     case DT_FLOAT16: case DT_BFLOAT16: return true;    /* stored 16-bit, computed in float32 */
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+        return true;                                    /* stored 8-bit, computed in float32 */
     default: return false;
     }
 }
@@ -297,6 +300,8 @@ int64_t ir_const_int(const Value *v, int64_t i) {
     case DT_FLOAT: return (int64_t)((const float *)p)[i];
     case DT_DOUBLE: return (int64_t)((const double *)p)[i];
     case DT_FLOAT16: case DT_BFLOAT16: return (int64_t)ir_const_float(v, i);
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+        return (int64_t)ir_const_float(v, i);
     default: die("ir_const_int of %s", dtype_name(v->dtype));
     }
 }
@@ -306,6 +311,7 @@ double ir_const_float(const Value *v, int64_t i) {
     if (v->dtype == DT_DOUBLE) return ((const double *)v->data)[i];
     if (v->dtype == DT_FLOAT16 || v->dtype == DT_BFLOAT16)
         return half_to_double(v->dtype, ((const uint16_t *)v->data)[i]);
+    if (dtype_is_float8(v->dtype)) return f8_decode(v->dtype, ((const uint8_t *)v->data)[i]);
     return (double)ir_const_int(v, i);
 }
 

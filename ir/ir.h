@@ -29,6 +29,7 @@ typedef enum DType {
     DT_UNDEF = 0, DT_FLOAT = 1, DT_UINT8 = 2, DT_INT8 = 3, DT_UINT16 = 4, DT_INT16 = 5,
     DT_INT32 = 6, DT_INT64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11,
     DT_UINT32 = 12, DT_UINT64 = 13, DT_BFLOAT16 = 16,
+    DT_FLOAT8E4M3FN = 17, DT_FLOAT8E4M3FNUZ = 18, DT_FLOAT8E5M2 = 19, DT_FLOAT8E5M2FNUZ = 20,
     DT_INDEX = 100,
 } DType;
 size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported;
@@ -44,6 +45,21 @@ bool dtype_is_float(DType t);
 bool dtype_is_unsigned(DType t);
 bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
 bool dtype_known(DType t);         /* supported, or a string (which only some ops take: OPF_STRINGS) */
+/* The 8-bit floats (ir/float8.c): stored as bytes, held as float32 in registers and
+ * computed in float32 like the 16-bit floats. */
+bool dtype_is_float8(DType t);
+typedef struct F8Format {
+    int mbits, bias;
+    unsigned maxmag, nan;           /* the largest finite magnitude's bits; NaN's (with sign
+                                       unless uz) */
+    bool uz, inf;                   /* no -0 (0x80 is NaN); has infinities (e5m2) */
+    float overflow;                 /* |x| from which (or, !overflow_ge, past which) rounding
+                                       passes the largest finite value */
+    bool overflow_ge;
+} F8Format;
+F8Format f8_format(DType t);
+float f8_decode(DType t, uint8_t b);
+uint8_t f8_encode(DType t, float x);
 
 #define MAX_RANK 8
 
@@ -110,6 +126,9 @@ typedef struct Value {
                                        capacity, the actual dims are computed at run time; only
                                        a graph output may be such a value (infer_shapes) */
     int nuses;                      /* filled by ir_count_uses */
+    bool nibbles;                   /* a constant read from an int4/uint4 tensor: dtype is
+                                       int8/uint8, data one value a byte, every value in 4 bits;
+                                       its Buf is stored two values a byte (Buf.nibbles) */
     /* A sequence or optional (passes/ops/sequence.c) is resolved at compile time: its
      * elements are tensor Values (an optional's may be a sequence), listed in elems; dtype is
      * the element type and rank 0. Nothing is lowered for it: the rules rewrite its consumers

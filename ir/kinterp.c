@@ -142,6 +142,9 @@ static Val load(DType t, const unsigned char *a) {
     case DT_UINT32: { uint32_t x; memcpy(&x, a, 4); v.i = x; break; }
     case DT_INT64: case DT_UINT64: memcpy(&v.i, a, 8); break;
     case DT_FLOAT16: case DT_BFLOAT16: { uint16_t x; memcpy(&x, a, 2); v.f = half_value(t, x); break; }
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+        v.f = f8_decode(t, *a);
+        break;
     default: die("interpreter: load of %s", dtype_name(t));
     }
     return v;
@@ -156,6 +159,9 @@ static void store(DType t, unsigned char *a, Val v) {
     case DT_INT32: case DT_UINT32: { uint32_t x = (uint32_t)v.i; memcpy(a, &x, 4); break; }
     case DT_INT64: case DT_UINT64: memcpy(a, &v.i, 8); break;
     case DT_FLOAT16: case DT_BFLOAT16: { uint16_t x = float_to_half(t, (float)v.f); memcpy(a, &x, 2); break; }
+    case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+        *a = f8_encode(t, (float)v.f);
+        break;
     default: die("interpreter: store of %s", dtype_name(t));
     }
 }
@@ -168,6 +174,10 @@ static Val cast(DType to, DType from, Val v) {
         /* to a 16-bit float through float32, as the backend does (double->float16 thus
          * rounds twice; see kir.h) */
         Val r = fval(to, ff ? v.f : from == DT_UINT64 ? (double)v.u : (double)v.i);
+        if (dtype_is_float8(to)) {  /* rounded as a store would (kir.h) */
+            r.f = f8_decode(to, f8_encode(to, (float)r.f));
+            return r;
+        }
         return is_half(to) ? round_half(to, r.f) : r;
     }
     if (!ff) return ival(to, v.i);
@@ -304,11 +314,19 @@ static bool compare(KOp op, DType t, Val a, Val b) {
     }
 }
 
+/* K_BITCAST: the value's bytes in memory (store), read back as type `to` (load). */
+static Val bitcast(DType to, DType from, Val v) {
+    unsigned char b[8] = {0};
+    store(from, b, v);
+    return load(to, b);
+}
+
 /* ---- expressions and statements ---- */
 static Val eval_un(Interp *in, const Expr *e) {
     DType at = e->args[0]->type;
     Val a = eval(in, e->args[0]);
     if (e->op == K_CAST) return cast(e->type, at, a);
+    if (e->op == K_BITCAST) return bitcast(e->type, at, a);
     if (e->op == K_NOT && e->type == DT_BOOL)
         return ival(DT_BOOL, dtype_is_float(at) ? a.f == 0 : a.i == 0);
     if (dtype_is_float(at)) {

@@ -222,6 +222,14 @@ Expr *kx_un(Program *p, KOp op, Expr *a) {
     return e;
 }
 
+Expr *kx_bitcast(Program *p, DType to, Expr *a) {
+    if (a->type == to) return a;
+    Expr *e = mk(p, E_UN, to, 1);
+    e->op = K_BITCAST;
+    e->args[0] = a;
+    return e;
+}
+
 Expr *kx_cast(Program *p, DType to, Expr *a) {
     if (a->type == to) return a;
     Expr *e = mk(p, E_UN, to, 1);

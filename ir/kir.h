@@ -45,6 +45,10 @@ typedef struct Buf {
     struct Buf *dims_of;            /* B_OUTPUT int64[rank of dims_of]: run() writes here the
                                        actual dims of output dims_of, a data-dependent shape
                                        whose dims above are its capacity (text: "dims of %x") */
+    bool nibbles;                   /* B_CONST int8/uint8 whose values fit in 4 bits (an int4/uint4
+                                       weight): data holds a value a byte, the object stores two
+                                       a byte, low nibble first, and loads sign- or zero-extend
+                                       them (backend/kernel.c, nibble_load) */
     int64_t offset;                 /* B_TEMP roots: byte offset in the arena (bufferize); -1 before */
     int first, last;                /* B_TEMP roots: live range in kernel indices (bufferize) */
 } Buf;
@@ -74,6 +78,8 @@ typedef enum ExprKind {
  *   x < 1; atanh: |x| > 1), atanh(+-1) = +-inf.
  * - K_POW: x^y; for x < 0 and integral y the sign follows y's parity; NaN for x < 0 otherwise.
  * - K_CAST: float->int truncates toward zero; anything->bool is (x != 0); bool->number 0/1.
+ * - K_BITCAST: the operand's bits in memory read as the Expr's type, of the same size (BitCast;
+ *   not bool or float8, whose registers do not hold their bits). Text: bitcast<T>(x).
  * - DT_FLOAT16, DT_BFLOAT16: 2-byte IEEE bit patterns in memory, float32 values in expressions
  *   (so rules treat them like any float type). A load converts exactly; arithmetic is float32
  *   arithmetic with no rounding in between; a store and a K_CAST to them round to the 16-bit
@@ -83,6 +89,10 @@ typedef enum ExprKind {
  *   Fusing a half store into its load drops that rounding, so fused code may be more precise
  *   than the kernels one by one. The backend converts with integer code on the bits (no
  *   compiler-rt half calls); kir_interpret with the same arithmetic.
+ * - The float8 types (DT_FLOAT8E4M3FN ... DT_FLOAT8E5M2FNUZ, ir/float8.c): bytes in memory,
+ *   float32 values in expressions, as the halves. A store and a K_CAST to them round to
+ *   nearest even and saturate a finite value past the largest to it (an infinity stays one
+ *   in e5m2 and saturates in the others); Cast's `saturate` is the rules' (ir/float8.c).
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers).
  * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
  *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of
@@ -104,7 +114,7 @@ enum {
     X(LOG, 1, 0) X(TANH, 1, 0) X(SIGMOID, 1, 0) X(ERF, 1, 0) X(FLOOR, 1, 0) X(CEIL, 1, 0) \
     X(ROUND, 1, 0) X(RECIP, 1, 0) X(SIN, 1, 0) X(COS, 1, 0) X(TAN, 1, 0) X(ASIN, 1, 0) \
     X(ACOS, 1, 0) X(ATAN, 1, 0) X(SINH, 1, 0) X(COSH, 1, 0) X(ASINH, 1, 0) X(ACOSH, 1, 0) \
-    X(ATANH, 1, 0) X(SIGN, 1, 0) \
+    X(ATANH, 1, 0) X(SIGN, 1, 0) X(BITCAST, 1, 0) \
     X(ADD, 2, 0) X(SUB, 2, 0) X(MUL, 2, 0) X(DIV, 2, 0) X(REM, 2, 0) X(MIN, 2, 0) \
     X(MAX, 2, 0) X(POW, 2, 0) \
     X(LT, 2, KF_CMP) X(LE, 2, KF_CMP) X(GT, 2, KF_CMP) X(GE, 2, KF_CMP) X(EQ, 2, KF_CMP) \
@@ -317,6 +327,7 @@ Expr *kx_scalar(Program *p, Kernel *k, int reg);
 Expr *kx_load(Program *p, Buf *b, Expr **idx);  /* idx: b->rank expressions (copied) */
 Expr *kx_un(Program *p, KOp op, Expr *a);       /* type of a (bool for K_NOT) */
 Expr *kx_cast(Program *p, DType to, Expr *a);
+Expr *kx_bitcast(Program *p, DType to, Expr *a);
 Expr *kx_bin(Program *p, KOp op, Expr *a, Expr *b); /* comparisons: DT_BOOL */
 Expr *kx_select(Program *p, Expr *c, Expr *a, Expr *b);
 /* index helpers: a*c + b with constant folding of trivial cases */

@@ -260,6 +260,10 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
             b->dims_of = of;
         }
     } else if (kind == B_TEMP) temp_place(P, b);
+    else if (kind == B_CONST && accept(P, "nibbles")) {
+        if (t != DT_INT8 && t != DT_UINT8) perr(P, "a nibbles constant must be int8 or uint8");
+        b->nibbles = true;
+    }
     expect_end(P);
 }
 
@@ -375,7 +379,8 @@ static Expr *binary(Parser *P, KOp op, const char *what, Expr *a, Expr *b, const
 static Expr *call(Parser *P, const char *name, const char *at) {
     Program *p = P->p;
     Expr *args[3];
-    if (strcmp(name, "cast") == 0) {
+    if (strcmp(name, "cast") == 0 || strcmp(name, "bitcast") == 0) {
+        bool bits = name[0] == 'b';
         expect(P, "<");
         DType t = expect_dtype(P);
         expect(P, ">");
@@ -383,7 +388,7 @@ static Expr *call(Parser *P, const char *name, const char *at) {
         Expr *x = expr(P, 0);
         expect(P, ")");
         /* Built by hand: kx_cast drops a cast to the operand's own type, the text keeps it. */
-        Expr *e = kx_un(p, K_CAST, x);
+        Expr *e = kx_un(p, bits ? K_BITCAST : K_CAST, x);
         e->type = t;
         return e;
     }
@@ -391,7 +396,7 @@ static Expr *call(Parser *P, const char *name, const char *at) {
     int op = -1;
     for (int i = 0; i < K_COUNT && !sel; i++)
         if (strcasecmp(kop_name[i], name) == 0) op = i;
-    if (!sel && (op < 0 || op == K_CAST)) { P->s = at; perr(P, "unknown operator '%s'", name); }
+    if (!sel && (op < 0 || op == K_CAST || op == K_BITCAST)) { P->s = at; perr(P, "unknown operator '%s'", name); }
     int want = sel ? 3 : kop_arity[op], n = 0;
     expect(P, "(");
     do {

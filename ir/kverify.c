@@ -50,6 +50,12 @@ static void check_index(Check *c, const Buf *b, Expr *const *idx, int n, const c
 static void check_un(Check *c, const Expr *e) {
     DType a = e->args[0]->type;
     if (e->op == K_CAST) return;
+    if (e->op == K_BITCAST) {
+        if (dtype_size(e->type) != dtype_size(a) || e->type == DT_BOOL || a == DT_BOOL ||
+            dtype_is_float8(e->type) || dtype_is_float8(a))
+            fail(c, "bitcast: %s to %s", dtype_name(a), dtype_name(e->type));
+        return;
+    }
     if (e->op == K_NOT) {
         if (e->type != DT_BOOL && e->type != a) fail(c, "not: bad types");
         return;

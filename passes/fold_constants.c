@@ -82,8 +82,30 @@ static void kill_folded(Node *n) {
     n->dead = true;
 }
 
+/* A DequantizeLinear of int4/uint4 weights (Value.nibbles) read by MatMul or Gemm as their B
+ * alone stays a node: lowered, its kernel goes into the matrix product's loads of B (fuse.c,
+ * inline_weights), so the weights stay 4-bit in the object, where folding would store them
+ * as floats, eight times the bytes. Anywhere else it is folded as usual. */
+static bool keep_nibbles(const Graph *g, const Node *n) {
+    if (n->op != OP_DequantizeLinear || !n->in[0] || !n->in[0]->nibbles || !n->out[0] || n->out[0]->is_output)
+        return false;
+    const Value *y = n->out[0];
+    int uses = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const Node *c = g->nodes[i];
+        if (c->dead) continue;
+        for (int j = 0; j < c->nin; j++) {
+            if (c->in[j] != y) continue;
+            if (j != 1 || (c->op != OP_MatMul && c->op != OP_Gemm)) return false;
+            uses++;
+        }
+    }
+    return uses > 0;
+}
+
 bool fold_node(Graph *g, Node *n) {
     if (n->dead) return false;
+    if (keep_nibbles(g, n)) return false;
     if (all_outputs_constant(n)) {  /* a shape rule already computed it (Shape, Size) */
         kill_folded(n);
         return true;

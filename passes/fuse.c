@@ -160,7 +160,7 @@ static bool rewrite(const Fusion *f, Stmt *s) {
         if (s->buf != f->b) break;
         Expr *val = s->val;
         /* A 16-bit float store rounds; the forwarded value must round the same way. */
-        if (f->b->dtype == DT_FLOAT16 || f->b->dtype == DT_BFLOAT16)
+        if (f->b->dtype == DT_FLOAT16 || f->b->dtype == DT_BFLOAT16 || dtype_is_float8(f->b->dtype))
             val = s->val = kx_cast(f->p, f->b->dtype, kx_cast(f->p, DT_FLOAT, val));
         /* A costly value read several times by C is computed once into a register. */
         if (f->uses > 1 && !cheap(val)) {
@@ -321,11 +321,55 @@ static bool inline_one(Program *p, Kernel *e) {
     return true;
 }
 
+/* ---- weights computed from constants, inlined into the loads of their one reader ----
+ * An elementwise kernel E of constants alone (the DequantizeLinear of int4 weights that
+ * fold_constants keeps: passes/fold_constants.c, keep_nibbles) whose float output T is read by
+ * one contraction K, inside its reductions or not: K reads E's constants instead, E's
+ * expression at each load's index. An element of T is then computed once per read (once per
+ * row of A: a matrix-vector product reads each once), but T is never stored: the weights
+ * stream from the object at their 4 bits instead of from the arena at 32, which is what
+ * bounds a matrix-vector product. The constants cannot change, so nothing in between
+ * matters but control kernels. */
+static bool inline_weights(Program *p, Kernel *e) {
+    EwForm m;
+    if (e->dead || e->ctl || !match_elementwise(e, &m)) return false;
+    Buf *t = m.store->buf;
+    if (mode_of(e, t) != KP_OUT || t->kind != B_TEMP || t->alias || has_view(p, t) || t->dtype != DT_FLOAT)
+        return false;
+    bool nibbles = false;
+    for (int i = 0; i < e->nparams; i++) {
+        Buf *r = kir_root(e->params[i]);
+        if (e->params[i] != t && r->kind != B_CONST) return false;
+        nibbles |= r->nibbles;
+    }
+    if (!nibbles) return false;
+    Kernel *k = NULL;
+    for (int i = e->id + 1; i < p->nkernels; i++) {
+        Kernel *x = p->kernels[i];
+        if (x->ctl && !k) return false;
+        if (x->dead || !touches(x, t, KP_INOUT)) continue;
+        if (k || mode_of(x, t) != KP_IN) return false;
+        k = x;
+    }
+    if (!k || k->kclass != KC_CONTRACTION) return false;
+    Fusion f = {p, k, t, t, &m, 0};
+    inline_stmts(&f, k->body);
+    drop_param(k, t);
+    for (int i = 0; i < e->nparams; i++)
+        if (e->params[i] != t) kir_param(p, k, e->params[i], KP_IN);
+    k->ops = arena_printf(p->arena, "%s+%s", e->ops, k->ops);
+    kir_add_nodes(p, k, e->nodes, e->nnodes);
+    e->dead = true;
+    e->body = NULL;
+    return true;
+}
+
 void fuse(Program *p) {
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < p->nkernels; i++) changed |= fuse_one(p, p->kernels[i]);
     }
     for (int i = 0; i < p->nkernels; i++) inline_one(p, p->kernels[i]);
+    for (int i = 0; i < p->nkernels; i++) inline_weights(p, p->kernels[i]);
     kir_compact(p);
 }

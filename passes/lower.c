@@ -28,6 +28,7 @@ Buf *lower_value_buf(Program *p, const Value *v, BufKind k) {
 static Buf *const_buf(Lower *L, Value *v) {
     Buf *b = lower_value_buf(L->p, v, B_CONST);
     b->data = v->data;
+    b->nibbles = v->nibbles;
     return b;
 }
 

@@ -167,6 +167,10 @@ bool rule_quant_type(DType t);
 Expr *rule_quantize(Program *p, Expr *v, Expr *zp, DType t);
 /* the same, saturated to [lo, hi] within t's range (a Relu or Clip on the quantized value) */
 Expr *rule_quantize_in(Program *p, Expr *v, Expr *zp, DType t, double lo, double hi);
+/* v (any number) cast to a float8 type t as Cast-19 with `saturate` (ir/float8.c): K_CAST
+ * rounds and saturates the finite values; saturating, e5m2's infinities become its largest
+ * value too; not, what rounds past the largest value is infinity (e5m2) or NaN. */
+Expr *rule_float8_cast(Program *p, Expr *v, DType t, bool saturate);
 /* lo <= v <= hi (float v; a NaN passes through) */
 Expr *rule_clamp(Program *p, Expr *v, double lo, double hi);
 

@@ -105,7 +105,28 @@ void infer_cast(Graph *g, Node *n) {
     }
     if (!dtype_supported(to)) {
         error(ir_where(g, n), "cast to unsupported type %s (%d)%s", dtype_name(to), (int)to,
-              to >= 17 && to <= 26 ? ": onnxcc has no float8, 4-bit or 2-bit types" : "");
+              to >= 21 && to <= 26 ? ": onnxcc has no float4, float8e8m0 or 2-bit types, and 4-bit "
+              "integers only as constant weights" : "");
+        return;
+    }
+    ir_set_shape(n->out[0], to, x->rank, x->dims);
+}
+
+/* BitCast (opset 26): the bits of each element read as `to`, of the same size (as the
+ * reference, which numpy's view gives). bool and the float8 types are refused: their
+ * registers hold 0/1 and a float (kir.h's K_BITCAST), not their bits. */
+void infer_bitcast(Graph *g, Node *n) {
+    Value *x = n->in[0];
+    DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
+    DType bad = !dtype_supported(to) || to == DT_BOOL || dtype_is_float8(to) ? to
+              : x->dtype == DT_BOOL || dtype_is_float8(x->dtype) || x->dtype == DT_STRING ? x->dtype : DT_UNDEF;
+    if (bad != DT_UNDEF) {
+        error(ir_where(g, n), "bitcast of %s to %s: %s is not supported (numbers of 8 to 64 bits "
+              "but bool and float8 are)", dtype_name(x->dtype), dtype_name(to), dtype_name(bad));
+        return;
+    }
+    if (dtype_size(to) != dtype_size(x->dtype)) {
+        error(ir_where(g, n), "bitcast of %s to %s: the sizes differ", dtype_name(x->dtype), dtype_name(to));
         return;
     }
     ir_set_shape(n->out[0], to, x->rank, x->dims);
@@ -208,7 +229,11 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Ceil: return kx_un(p, K_CEIL, x);
     case OP_Reciprocal: return kx_un(p, K_RECIP, x);
     case OP_Sign: return kx_un(p, K_SIGN, x);
-    case OP_Cast: case OP_CastLike: return kx_cast(p, n->out[0]->dtype, x);
+    case OP_BitCast: return kx_bitcast(p, n->out[0]->dtype, x);
+    case OP_Cast: case OP_CastLike:     /* `saturate` (opset 19) applies to float8 targets */
+        if (dtype_is_float8(n->out[0]->dtype))
+            return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0);
+        return kx_cast(p, n->out[0]->dtype, x);
     case OP_Relu: return kx_bin(p, K_MAX, x, cst(L, t, 0));
     case OP_LeakyRelu: {
         Expr *neg = kx_bin(p, K_MUL, x, cst(L, t, ir_attr_float(n, "alpha", 0.01f)));

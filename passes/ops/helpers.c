@@ -407,6 +407,24 @@ Expr *rule_quantize_in(Program *p, Expr *v, Expr *zp, DType t, double lo_q, doub
     return kx_cast(p, t, r);
 }
 
+Expr *rule_float8_cast(Program *p, Expr *v, DType t, bool saturate) {
+    F8Format f = f8_format(t);
+    Expr *x = v->type == DT_FLOAT ? v : kx_cast(p, DT_FLOAT, v), *c = kx_cast(p, t, x);
+    if (saturate && !f.inf) return c;
+    if (saturate) {                 /* e5m2: +-inf -> +-57344 */
+        float mx = f8_decode(t, (uint8_t)f.maxmag);
+        Expr *big = kx_select(p, kx_bin(p, K_LT, kx_clone(p, x), kx_const(p, DT_FLOAT, 0)),
+                              kx_cast(p, t, kx_const(p, DT_FLOAT, -mx)), kx_cast(p, t, kx_const(p, DT_FLOAT, mx)));
+        Expr *inf = kx_bin(p, K_EQ, kx_un(p, K_ABS, kx_clone(p, x)), kx_const(p, DT_FLOAT, INFINITY));
+        return kx_select(p, inf, big, c);
+    }
+    Expr *over = kx_bin(p, f.overflow_ge ? K_GE : K_GT, kx_un(p, K_ABS, kx_clone(p, x)), kx_const(p, DT_FLOAT, f.overflow));
+    Expr *out = f.inf ? kx_select(p, kx_bin(p, K_LT, kx_clone(p, x), kx_const(p, DT_FLOAT, 0)),
+                                  kx_cast(p, t, kx_const(p, DT_FLOAT, -INFINITY)), kx_cast(p, t, kx_const(p, DT_FLOAT, INFINITY)))
+                      : kx_cast(p, t, kx_const(p, DT_FLOAT, NAN));
+    return kx_select(p, over, out, c);
+}
+
 Value *rule_opt_in(const Node *n, int i) { return i < n->nin ? n->in[i] : NULL; }
 
 /* An operand element as int32 minus its zero point (zi: the zero point's index when it is

@@ -255,18 +255,29 @@ def opsets():
     compile_case("training_opset_99999", m, "99999")
     compile_case("opset_27", model([helper.make_node("Relu", ["x"], ["y"])],
                                    [f32("x", [2])], [f32("y", None)], opset=27), "1 to 26")
-    # the types of opsets 19 to 25 that onnxcc has not: a float8 graph input, an int4
-    # initializer, a Cast to float8 (TensorProto numbers: onnx 1.12 predates their names)
-    compile_case("float8_input_19", model([helper.make_node("Identity", ["x"], ["y"])],
-                                          [f32("x", [2], 17)], [f32("y", None, 0)], opset=19),
-                 "input 'x' has unsupported element type float8e4m3fn (onnxcc has no float8")
-    w = TensorProto(name="w", data_type=22, dims=[4], raw_data=b"\x12\x34")
-    compile_case("int4_weight_21", model(
+    # the types of opsets 19 to 25 that onnxcc has not (TensorProto numbers: onnx 1.12
+    # predates their names): a float4e2m1 graph input, an int4 graph input (int4 is read
+    # only as constant weights), a Cast to float8e8m0; and an int4 initializer whose packed
+    # bytes are too few
+    compile_case("float4_input_23", model([helper.make_node("Identity", ["x"], ["y"])],
+                                          [f32("x", [2], 23)], [f32("y", None, 0)], opset=23),
+                 "input 'x' has unsupported element type float4e2m1 (onnxcc has 4-bit integers only as constant weights")
+    compile_case("int4_input_21", model([helper.make_node("Identity", ["x"], ["y"])],
+                                        [f32("x", [2], 22)], [f32("y", None, 0)], opset=21),
+                 "input 'x' has unsupported element type int4")
+    w = TensorProto(name="w", data_type=22, dims=[5], raw_data=b"\x12\x34")
+    compile_case("int4_weight_short_21", model(
         [helper.make_node("DequantizeLinear", ["w", "s"], ["y"])], [], [f32("y", None)],
-        [w, const("s", np.float32(0.5))], opset=21), "initializer 'w' has unsupported element type int4")
-    compile_case("cast_to_float8_19", model([helper.make_node("Cast", ["x"], ["y"], to=19)],
-                                            [f32("x", [2])], [f32("y", None, 0)], opset=19),
-                 r"node 'Cast_0' (Cast, opset 19): cast to unsupported type float8e5m2")
+        [w, const("s", np.float32(0.5))], opset=21), "initializer 'w': raw_data holds 2 bytes, its 5 4-bit values need 3")
+    compile_case("cast_to_float8e8m0_24", model([helper.make_node("Cast", ["x"], ["y"], to=24)],
+                                                [f32("x", [2])], [f32("y", None, 0)], opset=24),
+                 r"node 'Cast_0' (Cast, opset 24): cast to unsupported type float8e8m0")
+    compile_case("bitcast_sizes_26", model([helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT16)],
+                                           [f32("x", [2])], [f32("y", None, 0)], opset=26),
+                 r"node 'BitCast_0' (BitCast, opset 26): bitcast of float32 to int16: the sizes differ")
+    compile_case("bitcast_bool_26", model([helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.BOOL)],
+                                          [f32("x", [2], TensorProto.UINT8)], [f32("y", None, 0)], opset=26),
+                 "bitcast of uint8 to bool: bool is not supported")
     # modes and attributes of opsets 18 to 21 refused by name
     compile_case("gridsample_4d_20", model([helper.make_node("GridSample", ["x", "g"], ["y"])],
                                            [f32("x", [1, 1, 2, 3, 4, 2]), f32("g", [1, 2, 2, 2, 2, 4])],

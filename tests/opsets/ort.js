@@ -3,7 +3,9 @@
 // names, dtypes and shapes from NAME/meta.json) and compares its outputs with
 // NAME/output_K.bin, printing "ok NAME", "DIFF NAME" (largest difference, relative to
 // max(1, |reference|), over 1e-4) or "ERR NAME" (onnxruntime refused the model). Run by
-// `sh tests/opsets.sh --ort`, which finds onnxruntime-node through NODE_PATH.
+// `sh tests/opsets.sh --ort`, which finds onnxruntime-node through NODE_PATH. ORT_OPT sets
+// onnxruntime's graphOptimizationLevel (default all; tests/types.sh uses disabled: its
+// DequantizeLinear -> MatMul fusion to MatMulNBits quantizes the activations to int8).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -27,7 +29,7 @@ function read(file, type) {
 
 async function check(dir, name) {
     const meta = JSON.parse(fs.readFileSync(path.join(dir, 'meta.json')));
-    const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
+    const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {graphOptimizationLevel: process.env.ORT_OPT || 'all'});
     const feeds = {};
     meta.inputs.forEach((m, k) => {
         feeds[m.name] = m.type === 'string' ? new ort.Tensor('string', m.values, m.shape)

@@ -1,0 +1,301 @@
+# gen.py OUTDIR [bench] - models with the types that Debian's onnx 1.12 has no helpers for,
+# written by hand as TensorProtos (data_type numbers from the ONNX changelog: 21 uint4, 22
+# int4), with numpy references from the spec's formulas in float64. One directory per case:
+# model.onnx and test_data_set_0 (and the raw data with meta.json for tests/opsets/ort.js).
+# With `bench`: int4_decoder and float_decoder instead, the weight-only int4 model and the
+# float model of the same (dequantized) weights, for tests/types.sh --bench.
+import os, sys, json
+import numpy as np
+import onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+
+rng = np.random.default_rng(21)
+OUT = sys.argv[1]
+UINT4, INT4 = 21, 22
+
+
+def nibbles(name, a, signed, int32_data=False):
+    """An int4 (signed) or uint4 TensorProto of the integer array a, two values a byte, the
+    first in the low nibble (raw_data, or one packed byte per int32_data element)."""
+    lo, hi = (-8, 7) if signed else (0, 15)
+    assert a.min() >= lo and a.max() <= hi
+    flat = (a.reshape(-1).astype(np.int64) & 15).astype(np.uint8)
+    if flat.size % 2:
+        flat = np.append(flat, np.uint8(0))
+    packed = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+    t = T()
+    t.name = name
+    t.data_type = INT4 if signed else UINT4
+    t.dims.extend(a.shape)
+    if int32_data:
+        t.int32_data.extend(int(b) for b in packed)
+    else:
+        t.raw_data = packed.tobytes()
+    return t
+
+
+def save(name, nodes, inputs, outputs, opset, inits=()):
+    """inputs/outputs: lists of (name, array); inits: TensorProtos or (name, array)."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d + '/test_data_set_0', exist_ok=True)
+    tt = lambda a: nh.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype]
+    g = h.make_graph(nodes, name,
+                     [h.make_tensor_value_info(n, tt(a), list(a.shape)) for n, a in inputs],
+                     [h.make_tensor_value_info(n, tt(a), list(a.shape)) for n, a in outputs],
+                     [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 10
+    onnx.save(m, d + '/model.onnx')
+    meta = {}
+    for kind, vals in (('input', inputs), ('output', outputs)):
+        meta[kind + 's'] = []
+        for i, (n, a) in enumerate(vals):
+            open(f'{d}/test_data_set_0/{kind}_{i}.pb', 'wb').write(nh.from_array(a, n).SerializeToString())
+            meta[kind + 's'].append({'name': n, 'type': str(a.dtype), 'shape': list(a.shape)})
+            a.astype(a.dtype.newbyteorder('<')).tofile(f'{d}/{kind}_{i}.bin')
+    json.dump(meta, open(d + '/meta.json', 'w'))
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def q4(shape, signed):
+    return rng.integers(-8 if signed else 0, 8 if signed else 16, shape).astype(np.int8 if signed else np.uint8)
+
+
+def dequant(w, s, zp, axis, block):
+    """DequantizeLinear-21's reference: scale and zero point repeated over their block (or
+    broadcast along axis), (w - zp) * s in float64."""
+    w = w.astype(np.float64)
+    if block:
+        s = np.repeat(s, block, axis=axis).take(range(w.shape[axis]), axis=axis)
+        zp = np.repeat(zp, block, axis=axis).take(range(w.shape[axis]), axis=axis)
+    elif axis is not None:
+        shp = [1] * w.ndim
+        shp[axis] = -1
+        s, zp = s.reshape(shp), zp.reshape(shp)
+    return (w - zp.astype(np.float64)) * s.astype(np.float64)
+
+
+def dq_case(name, op, x, w, signed, axis, block, trans=False, zp=True, int32_data=False):
+    """y = op(x, DequantizeLinear(w)) with w int4/uint4 (op MatMul, or Gemm with transB)."""
+    K = w.shape[axis] if block else None
+    if block:
+        sshape = list(w.shape)
+        sshape[axis] = -(-w.shape[axis] // block)
+    else:
+        sshape = [w.shape[axis]]
+    s = (rng.uniform(0.01, 0.1, sshape)).astype(np.float32)
+    z = q4(sshape, signed) if zp else np.zeros(sshape, np.int8 if signed else np.uint8)
+    wf = dequant(w, s, z, axis, block)
+    y = x.astype(np.float64) @ (wf.T if trans else wf)
+    attrs = {'axis': axis}
+    if block:
+        attrs['block_size'] = block
+    ins = ['w', 's', 'z'] if zp else ['w', 's']
+    inits = [nibbles('w', w, signed, int32_data), ('s', s)] + ([nibbles('z', z, signed)] if zp else [])
+    mm = h.make_node('Gemm', ['x', 'wf'], ['y'], transB=1) if trans else h.make_node('MatMul', ['x', 'wf'], ['y'])
+    save(name, [h.make_node('DequantizeLinear', ins, ['wf'], **attrs), mm], [('x', x)],
+         [('y', y.astype(np.float32))], 21, inits)
+
+
+if len(sys.argv) > 2 and sys.argv[2] == 'bench':
+    # a small decoder's MLP stack at batch 1: 4 layers, 3.1M weights (12.6 MB float32), int4
+    # with float scales per block of 32 along K (what weight-only quantizers write)
+    dims = [512, 1536, 512, 1536, 512]
+    x = randn(1, dims[0])
+    nq, nf, iq, inf_ = [], [], [], []
+    prev = 'x'
+    for i in range(4):
+        K, N = dims[i], dims[i + 1]
+        w = q4((K, N), True)
+        s = rng.uniform(0.001, 0.01, (K // 32, N)).astype(np.float32)
+        z = np.zeros((K // 32, N), np.int8)
+        wf = dequant(w, s, z, 0, 32).astype(np.float32)
+        iq += [nibbles(f'w{i}', w, True), (f's{i}', s)]
+        inf_ += [(f'w{i}', wf)]
+        nq += [h.make_node('DequantizeLinear', [f'w{i}', f's{i}'], [f'wf{i}'], axis=0, block_size=32),
+               h.make_node('MatMul', [prev, f'wf{i}'], [f'm{i}'])]
+        nf += [h.make_node('MatMul', [prev, f'w{i}'], [f'm{i}'])]
+        act = [h.make_node('Relu', [f'm{i}'], [f'a{i}'])] if i < 3 else []
+        nq += act
+        nf += act
+        prev = f'a{i}' if i < 3 else f'm{i}'
+    y = x.astype(np.float64)
+    for i in range(4):
+        y = y @ inf_[i][1].astype(np.float64)
+        if i < 3:
+            y = np.maximum(y, 0)
+    y = y.astype(np.float32)
+    for name, nodes, inits in (('int4_decoder', nq, iq), ('float_decoder', nf, inf_)):
+        nodes[-1].output[0] = 'y'
+        save(name, nodes, [('x', x)], [('y', y)], 21, inits)
+    sys.exit(0)
+
+# ---- float8 (ONNX 17-20), from the formats' definitions (Cast-19's docs) ----
+F8 = {  # number: (name, exponent bits, mantissa bits, bias, uz: no -0 and NaN 0x80, has inf)
+    17: ('e4m3fn', 4, 3, 7, False, False), 18: ('e4m3fnuz', 4, 3, 8, True, False),
+    19: ('e5m2', 5, 2, 15, False, True), 20: ('e5m2fnuz', 5, 2, 16, True, False)}
+
+
+def f8_values(t):
+    """The finite non-negative values of float8 type t with their codes, ascending."""
+    _, eb, mb, bias, uz, inf = F8[t]
+    out = []
+    for code in range(128):
+        e, m = code >> mb, code & ((1 << mb) - 1)
+        if inf and e == (1 << eb) - 1:
+            continue                                # e5m2: inf and NaNs
+        if not inf and not uz and code == 0x7f:
+            continue                                # e4m3fn: NaN
+        v = m * 2.0 ** (1 - bias - mb) if e == 0 else (1 + m / 2 ** mb) * 2.0 ** (e - bias)
+        out.append((v, code))
+    return out
+
+
+def f8_round(x, t, saturate):
+    """Cast-19 of float32 x to float8 type t, as the float value: to nearest, ties to the
+    even code; past the largest finite value (half an ulp beyond, ties to even) saturated to
+    it, or infinity (e5m2) / NaN without `saturate`; infinities saturate too."""
+    vals = f8_values(t)
+    v = np.array([a for a, _ in vals])
+    codes = np.array([c for _, c in vals])
+    mx, inf = v[-1], F8[t][5]
+    step = v[-1] - v[-2]
+    y = np.empty(x.shape, np.float64)
+    for i, xi in enumerate(x.astype(np.float64).flat):
+        a = abs(xi)
+        if np.isnan(xi):
+            r = np.nan
+        elif np.isinf(a) or a > mx + step / 2 or (a == mx + step / 2 and codes[-1] % 2):
+            r = mx if saturate else (np.inf if inf else np.nan)
+        elif a >= mx:
+            r = mx
+        else:
+            j = np.searchsorted(v, a)
+            lo, hi = v[j - 1] if j else v[0], v[j]
+            if a - lo < hi - a or (a - lo == hi - a and codes[j - 1] % 2 == 0):
+                r = lo
+            else:
+                r = hi
+        y.flat[i] = -r if xi < 0 else r
+    return y.astype(np.float32)
+
+
+def f8_interesting(t, n=64):
+    """Values that exercise every path: zeros, subnormals, normals, exact ties between
+    neighbours, the largest value and the ties and values past it, infinities, NaN."""
+    v = np.array([a for a, _ in f8_values(t)])
+    mids = (v[1:] + v[:-1]) / 2
+    mx, step = v[-1], v[-1] - v[-2]
+    special = [0.0, -0.0, v[1] / 3, v[1] * 0.5, v[1] * 1.5, mx, mx + step / 2, mx + step / 2 * 1.01,
+               mx * 1.04, mx * 4, np.inf, -np.inf, np.nan, -mx - step, 1e30]
+    pick = rng.choice(mids, n)
+    return np.concatenate([special, pick, -rng.choice(mids, 16), rng.standard_normal(n) * mx / 8,
+                           rng.standard_normal(16) * v[8]]).astype(np.float32)
+
+
+for t, (tn, *_rest) in F8.items():
+    x = f8_interesting(t)
+    for sat in (1, 0):
+        save(f'cast_f8{tn}_sat{sat}', [h.make_node('Cast', ['x'], ['c'], to=t, saturate=sat),
+                                       h.make_node('Cast', ['c'], ['y'], to=T.FLOAT)],
+             [('x', x)], [('y', f8_round(x, t, sat))], 19)
+
+# QuantizeLinear to float8 per axis and DequantizeLinear back (saturating, zero point 0)
+x = (randn(4, 6) * 300).astype(np.float32)
+x[0, :3] = [np.inf, -np.inf, 1e-6]
+s = rng.uniform(0.5, 2, 6).astype(np.float32)
+for t, (tn, *_rest) in F8.items():
+    zp = T()
+    zp.name, zp.data_type = 'z', t
+    zp.dims.extend([6])
+    zp.raw_data = bytes(6)
+    q = f8_round((x.astype(np.float32) / s).astype(np.float32), t, True)
+    save(f'qdq_f8{tn}_axis1', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['q'], axis=1),
+                               h.make_node('DequantizeLinear', ['q', 's', 'z'], ['y'], axis=1)],
+         [('x', x)], [('y', (q.astype(np.float32) * s).astype(np.float32))], 19, [('s', s), zp])
+
+
+def f8_tensor(name, vals, t):
+    """A float8 TensorProto of the exactly representable float values vals."""
+    table = {a: c for a, c in f8_values(t)}
+    tp = T()
+    tp.name, tp.data_type = name, t
+    tp.dims.extend(vals.shape)
+    tp.raw_data = bytes((0x80 if v < 0 else 0) | table[abs(float(v))] for v in vals.flat)
+    return tp
+
+
+# constants cast at compile time (the interpreter's float8 rounding), next to the input
+c = f8_interesting(19)
+save('cast_f8e5m2_folded', [h.make_node('Cast', ['c'], ['c8'], to=19, saturate=0),
+                            h.make_node('Cast', ['c8'], ['cf'], to=T.FLOAT), h.make_node('Add', ['x', 'cf'], ['y'])],
+     [('x', np.zeros_like(c))], [('y', f8_round(c, 19, 0))], 19, [('c', c)])
+
+
+def save_f8(name, nodes, x, y, t, opset=19):
+    """A model with float8 input x and output y (exactly representable float arrays) of type t;
+    no meta.json: onnxruntime-node has no float8 tensors."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d + '/test_data_set_0', exist_ok=True)
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info('x', t, list(x.shape))],
+                     [h.make_tensor_value_info('y', t, list(y.shape))])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 9
+    onnx.save(m, d + '/model.onnx')
+    open(f'{d}/test_data_set_0/input_0.pb', 'wb').write(f8_tensor('x', x, t).SerializeToString())
+    open(f'{d}/test_data_set_0/output_0.pb', 'wb').write(f8_tensor('y', y, t).SerializeToString())
+
+
+# float8 in and out of the model: Relu and Neg computed in float32, stored back
+for t, (tn, *_rest) in F8.items():
+    vals = np.array([a for a, _ in f8_values(t)])
+    x = (rng.choice(vals, 40) * rng.choice([-1, 1], 40)).astype(np.float32)
+    x[0] = 0
+    save_f8(f'io_f8{tn}', [h.make_node('Relu', ['x'], ['r']), h.make_node('Neg', ['r'], ['y'])], x,
+            -np.maximum(x, 0) + 0.0, t)
+
+# float8 weights (e4m3fn) behind DequantizeLinear with a per-tensor scale, read by MatMul
+vals = np.array([a for a, _ in f8_values(17)])
+w = (rng.choice(vals[:100], (24, 10)) * rng.choice([-1, 1], (24, 10))).astype(np.float32)
+x = randn(3, 24)
+save('dq_f8e4m3fn_matmul', [h.make_node('DequantizeLinear', ['w', 's'], ['wf']), h.make_node('MatMul', ['x', 'wf'], ['y'])],
+     [('x', x)], [('y', (x.astype(np.float64) @ (w.astype(np.float64) * 0.125)).astype(np.float32))], 19,
+     [f8_tensor('w', w, 17), ('s', np.array(0.125, np.float32))])
+
+# ---- BitCast (opset 26): numpy's view of the same bytes ----
+f = randn(3, 5) * 100
+f[0, :3] = [np.inf, -0.0, np.float32(1e-40)]
+i32 = rng.integers(-2 ** 31, 2 ** 31, (4, 3)).astype(np.int32)
+i32[0, 0] = 0x7fc00001                              # a quiet NaN with a payload
+for name, x, to in (('f32_i32', f, T.INT32), ('i32_f32', i32, T.FLOAT), ('i32_u32', i32, T.UINT32),
+                    ('f16_i16', (randn(2, 6) * 10).astype(np.float16), T.INT16),
+                    ('u16_f16', rng.integers(0, 0x7c00, (7,)).astype(np.uint16), T.FLOAT16),
+                    ('f64_i64', randn(5).astype(np.float64), T.INT64),
+                    ('u64_f64', randn(4).astype(np.float64).view(np.uint64), T.DOUBLE),
+                    ('i8_u8', rng.integers(-128, 128, (9,)).astype(np.int8), T.UINT8)):
+    y = x.view(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[to])
+    save(f'bitcast_{name}', [h.make_node('BitCast', ['x'], ['y'], to=to)], [('x', x)], [('y', y)], 26)
+# folded: a constant bitcast at compile time, added to the input
+c = (randn(6) * 3).astype(np.float32)
+save('bitcast_folded', [h.make_node('BitCast', ['c'], ['b'], to=T.INT32), h.make_node('Add', ['x', 'b'], ['y'])],
+     [('x', np.arange(6, dtype=np.int32))], [('y', np.arange(6, dtype=np.int32) + c.view(np.int32))], 26, [('c', c)])
+
+# ---- int4/uint4 weights behind DequantizeLinear-21, read by MatMul and Gemm ----
+dq_case('dq_int4_matmul_blocked', 'MatMul', randn(3, 64), q4((64, 40), True), True, 0, 32)
+dq_case('dq_uint4_matmul_axis1_odd', 'MatMul', randn(2, 47), q4((47, 33), False), False, 1, 0)
+dq_case('dq_int4_gemm_transb_short_block', 'Gemm', randn(4, 40), q4((24, 40), True), True, 1, 16, trans=True)
+dq_case('dq_int4_matvec_panels', 'MatMul', randn(1, 256), q4((256, 200), True), True, 0, 32)
+dq_case('dq_uint4_matvec_int32_data', 'MatMul', randn(1, 96), q4((96, 130), False), False, 0, 32,
+        zp=False, int32_data=True)
+dq_case('dq_int4_batched_rows', 'MatMul', randn(2, 5, 128), q4((128, 72), True), True, 0, 64)
+
+# a DequantizeLinear of int4 that no MatMul reads (folded into floats) next to one per tensor
+w = q4((5, 7), True)
+x = randn(5, 7)
+save('dq_int4_folded_per_tensor', [h.make_node('DequantizeLinear', ['w', 's'], ['wf']),
+                                   h.make_node('Add', ['x', 'wf'], ['y'])],
+     [('x', x)], [('y', (x + w.astype(np.float32) * np.float32(0.25)).astype(np.float32))], 21,
+     [nibbles('w', w, True), ('s', np.array(0.25, np.float32))])
