@@ -222,21 +222,19 @@ Expr *kx_un(Program *p, KOp op, Expr *a) {
     return e;
 }
 
-Expr *kx_bitcast(Program *p, DType to, Expr *a) {
+/* a as type `to` by op (K_CAST: the value converted, K_BITCAST: its bits), a itself when it
+ * has that type */
+static Expr *retype(Program *p, KOp op, DType to, Expr *a) {
     if (a->type == to) return a;
     Expr *e = mk(p, E_UN, to, 1);
-    e->op = K_BITCAST;
+    e->op = op;
     e->args[0] = a;
     return e;
 }
 
-Expr *kx_cast(Program *p, DType to, Expr *a) {
-    if (a->type == to) return a;
-    Expr *e = mk(p, E_UN, to, 1);
-    e->op = K_CAST;
-    e->args[0] = a;
-    return e;
-}
+Expr *kx_bitcast(Program *p, DType to, Expr *a) { return retype(p, K_BITCAST, to, a); }
+
+Expr *kx_cast(Program *p, DType to, Expr *a) { return retype(p, K_CAST, to, a); }
 
 Expr *kx_bin(Program *p, KOp op, Expr *a, Expr *b) {
     if (a->type != b->type) die("kx_bin %s: operand types %d and %d", kop_name[op], a->type, b->type);
