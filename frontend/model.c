@@ -457,8 +457,10 @@ static void read_body_inputs(Parser *p, const Onnx__GraphProto *gp) {
             error(ir_where(p->up->g, g->owner), "body input #%zu ('%s') has no name or is listed twice", i, name);
             continue;
         }
-        Value *v = intern(p, name);
-        if (v->data || v->producer || v->is_input) {  /* an outer value of that name */
+        /* an outer value of that name, defined or only read so far (an outer node reading
+         * the body's input: the fuzzer's Relu of a Loop's carried value) */
+        Value *v = p->up && lookup_scoped(p->up, name) ? NULL : intern(p, name);
+        if (!v || v->data || v->producer || v->is_input) {
             error(ir_where(p->up->g, g->owner), "body input '%s' has the name of an outer value", name);
             continue;
         }
