@@ -435,7 +435,18 @@ static void read_outputs(Parser *p, const Onnx__GraphProto *gp) {
             continue;
         }
         v->is_output = true;
-        read_type(p, v, vi->type, "output");
+        if (v->data || v->is_input) {
+            /* an initializer or a graph input listed as an output keeps its own type and shape
+             * (the fuzzer's output declared uint16[N, 10] took an initializer's shape away) */
+            const Onnx__TypeProto *tp = vi->type;
+            int32_t et = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
+                                 tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0;
+            if (et && et != (int32_t)v->dtype)
+                error(p->path, "graph output '%s' is declared %s, but is the %s of type %s", name, fe_type_name(et),
+                      v->data ? "initializer" : "graph input", dtype_name(v->dtype));
+        } else {
+            read_type(p, v, vi->type, "output");
+        }
         g->outputs[g->noutputs++] = v;
     }
 }

@@ -101,7 +101,13 @@ void infer_node(Graph *g, Node *n) {
     if (!inputs_static(g, n)) return;
     if (!inputs_known(n)) {
         /* Only possible downstream of a node that already reported an error. */
-        if (!error_count) die("infer_shapes: %s has an input without shape", n->name);
+        if (!error_count) {
+            const Value *v = NULL;
+            for (int i = 0; i < n->nin && !v; i++)
+                if (n->in[i] && !has_shape(n->in[i])) v = n->in[i];
+            die("infer_shapes: %s has an input without shape: '%s', from %s", n->name, v ? v->name : "?",
+                v && v->producer ? v->producer->name : "no node");
+        }
         return;
     }
     fix_softmax_axis(g, n);

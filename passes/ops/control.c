@@ -414,7 +414,8 @@ static bool scan_form(Graph *g, Node *n, ScanForm *f) {
     Graph *b = body_attr(n, "body");
     f->batch = n->opset < 9;
     f->first = f->batch ? 1 : 0;
-    f->nin = (int)ir_attr_int(n, "num_scan_inputs", -1);
+    int64_t nsi = ir_attr_int(n, "num_scan_inputs", -1);
+    f->nin = nsi < 1 || nsi > n->nin ? -1 : (int)nsi;     /* out of range: refused below */
     f->nstate = n->nin - f->first - f->nin;
     f->nout = n->nout - f->nstate;
     if (f->batch && n->in[0]) {
