@@ -100,23 +100,37 @@ static bool bounds_read(const Stmt *s, int var) {
 
 static int64_t list_macs(const Stmt *s, Env *env);
 
+/* Counts saturate at INT64_MAX (util.h's sat_add, sat_mul): a loop nest of a model's huge
+ * (fuzzed) dims is "very many", not an overflow. */
+
+/* Above this many trips a loop whose body reads its variable in bounds is priced from its
+ * first iteration times the trips, not walked value by value. */
+enum { WALK_TRIPS = 1 << 16 };
+
 static int64_t loop_macs(const Stmt *s, Env *env) {
     int64_t lo, hi, step = s->step > 0 ? s->step : 1;
     if (!eval(s->lo, env, &lo) || !eval(s->hi, env, &hi)) return 0;     /* unknown: not counted */
     int64_t span;
     if (hi <= lo || __builtin_sub_overflow(hi, lo, &span) || span > INT64_MAX - step) return 0;
     int64_t trips = (span + step - 1) / step;
-    if (!bounds_read(s->body, s->var)) {
+    if (!bounds_read(s->body, s->var) || trips > WALK_TRIPS) {
         /* the body's count may still read the variable's value through an if; price it once.
          * Values redone (LH_REDO) were counted in the loops that did them first. */
-        int64_t n = trips * list_macs(s->body, env);
-        return s->hints & LH_REDO ? n - n * s->redo / (hi - lo) : n;
+        int64_t n = 0;
+        if (trips > WALK_TRIPS) {
+            env->known[s->var] = true;
+            env->val[s->var] = lo;
+        }
+        n = sat_mul(trips, list_macs(s->body, env));
+        env->known[s->var] = false;
+        if (!(s->hints & LH_REDO) || n == INT64_MAX) return n;
+        return n - (int64_t)((double)n * (double)s->redo / (double)span);
     }
     int64_t n = 0;
     env->known[s->var] = true;
     for (int64_t v = lo; v < hi; v += step) {
         env->val[s->var] = v;
-        n += list_macs(s->body, env);
+        n = sat_add(n, list_macs(s->body, env));
     }
     env->known[s->var] = false;
     return n;
@@ -126,12 +140,12 @@ static int64_t list_macs(const Stmt *s, Env *env) {
     int64_t n = 0;
     for (; s; s = s->next) {
         switch (s->kind) {
-        case S_LOOP: n += loop_macs(s, env); break;
+        case S_LOOP: n = sat_add(n, loop_macs(s, env)); break;
         case S_STORE:
-        case S_SET: n += expr_macs(s->val); break;
+        case S_SET: n = sat_add(n, expr_macs(s->val)); break;
         case S_IF: {
             int64_t a = list_macs(s->then, env), b = list_macs(s->els, env);
-            n += a > b ? a : b;
+            n = sat_add(n, a > b ? a : b);
             break;
         }
         }
@@ -147,6 +161,6 @@ void kir_kernel_cost(const Kernel *k, int64_t *macs, int64_t *bytes) {
     free(env.val);
     free(env.known);
     int64_t b = 0;
-    for (int i = 0; i < k->nparams; i++) b += (int64_t)kir_nbytes(k->params[i]);
+    for (int i = 0; i < k->nparams; i++) b = sat_add(b, (int64_t)kir_nbytes(k->params[i]));
     *bytes = b;
 }

@@ -27,6 +27,17 @@ void *arena_grow(Arena *a, void *p, int n, int *cap, int need, size_t elsz);
 #define ARENA_NEW(a, T) ((T *)arena_alloc((a), sizeof(T)))
 #define ARENA_ARRAY(a, T, n) ((T *)arena_alloc((a), sizeof(T) * (size_t)(n)))
 
+/* ---- counts that saturate at INT64_MAX (work estimates over a model's dims, which may be
+ * huge: "very many", not an overflow) ---- */
+static inline int64_t sat_add(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t sat_mul(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? INT64_MIN : INT64_MAX) : r;
+}
+
 /* ---- user errors ---- */
 extern int error_count;          /* errors reported so far by error() */
 /* Report one user error and go on (to report every unsupported op of a model at once). */

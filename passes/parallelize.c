@@ -181,8 +181,8 @@ static int64_t work_bytes(const Kernel *k) {
     int64_t bytes = 0;
     for (int i = 0; i < k->nparams; i++) {
         const Buf *b = k->params[i];
-        if (k->modes[i] & KP_OUT) bytes += 2 * (int64_t)kir_nbytes(b);
-        else if (kir_root((Buf *)b)->kind == B_CONST) bytes += (int64_t)kir_nbytes(b);
+        if (k->modes[i] & KP_OUT) bytes = sat_add(bytes, sat_mul(2, (int64_t)kir_nbytes(b)));
+        else if (kir_root((Buf *)b)->kind == B_CONST) bytes = sat_add(bytes, (int64_t)kir_nbytes(b));
     }
     return bytes;
 }
@@ -224,8 +224,8 @@ static void program_work(const Program *p, int64_t *macs, int64_t *bytes) {
         if (k->dead || k->ctl) continue;
         int64_t m, unused;
         kir_kernel_cost(k, &m, &unused);
-        *macs += m;
-        *bytes += work_bytes(k);
+        *macs = sat_add(*macs, m);
+        *bytes = sat_add(*bytes, work_bytes(k));
     }
 }
 

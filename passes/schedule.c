@@ -1691,7 +1691,7 @@ void schedule(Program *p) {
     for (int i = 0; i < p->nkernels; i++)
         if (!p->kernels[i]->dead) {
             mark_reductions(p->kernels[i]->body);
-            macs += kernel_macs(p->kernels[i]);
+            macs = sat_add(macs, kernel_macs(p->kernels[i]));
         }
     channel_last_layouts(p);
     for (int i = 0; i < p->nkernels; i++) {
