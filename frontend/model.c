@@ -384,6 +384,15 @@ static void read_node(Parser *p, const Onnx__NodeProto *np, int index) {
         n->in[i] = *np->input[i] ? intern(p, np->input[i]) : NULL;
     for (int i = 0; i < nout; i++) {
         if (!*np->output[i]) continue;
+        /* a body may not define a name of an outer scope, even one only read there so far
+         * (the fuzzer's If whose condition was a value of its own else branch) */
+        Value *o = p->up && !lookup(p, np->output[i]) ? lookup_scoped(p->up, np->output[i]) : NULL;
+        if (o && !o->producer && !o->is_input && !o->data) {     /* defined outer ones: below */
+            error(ir_where(g, n), "value '%s' is read by an enclosing graph, which cannot see a body's values",
+                  np->output[i]);
+            n->out[i] = ir_value_new(g, np->output[i]);    /* a stand-in: the model is refused */
+            continue;
+        }
         Value *v = intern(p, np->output[i]);
         if (v->producer || v->is_input || v->data)
             error(ir_where(g, n), "value '%s' is already defined %s", v->name,

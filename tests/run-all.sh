@@ -11,8 +11,8 @@
 #   checked, and opened in headless Chromium), tests/malformed.sh (untrusted input:
 #   tests/malformed/gen.py's
 #   catalogue and the fuzzer's regression corpus), tests/fuzz-smoke.sh (the structure-aware
-#   mutator checked, the fuzz targets built, the regression corpus replayed in them, a minute
-#   of fuzzing from a fixed seed), tests/golden.sh (ONNX backend test data, at
+#   mutator checked, the fuzz targets built, the regression corpus replayed in them, a fixed
+#   number of fuzzing runs from a fixed seed), tests/golden.sh (ONNX backend test data, at
 #   -O2 and again at -O0, -O1 and -O3), tests/models.sh (the sample models, two models in one
 #   program), tests/threads.sh (ISA levels, NAME_run_par bitwise NAME_run at 1-3 threads,
 #   ThreadSanitizer), tests/guard.sh (generated code of every op family against guard pages, with
