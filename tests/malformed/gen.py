@@ -232,6 +232,21 @@ def operands():
         "initializer 'W' is defined twice")
     compile_case("ssa_input_twice", model([r], [f32("x", [2]), f32("x", [2])], [f32("y", [2])]),
                  "graph input 'x' is listed twice")
+    # the fuzzer's findings of this round, each with its message
+    compile_case("output_is_initializer_other_type", model(
+        [r], [f32("x", [2])], [f32("y", [2]), f32("W", [1, 1, 1, 1], TensorProto.UINT16)], [w]),
+        "graph output 'W' is declared uint16, but is the initializer of type float32")
+    compile_case("dropout_training_2e33", model(
+        [helper.make_node("Dropout", ["x", "", "t"], ["y"])], [f32("x", [1 << 33])], [f32("y", None)],
+        [const("t", np.array(True))]), "takes at most 2^32 elements")
+    compile_case("lstm_hidden_size_not_r", model(
+        [helper.make_node("LSTM", ["x", "Wl", "Rl"], ["y"], hidden_size=(1 << 63) - 1)],
+        [f32("x", [1, 1, 3])], [f32("y", None)],
+        [const("Wl", np.zeros((1, 16, 3), np.float32)), const("Rl", np.zeros((1, 16, 4), np.float32))]),
+        "hidden_size 9223372036854775807 must be R's last dim, 4")
+    compile_case("convtranspose_stride_overflow", model(
+        [helper.make_node("ConvTranspose", ["x", "W"], ["y"], strides=[(1 << 63) - 1, 1])],
+        [f32("x", [1, 1, 3, 3])], [f32("y", None)], [w]), "overflows 64 bits")
     c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
     shadow = helper.make_graph([helper.make_node("Relu", ["x"], ["x"])], "b", [], [f32("x", [2])])
     compile_case("ssa_body_redefines_outer_input", model(
