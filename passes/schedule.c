@@ -217,6 +217,8 @@ static int lanes(const Program *p, const Kernel *k) {
     for (int i = 0; i < k->nparams; i++)
         if (k->modes[i] & KP_OUT) esz = (int)dtype_size(k->params[i]->dtype);
     esz = MAX(esz, int_acc_size(k));
+    if (k->kclass == KC_CONTRACTION)    /* float accumulators of 8-bit outputs: float_exact */
+        for (int r = 0; r < k->nscalars; r++) esz = MAX(esz, (int)dtype_size(k->scalars[r]));
     int w = p->vector_bytes > esz ? p->vector_bytes / (esz ? esz : 4) : 1;
     if (p->vector_bytes <= 4) w = 1;
     return MIN(w, MAX_LANES);
