@@ -388,10 +388,9 @@ static void read_node(Parser *p, const Onnx__NodeProto *np, int index) {
          * (the fuzzer's If whose condition was a value of its own else branch) */
         Value *o = p->up && !lookup(p, np->output[i]) ? lookup_scoped(p->up, np->output[i]) : NULL;
         if (o && !o->producer && !o->is_input && !o->data) {     /* defined outer ones: below */
-            error(ir_where(g, n), "value '%s' is read by an enclosing graph, which cannot see a body's values",
+            /* fatal: the outer reader and the body's later readers would each report it again */
+            fatal(ir_where(g, n), "value '%s' is read by an enclosing graph, which cannot see a body's values",
                   np->output[i]);
-            n->out[i] = ir_value_new(g, np->output[i]);    /* a stand-in: the model is refused */
-            continue;
         }
         Value *v = intern(p, np->output[i]);
         if (v->producer || v->is_input || v->data)

@@ -415,7 +415,12 @@ static bool scan_form(Graph *g, Node *n, ScanForm *f) {
     f->batch = n->opset < 9;
     f->first = f->batch ? 1 : 0;
     int64_t nsi = ir_attr_int(n, "num_scan_inputs", -1);
-    f->nin = nsi < 1 || nsi > n->nin ? -1 : (int)nsi;     /* out of range: refused below */
+    if (nsi < 1 || nsi > n->nin - f->first) {
+        error(ir_where(g, n), "num_scan_inputs %lld must be 1 to the node's %d inputs%s", (long long)nsi,
+              n->nin - f->first, f->first ? " after sequence_lens" : "");
+        return false;
+    }
+    f->nin = (int)nsi;
     f->nstate = n->nin - f->first - f->nin;
     f->nout = n->nout - f->nstate;
     if (f->batch && n->in[0]) {

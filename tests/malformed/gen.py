@@ -253,6 +253,19 @@ def operands():
         [helper.make_node("If", ["c"], ["y"], then_branch=shadow,
                           else_branch=helper.make_graph([], "e", [], [f32("x", [2])]))],
         [c, f32("x", [2])], [f32("y", [2])]), "value 'x' is already defined as a graph input")
+    # a body node defining the name its If reads as condition (fuzz finding 9): one error,
+    # not one more for each later reader
+    own = helper.make_graph([helper.make_node("Neg", ["x"], ["c"])], "e", [], [f32("c", [2])])
+    compile_case("ssa_body_defines_outer_read", model(
+        [helper.make_node("If", ["c"], ["y"], then_branch=own, else_branch=own)],
+        [f32("x", [2])], [f32("y", [2])]),
+        "value 'c' is read by an enclosing graph, which cannot see a body's values")
+    body = helper.make_graph([helper.make_node("Add", ["s", "n"], ["t"]), helper.make_node("Identity", ["t"], ["o"])],
+                             "b", [f32("s", [2]), f32("n", [2])], [f32("t", [2]), f32("o", [2])])
+    compile_case("scan_num_scan_inputs_int_min", model(
+        [helper.make_node("Scan", ["i", "x"], ["y", "z"], body=body, num_scan_inputs=-(1 << 31))],
+        [f32("i", [2]), f32("x", [3, 2])], [f32("y", None), f32("z", None)], opset=11),
+        "num_scan_inputs -2147483648 must be")
 
 
 # ---- 4. opsets ----
