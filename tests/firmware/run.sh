@@ -31,7 +31,7 @@ PATTERN=${1:-}
 # that exits early, and outputs of data-dependent shape (a Loop's scan output after an early
 # exit, NonMaxSuppression, NonZero: main.c compares the valid part and the "NAME.dims" outputs),
 # and string tensors (StringNormalizer, Cast from string: their bytes, by pb2c.py), and the
-# upsampling layers of decoders (models/decoder: ConvTranspose k4 s2 and k2 s2, ConvTranspose1d
+# upsampling layers of decoders (tests/firmware/decoder: ConvTranspose k4 s2 and k2 s2, ConvTranspose1d
 # s8 k16, a dilated Conv1d; at most 2.5 instructions per MAC on the M4)
 CASES="example models/example/model.onnx models/example/test_data_set_0
 cnn models/cnn/model.onnx models/cnn/test_data_set_0
@@ -54,7 +54,7 @@ loop_while models/loop_while/model.onnx models/loop_while/test_data_set_0
 loop_exit models/loop_exit/model.onnx models/loop_exit/test_data_set_0
 detect models/detect/model.onnx models/detect/test_data_set_1
 text models/text/model.onnx models/text/test_data_set_0
-decoder models/decoder/model.onnx models/decoder/test_data_set_0"
+decoder $HERE/decoder/model.onnx $HERE/decoder/test_data_set_0"
 
 # Semihosting console on QEMU's stdout; no display, serial or monitor.
 QEMU_IO="-display none -serial none -monitor none -chardev stdio,id=sh0

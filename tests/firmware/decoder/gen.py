@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""gen_decoder.py - writes models/decoder: the upsampling layers of a decoder, small enough for
-a Cortex-M4 (tests/firmware), with its expected outputs from PyTorch's conv_transpose (an
+"""gen.py - writes tests/firmware/decoder (model.onnx, test_data_set_0/): the upsampling
+layers of a decoder, small enough for a Cortex-M4 (tests/firmware), with its expected outputs from PyTorch's conv_transpose (an
 implementation independent of onnxcc's stride phases).
 
   x [1, 16, 8, 8]  -> ConvTranspose 16->8 k4 s2 p1 (DCGAN-style) -> Relu
@@ -8,7 +8,8 @@ implementation independent of onnxcc's stride phases).
   a [1, 16, 16]    -> ConvTranspose1d 16->8 k16 s8 p4 (HiFi-GAN-style) -> LeakyRelu 0.1
                    -> Conv1d 8->8 k3 dilation 3 pad 3 (a residual block's)     -> z [1, 8, 128]
 
-Run: /usr/bin/python3 models/gen_decoder.py   (needs python3-onnx, numpy, torch)
+Kept out of models/, whose models seed tests/fuzz-smoke.sh.
+Run: /usr/bin/python3 tests/firmware/decoder/gen.py   (needs python3-onnx, numpy, torch)
 """
 import os
 
@@ -19,7 +20,7 @@ import torch.nn.functional as F
 from onnx import TensorProto as T, helper as h, numpy_helper as nh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "decoder")
+OUT = HERE
 rng = np.random.default_rng(19)
 
 
