@@ -80,6 +80,8 @@
  * along J, up to SCALAR_ROWS rows or channels around them while they hold at most SCALAR_ACCS
  * accumulators (scalar_rows). */
 enum { MAX_JAM_NODES = 40000, MAX_ROWS = 8, SCALAR_COPIES = 16, SCALAR_ROWS = 4, SCALAR_ACCS = 24 };
+/* ... and at most BLOCKED_COPIES side by side where the rows are blocked too (tile_copies). */
+enum { BLOCKED_COPIES = 6 };
 /* The same for the int32 accumulators of dot4 kernels (int8 convs and dense layers), which
  * live in the 13 or so core registers next to the pointers and the unpacked operands of the
  * backend's smlads: 2 pixels x 3 channels (each input word unpacked once for 3 channels, each
@@ -1348,9 +1350,19 @@ static int scalar_copies(int64_t n, int cap) {
  * multiply-accumulate on the M4). KWS's rows of 5 pixels jammed whole instead of 4 and a
  * rest of 1: flash -144 bytes on the M4, -254 on RV32; whole run 2.85 -> 2.86 instructions
  * per multiply-accumulate on the M4, 4.08 -> 4.15 on RV32 (the depthwise convs 5.12 -> 5.27
- * and 4.74 -> 5.39). */
-static int tile_copies(const Program *p, const Kernel *k, int64_t n) {
-    int u = scalar_copies(n, copies_cap(k));
+ * and 4.74 -> 5.39).
+ * A float loop whose enclosing rows are blocked too (`blocked`: a conv's output channels
+ * around its pixels) takes at most BLOCKED_COPIES: the rows x copies accumulators, the copies'
+ * input values held across the rows and a weight must fit the 32 single registers (LLVM loads
+ * all the copies' inputs first). 16 pixels x 2 channels (32 accumulators) and 8 x 3 (24 + 8
+ * inputs) spilled on every reduction step: ConvTranspose phases that are 1x1 convs over a
+ * 16x16 map (n = 256) ran at 4.14 instructions per multiply-accumulate on the M4 and now at
+ * 2.28 as 4 x 4, the 16-output phases of a ConvTranspose1d s8 k16 3.1-3.3 -> 1.62, a dilated
+ * k3 Conv1d of 8 channels 3.57 -> 2.04 (models/decoder, QEMU counts, --profile); the sample
+ * models' convs (6 or fewer columns already) are unchanged. */
+static int tile_copies(const Program *p, const Kernel *k, int64_t n, bool blocked) {
+    int cap = copies_cap(k);
+    int u = scalar_copies(n, blocked && cap == SCALAR_COPIES ? BLOCKED_COPIES : cap);
     if (!size_first(p, k) || u <= 0 || n % u == 0) return u;
     if (dot4_kernel(k)) return 1;
     if (int_acc_size(k) > 0)
@@ -1368,7 +1380,7 @@ static int tile_copies(const Program *p, const Kernel *k, int64_t n) {
  * multiply-accumulate (with the one-compare Relu of backend/kernel.c), models/cnn's second
  * conv from 2.06 to 1.92 (QEMU counts, --profile). */
 static int scalar_rows(const Program *p, const Kernel *k, int64_t n) {
-    int cap = copies_cap(k), u = tile_copies(p, k, n);
+    int cap = copies_cap(k), u = tile_copies(p, k, n, true);
     if (cap < SCALAR_COPIES) return MIN(INT_ROWS, MAX(2, INT_ACCS / u));
     return MIN(SCALAR_ROWS, MAX(2, SCALAR_ACCS / u));
 }
@@ -1485,10 +1497,10 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
  * instructions per multiply-accumulate (each k: one load of the input, 16 of weights, 16
  * vfma), and left the convs as they were; with the packed weights of one k loaded by one
  * vldmia (backend/kernel.c, vldm_groups), 1.75-2.1. A dot4 kernel gets INT_COPIES instead. */
-static void scalar_tile(Program *p, Kernel *k, Stmt **at) {
+static void scalar_tile(Program *p, Kernel *k, Stmt **at, bool blocked) {
     Stmt *j = *at, *red = j->body;
     int64_t n = trips(j);
-    int u = tile_copies(p, k, n);
+    int u = tile_copies(p, k, n, blocked);
     if (u < 2 || j->step != 1 || !iterations_independent(p, k, j) || !body_private(p, k, j)) return;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
@@ -1558,10 +1570,11 @@ static void vector_list(Program *p, Kernel *k, Stmt **at) {
         if (s->kind == S_LOOP && (s->hints & PICKED)) {
             int w = lanes(p, k), u = vector_copies(p, k, s, s->hints & BLOCKED);
             int tu = (int)((s->hints & TILE_U_MASK) >> TILE_U_SHIFT);
+            bool blocked = s->hints & BLOCKED;
             if (tu) u = (int)MAX(1, MIN(tu, trips(s) / MAX(w, 1)));
             s->hints &= ~(unsigned)(PICKED | BLOCKED | TILE_U_MASK);
             if (w >= 2 && lanes_ok(p, k, s)) vector_tile(p, k, at, w, u, kernel_independent(k));
-            else if (w < 2) scalar_tile(p, k, at);
+            else if (w < 2) scalar_tile(p, k, at, blocked);
         } else {
             vector_list(p, k, &s->body);
             vector_list(p, k, &s->then);
