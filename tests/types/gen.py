@@ -9,6 +9,9 @@ import numpy as np
 import onnx
 from onnx import helper as h, TensorProto as T, numpy_helper as nh
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'opsets'))
+import casefile
+
 rng = np.random.default_rng(21)
 OUT = sys.argv[1]
 UINT4, INT4 = 21, 22
@@ -36,24 +39,7 @@ def nibbles(name, a, signed, int32_data=False):
 
 def save(name, nodes, inputs, outputs, opset, inits=()):
     """inputs/outputs: lists of (name, array); inits: TensorProtos or (name, array)."""
-    d = os.path.join(OUT, name)
-    os.makedirs(d + '/test_data_set_0', exist_ok=True)
-    tt = lambda a: nh.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype]
-    g = h.make_graph(nodes, name,
-                     [h.make_tensor_value_info(n, tt(a), list(a.shape)) for n, a in inputs],
-                     [h.make_tensor_value_info(n, tt(a), list(a.shape)) for n, a in outputs],
-                     [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
-    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
-    m.ir_version = 10
-    onnx.save(m, d + '/model.onnx')
-    meta = {}
-    for kind, vals in (('input', inputs), ('output', outputs)):
-        meta[kind + 's'] = []
-        for i, (n, a) in enumerate(vals):
-            open(f'{d}/test_data_set_0/{kind}_{i}.pb', 'wb').write(nh.from_array(a, n).SerializeToString())
-            meta[kind + 's'].append({'name': n, 'type': str(a.dtype), 'shape': list(a.shape)})
-            a.astype(a.dtype.newbyteorder('<')).tofile(f'{d}/{kind}_{i}.bin')
-    json.dump(meta, open(d + '/meta.json', 'w'))
+    casefile.save(OUT, name, nodes, inputs, outputs, opset, inits, ir_version=10)
 
 
 def randn(*shape):
