@@ -116,6 +116,13 @@ void bench_prepare(Arena *a, Bench *b, const char *dir) {
     b->arena = zalloc((size_t)p->arena_size);
 }
 
+/* Frees what bench_prepare allocated. */
+void bench_release(Bench *b) {
+    for (int i = 0; i < b->p->ninputs; i++) free((void *)b->in[i]);
+    for (int i = 0; i < b->p->noutputs; i++) free(b->out[i]);
+    free(b->arena);
+}
+
 static void run_once(const Bench *b) {
     int rc = b->run_par ? b->run_par(b->in, b->out, b->arena, onnxcc_pool_parallel_for, b->pool)
                         : b->run(b->in, b->out, b->arena);
@@ -321,9 +328,7 @@ int bench_main(Arena *a, Cli *c) {
         for (int i = shown; i < p->nkernels; i++) us += rows[i].us, m += rows[i].macs, by += rows[i].bytes;
         print_row(a, w, arena_printf(a, "(%d more)", p->nkernels - shown), "", us, total, m, by, peak);
     }
-    for (int i = 0; i < p->ninputs; i++) free((void *)b.in[i]);
-    for (int i = 0; i < p->noutputs; i++) free(b.out[i]);
-    free(b.arena);
+    bench_release(&b);
     free(pb.arena);
     onnxcc_pool_free(pool);
     be_target_free(&t);

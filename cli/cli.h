@@ -75,6 +75,7 @@ typedef struct Timing { double median, min, mean; int n; } Timing;
 Bench bench_build(Arena *a, Cli *c, const Target *t, bool profile);
 /* Inputs from DATA_SET_DIR/input_K.pb, or random (a fixed seed); outputs and arena zeroed. */
 void bench_prepare(Arena *a, Bench *b, const char *dir);
+void bench_release(Bench *b);
 /* Runs an instrumented build for `seconds`: us[k] the median time of kernel k per run
  * (us[nkernels] the total); false if there is no cycle counter. */
 bool bench_profile_runs(const Bench *b, uint64_t *counters, double seconds, double *us, Timing *tm);

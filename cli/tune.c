@@ -169,7 +169,7 @@ static void tune_level(Arena *a, Cli *c, const Target *t, FILE *f, double secs) 
                     "their kernels %.1f -> %.1f us (%+.1f%%); %s, interleaved (%.1f s)\n",
             t->isa, moved, kept + moved, MARGIN_PCT, def_us, best_us, best_us > 0 ? 100 * (def_us / best_us - 1) : 0.0,
             whole, now_s() - t0);
-    free((void *)b[0].arena);
+    bench_release(&b[0]);
     for (int v = 1; v < K; v++) free(b[v].arena);
 }
 
