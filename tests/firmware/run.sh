@@ -122,7 +122,7 @@ run_case() { # name model data-set [profile]
     lenet_i8_ram) opts="--max-arena 5880" ;;
     esac
     if [ -n "${4:-}" ]; then            # a --profile build of its own, in $FW/prof
-        D=$FW/prof log=$FW/prof/$1.log opts=--profile
+        D=$FW/prof log=$FW/prof/$1.log opts="$opts --profile"
     fi
     mkdir -p $D/$name
     rm -f $D/$name.o $D/$name.h $D/$name.elf $D/$name.out
@@ -231,7 +231,7 @@ END
         case "$BOARD $name" in *$PATTERN*) ;; *) continue ;; esac
         run_case $name $model $data profile
     done <<END
-$(echo "$CASES" | grep -E '^(example|cnn|mlp|lenet_i8|kws_i8|mlp_i8|lenet_qop_i8) ')
+$(echo "$CASES" | grep -E "^(example|cnn|mlp|lenet_i8|kws_i8|mlp_i8|lenet_qop_i8${PROFILE_MORE:-}) ")
 END
 done
 summary firmware
