@@ -206,34 +206,13 @@ static void fuse_into(Program *p, Kernel *pk, Kernel *c, Buf *b, const EwForm *m
     c->body = NULL;
 }
 
-/* A residual Add of a quantized model on a microcontroller (vector_bytes 4, no float vectors:
- * Cortex-M4, RV32): C has an 8-bit output and reads, besides P's output b, another
- * temporary of its shape (the block's input), and P is a contraction. It stays a kernel of
- * its own there: P then has the body of the same layer without the residual, which LLVM's
- * mergefunc keeps once (KWS int8: its four pointwise convs one body instead of two, the Add
- * one small loop; -0.4 KB of code on the Cortex-M4, for 2 x 8000 bytes more written and read
- * and ~0.1M more of its 7.5M instructions), while flash, not time, decides whether such a
- * model fits (passes/schedule.c, size_first). But for --max-arena: when the arena is over its
- * budget, the program is lowered again with p->ram_first, and the Add is fused (the conv then
- * writes over the block's input: KWS int8 24000 -> 16000 B, +0.4-0.6 KB of code). */
-static bool residual_kept(const Program *p, const Kernel *c, const Buf *b, const Kernel *pk, const EwForm *m) {
-    DType t = m->store->buf->dtype;
-    if (p->ram_first || p->vector_bytes > 4 || pk->kclass != KC_CONTRACTION || (t != DT_UINT8 && t != DT_INT8)) return false;
-    for (int i = 0; i < c->nparams; i++) {
-        const Buf *x = c->params[i];
-        if (x != b && c->modes[i] == KP_IN && x->kind == B_TEMP && kir_numel(x) == kir_numel(m->store->buf))
-            return true;
-    }
-    return false;
-}
-
 static bool fuse_one(Program *p, Kernel *c) {
     EwForm m;
     if (c->dead || c->kclass != KC_ELEMENTWISE || !match_elementwise(c, &m)) return false;
     if (mode_of(c, m.store->buf) != KP_OUT) return false;
     for (int i = 0; i < c->nparams; i++) {
         Kernel *pk = producer(p, c, c->params[i], &m);
-        if (pk && !residual_kept(p, c, c->params[i], pk, &m)) {
+        if (pk) {
             fuse_into(p, pk, c, c->params[i], &m);
             return true;
         }
