@@ -46,8 +46,10 @@ static const char options_text[] =
     "                        data expanding to up to N bytes (default: 2G for a plain\n"
     "                        file, 100 times the file's size for gzip, at most 2G)\n"
     "  --max-arena N         the arena's budget in bytes (suffix k, M, G): over it, lower again\n"
-    "                        for the least RAM, then fail if still over; the error gives the\n"
-    "                        least arena the program can have and what is live there\n"
+    "                        with int8 convs reading their input in place of im2col buffers,\n"
+    "                        the largest first, until it fits; then fail if still over; the\n"
+    "                        error gives the least arena the program can have and what is\n"
+    "                        live there\n"
     "  --name NAME           symbol prefix (NAME_run, ...); default: output base name\n"
     "  --emit=obj|asm|llvm   object file (default), assembly or LLVM IR text\n"
     "  -O0 -O1 -O2 -O3       optimisation level (default -O2; -O0: no fusion or tiling)\n"
@@ -462,15 +464,22 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
     }
     g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
     run_pipeline_levels(g, os, b->n, b->p);
-    /* --max-arena over its budget: the kernel passes again, choosing the smaller arena where
-     * they trade it against flash or time (Program.ram_first); check_arena judges that one */
-    bool over = false;
-    for (int l = 0; l < b->n; l++) over |= c->max_arena > 0 && b->p[l]->arena_size > c->max_arena;
-    if (over) {
+    /* --max-arena over its budget: lowered again, trading time for RAM one conv at a time
+     * (Program.ram_first): the conv with the largest im2col buffer over its output's size
+     * reads its input in place, then the next largest, until the arena fits or no such
+     * buffer is left; check_arena judges the last one */
+    for (;;) {
+        bool over = false;
+        int64_t largest = 0;
+        for (int l = 0; l < b->n; l++) {
+            over |= c->max_arena > 0 && b->p[l]->arena_size > c->max_arena;
+            if (b->p[l]->x4_largest > largest) largest = b->p[l]->x4_largest;
+        }
+        if (!over || !largest) break;
         if (verbose_level)
-            fprintf(stderr, "onnxcc: --max-arena %lld: the arena is %lld B; lowering again for the least RAM\n",
-                    (long long)c->max_arena, (long long)b->p[0]->arena_size);
-        for (int l = 0; l < b->n; l++) os[l].ram_first = true;
+            fprintf(stderr, "onnxcc: --max-arena %lld: the arena is %lld B; lowering again with no im2col buffer "
+                    "of %lld B or more\n", (long long)c->max_arena, (long long)b->p[0]->arena_size, (long long)largest);
+        for (int l = 0; l < b->n; l++) os[l].ram_first = true, os[l].x4_max = largest - 1;
         run_lowering_levels(g, os, b->n, b->p);
     }
     /* one arena serves every level */

@@ -276,8 +276,13 @@ typedef struct Program {
     bool profile;                   /* --profile: run() times each kernel (backend/emit.c) */
     bool tsan;                      /* --sanitize-thread (tests): ThreadSanitizer's checks in the code */
     bool split_all;                 /* --split-all (tests): parallelize ignores the work thresholds */
-    bool ram_first;                 /* --max-arena found the default arena too big: passes that trade
-                                       RAM against flash or time take the smaller arena (fuse) */
+    bool ram_first;                 /* --max-arena found the default arena too big: lowering trades
+                                       time for RAM (x4_max) */
+    int64_t x4_max;                 /* ram_first: an int8 conv whose im2col words would be larger than
+                                       this and than its output reads its input in place instead
+                                       (passes/ops/conv.c) */
+    int64_t x4_largest;             /* lowering's result: the largest im2col words buffer kept that
+                                       is larger than its conv's output (0: none) */
     const struct Tuning *tuning;    /* --tune-file / --autotune (passes/tune.h), or NULL */
     const char *tune_target;        /* the target part of the tuning keys ("TRIPLE:ISA") */
     int64_t flash_size, stack_size; /* of the emitted object, -1 unknown (backend/facts.c) */

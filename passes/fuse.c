@@ -206,34 +206,13 @@ static void fuse_into(Program *p, Kernel *pk, Kernel *c, Buf *b, const EwForm *m
     c->body = NULL;
 }
 
-/* A residual Add of a quantized model on a microcontroller (vector_bytes 4, no float vectors:
- * Cortex-M4, RV32): C has an 8-bit output and reads, besides P's output b, another
- * temporary of its shape (the block's input), and P is a contraction. It stays a kernel of
- * its own there: P then has the body of the same layer without the residual, which LLVM's
- * mergefunc keeps once (KWS int8: its four pointwise convs one body instead of two, the Add
- * one small loop; -0.4 KB of code on the Cortex-M4, for 2 x 8000 bytes more written and read
- * and ~0.1M more of its 7.5M instructions), while flash, not time, decides whether such a
- * model fits (passes/schedule.c, size_first). But for --max-arena: when the arena is over its
- * budget, the program is lowered again with p->ram_first, and the Add is fused (the conv then
- * writes over the block's input: KWS int8 24000 -> 16000 B, +0.4-0.6 KB of code). */
-static bool residual_kept(const Program *p, const Kernel *c, const Buf *b, const Kernel *pk, const EwForm *m) {
-    DType t = m->store->buf->dtype;
-    if (p->ram_first || p->vector_bytes > 4 || pk->kclass != KC_CONTRACTION || (t != DT_UINT8 && t != DT_INT8)) return false;
-    for (int i = 0; i < c->nparams; i++) {
-        const Buf *x = c->params[i];
-        if (x != b && c->modes[i] == KP_IN && x->kind == B_TEMP && kir_numel(x) == kir_numel(m->store->buf))
-            return true;
-    }
-    return false;
-}
-
 static bool fuse_one(Program *p, Kernel *c) {
     EwForm m;
     if (c->dead || c->kclass != KC_ELEMENTWISE || !match_elementwise(c, &m)) return false;
     if (mode_of(c, m.store->buf) != KP_OUT) return false;
     for (int i = 0; i < c->nparams; i++) {
         Kernel *pk = producer(p, c, c->params[i], &m);
-        if (pk && !residual_kept(p, c, c->params[i], pk, &m)) {
+        if (pk) {
             fuse_into(p, pk, c, c->params[i], &m);
             return true;
         }
@@ -242,12 +221,14 @@ static bool fuse_one(Program *p, Kernel *c) {
 }
 
 /* ---- the other direction: an elementwise producer inlined into its one reader ----
- * An elementwise kernel E whose output T is read by one later contraction K alone, of T's
- * shape, never inside one of K's reduction loops (so each element is still computed once:
- * a dequantised residual that a convolution adds in its epilogue): K reads
- * E's inputs instead, E's expression at each load's index. The rule above cannot take it
- * when K is not elementwise, and when E's input has other readers it cannot go into E's
- * producer either. Legal when nothing between E and K writes E's inputs, no control kernel
+ * An elementwise kernel E whose output T is read by one later contraction, or elementwise
+ * or generic kernel with one load of it, K alone, of T's shape, never inside one of K's reduction loops (so each element is
+ * still computed once: a dequantised residual that a convolution adds in its epilogue; a
+ * dequantised activation that a broadcasting Add reads after the pool of the same
+ * activation, which stands between them, as in tests/int8/ops: no float copy of it in the
+ * arena): K reads E's inputs instead, E's expression at each load's index. The rule above
+ * cannot take it when K is not elementwise or another kernel between them writes what K
+ * reads, and when E's input has other readers it cannot go into E's producer either. Legal when nothing between E and K writes E's inputs, no control kernel
  * stands between them, and T has no views. */
 
 static bool expr_loads(const Expr *e, const Buf *b) {
@@ -255,6 +236,24 @@ static bool expr_loads(const Expr *e, const Buf *b) {
     for (int i = 0; i < e->nargs; i++)
         if (expr_loads(e->args[i], b)) return true;
     return false;
+}
+
+static int expr_count(const Expr *e, const Buf *b) {
+    int n = e->kind == E_LOAD && e->buf == b;
+    for (int i = 0; i < e->nargs; i++) n += expr_count(e->args[i], b);
+    return n;
+}
+
+/* The loads of b in the list's expressions (each counted where it is written, not run). */
+static int count_loads(const Stmt *s, const Buf *b) {
+    int n = 0;
+    for (; s; s = s->next) {
+        if (s->val) n += expr_count(s->val, b);
+        if (s->cond) n += expr_count(s->cond, b);
+        for (int d = 0; s->kind == S_STORE && d < s->buf->rank; d++) n += expr_count(s->idx[d], b);
+        n += count_loads(s->body, b) + count_loads(s->then, b) + count_loads(s->els, b);
+    }
+    return n;
 }
 
 /* Are all loads of b in the list outside reduction loops (in_red: the list is in one)? */
@@ -296,10 +295,12 @@ static bool inline_one(Program *p, Kernel *e) {
         Kernel *x = p->kernels[i];
         if (x->ctl && !k) return false;
         if (x->dead || !touches(x, t, KP_INOUT)) continue;
-        if (k || mode_of(x, t) != KP_IN || x->kclass == KC_ELEMENTWISE) return false;
+        if (k || mode_of(x, t) != KP_IN) return false;
         k = x;
     }
-    if (!k || k->kclass != KC_CONTRACTION || !loads_outside(k->body, t, false)) return false;
+    if (!k || !loads_outside(k->body, t, false)) return false;
+    if (k->kclass != KC_CONTRACTION && ((k->kclass != KC_ELEMENTWISE && k->kclass != KC_GENERIC) || count_loads(k->body, t) != 1))
+        return false;
     bool same = false;              /* one element of T per element of K's output */
     for (int i = 0; i < k->nparams; i++)
         same |= (k->modes[i] & KP_OUT) && k->params[i]->rank == t->rank &&

@@ -10,7 +10,8 @@
  *     (DQ(x)...) -> Q                       quantized with its input's scale and zero point
  *                                           (they only select or move values)
  *   Add / Mul (DQ(a), DQ(b)) -> Q          QLinearAdd / QLinearMul (a, b of the output's shape)
- *   GlobalAveragePool(DQ(x)) -> Q          QLinearGlobalAveragePool, the sum in int32
+ *   GlobalAveragePool(DQ(x)) -> Q          QLinearGlobalAveragePool, the sum in int32 (and
+ *     an AveragePool whose window is its    whole input)
  *   Relu / Clip(DQ(x)) -> Q                QLinearClip: the bounds become the requantisation's
  *   Sigmoid / Tanh / LeakyRelu /           QLinearLookup, a 256-entry table of the group's
  *     HardSigmoid (DQ(x)) -> Q               result for each input byte
@@ -274,6 +275,28 @@ static void fuse_global_pool(Fuser *f, Node *n) {
     progress("fuse_qdq: %s: QLinearGlobalAveragePool", n->name);
 }
 
+/* An AveragePool whose window is its whole input (kernel_shape the spatial dims, no
+ * padding, no dilation, one output position): GlobalAveragePool, whatever its strides,
+ * ceil_mode and count_include_pad (the window holds no padding). A keyword spotter's pool
+ * (DS-CNN: 25x5 over 25x5) then sums its 8-bit input instead of a float copy of it. */
+static bool global_window(const Node *n) {
+    const Value *x = n->in[0];
+    const int64_t *k, *v;
+    int nsp = x->rank - 2;
+    if (nsp < 1 || ir_attr_ints(n, "kernel_shape", &k) != nsp) return false;
+    const char *ap = ir_attr_str(n, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) return false;
+    for (int d = 0; d < nsp; d++)
+        if (k[d] != x->dims[2 + d] || n->out[0]->dims[2 + d] != 1) return false;
+    int np = ir_attr_ints(n, "pads", &v);
+    for (int i = 0; i < np; i++)
+        if (v[i]) return false;
+    int nd = ir_attr_ints(n, "dilations", &v);
+    for (int i = 0; i < nd; i++)
+        if (v[i] != 1) return false;
+    return true;
+}
+
 /* The float function of a one-input op that a table can replace; false for other ops. */
 static bool unary_fn(const Node *n, float v, float *out) {
     switch (n->op) {
@@ -402,6 +425,12 @@ void fuse_qdq(Graph *g) {
         case OP_Flatten: case OP_Reshape: case OP_Concat: fuse_move(&f, n); break;
         case OP_Add: case OP_Mul: fuse_binary(&f, n); break;
         case OP_GlobalAveragePool: fuse_global_pool(&f, n); break;
+        case OP_AveragePool:
+            if (global_window(n)) {
+                fuse_global_pool(&f, n);
+                if (n->op == OP_QLinearGlobalAveragePool) n->nattrs = 0;
+            }
+            break;
         case OP_Relu: case OP_Clip: case OP_LeakyRelu: case OP_Sigmoid: case OP_Tanh:
         case OP_HardSigmoid: fuse_unary(&f, n); break;
         default: break;

@@ -196,6 +196,7 @@ Program *lower(Graph *g, const Options *o) {
     p->arena_align = o && o->arena_align ? o->arena_align : 16;
     p->split_all = o && o->split_all;
     p->ram_first = o && o->ram_first;
+    p->x4_max = o && o->ram_first ? o->x4_max : INT64_MAX;
     p->tuning = o ? o->tuning : NULL;
     p->tune_target = o && o->tune_target ? o->tune_target : "?";
     Lower L = {g, p, ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1), ARENA_ARRAY(g->arena, Buf *, g->nvalues + 1)};

@@ -39,6 +39,7 @@ typedef struct Options {
     const char *level;              /* the ISA level of this lowering, in dumps (NULL: the only one) */
     bool split_all;                 /* --split-all (tests): parallelize splits every kernel it can */
     bool ram_first;                 /* the smaller arena where a pass can choose (Program.ram_first) */
+    int64_t x4_max;                 /* with it: Program.x4_max */
     const struct Tuning *tuning;    /* --tune-file, --autotune: Program.tuning (passes/tune.h) */
     const char *tune_target;        /* this level's key in it: Program.tune_target */
     /* called after each pass that ran, with its time and the IR it left (g before lowering,

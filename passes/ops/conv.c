@@ -651,9 +651,11 @@ static bool dot4_direct(const Buf *x, const Window *c, int64_t grp) {
 }
 
 /* The bytes of the x4 buffer dot4_pack makes (4 per word, K4 words per output position).
- * Under --max-arena's ram_first a conv whose x4 would be larger than its output takes the
- * plain form below instead, which reads x in place (LeNet int8's first conv: 21952 B of
- * x4 for a 4704 B output, 3.9 -> ~6 instructions per MAC on the M4). */
+ * Under --max-arena's ram_first a conv whose x4 would be larger than its output and than
+ * Program.x4_max takes the plain form below instead, which reads x in place (LeNet int8's
+ * first conv: 21952 B of x4 for a 4704 B output, 3.65 -> ~6 instructions per MAC on the
+ * M4). cli/main.c lowers the program again with x4_max just below the largest such buffer
+ * (Program.x4_largest) until the arena fits: one conv at a time, the largest first. */
 static int64_t dot4_x4_bytes(const Buf *x, const Buf *w, const Window *c, int64_t grp) {
     int64_t K = kir_numel(w) / w->dims[0], P = 1;
     for (int i = 0; i < c->nsp; i++) P *= c->out[i];
@@ -849,10 +851,14 @@ void lower_conv_integer(Lower *L, Node *n) {
     int64_t grp0 = ir_attr_int(n, "group", 1);
     bool depthwise = grp0 > 1 && grp0 == x->dims[1] && grp0 == w->dims[0];
     int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
-    if (L->p->opt_level >= 1 && !depthwise && dot4_form(n, x, w, xzp, wzp, b) &&
-        !(L->p->ram_first && !dot4_direct(x, &c, grp) && dot4_x4_bytes(x, w, &c, grp) > (int64_t)kir_nbytes(y))) {
-        lower_conv_dot4(L, n, x, w, xzp, b, y, &c);
-        return;
+    if (L->p->opt_level >= 1 && !depthwise && dot4_form(n, x, w, xzp, wzp, b)) {
+        int64_t x4 = dot4_direct(x, &c, grp) ? 0 : dot4_x4_bytes(x, w, &c, grp);
+        bool big = x4 > (int64_t)kir_nbytes(y);
+        if (!big || x4 <= L->p->x4_max) {
+            if (big && x4 > L->p->x4_largest) L->p->x4_largest = x4;
+            lower_conv_dot4(L, n, x, w, xzp, b, y, &c);
+            return;
+        }
     }
     int ov[MAX_RANK], tv[MAX_RANK], cv, acc;
     int64_t K = cg;

@@ -34,6 +34,8 @@ Models (OUTDIR/NAME/, OUTDIR defaults to tests/int8/):
             Add, GlobalAveragePool, broadcasting Add (no float.onnx either)
   kws_rr    kws with other random weights quantized to 7 bits, [-64, 64] (the quantizer's
             reduce_range), which pmaddubsw multiplies exactly on AVX2
+  dscnn     kws without its residual Adds and with an AveragePool 25x5 for its pool (the
+            DS-CNN of Arm's ML zoo)
   lenet_qop lenet's convolutions in QOperator form: QuantizeLinear, QLinearConv (Relu fused),
             MaxPool on uint8, QLinearConv, MaxPool, Reshape, QLinearMatMul 400-10 (per-tensor
             weights), DequantizeLinear
@@ -127,6 +129,16 @@ def kws():
         y = n.node("Relu", [n.conv(y, 64, 64, (1, 1), bn=True)])
         x = n.node("Add", [x, y]) if i >= 2 else y
     x = n.node("Flatten", [n.node("GlobalAveragePool", [x])], axis=1)
+    return n, n.gemm(x, 64, 12)
+
+
+def dscnn():
+    n = Net("dscnn", [1, 1, 49, 10])
+    x = n.node("Relu", [n.conv("input", 1, 64, (10, 4), stride=2, pads=(4, 1, 5, 2), bn=True)])
+    for i in range(4):
+        x = n.node("Relu", [n.conv(x, 64, 64, (3, 3), pads=(1, 1, 1, 1), group=64, bn=True)])
+        x = n.node("Relu", [n.conv(x, 64, 64, (1, 1), bn=True)])
+    x = n.node("Flatten", [n.node("AveragePool", [x], kernel_shape=[25, 5])], axis=1)
     return n, n.gemm(x, 64, 12)
 
 
@@ -386,6 +398,11 @@ def main():
     ranges = calibrate(net, y)
     m, ys = QDQ(net, ranges, True, qmax=64).build(y, [1, net.w[net.nodes[-1][1][1]].shape[0]])
     write(outdir, "kws_rr", m, net.model(1, y), ys, rng.uniform(-1, 1, net.xshape).astype(F32))
+    # the DS-CNN of Arm's ML zoo: kws without residual Adds, its pool an AveragePool 25x5
+    net, y = dscnn()
+    ranges = calibrate(net, y)
+    m, ys = QDQ(net, ranges, True).build(y, [1, net.w[net.nodes[-1][1][1]].shape[0]])
+    write(outdir, "dscnn", m, net.model(1, y), ys, rng.uniform(-1, 1, net.xshape).astype(F32))
 
 
 if __name__ == "__main__":
