@@ -123,8 +123,10 @@ typedef struct Value {
     Node *producer;
     bool is_input, is_output;       /* graph input (not an initializer) / graph output */
     bool dyn;                       /* data-dependent shape (NonZero, Unique, ...): dims are a
-                                       capacity, the actual dims are computed at run time; only
-                                       a graph output may be such a value (infer_shapes) */
+                                       capacity, the actual dims are computed at run time and
+                                       travel in an int64 dims buffer (passes/ops/dynamic.c) */
+    unsigned dynmask;               /* with dyn: bit d set if dim d is data-dependent (the others
+                                       are exact); 0 means every dim is */
     int nuses;                      /* filled by ir_count_uses */
     bool nibbles;                   /* a constant read from an int4/uint4 tensor: dtype is
                                        int8/uint8, data one value a byte, every value in 4 bits;

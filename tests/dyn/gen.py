@@ -1,0 +1,122 @@
+"""gen.py OUT - small torch exports whose data-dependent values (NonZero's, NonMaxSuppression's)
+feed further ops, for tests/dyn.sh. For each model it writes OUT/NAME/model.onnx, its inputs
+as test_data_set_K/input_J.pb and as raw .bin files with OUT/NAME/meta.json (tests/dyn/ort.js
+reads them, runs onnxruntime and writes its outputs as .bin), and torch's own outputs as
+torch_K_J.npy, which `gen.py --pb OUT` compares with onnxruntime's before writing them as the
+test data's output_J.pb: the references are onnxruntime's, checked against torch's."""
+import json, os, sys, warnings
+import numpy as np
+
+warnings.filterwarnings("ignore")
+
+
+def models():
+    import torch, torchvision
+
+    class NonzeroIndex(torch.nn.Module):
+        # torch.nonzero (NonZero -> Transpose) and x[x > 0] (NonZero -> Transpose -> GatherND),
+        # then elementwise ops on both
+        def forward(self, x):
+            i = torch.nonzero(x)
+            return i, x[x > 0] * 2.0 + 1.0, i.float() * 0.5
+
+    class RowMask(torch.nn.Module):
+        # rows of a [N, 4] tensor kept by a score test, then column ops on the kept rows
+        def forward(self, boxes, scores):
+            keep = scores > 0.3
+            b, s = boxes[keep], scores[keep]
+            wh = b[:, 2:] - b[:, :2]
+            area = wh[:, 0] * wh[:, 1]
+            return torch.cat([b, s.unsqueeze(1)], 1), area, b.max(dim=1).values, b.argmax(dim=1), \
+                b.t(), b.reshape(-1), torch.topk(b, 2, dim=1).values
+
+    class NmsGather(torch.nn.Module):
+        # the boxes and scores torchvision.ops.nms keeps
+        def forward(self, boxes, scores):
+            keep = torchvision.ops.nms(boxes, scores, 0.5)
+            return keep, boxes[keep], scores[keep] * 10.0
+
+    class NmsFiltered(torch.nn.Module):
+        # score filtering, then NMS over the survivors, then the gathers (detection post-processing)
+        def forward(self, boxes, scores):
+            idx = torch.nonzero(scores > 0.2).squeeze(1)
+            b, s = boxes[idx], scores[idx]
+            keep = torchvision.ops.nms(b, s, 0.4)
+            return b[keep], s[keep], idx[keep]
+
+    rng = np.random.default_rng(17)
+
+    def boxes(n):
+        xy = rng.uniform(0, 10, (n, 2)).astype(np.float32)
+        wh = rng.uniform(1, 5, (n, 2)).astype(np.float32)
+        return np.concatenate([xy, xy + wh], 1)
+
+    yield "nonzero_index", NonzeroIndex(), [
+        [rng.standard_normal((3, 4)).astype(np.float32)],
+        [-np.abs(rng.standard_normal((3, 4))).astype(np.float32)],          # nothing kept
+        [np.abs(rng.standard_normal((3, 4))).astype(np.float32) + 0.1]]     # everything kept
+    yield "row_mask", RowMask(), [
+        [boxes(12), rng.uniform(0, 1, 12).astype(np.float32)],
+        [boxes(12), rng.uniform(0, 0.4, 12).astype(np.float32)]]  # few kept (none: onnxruntime 1.30 dies of SIGFPE)
+    yield "nms_gather", NmsGather(), [
+        [boxes(16), rng.uniform(0, 1, 16).astype(np.float32)],
+        [boxes(16) / 3, rng.uniform(0, 1, 16).astype(np.float32)]]
+    yield "nms_filtered", NmsFiltered(), [
+        [boxes(20), rng.uniform(0, 1, 20).astype(np.float32)],
+        [boxes(20) / 4, rng.uniform(0, 1, 20).astype(np.float32)]]
+
+
+def export(out):
+    import torch
+    from onnx import numpy_helper
+    for name, m, sets in models():
+        d = os.path.join(out, name)
+        os.makedirs(d)
+        args = tuple(torch.from_numpy(a) for a in sets[0])
+        torch.onnx.export(m, args, os.path.join(d, "model.onnx"), opset_version=17)
+        meta = {"sets": []}
+        for k, inputs in enumerate(sets):
+            sd = os.path.join(d, "test_data_set_%d" % k)
+            os.makedirs(sd)
+            with torch.no_grad():
+                got = m(*(torch.from_numpy(a) for a in inputs))
+            for j, t in enumerate(got):
+                np.save(os.path.join(d, "torch_%d_%d.npy" % (k, j)), t.numpy())
+            for j, a in enumerate(inputs):
+                with open(os.path.join(sd, "input_%d.pb" % j), "wb") as f:
+                    f.write(numpy_helper.from_array(a).SerializeToString())
+                a.tofile(os.path.join(sd, "input_%d.bin" % j))
+            meta["sets"].append([{"type": str(a.dtype), "shape": list(a.shape)} for a in inputs])
+        json.dump(meta, open(os.path.join(d, "meta.json"), "w"))
+
+
+NP = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
+
+
+def to_pb(out):
+    """onnxruntime's outputs (.bin and out_meta.json from ort.js) become output_J.pb, after they
+    are compared with torch's."""
+    from onnx import numpy_helper
+    bad = 0
+    for name in sorted(os.listdir(out)):
+        d = os.path.join(out, name)
+        if not os.path.exists(os.path.join(d, "out_meta.json")):
+            continue
+        om = json.load(open(os.path.join(d, "out_meta.json")))
+        for k, outs in enumerate(om):
+            sd = os.path.join(d, "test_data_set_%d" % k)
+            for j, o in enumerate(outs):
+                a = np.fromfile(os.path.join(sd, "output_%d.bin" % j), NP[o["type"]]).reshape(o["shape"])
+                t = np.load(os.path.join(d, "torch_%d_%d.npy" % (k, j)))
+                if a.shape != t.shape or not np.allclose(a, t, atol=1e-5):
+                    print("onnxruntime and torch differ: %s set %d output %d" % (name, k, j))
+                    bad += 1
+                with open(os.path.join(sd, "output_%d.pb" % j), "wb") as f:
+                    f.write(numpy_helper.from_array(a).SerializeToString())
+    return bad
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--pb":
+        sys.exit(1 if to_pb(sys.argv[2]) else 0)
+    export(sys.argv[1])
