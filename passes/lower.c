@@ -221,7 +221,7 @@ Program *lower(Graph *g, const Options *o) {
         p->outputs[i] = b;
         if (L.vbuf[v->id]) src[i] = L.vbuf[v->id];          /* also an input or an earlier output */
         else if (v->data) src[i] = const_buf(&L, v);
-        else if (!(v->dyn && v->producer && dyn_any_input(v->producer))) L.vbuf[v->id] = b;
+        else if (!(v->dyn && v->producer && dyn_follows(v->producer))) L.vbuf[v->id] = b;
         /* else: a consumer of dyn values computes it at the capacity's strides; packed below */
     }
     /* A data-dependent output reports its actual dims in an extra output after the tensors
@@ -230,7 +230,7 @@ Program *lower(Graph *g, const Options *o) {
         Value *v = g->outputs[i];
         if (!v->dyn || L.vdims[v->id] || pack[i]) continue;
         bool packed = L.vbuf[v->id] == p->outputs[i];
-        if (!packed && !(v->producer && dyn_any_input(v->producer)))
+        if (!packed && !(v->producer && dyn_follows(v->producer)))
             die("lower: dyn output '%s' is not produced by a node", v->name);
         int64_t r = v->rank;
         Buf *d = kir_buf_new(p, arena_printf(g->arena, "%s.dims", v->name), DT_INT64, 1, &r, B_OUTPUT);

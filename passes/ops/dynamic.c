@@ -423,6 +423,15 @@ void lower_nms(Lower *L, Node *n) {
     Expr *score = kx_cast(p, DT_FLOAT, kx_load(p, scores, sidx));
     Expr *ok = score_thr ? kx_bin(p, K_GT, kx_clone(p, score), kx_clone(p, score_thr)) : kx_const(p, DT_BOOL, 1);
     Expr *jj = kx_var(p, jv);
+    /* boxes from a data-dependent value (dyn_rules: along the box dim only): the first `have`
+     * (boxes' count if both are dyn: ONNX wants them equal) */
+    Value *dv = n->in[0]->dyn ? n->in[0] : n->in[1]->dyn ? n->in[1] : NULL;
+    if (dv) {
+        kir_param(p, k, L->vdims[dv->id], KP_IN);
+        Expr *di = kx_index(p, dv == n->in[0] ? 1 : 2);
+        Expr *have = kx_cast(p, DT_INDEX, kx_load(p, L->vdims[dv->id], &di));
+        ok = kx_bin(p, K_AND, ok, kx_bin(p, K_LT, kx_var(p, jv), have));
+    }
     Stmt *cls = ks_loop(p, jv, 0, nbox, 1, ks_store(p, cand, &jj, ok));
     ks_seq(cls, ks_set(p, taken, kx_index(p, 0)));
     /* one selection per round */
@@ -514,7 +523,8 @@ bool dyn_any_input(const Node *n) {
 }
 
 typedef enum DynKind { DK_NONE, DK_MAP, DK_TRANSPOSE, DK_GATHER, DK_GATHER_ELEMENTS, DK_GATHERND,
-                       DK_VIEW, DK_SLICE, DK_CONCAT, DK_REDUCE, DK_ARG, DK_TOPK } DynKind;
+                       DK_VIEW, DK_SLICE, DK_CONCAT, DK_REDUCE, DK_ARG, DK_TOPK,
+                       DK_SELF /* reports its own dims, reads the run-time ones (NMS) */ } DynKind;
 
 static DynKind dyn_kind(const Node *n) {
     void (*f)(Lower *, Node *) = op_info[n->op].lower;
@@ -532,6 +542,7 @@ static DynKind dyn_kind(const Node *n) {
     case OP_Concat: return DK_CONCAT;
     case OP_ArgMax: case OP_ArgMin: return DK_ARG;
     case OP_TopK: return DK_TOPK;
+    case OP_NonMaxSuppression: return DK_SELF;
     default: return f == lower_reduce ? DK_REDUCE : DK_NONE;
     }
 }
@@ -636,6 +647,12 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
     for (int d = 0; d < y->rank; d++) rules[d] = (DimRule){.mul = 1};
     switch (dyn_kind(n)) {
     case DK_NONE: die("dyn_rules: %s", n->op_type);
+    case DK_SELF:
+        if ((dyn_bits(n->in[0]) & ~2u) || (dyn_bits(n->in[1]) & ~4u))
+            return refuse(g, n, "along the box dim of boxes and scores");
+        for (int i = 2; i < n->nin; i++)
+            if (n->in[i] && n->in[i]->dyn) return refuse(g, n, "in boxes or scores");
+        return true;
     case DK_MAP:
         for (int d = 0; d < y->rank; d++) {
             bool big = false;
@@ -708,6 +725,11 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
 }
 
 void dyn_infer(Graph *g, Node *n) {
+    if (dyn_kind(n) == DK_SELF) {           /* its rule marked the outputs */
+        DimRule rules[MAX_RANK];
+        dyn_rules(g, n, 0, rules);
+        return;
+    }
     for (int o = 0; o < n->nout; o++) {
         Value *y = n->out[o];
         DimRule rules[MAX_RANK];
@@ -806,8 +828,10 @@ static void lower_unpack(Lower *L, Node *n, int o) {
     L->vbuf[v->id] = out;
 }
 
+bool dyn_follows(const Node *n) { return dyn_any_input(n) && dyn_kind(n) != DK_SELF; }
+
 void dyn_lower_results(Lower *L, Node *n) {
-    if (dyn_any_input(n)) {
+    if (dyn_follows(n)) {
         lower_dyn_dims(L, n);
         return;
     }
