@@ -628,12 +628,35 @@ static bool slice_rules(Graph *g, Node *n, DimRule *rules) {
     return true;
 }
 
+/* What fills the capacity past the actual dims when n reduces along a data-dependent dim: the
+ * identity of its reduction (dyn_lower_operands); false if there is none (ReduceMean, whose
+ * count would change, and maxima and minima of integers). */
+static bool mask_fill(const Node *n, double *fill) {
+    bool fl = dtype_is_float(n->in[0]->dtype);
+    switch (n->op) {
+    case OP_ArgMax: *fill = -INFINITY; return fl;
+    case OP_ArgMin: *fill = INFINITY; return fl;
+    case OP_TopK: *fill = ir_attr_int(n, "largest", 1) ? -INFINITY : INFINITY; return fl;
+    default: break;
+    }
+    switch (rule_red_kind(n)) {
+    case R_SUM: case R_L1: case R_L2: case R_SUMSQUARE: case R_LOGSUM: *fill = 0; return true;
+    case R_PROD: *fill = 1; return true;
+    case R_MAX: case R_LOGSUMEXP: *fill = -INFINITY; return fl;
+    case R_MIN: *fill = INFINITY; return fl;
+    default: return false;
+    }
+}
+
 /* The dims of a reduction's output: which input dim each follows (keepdims or not); false if a
- * data-dependent dim is reduced. */
+ * data-dependent dim is reduced by a reduction that has no identity to fill with. */
 static bool reduce_rules(Graph *g, Node *n, const bool *mask, bool keep, DimRule *rules) {
     Value *x = n->in[0];
+    double fill;
     for (int d = 0, o = 0; d < x->rank; d++) {
-        if (mask[d] && is_dyn_dim(x, d)) return refuse(g, n, "along the dims it does not reduce");
+        if (mask[d] && is_dyn_dim(x, d) && !mask_fill(n, &fill))
+            return refuse(g, n, "along the dims it does not reduce (or reducing it by a sum, "
+                          "product, L1, L2, log-sum, or a maximum or minimum of floats)");
         if (!mask[d]) follow(n, rules, o++, 0, d);
         else if (keep) o++;
     }
@@ -826,6 +849,23 @@ static void lower_unpack(Lower *L, Node *n, int o) {
     Expr *val = kx_select(p, inside(p, v, dims, idx), at, kx_const(p, out->dtype, 0));
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, val));
     L->vbuf[v->id] = out;
+}
+
+Buf *dyn_lower_operands(Lower *L, Node *n) {
+    DynKind dk = dyn_kind(n);
+    Value *x = n->in[0];
+    double fill;
+    if ((dk != DK_REDUCE && dk != DK_ARG && dk != DK_TOPK) || !x->dyn || !mask_fill(n, &fill)) return NULL;
+    Program *p = L->p;
+    Buf *in = lower_in(L, n, 0), *dims = dims_buf(L, x);
+    Buf *out = kir_buf_new(p, arena_printf(p->arena, "%s.masked", x->name), in->dtype, in->rank, in->dims, B_TEMP);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(in, dims), out, vars, idx);
+    Expr *val = kx_select(p, inside(p, x, dims, idx), kx_load(p, in, idx), kx_const(p, in->dtype, fill));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, val));
+    L->vbuf[x->id] = out;
+    return in;
 }
 
 bool dyn_follows(const Node *n) { return dyn_any_input(n) && dyn_kind(n) != DK_SELF; }

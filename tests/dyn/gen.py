@@ -44,6 +44,15 @@ def models():
             keep = torchvision.ops.nms(b, s, 0.4)
             return b[keep], s[keep], idx[keep]
 
+    class KeptReduce(torch.nn.Module):
+        # reductions along the data-dependent dim (the capacity past it is filled with the
+        # reduction's identity): sum, max, min, argmax, argmin, topk, logsumexp, prod
+        def forward(self, x):
+            k = x[x[:, 0] > 0]
+            return k.sum(0), k.amax(0), k.amin(0), k.argmax(0), k.argmin(0), \
+                torch.topk(k, 2, dim=0).values, torch.logsumexp(k, 0), (k * 0.5 + 1).prod(0), \
+                k.abs().sum(1, keepdim=True)
+
     rng = np.random.default_rng(17)
 
     def boxes(n):
@@ -64,6 +73,13 @@ def models():
     yield "nms_filtered", NmsFiltered(), [
         [boxes(20), rng.uniform(0, 1, 20).astype(np.float32)],
         [boxes(20) / 4, rng.uniform(0, 1, 20).astype(np.float32)]]
+
+    x = rng.standard_normal((10, 3)).astype(np.float32)
+    x[:3, 0] = np.abs(x[:3, 0]) + 0.1         # at least 2 rows kept (topk's k)
+    y = rng.standard_normal((10, 3)).astype(np.float32)
+    y[:, 0] = -np.abs(y[:, 0]) - 0.1
+    y[7, 0], y[4, 0] = 1.0, 2.0                # exactly 2
+    yield "kept_reduce", KeptReduce(), [[x], [y]]
 
 
 def export(out):
