@@ -14,7 +14,8 @@
  * - An optional input that is absent is NULL in Node.in[].
  * - After shape inference every live value has dtype != DT_UNDEF and rank >= 0 and all dims
  *   >= 0 (static shapes: symbolic dims are fixed by --shape or reported as errors). A value
- *   marked dyn holds a data-dependent shape within those dims (its capacity). */
+ *   marked dyn holds a data-dependent shape within those dims (its capacity; dynmask says
+ *   which dims vary), laid out at the capacity's strides when another node reads it. */
 #ifndef ONNXCC_IR_H
 #define ONNXCC_IR_H
 #include <stdbool.h>
