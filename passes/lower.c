@@ -98,7 +98,7 @@ void lower_nodes(Lower *L, Graph *g) {
         if (folded) continue;
         int before = L->p->nkernels;
         Buf *unmasked = dyn_lower_operands(L, n);
-        op_info[n->op].lower(L, n);
+        if (!dyn_lower_shape(L, n)) op_info[n->op].lower(L, n);
         if (unmasked) L->vbuf[n->in[0]->id] = unmasked;
         dyn_lower_results(L, n);
         /* the kernels this node made (those of a body lowered inside it have their own) */

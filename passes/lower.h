@@ -33,6 +33,8 @@ void dyn_lower_results(Lower *L, Node *n);
 /* Before n's rule: a reduction along a data-dependent dim reads its input with the identity
  * past the actual dims; returns the input's own Buf, to put back after the rule, or NULL. */
 Buf *dyn_lower_operands(Lower *L, Node *n);
+/* Shape or Size of a dyn value: its dims at run time (instead of n's rule); false otherwise. */
+bool dyn_lower_shape(Lower *L, Node *n);
 /* Whether n computes its dyn outputs at the capacity's strides from dyn inputs (not packed). */
 bool dyn_follows(const Node *n);
 /* A dyn graph output computed by a consumer of dyn values: packed into the output `out` and

@@ -2,7 +2,9 @@
 # tests/dyn.sh [--regen] - data-dependent values inside the graph: torch exports whose
 # NonZero or NonMaxSuppression output feeds further ops (torch.nonzero and x[x > 0],
 # boxes[mask] with column ops, concat, max, argmax, topk, transpose and flatten on the kept
-# rows, the boxes torchvision.ops.nms keeps, score filtering then NMS then gathers), checked
+# rows, reductions along the kept rows, Split and the kept count (Shape), the boxes
+# torchvision.ops.nms keeps, score filtering then NMS then gathers, and a detection
+# post-process: score and size filters, NMS, the first 5 kept, gathers), checked
 # in under tests/dyn/models/NAME/ with their test data (inputs, onnxruntime's outputs, some
 # with nothing or everything kept). Each is checked with `onnxcc check`, which compares the
 # reported dims and the valid part of every output, at -O0 and -O2.

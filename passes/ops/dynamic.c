@@ -82,10 +82,22 @@ void infer_nonzero(Graph *g, Node *n) {
     n->out[0]->dynmask = 2;
 }
 
+static Expr *inside(Program *p, const Value *v, Buf *dims, Expr **idx);
+
+/* x[idx] != 0, and (x of data-dependent dims, at the capacity's strides) idx in its valid box:
+ * the coordinates are the same either way. */
+static Expr *nonzero_at(Lower *L, Node *n, Buf *x, Expr **idx) {
+    Program *p = L->p;
+    Expr *nz = nonzero(p, kx_load(p, x, idx));
+    if (!n->in[0]->dyn) return nz;
+    return kx_bin(p, K_AND, inside(p, n->in[0], L->vdims[n->in[0]->id], idx), nz);
+}
+
 void lower_nonzero(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), out, NULL, NULL);
+    if (n->in[0]->dyn) kir_param(p, k, L->vdims[n->in[0]->id], KP_IN);
     int r = x->rank, cnt = kir_scalar(p, k, DT_INDEX), pos = kir_scalar(p, k, DT_INDEX);
     int vars[MAX_RANK];
     Expr *idx[MAX_RANK];
@@ -93,7 +105,7 @@ void lower_nonzero(Lower *L, Node *n) {
     lower_vars(k, r, vars);
     lower_var_idx(p, r, vars, idx);
     Stmt *body = ks_set(p, cnt, kx_index(p, 0));
-    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero(p, kx_load(p, x, idx)), incr(p, k, cnt), NULL)));
+    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero_at(L, n, x, idx), incr(p, k, cnt), NULL)));
     /* pass 2: row d of the [rank, cnt] result holds the d-th coordinates */
     lower_vars(k, r, vars);
     lower_var_idx(p, r, vars, idx);
@@ -104,7 +116,7 @@ void lower_nonzero(Lower *L, Node *n) {
     }
     ks_seq(put, incr(p, k, pos));
     ks_seq(body, ks_set(p, pos, kx_index(p, 0)));
-    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero(p, kx_load(p, x, idx)), put, NULL)));
+    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero_at(L, n, x, idx), put, NULL)));
     Expr *actual[2] = {kx_index(p, r), sreg(p, k, cnt)};
     k->body = ks_seq(body, finish_dyn(p, k, out, lower_dims(L, n, 0), actual));
 }
@@ -524,6 +536,7 @@ bool dyn_any_input(const Node *n) {
 
 typedef enum DynKind { DK_NONE, DK_MAP, DK_TRANSPOSE, DK_GATHER, DK_GATHER_ELEMENTS, DK_GATHERND,
                        DK_VIEW, DK_SLICE, DK_CONCAT, DK_REDUCE, DK_ARG, DK_TOPK,
+                       DK_SPLIT, DK_SHAPE /* Shape, Size: a run-time value of the dims */,
                        DK_SELF /* reports its own dims, reads the run-time ones (NMS) */ } DynKind;
 
 static DynKind dyn_kind(const Node *n) {
@@ -540,9 +553,11 @@ static DynKind dyn_kind(const Node *n) {
         return DK_VIEW;
     case OP_Slice: return DK_SLICE;
     case OP_Concat: return DK_CONCAT;
+    case OP_Split: return DK_SPLIT;
+    case OP_Shape: case OP_Size: return DK_SHAPE;
     case OP_ArgMax: case OP_ArgMin: return DK_ARG;
     case OP_TopK: return DK_TOPK;
-    case OP_NonMaxSuppression: return DK_SELF;
+    case OP_NonMaxSuppression: case OP_NonZero: return DK_SELF;
     default: return f == lower_reduce ? DK_REDUCE : DK_NONE;
     }
 }
@@ -671,6 +686,7 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
     switch (dyn_kind(n)) {
     case DK_NONE: die("dyn_rules: %s", n->op_type);
     case DK_SELF:
+        if (n->op == OP_NonZero) return true;       /* counts inside the valid box */
         if ((dyn_bits(n->in[0]) & ~2u) || (dyn_bits(n->in[1]) & ~4u))
             return refuse(g, n, "along the box dim of boxes and scores");
         for (int i = 2; i < n->nin; i++)
@@ -730,6 +746,14 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
             for (int i = 0; i < n->nin; i++) follow(n, rules, d, i, d);
         return true;
     }
+    case DK_SPLIT: {
+        int axis = (int)ir_attr_int(n, "axis", 0);
+        if (axis < 0) axis += y->rank;
+        if (is_dyn_dim(x, axis)) return refuse(g, n, "along the other dims than the axis");
+        for (int d = 0; d < y->rank; d++) follow(n, rules, d, 0, d);
+        return true;
+    }
+    case DK_SHAPE: return true;         /* a static shape; its values are computed at run time */
     case DK_REDUCE: {
         bool mask[MAX_RANK];
         int any = rule_reduce_mask(NULL, n, mask);
@@ -748,6 +772,10 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
 }
 
 void dyn_infer(Graph *g, Node *n) {
+    if (dyn_kind(n) == DK_SHAPE) {          /* not the capacity the rule folded: dyn_lower_shape */
+        n->out[0]->data = NULL;
+        return;
+    }
     if (dyn_kind(n) == DK_SELF) {           /* its rule marked the outputs */
         DimRule rules[MAX_RANK];
         dyn_rules(g, n, 0, rules);
@@ -868,7 +896,33 @@ Buf *dyn_lower_operands(Lower *L, Node *n) {
     return in;
 }
 
-bool dyn_follows(const Node *n) { return dyn_any_input(n) && dyn_kind(n) != DK_SELF; }
+bool dyn_lower_shape(Lower *L, Node *n) {
+    if (dyn_kind(n) != DK_SHAPE || !n->in[0]->dyn) return false;
+    Program *p = L->p;
+    Value *x = n->in[0];
+    Buf *dims = dims_buf(L, x), *out = lower_out(L, n, 0);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(dims), out, NULL, NULL);
+    Stmt *body = NULL;
+    if (n->op == OP_Size) {
+        Expr *v = kx_index(p, 1);
+        for (int d = 0; d < x->rank; d++) v = kx_bin(p, K_MUL, v, dim_of(p, x, dims, d));
+        body = ks_store(p, out, NULL, kx_cast(p, out->dtype, v));
+    } else {                            /* start and end as infer_shape_op clamps them */
+        int64_t r = x->rank, start = ir_attr_int(n, "start", 0);
+        if (start < 0) start += r;
+        start = MAX(0, MIN(start, r));
+        for (int64_t i = 0; i < out->dims[0]; i++) {
+            Expr *at = kx_index(p, i);
+            body = ks_seq(body, ks_store(p, out, &at, kx_cast(p, DT_INT64, dim_of(p, x, dims, (int)(start + i)))));
+        }
+    }
+    k->body = body;
+    return true;
+}
+
+bool dyn_follows(const Node *n) {
+    return dyn_any_input(n) && dyn_kind(n) != DK_SELF && dyn_kind(n) != DK_SHAPE;
+}
 
 void dyn_lower_results(Lower *L, Node *n) {
     if (dyn_follows(n)) {

@@ -53,6 +53,28 @@ def models():
                 torch.topk(k, 2, dim=0).values, torch.logsumexp(k, 0), (k * 0.5 + 1).prod(0), \
                 k.abs().sum(1, keepdim=True)
 
+    class KeptStats(torch.nn.Module):
+        # torch.where(m)[0] (NonZero -> Transpose -> Split -> Squeeze), a Split of the kept
+        # rows into columns, and the kept count as a run-time value (Shape -> Gather -> Div)
+        def forward(self, boxes, scores):
+            keep = torch.where(scores > 0.3)[0]
+            b = boxes[keep]
+            x1, y1, x2, y2 = b.split(1, dim=1)
+            return keep, b.sum(0) / b.shape[0], (x2 - x1) * (y2 - y1)
+
+    class Postprocess(torch.nn.Module):
+        # torchvision's detection post-process without batched_nms' If: a score filter, a
+        # size filter on the survivors (NonZero of a data-dependent value), NMS, the first 5
+        # kept (Slice), gathers of boxes, scores and labels
+        def forward(self, boxes, scores, labels):
+            keep = torch.where(scores > 0.05)[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            ws, hs = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+            keep = torch.where((ws >= 2.0) & (hs >= 2.0))[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            keep = torchvision.ops.nms(boxes, scores, 0.5)[:5]
+            return boxes[keep], scores[keep], labels[keep]
+
     rng = np.random.default_rng(17)
 
     def boxes(n):
@@ -80,6 +102,12 @@ def models():
     y[:, 0] = -np.abs(y[:, 0]) - 0.1
     y[7, 0], y[4, 0] = 1.0, 2.0                # exactly 2
     yield "kept_reduce", KeptReduce(), [[x], [y]]
+    yield "postprocess", Postprocess(), [
+        [boxes(30), rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)],
+        [boxes(30) / 2, rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)]]
+    yield "kept_stats", KeptStats(), [
+        [boxes(12), rng.uniform(0, 1, 12).astype(np.float32)],
+        [boxes(12), rng.uniform(0, 0.35, 12).astype(np.float32)]]
 
 
 def export(out):
@@ -124,7 +152,7 @@ def to_pb(out):
             for j, o in enumerate(outs):
                 a = np.fromfile(os.path.join(sd, "output_%d.bin" % j), NP[o["type"]]).reshape(o["shape"])
                 t = np.load(os.path.join(d, "torch_%d_%d.npy" % (k, j)))
-                if a.shape != t.shape or not np.allclose(a, t, atol=1e-5):
+                if a.shape != t.shape or not np.allclose(a, t, atol=1e-5, equal_nan=True):
                     print("onnxruntime and torch differ: %s set %d output %d" % (name, k, j))
                     bad += 1
                 with open(os.path.join(sd, "output_%d.pb" % j), "wb") as f:
