@@ -644,8 +644,8 @@ static bool slice_rules(Graph *g, Node *n, DimRule *rules) {
 }
 
 /* What fills the capacity past the actual dims when n reduces along a data-dependent dim: the
- * identity of its reduction (dyn_lower_operands); false if there is none (ReduceMean, whose
- * count would change, and maxima and minima of integers). */
+ * identity of its reduction (dyn_lower_operands); false if there is none (maxima, minima and
+ * means of integers). A mean of floats sums zeros there and is rescaled afterwards. */
 static bool mask_fill(const Node *n, double *fill) {
     bool fl = dtype_is_float(n->in[0]->dtype);
     switch (n->op) {
@@ -657,6 +657,7 @@ static bool mask_fill(const Node *n, double *fill) {
     switch (rule_red_kind(n)) {
     case R_SUM: case R_L1: case R_L2: case R_SUMSQUARE: case R_LOGSUM: *fill = 0; return true;
     case R_PROD: *fill = 1; return true;
+    case R_MEAN: *fill = 0; return fl;          /* a sum, rescaled by dyn_lower_results */
     case R_MAX: case R_LOGSUMEXP: *fill = -INFINITY; return fl;
     case R_MIN: *fill = INFINITY; return fl;
     default: return false;
@@ -671,7 +672,7 @@ static bool reduce_rules(Graph *g, Node *n, const bool *mask, bool keep, DimRule
     for (int d = 0, o = 0; d < x->rank; d++) {
         if (mask[d] && is_dyn_dim(x, d) && !mask_fill(n, &fill))
             return refuse(g, n, "along the dims it does not reduce (or reducing it by a sum, "
-                          "product, L1, L2, log-sum, or a maximum or minimum of floats)");
+                          "product, L1, L2, log-sum, or a maximum, minimum or mean of floats)");
         if (!mask[d]) follow(n, rules, o++, 0, d);
         else if (keep) o++;
     }
@@ -879,7 +880,45 @@ static void lower_unpack(Lower *L, Node *n, int o) {
     L->vbuf[v->id] = out;
 }
 
+/* ReduceMean along a data-dependent dim: the number of elements each output averages over the
+ * capacity, or 0 if it reduces no data-dependent dim. */
+static int64_t mean_capacity(Node *n) {
+    bool mask[MAX_RANK];
+    Value *x = n->in[0];
+    if (n->op != OP_ReduceMean || !x->dyn || rule_reduce_mask(NULL, n, mask) <= 0) return 0;
+    int64_t cnt = 1;
+    bool dyn = false;
+    for (int d = 0; d < x->rank; d++)
+        if (mask[d]) cnt *= x->dims[d], dyn |= is_dyn_dim(x, d);
+    return dyn ? cnt : 0;
+}
+
+/* out = mean * capacity count / actual count, into the Buf the rule would have written. */
+static void rescale_mean(Lower *L, Node *n, int64_t cap) {
+    Program *p = L->p;
+    Value *x = n->in[0], *y = n->out[0];
+    bool mask[MAX_RANK];
+    rule_reduce_mask(NULL, n, mask);
+    Buf *sum = L->vbuf[y->id], *dims = dims_buf(L, x), *out = NULL;
+    for (int i = 0; i < L->g->noutputs && !out; i++)    /* see dyn_lower_operands */
+        if (L->g->outputs[i] == y && !y->dyn) out = L->p->outputs[i];
+    if (!out) out = kir_buf_new(p, arena_printf(p->arena, "%s.mean", y->name), sum->dtype, sum->rank, sum->dims, B_TEMP);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(sum, dims), out, vars, idx);
+    Expr *have = kx_index(p, 1);
+    for (int d = 0; d < x->rank; d++)
+        if (mask[d]) have = kx_bin(p, K_MUL, have, dim_of(p, x, dims, d));
+    Expr *scale = kx_bin(p, K_DIV, kx_const(p, DT_FLOAT, (double)cap), kx_cast(p, DT_FLOAT, have));
+    Expr *v = kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, kx_load(p, sum, idx)), scale);
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_cast(p, out->dtype, v)));
+    L->vbuf[y->id] = out;
+}
+
 Buf *dyn_lower_operands(Lower *L, Node *n) {
+    /* a mean's rule writes a temporary that rescale_mean reads, not the graph output */
+    Value *y = n->out[0];
+    if (mean_capacity(n) && L->vbuf[y->id] && L->vbuf[y->id]->kind == B_OUTPUT) L->vbuf[y->id] = NULL;
     DynKind dk = dyn_kind(n);
     Value *x = n->in[0];
     double fill;
@@ -926,6 +965,8 @@ bool dyn_follows(const Node *n) {
 
 void dyn_lower_results(Lower *L, Node *n) {
     if (dyn_follows(n)) {
+        int64_t cap = mean_capacity(n);
+        if (cap) rescale_mean(L, n, cap);
         lower_dyn_dims(L, n);
         return;
     }

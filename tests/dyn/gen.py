@@ -46,12 +46,13 @@ def models():
 
     class KeptReduce(torch.nn.Module):
         # reductions along the data-dependent dim (the capacity past it is filled with the
-        # reduction's identity): sum, max, min, argmax, argmin, topk, logsumexp, prod
+        # reduction's identity): sum, max, min, argmax, argmin, topk, logsumexp, prod, and
+        # mean (a sum rescaled by the actual count); mean(1) reduces an exact dim
         def forward(self, x):
             k = x[x[:, 0] > 0]
             return k.sum(0), k.amax(0), k.amin(0), k.argmax(0), k.argmin(0), \
                 torch.topk(k, 2, dim=0).values, torch.logsumexp(k, 0), (k * 0.5 + 1).prod(0), \
-                k.abs().sum(1, keepdim=True)
+                k.abs().sum(1, keepdim=True), k.mean(0), k.mean(), k.mean(1)
 
     class KeptStats(torch.nn.Module):
         # torch.where(m)[0] (NonZero -> Transpose -> Split -> Squeeze), a Split of the kept
