@@ -35,6 +35,9 @@ void dyn_lower_results(Lower *L, Node *n);
 Buf *dyn_lower_operands(Lower *L, Node *n);
 /* Shape or Size of a dyn value: its dims at run time (instead of n's rule); false otherwise. */
 bool dyn_lower_shape(Lower *L, Node *n);
+/* If's output i, dyn: the branch's value v written into out at out's capacity strides (zero
+ * past v's actual dims) and v's actual dims into the output's dims buffer. */
+void dyn_lower_branch_output(Lower *L, Node *n, int i, Value *v, Buf *out);
 /* Whether n computes its dyn outputs at the capacity's strides from dyn inputs (not packed). */
 bool dyn_follows(const Node *n);
 /* A dyn graph output computed by a consumer of dyn values: packed into the output `out` and

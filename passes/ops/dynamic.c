@@ -959,11 +959,41 @@ bool dyn_lower_shape(Lower *L, Node *n) {
     return true;
 }
 
+void dyn_lower_branch_output(Lower *L, Node *n, int i, Value *v, Buf *out) {
+    Program *p = L->p;
+    Buf *in = lower_value(L, v), *dims = v->dyn ? dims_buf(L, v) : NULL;
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK], *c = NULL;
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(in, dims), out, vars, idx);
+    for (int d = 0; d < out->rank; d++) {
+        Expr *lt = kx_bin(p, K_LT, kx_clone(p, idx[d]), v->dyn ? dim_of(p, v, dims, d) : kx_index(p, v->dims[d]));
+        c = c ? kx_bin(p, K_AND, c, lt) : lt;
+    }
+    if (!c) c = kx_const(p, DT_BOOL, 1);
+    Expr *zidx[MAX_RANK];
+    for (int d = 0; d < out->rank; d++) zidx[d] = kx_clone(p, idx[d]);
+    /* the load only where the element exists: a branch's value may be empty */
+    Stmt *st = ks_if(p, c, ks_store(p, out, zidx, kx_load(p, in, idx)), ks_store(p, out, zidx, kx_const(p, out->dtype, 0)));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, st);
+    Buf *od = lower_dims(L, n, i);
+    k = lower_kernel(L, n, KC_GENERIC, KINS(dims), od, NULL, NULL);
+    Stmt *body = NULL;
+    for (int d = 0; d < out->rank; d++) {
+        Expr *di = kx_index(p, d);
+        body = ks_seq(body, ks_store(p, od, &di, kx_cast(p, DT_INT64, v->dyn ? dim_of(p, v, dims, d) : kx_index(p, v->dims[d]))));
+    }
+    k->body = body;
+}
+
 bool dyn_follows(const Node *n) {
+    if (n->op == OP_If)                     /* writes at the capacity's strides, dims itself */
+        for (int i = 0; i < n->nout; i++)
+            if (n->out[i] && n->out[i]->dyn) return true;
     return dyn_any_input(n) && dyn_kind(n) != DK_SELF && dyn_kind(n) != DK_SHAPE;
 }
 
 void dyn_lower_results(Lower *L, Node *n) {
+    if (n->op == OP_If) return;             /* lower_if did it all */
     if (dyn_follows(n)) {
         int64_t cap = mean_capacity(n);
         if (cap) rescale_mean(L, n, cap);

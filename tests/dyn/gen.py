@@ -76,6 +76,19 @@ def models():
             keep = torchvision.ops.nms(boxes, scores, 0.5)[:5]
             return boxes[keep], scores[keep], labels[keep]
 
+    class BatchedPostprocess(torch.nn.Module):
+        # the same with torchvision.ops.batched_nms (per-label NMS by the coordinate trick: a
+        # max over the kept boxes, offsets by label), whose export tests boxes.numel() == 0 in
+        # an If whose branches differ in shape ([0] or the data-dependent keep)
+        def forward(self, boxes, scores, labels):
+            keep = torch.where(scores > 0.05)[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            ws, hs = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+            keep = torch.where((ws >= 2.0) & (hs >= 2.0))[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            keep = torchvision.ops.batched_nms(boxes, scores, labels, 0.5)[:10]
+            return boxes[keep], scores[keep], labels[keep]
+
     rng = np.random.default_rng(17)
 
     def boxes(n):
@@ -106,6 +119,10 @@ def models():
     yield "postprocess", Postprocess(), [
         [boxes(30), rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)],
         [boxes(30) / 2, rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)]]
+    yield "batched_postprocess", BatchedPostprocess(), [
+        [boxes(30), rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)],
+        [boxes(30) / 2, rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)],
+        [boxes(30) / 8, rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)]]
     yield "kept_stats", KeptStats(), [
         [boxes(12), rng.uniform(0, 1, 12).astype(np.float32)],
         [boxes(12), rng.uniform(0, 0.35, 12).astype(np.float32)]]
@@ -138,6 +155,15 @@ def onnx_models():
     sets = [[rng.standard_normal((3, 6)).astype(np.float32), c0, u0],
             [rng.standard_normal((3, 6)).astype(np.float32), -np.ones(6, np.float32), u0[:, ::-1].copy()]]
     yield "compress_unique", m, sets
+    # an If whose branches differ in dims: [2, 3] or [3, 2], then Neg after it
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "then", [], [f32("a", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Transpose", ["x"], ["b"])], "else", [], [f32("b", [3, 2])])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+                           helper.make_node("Neg", ["y"], ["z"])], "if_dims",
+                          [helper.make_tensor_value_info("c", T.BOOL, []), f32("x", [2, 3])], [f32("z", None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    yield "if_dims", m, [[np.array(True), x], [np.array(False), x]]
 
 
 def export(out):

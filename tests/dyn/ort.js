@@ -7,7 +7,7 @@ const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 
-const TYPES = {float32: Float32Array, int64: BigInt64Array};
+const TYPES = {float32: Float32Array, int64: BigInt64Array, bool: Uint8Array};
 
 (async () => {
     const root = process.argv[2];
