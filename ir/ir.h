@@ -14,7 +14,8 @@
  * - An optional input that is absent is NULL in Node.in[].
  * - After shape inference every live value has dtype != DT_UNDEF and rank >= 0 and all dims
  *   >= 0 (static shapes: symbolic dims are fixed by --shape or reported as errors). A value
- *   marked dyn holds a data-dependent shape within those dims (its capacity). */
+ *   marked dyn holds a data-dependent shape within those dims (its capacity; dynmask says
+ *   which dims vary), laid out at the capacity's strides when another node reads it. */
 #ifndef ONNXCC_IR_H
 #define ONNXCC_IR_H
 #include <stdbool.h>
@@ -123,8 +124,10 @@ typedef struct Value {
     Node *producer;
     bool is_input, is_output;       /* graph input (not an initializer) / graph output */
     bool dyn;                       /* data-dependent shape (NonZero, Unique, ...): dims are a
-                                       capacity, the actual dims are computed at run time; only
-                                       a graph output may be such a value (infer_shapes) */
+                                       capacity, the actual dims are computed at run time and
+                                       travel in an int64 dims buffer (passes/ops/dynamic.c) */
+    unsigned dynmask;               /* with dyn: bit d set if dim d is data-dependent (the others
+                                       are exact); 0 means every dim is */
     int nuses;                      /* filled by ir_count_uses */
     bool nibbles;                   /* a constant read from an int4/uint4 tensor: dtype is
                                        int8/uint8, data one value a byte, every value in 4 bits;

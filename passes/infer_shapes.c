@@ -8,8 +8,8 @@
  * with several bad nodes gets every message at once. Subgraphs (If's branches, Loop's and
  * Scan's bodies) are inferred by their owner's rule (passes/ops/control.c), through
  * infer_graph, once the owner knows the types of the body's inputs. A rule may mark an output
- * dyn (its shape depends on the data: NonZero, Unique, ...); such a value must not feed another
- * node. */
+ * dyn (its shape depends on the data: NonZero, Unique, ...); such a value may feed the ops
+ * dynamic.c's dyn_infer knows, which mark their outputs dyn in turn. */
 #include "pipeline.h"
 
 static bool has_shape(const Value *v) {
@@ -28,6 +28,7 @@ static void forget_outputs(Node *n) {
         v->dtype = DT_UNDEF;
         v->rank = -1;
         v->dyn = false;
+        v->dynmask = 0;
         v->kind = VK_TENSOR;
         v->nelems = 0;
         for (int d = 0; d < MAX_RANK; d++) v->sym[d] = NULL;
@@ -71,9 +72,9 @@ static bool inputs_known(const Node *n) {
     return true;
 }
 
-/* A data-dependent shape (Value.dyn) is known only at run time, and every rule needs static
- * shapes: such a value may be a graph output, not an operand. */
-static bool inputs_static(Graph *g, const Node *n) {
+/* A data-dependent shape (Value.dyn) is known only at run time: its rule sees the capacity,
+ * and only the consumers dynamic.c knows how to follow at run time may take it. */
+static bool inputs_static(Graph *g, Node *n) {
     for (int i = 0; i < n->nin; i++) {
         Value *v = n->in[i];
         if (v && v->kind && !rule_takes_containers(n->op)) {
@@ -87,12 +88,7 @@ static bool inputs_static(Graph *g, const Node *n) {
                   v->name, n->op_type);
             return false;
         }
-        if (v && v->dyn) {
-            error(ir_where(g, n), "input '%s' has a data-dependent shape (output of %s '%s'); "
-                  "onnxcc supports such values only as graph outputs", v->name,
-                  v->producer->op_type, v->producer->name);
-            return false;
-        }
+        if (v && v->dyn && !dyn_operand_ok(g, n, v)) return false;
     }
     return true;
 }
@@ -114,6 +110,8 @@ void infer_node(Graph *g, Node *n) {
     forget_outputs(n);
     int before = error_count;
     op_info[n->op].infer(g, n);
+    if (error_count > before) return;
+    if (dyn_any_input(n)) dyn_infer(g, n);       /* which output dims follow run-time ones */
     if (error_count > before) return;
     for (int i = 0; i < n->nout; i++) {
         Value *v = n->out[i];

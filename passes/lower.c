@@ -97,7 +97,10 @@ void lower_nodes(Lower *L, Graph *g) {
             if (n->out[j] && !n->out[j]->data) folded = false;
         if (folded) continue;
         int before = L->p->nkernels;
-        op_info[n->op].lower(L, n);
+        Buf *unmasked = dyn_lower_operands(L, n);
+        if (!dyn_lower_shape(L, n)) op_info[n->op].lower(L, n);
+        if (unmasked) L->vbuf[n->in[0]->id] = unmasked;
+        dyn_lower_results(L, n);
         /* the kernels this node made (those of a body lowered inside it have their own) */
         for (int k = before; k < L->p->nkernels; k++)
             if (!L->p->kernels[k]->nnodes) kir_add_nodes(L->p, L->p->kernels[k], (const char *const *)&n->name, 1);
@@ -212,6 +215,8 @@ Program *lower(Graph *g, const Options *o) {
     p->noutputs = g->noutputs;
     p->outputs = ARENA_ARRAY(g->arena, Buf *, 2 * g->noutputs + 1);   /* room for dims outputs */
     Buf **src = ARENA_ARRAY(g->arena, Buf *, g->noutputs + 1); /* outputs needing a copy */
+    ir_count_uses(g);               /* dyn_lower_results asks whether a dyn value is read */
+    Buf **pack = ARENA_ARRAY(g->arena, Buf *, g->noutputs + 1);   /* dims outputs to pack into */
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
         Buf *b = lower_value_buf(p, v, B_OUTPUT);
@@ -219,21 +224,28 @@ Program *lower(Graph *g, const Options *o) {
         p->outputs[i] = b;
         if (L.vbuf[v->id]) src[i] = L.vbuf[v->id];          /* also an input or an earlier output */
         else if (v->data) src[i] = const_buf(&L, v);
-        else L.vbuf[v->id] = b;
+        else if (!(v->dyn && v->producer && dyn_follows(v->producer))) L.vbuf[v->id] = b;
+        /* else: a consumer of dyn values computes it at the capacity's strides; packed below */
     }
     /* A data-dependent output reports its actual dims in an extra output after the tensors
      * (the header contract, runtime/model.h.in). */
     for (int i = 0; i < g->noutputs; i++) {
         Value *v = g->outputs[i];
-        if (!v->dyn || L.vdims[v->id]) continue;
-        if (L.vbuf[v->id] != p->outputs[i]) die("lower: dyn output '%s' is not produced by a node", v->name);
+        if (!v->dyn || L.vdims[v->id] || pack[i]) continue;
+        bool packed = L.vbuf[v->id] == p->outputs[i];
+        if (!packed && !(v->producer && dyn_follows(v->producer)))
+            die("lower: dyn output '%s' is not produced by a node", v->name);
         int64_t r = v->rank;
         Buf *d = kir_buf_new(p, arena_printf(g->arena, "%s.dims", v->name), DT_INT64, 1, &r, B_OUTPUT);
         d->dims_of = p->outputs[i];
         d->io_index = p->noutputs;
-        p->outputs[p->noutputs++] = L.vdims[v->id] = d;
+        p->outputs[p->noutputs++] = d;
+        if (packed) L.vdims[v->id] = d;
+        else pack[i] = d;
     }
     lower_nodes(&L, g);
+    for (int i = 0; i < g->noutputs; i++)
+        if (pack[i]) dyn_pack_output(&L, g->outputs[i], p->outputs[i], pack[i]);
     for (int i = 0; i < g->noutputs; i++)
         if (src[i]) {
             Kernel *k = lower_copy(&L, arena_printf(g->arena, "output_%d", i), p->outputs[i], src[i]);

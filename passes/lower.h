@@ -26,6 +26,23 @@ Buf *lower_out(Lower *L, Node *n, int i);
  * it static from constant inputs) stores its actual dims: int64[rank], written once by the
  * rule. For a graph output it is the dims output run() reports; otherwise a temporary. */
 Buf *lower_dims(Lower *L, Node *n, int i);
+/* After n's rule (lower_nodes): the run-time dims of n's dyn outputs, when an input is dyn;
+ * for a producer of a dyn value (NonZero, ...) that other nodes read, the value re-laid at its
+ * capacity's strides, which is how consumers read a dyn value (passes/ops/dynamic.c). */
+void dyn_lower_results(Lower *L, Node *n);
+/* Before n's rule: a reduction along a data-dependent dim reads its input with the identity
+ * past the actual dims; returns the input's own Buf, to put back after the rule, or NULL. */
+Buf *dyn_lower_operands(Lower *L, Node *n);
+/* Shape or Size of a dyn value: its dims at run time (instead of n's rule); false otherwise. */
+bool dyn_lower_shape(Lower *L, Node *n);
+/* If's output i, dyn: the branch's value v written into out at out's capacity strides (zero
+ * past v's actual dims) and v's actual dims into the output's dims buffer. */
+void dyn_lower_branch_output(Lower *L, Node *n, int i, Value *v, Buf *out);
+/* Whether n computes its dyn outputs at the capacity's strides from dyn inputs (not packed). */
+bool dyn_follows(const Node *n);
+/* A dyn graph output computed by a consumer of dyn values: packed into the output `out` and
+ * its dims into `dims_out`, as the header contract wants. */
+void dyn_pack_output(Lower *L, Value *v, Buf *out, Buf *dims_out);
 /* Make output i of n a view of `of` with the output's shape (Reshape, Flatten, ...). If the
  * output is a graph output a copy kernel is emitted instead. */
 void lower_view(Lower *L, Node *n, int i, Buf *of);

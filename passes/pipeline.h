@@ -63,6 +63,12 @@ void infer_node(Graph *g, Node *n);
  * (passes/ops/sequence.c). */
 void expand_containers(Graph *g);
 bool rule_takes_containers(Op op);  /* may op read a sequence or optional (sequence.c) */
+/* Data-dependent values as operands (passes/ops/dynamic.c): whether n has a dyn input, whether
+ * n may take v (a user error naming the op if not), and, after n's shape rule, which of its
+ * output dims follow run-time dims (Value.dyn, Value.dynmask). */
+bool dyn_any_input(const Node *n);
+bool dyn_operand_ok(Graph *g, Node *n, const Value *v);
+void dyn_infer(Graph *g, Node *n);
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
 /* Evaluate one node whose inputs are all constant (kernel IR interpreter); on success its
  * outputs get data, lose their producer and the node dies. Returns whether it folded. */

@@ -10,4 +10,5 @@ struct Lower;
     void lower(struct Lower *L, Node *n);
 #include "../ir/ops.def"
 #undef OP
+
 #endif

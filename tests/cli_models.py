@@ -50,14 +50,15 @@ def main():
                [f32("y", [3]), f32("rows", ["t", 3])], "loop_scan"),
          os.path.join(out, "loop_scan.onnx"))
     then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "then", [], [f32("a", [2, 3])])
-    else_g = helper.make_graph([helper.make_node("Transpose", ["x"], ["b"])], "else", [], [f32("b", [3, 2])])
+    else_g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["b"], keepdims=0)], "else", [], [f32("b", [])])
     save(model([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if_node")],
                [helper.make_tensor_value_info("c", TensorProto.BOOL, []), f32("x", [2, 3])],
                [f32("y", None)], "if_shapes"),
          os.path.join(out, "if_shapes.onnx"))
-    # a data-dependent shape (NonZero's) feeding another op: onnxcc wants it as an output
+    # a data-dependent shape (NonZero's) feeding an op that cannot follow it at run time (README,
+    # "Data-dependent shapes", lists those that can)
     save(model([helper.make_node("NonZero", ["x"], ["nz"], name="nz_node"),
-                helper.make_node("Neg", ["nz"], ["y"], name="neg_node")],
+                helper.make_node("Softmax", ["nz"], ["y"], name="softmax_node")],
                [f32("x", [2, 3])], [helper.make_tensor_value_info("y", TensorProto.INT64, [2, None])],
                "dyn_consumer"),
          os.path.join(out, "dyn_consumer.onnx"))

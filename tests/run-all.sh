@@ -4,7 +4,8 @@
 #   text out), tests/kir-passes.sh (single kernel passes, .kir in, .kir out), tests/convs.sh
 #   (convolutions with constant weights against numpy), tests/tune.sh (--autotune and
 #   --tune-file: round trip, determinism, reference, malformed files), tests/rnn.sh (RNN/GRU/LSTM
-#   against numpy), tests/opsets.sh (opsets 19 to 26 against numpy), tests/types.sh (float8,
+#   against numpy), tests/opsets.sh (opsets 19 to 26 against numpy), tests/dyn.sh (data-
+#   dependent values inside the graph against onnxruntime), tests/types.sh (float8,
 #   int4 weights and BitCast against numpy), tests/strings.sh (string models
 #   against Python references), tests/random.sh (the random ops' distributions against
 #   numpy's), tests/cli.sh (command line and error paths), tests/report.sh (--report's pages,
@@ -124,6 +125,7 @@ runner convs sh tests/convs.sh
 runner tune sh tests/tune.sh
 runner rnn sh tests/rnn.sh
 runner opsets sh tests/opsets.sh
+runner dyn sh tests/dyn.sh
 runner types sh tests/types.sh
 runner strings sh tests/strings.sh
 runner random-ops sh tests/random.sh

@@ -72,6 +72,22 @@ static bool infer_body(Graph *g, Node *n, Graph *b, const char *what, int nouts)
 
 /* ---- If ---- */
 
+/* An If output: the branches' common type; where their dims differ or either is dyn, a dyn
+ * value of the larger dims (its capacity), which lower_if writes at the capacity's strides
+ * with the taken branch's dims (passes/ops/dynamic.c). */
+static void if_output_shape(Value *o, const Value *a, const Value *b) {
+    int64_t dims[MAX_RANK];
+    unsigned mask = 0;
+    for (int d = 0; d < a->rank; d++) {
+        dims[d] = MAX(a->dims[d], b->dims[d]);
+        bool da = a->dyn && (!a->dynmask || (a->dynmask >> d & 1)), db = b->dyn && (!b->dynmask || (b->dynmask >> d & 1));
+        if (a->dims[d] != b->dims[d] || da || db) mask |= 1u << d;
+    }
+    ir_set_shape(o, a->dtype, a->rank, dims);
+    o->dyn = mask != 0;
+    o->dynmask = mask;
+}
+
 void infer_if(Graph *g, Node *n) {
     Value *c = n->in[0];
     if (!scalar_of(c, DT_BOOL)) {
@@ -98,19 +114,21 @@ void infer_if(Graph *g, Node *n) {
     if (!rule_flatten_branches(g, n, bs, 2)) return;   /* sequences, optionals (sequence.c) */
     for (int i = 0; i < n->nout; i++) {
         Value *a = t->outputs[i], *b = e->outputs[i];
-        if (!same_type(a, b)) {
+        if (!same_type(a, b) && (a->dtype != b->dtype || a->rank != b->rank || a->kind || b->kind ||
+                                 a->dtype == DT_STRING)) {
             error(ir_where(g, n), "the branches give output %d different static types: %s from "
                   "then_branch, %s from else_branch (an output whose shape depends on the condition "
-                  "is not supported)", i, type_str(g, a), type_str(g, b));
+                  "is supported when only its dims differ)", i, type_str(g, a), type_str(g, b));
             continue;
         }
-        if (n->out[i]) ir_set_shape(n->out[i], a->dtype, a->rank, a->dims);
+        if (n->out[i]) if_output_shape(n->out[i], a, b);
     }
 }
 
 static void copy_outputs(Lower *L, Node *n, Graph *b, Buf **outs) {
     for (int i = 0; i < n->nout; i++)
-        if (outs[i]) lower_copy(L, lower_name(L, arena_printf(L->p->arena, "%s_out%d", n->name, i)), outs[i],
+        if (outs[i] && n->out[i]->dyn) dyn_lower_branch_output(L, n, i, b->outputs[i], outs[i]);
+        else if (outs[i]) lower_copy(L, lower_name(L, arena_printf(L->p->arena, "%s_out%d", n->name, i)), outs[i],
                                 lower_value(L, b->outputs[i]));
 }
 

@@ -79,12 +79,25 @@ void infer_nonzero(Graph *g, Node *n) {
     }
     ir_set_shape(n->out[0], DT_INT64, 2, (int64_t[]){x->rank, cnt});
     n->out[0]->dyn = !x->data;
+    n->out[0]->dynmask = 2;
+}
+
+static Expr *inside(Program *p, const Value *v, Buf *dims, Expr **idx);
+
+/* x[idx] != 0, and (x of data-dependent dims, at the capacity's strides) idx in its valid box:
+ * the coordinates are the same either way. */
+static Expr *nonzero_at(Lower *L, Node *n, Buf *x, Expr **idx) {
+    Program *p = L->p;
+    Expr *nz = nonzero(p, kx_load(p, x, idx));
+    if (!n->in[0]->dyn) return nz;
+    return kx_bin(p, K_AND, inside(p, n->in[0], L->vdims[n->in[0]->id], idx), nz);
 }
 
 void lower_nonzero(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *out = lower_out(L, n, 0);
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), out, NULL, NULL);
+    if (n->in[0]->dyn) kir_param(p, k, L->vdims[n->in[0]->id], KP_IN);
     int r = x->rank, cnt = kir_scalar(p, k, DT_INDEX), pos = kir_scalar(p, k, DT_INDEX);
     int vars[MAX_RANK];
     Expr *idx[MAX_RANK];
@@ -92,7 +105,7 @@ void lower_nonzero(Lower *L, Node *n) {
     lower_vars(k, r, vars);
     lower_var_idx(p, r, vars, idx);
     Stmt *body = ks_set(p, cnt, kx_index(p, 0));
-    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero(p, kx_load(p, x, idx)), incr(p, k, cnt), NULL)));
+    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero_at(L, n, x, idx), incr(p, k, cnt), NULL)));
     /* pass 2: row d of the [rank, cnt] result holds the d-th coordinates */
     lower_vars(k, r, vars);
     lower_var_idx(p, r, vars, idx);
@@ -103,7 +116,7 @@ void lower_nonzero(Lower *L, Node *n) {
     }
     ks_seq(put, incr(p, k, pos));
     ks_seq(body, ks_set(p, pos, kx_index(p, 0)));
-    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero(p, kx_load(p, x, idx)), put, NULL)));
+    ks_seq(body, lower_wrap(p, r, x->dims, vars, ks_if(p, nonzero_at(L, n, x, idx), put, NULL)));
     Expr *actual[2] = {kx_index(p, r), sreg(p, k, cnt)};
     k->body = ks_seq(body, finish_dyn(p, k, out, lower_dims(L, n, 0), actual));
 }
@@ -151,6 +164,7 @@ void infer_compress(Graph *g, Node *n) {
         ir_set_shape(n->out[0], x->dtype, x->rank, d);
     }
     n->out[0]->dyn = !c->data;
+    n->out[0]->dynmask = 1u << (axis < 0 ? 0 : axis);
 }
 
 void lower_compress(Lower *L, Node *n) {
@@ -215,11 +229,13 @@ void infer_unique(Graph *g, Node *n) {
         if (a) ir_set_shape(n->out[0], x->dtype, x->rank, x->dims);
         else ir_set_shape(n->out[0], x->dtype, 1, &s.m);
         n->out[0]->dyn = true;
+        n->out[0]->dynmask = 1u << (a ? axis : 0);
     }
     for (int i = 1; i < n->nout; i++)
         if (n->out[i]) {
             ir_set_shape(n->out[i], DT_INT64, 1, &s.m);
             n->out[i]->dyn = i != 2;        /* inverse_indices has one entry per slice */
+            n->out[i]->dynmask = 1;
         }
 }
 
@@ -374,6 +390,7 @@ void infer_nms(Graph *g, Node *n) {
     int64_t d[2] = {b->dims[0] * s->dims[1] * nms_per_class(n, b->dims[1]), 3};
     ir_set_shape(n->out[0], DT_INT64, 2, d);
     n->out[0]->dyn = true;
+    n->out[0]->dynmask = 1;
 }
 
 /* The box of index `i` (consumed) as y1, x1, y2, x2 with y1 <= y2, x1 <= x2. */
@@ -418,6 +435,15 @@ void lower_nms(Lower *L, Node *n) {
     Expr *score = kx_cast(p, DT_FLOAT, kx_load(p, scores, sidx));
     Expr *ok = score_thr ? kx_bin(p, K_GT, kx_clone(p, score), kx_clone(p, score_thr)) : kx_const(p, DT_BOOL, 1);
     Expr *jj = kx_var(p, jv);
+    /* boxes from a data-dependent value (dyn_rules: along the box dim only): the first `have`
+     * (boxes' count if both are dyn: ONNX wants them equal) */
+    Value *dv = n->in[0]->dyn ? n->in[0] : n->in[1]->dyn ? n->in[1] : NULL;
+    if (dv) {
+        kir_param(p, k, L->vdims[dv->id], KP_IN);
+        Expr *di = kx_index(p, dv == n->in[0] ? 1 : 2);
+        Expr *have = kx_cast(p, DT_INDEX, kx_load(p, L->vdims[dv->id], &di));
+        ok = kx_bin(p, K_AND, ok, kx_bin(p, K_LT, kx_var(p, jv), have));
+    }
     Stmt *cls = ks_loop(p, jv, 0, nbox, 1, ks_store(p, cand, &jj, ok));
     ks_seq(cls, ks_set(p, taken, kx_index(p, 0)));
     /* one selection per round */
@@ -466,4 +492,534 @@ void lower_nms(Lower *L, Node *n) {
     ks_seq(body, ks_loop(p, bv, 0, nb, 1, ks_loop(p, cv, 0, ncls, 1, cls)));
     Expr *actual[2] = {sreg(p, k, total), kx_index(p, 3)};
     k->body = ks_seq(body, finish_dyn(p, k, out, lower_dims(L, n, 0), actual));
+}
+
+/* ---- Data-dependent values as operands ----
+ * A dyn value inside the graph keeps its capacity as static dims, so every consumer's rule
+ * runs unchanged over the capacity (its buffer sits in the arena like any other), and its
+ * actual dims travel in an int64[rank] dims buffer (lower_dims) that its producer writes.
+ * Consumers read a dyn value laid out at the capacity's strides (element i at the same place
+ * as in a full buffer), with the valid part the leading box [0, dims[d]) of every dim d; what
+ * lies outside it is some value that nobody reports. The producers above pack their result
+ * instead (the header contract), so when another node reads it and its layout differs (a
+ * data-dependent dim that is not the first), dyn_lower_results re-lays it at the capacity's
+ * strides; when such a value is a graph output, dyn_pack_output packs it back.
+ *
+ * The consumers (dyn_rule) are those whose output dims follow their input dims one to one, or
+ * by a simple formula: elementwise ops with broadcasting (a data-dependent dim broadcasts only
+ * against 1), Transpose, Gather, GatherElements, GatherND, Squeeze, Unsqueeze, Reshape,
+ * Flatten, Identity, Slice (constant starts >= 0 and ends along a data-dependent dim), Concat
+ * (along an exact dim), and Reduce*, ArgMax/ArgMin and TopK along exact dims. Gathers clamp
+ * their indices into the capacity, so an index read from the part outside the valid box
+ * cannot leave a buffer. For each output dim, a DimRule says how its run-time value follows. */
+
+typedef struct DimRule {
+    int nsrc;                       /* 0: exact (the static dim); else broadcast of the sources */
+    int in[8], dim[8];              /* source: input in[j]'s dim dim[j] */
+    int64_t mul;                    /* times this (Reshape merging a leading dim) */
+    bool slice;                     /* then Slice: from start to min(end, it) by step */
+    int64_t start, end, step;
+} DimRule;
+
+static unsigned dyn_bits(const Value *v) {
+    if (!v || !v->dyn) return 0;
+    return v->dynmask ? v->dynmask : (1u << v->rank) - 1;
+}
+
+static bool is_dyn_dim(const Value *v, int d) { return (dyn_bits(v) >> d) & 1; }
+
+bool dyn_any_input(const Node *n) {
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] && n->in[i]->dyn) return true;
+    return false;
+}
+
+typedef enum DynKind { DK_NONE, DK_MAP, DK_TRANSPOSE, DK_GATHER, DK_GATHER_ELEMENTS, DK_GATHERND,
+                       DK_VIEW, DK_SLICE, DK_CONCAT, DK_REDUCE, DK_ARG, DK_TOPK,
+                       DK_SPLIT, DK_SHAPE /* Shape, Size: a run-time value of the dims */,
+                       DK_SELF /* reports its own dims, reads the run-time ones (NMS) */ } DynKind;
+
+static DynKind dyn_kind(const Node *n) {
+    void (*f)(Lower *, Node *) = op_info[n->op].lower;
+    if (f == lower_unary || f == lower_binary || f == lower_clip || f == lower_mod ||
+        f == lower_variadic || f == lower_where || f == lower_bitwise || f == lower_bitshift)
+        return n->op == OP_BitCast ? DK_NONE : DK_MAP;
+    switch (n->op) {
+    case OP_Transpose: return DK_TRANSPOSE;
+    case OP_Gather: return DK_GATHER;
+    case OP_GatherElements: return DK_GATHER_ELEMENTS;
+    case OP_GatherND: return DK_GATHERND;
+    case OP_Squeeze: case OP_Unsqueeze: case OP_Reshape: case OP_Flatten: case OP_Identity:
+        return DK_VIEW;
+    case OP_Slice: return DK_SLICE;
+    case OP_Concat: return DK_CONCAT;
+    case OP_Split: return DK_SPLIT;
+    case OP_Shape: case OP_Size: return DK_SHAPE;
+    case OP_ArgMax: case OP_ArgMin: return DK_ARG;
+    case OP_TopK: return DK_TOPK;
+    case OP_NonMaxSuppression: case OP_NonZero: return DK_SELF;
+    default: return f == lower_reduce ? DK_REDUCE : DK_NONE;
+    }
+}
+
+bool dyn_operand_ok(Graph *g, Node *n, const Value *v) {
+    if (v->dtype != DT_STRING && dyn_kind(n) != DK_NONE) return true;
+    error(ir_where(g, n), "input '%s' has a data-dependent shape (output of %s '%s'); onnxcc "
+          "cannot take such a value into %s (README, \"Data-dependent shapes\", lists the ops "
+          "that can)", v->name, v->producer ? v->producer->op_type : "?",
+          v->producer ? v->producer->name : "?", n->op_type);
+    return false;
+}
+
+static void src(DimRule *r, int in, int dim) {
+    if (r->nsrc == COUNTOF(r->in)) die("dyn: too many sources");
+    r->in[r->nsrc] = in;
+    r->dim[r->nsrc++] = dim;
+}
+
+/* Output dim o of n follows input `in`'s dim d (if that is data-dependent). */
+static void follow(const Node *n, DimRule *rules, int o, int in, int d) {
+    if (is_dyn_dim(n->in[in], d)) src(&rules[o], in, d);
+}
+
+static bool refuse(Graph *g, Node *n, const char *why) {
+    if (g) error(ir_where(g, n), "%s: onnxcc follows a data-dependent dim there only %s", n->op_type, why);
+    return false;
+}
+
+/* Reshape-like ops: group the dims of both shapes (size-1 dims aside) into runs of equal
+ * product; a data-dependent dim must be a run of its own on both sides, or the first dim of
+ * the tensor (the only data-dependent one) merged with exact dims after it. */
+static bool view_rules(Graph *g, Node *n, DimRule *rules) {
+    Value *x = n->in[0], *y = n->out[0];
+    unsigned bits = dyn_bits(x);
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < x->rank && x->dims[i] == 1 && !is_dyn_dim(x, i)) i++;
+        while (i < x->rank && x->dims[i] == 1 && n->op == OP_Squeeze) i++;
+        while (j < y->rank && y->dims[j] == 1) j++;
+        if (i >= x->rank || j >= y->rank) break;
+        if (x->dims[i] == 1) return refuse(g, n, "when its capacity is more than 1");
+        int i0 = i, j0 = j;
+        int64_t pi = x->dims[i++], pj = y->dims[j++];
+        while (pi != pj) {
+            if (pi < pj && i < x->rank) pi *= x->dims[i++];
+            else if (pj < pi && j < y->rank) pj *= y->dims[j++];
+            else return refuse(g, n, "when the shapes match");
+        }
+        bool has = false;
+        for (int d = i0; d < i; d++) has |= is_dyn_dim(x, d);
+        if (!has) continue;
+        if (j - j0 != 1) return refuse(g, n, "when it is not split");
+        if (i - i0 == 1) {
+            src(&rules[j0], 0, i0);
+            continue;
+        }
+        bool lead = bits == (1u << i0);
+        for (int d = 0; d < i0; d++) lead &= x->dims[d] == 1;
+        if (!lead) return refuse(g, n, "when it is the first dim merged with exact dims after it");
+        src(&rules[j0], 0, i0);
+        rules[j0].mul = pj / x->dims[i0];
+    }
+    for (int d = i; d < x->rank; d++)
+        if (is_dyn_dim(x, d) && n->op != OP_Squeeze) return refuse(g, n, "when its capacity is more than 1");
+    return true;
+}
+
+static bool slice_rules(Graph *g, Node *n, DimRule *rules) {
+    Value *x = n->in[0];
+    int64_t cnt = ir_numel(n->in[1]);
+    for (int d = 0; d < x->rank; d++) follow(n, rules, d, 0, d);
+    for (int64_t j = 0; j < cnt; j++) {
+        Value *ax = n->nin > 3 ? n->in[3] : NULL, *st = n->nin > 4 ? n->in[4] : NULL;
+        int64_t a = ax ? ir_const_int(ax, j) : j;
+        if (a < 0) a += x->rank;
+        if (a < 0 || a >= x->rank || !is_dyn_dim(x, (int)a)) continue;
+        int64_t s = ir_const_int(n->in[1], j), e = ir_const_int(n->in[2], j), t = st ? ir_const_int(st, j) : 1;
+        if (s < 0 || e < 0 || t <= 0) return refuse(g, n, "with starts and ends >= 0 and steps > 0");
+        DimRule *r = &rules[a];
+        r->slice = true, r->start = s, r->end = e, r->step = t;
+    }
+    return true;
+}
+
+/* What fills the capacity past the actual dims when n reduces along a data-dependent dim: the
+ * identity of its reduction (dyn_lower_operands); false if there is none (maxima, minima and
+ * means of integers). A mean of floats sums zeros there and is rescaled afterwards. */
+static bool mask_fill(const Node *n, double *fill) {
+    bool fl = dtype_is_float(n->in[0]->dtype);
+    switch (n->op) {
+    case OP_ArgMax: *fill = -INFINITY; return fl;
+    case OP_ArgMin: *fill = INFINITY; return fl;
+    case OP_TopK: *fill = ir_attr_int(n, "largest", 1) ? -INFINITY : INFINITY; return fl;
+    default: break;
+    }
+    switch (rule_red_kind(n)) {
+    case R_SUM: case R_L1: case R_L2: case R_SUMSQUARE: case R_LOGSUM: *fill = 0; return true;
+    case R_PROD: *fill = 1; return true;
+    case R_MEAN: *fill = 0; return fl;          /* a sum, rescaled by dyn_lower_results */
+    case R_MAX: case R_LOGSUMEXP: *fill = -INFINITY; return fl;
+    case R_MIN: *fill = INFINITY; return fl;
+    default: return false;
+    }
+}
+
+/* The dims of a reduction's output: which input dim each follows (keepdims or not); false if a
+ * data-dependent dim is reduced by a reduction that has no identity to fill with. */
+static bool reduce_rules(Graph *g, Node *n, const bool *mask, bool keep, DimRule *rules) {
+    Value *x = n->in[0];
+    double fill;
+    for (int d = 0, o = 0; d < x->rank; d++) {
+        if (mask[d] && is_dyn_dim(x, d) && !mask_fill(n, &fill))
+            return refuse(g, n, "along the dims it does not reduce (or reducing it by a sum, "
+                          "product, L1, L2, log-sum, or a maximum, minimum or mean of floats)");
+        if (!mask[d]) follow(n, rules, o++, 0, d);
+        else if (keep) o++;
+    }
+    return true;
+}
+
+/* The DimRules of output o of n (rank of that output entries); false after an error (g) or
+ * if the form is not supported (g NULL). */
+static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
+    Value *y = n->out[o], *x = n->in[0];
+    for (int d = 0; d < y->rank; d++) rules[d] = (DimRule){.mul = 1};
+    switch (dyn_kind(n)) {
+    case DK_NONE: die("dyn_rules: %s", n->op_type);
+    case DK_SELF:
+        if (n->op == OP_NonZero) return true;       /* counts inside the valid box */
+        if ((dyn_bits(n->in[0]) & ~2u) || (dyn_bits(n->in[1]) & ~4u))
+            return refuse(g, n, "along the box dim of boxes and scores");
+        for (int i = 2; i < n->nin; i++)
+            if (n->in[i] && n->in[i]->dyn) return refuse(g, n, "in boxes or scores");
+        return true;
+    case DK_MAP:
+        for (int d = 0; d < y->rank; d++) {
+            bool big = false;
+            for (int i = 0; i < n->nin; i++) {
+                Value *v = n->in[i];
+                int id = v ? d - (y->rank - v->rank) : -1;
+                if (id < 0) continue;
+                if (is_dyn_dim(v, id)) src(&rules[d], i, id);
+                else big |= v->dims[id] != 1;
+            }
+            if (rules[d].nsrc && big) return refuse(g, n, "broadcast against a dim of 1");
+        }
+        return true;
+    case DK_TRANSPOSE: {
+        Attr *a = ir_attr(n, "perm");
+        for (int d = 0; d < y->rank; d++) follow(n, rules, d, 0, a ? (int)a->ints[d] : y->rank - 1 - d);
+        return true;
+    }
+    case DK_GATHER: {
+        int axis = (int)ir_attr_int(n, "axis", 0), q = n->in[1]->rank;
+        if (axis < 0) axis += x->rank;
+        for (int d = 0; d < y->rank; d++) {
+            if (d < axis) follow(n, rules, d, 0, d);
+            else if (d < axis + q) follow(n, rules, d, 1, d - axis);
+            else follow(n, rules, d, 0, d - q + 1);
+        }
+        return true;
+    }
+    case DK_GATHER_ELEMENTS:
+        for (int d = 0; d < y->rank; d++) follow(n, rules, d, 1, d);
+        return true;
+    case DK_GATHERND: {
+        Value *ind = n->in[1];
+        int b = (int)ir_attr_int(n, "batch_dims", 0), q = ind->rank;
+        if (is_dyn_dim(ind, q - 1)) return refuse(g, n, "when the indices' last dim is exact");
+        int m = (int)ind->dims[q - 1];
+        for (int d = 0; d < y->rank; d++) {
+            if (d < q - 1) follow(n, rules, d, 1, d);
+            else follow(n, rules, d, 0, b + m + d - (q - 1));
+        }
+        for (int d = 0; d < b; d++) follow(n, rules, d, 0, d);
+        return true;
+    }
+    case DK_VIEW: return view_rules(g, n, rules);
+    case DK_SLICE: return slice_rules(g, n, rules);
+    case DK_CONCAT: {
+        int axis = (int)ir_attr_int(n, "axis", 0);
+        if (axis < 0) axis += y->rank;
+        for (int i = 0; i < n->nin; i++)
+            if (is_dyn_dim(n->in[i], axis)) return refuse(g, n, "along the other dims than the axis");
+        for (int d = 0; d < y->rank; d++)
+            for (int i = 0; i < n->nin; i++) follow(n, rules, d, i, d);
+        return true;
+    }
+    case DK_SPLIT: {
+        int axis = (int)ir_attr_int(n, "axis", 0);
+        if (axis < 0) axis += y->rank;
+        if (is_dyn_dim(x, axis)) return refuse(g, n, "along the other dims than the axis");
+        for (int d = 0; d < y->rank; d++) follow(n, rules, d, 0, d);
+        return true;
+    }
+    case DK_SHAPE: return true;         /* a static shape; its values are computed at run time */
+    case DK_REDUCE: {
+        bool mask[MAX_RANK];
+        int any = rule_reduce_mask(NULL, n, mask);
+        if (any < 0) return false;
+        for (int d = 0; d < x->rank && !any; d++) mask[d] = false;
+        return reduce_rules(g, n, mask, !any || ir_attr_int(n, "keepdims", 1) != 0, rules);
+    }
+    case DK_ARG: case DK_TOPK: {
+        bool mask[MAX_RANK] = {0};
+        int axis = (int)ir_attr_int(n, "axis", n->op == OP_TopK ? -1 : 0);
+        mask[axis < 0 ? axis + x->rank : axis] = true;
+        return reduce_rules(g, n, mask, n->op == OP_TopK || ir_attr_int(n, "keepdims", 1) != 0, rules);
+    }
+    }
+    return false;
+}
+
+void dyn_infer(Graph *g, Node *n) {
+    if (dyn_kind(n) == DK_SHAPE) {          /* not the capacity the rule folded: dyn_lower_shape */
+        n->out[0]->data = NULL;
+        return;
+    }
+    if (dyn_kind(n) == DK_SELF) {           /* its rule marked the outputs */
+        DimRule rules[MAX_RANK];
+        dyn_rules(g, n, 0, rules);
+        return;
+    }
+    for (int o = 0; o < n->nout; o++) {
+        Value *y = n->out[o];
+        DimRule rules[MAX_RANK];
+        if (!y || !dyn_rules(g, n, o, rules)) continue;
+        y->dynmask = 0;
+        for (int d = 0; d < y->rank; d++)
+            if (rules[d].nsrc) y->dynmask |= 1u << d;
+        y->dyn = y->dynmask != 0;
+    }
+}
+
+/* ---- their lowering ---- */
+
+/* Dim d of the dyn value v as a DT_INDEX expression: loaded from its dims buffer when
+ * data-dependent, the constant otherwise. k must read dims (registered by the caller). */
+static Expr *dim_of(Program *p, const Value *v, Buf *dims, int d) {
+    if (!is_dyn_dim(v, d)) return kx_index(p, v->dims[d]);
+    Expr *i = kx_index(p, d);
+    return kx_cast(p, DT_INDEX, kx_load(p, dims, &i));
+}
+
+static Buf *dims_buf(Lower *L, const Value *v) {
+    if (!L->vdims[v->id]) die("dyn: '%s' has no dims buffer", v->name);
+    return L->vdims[v->id];
+}
+
+/* Whether the element at capacity index idx lies in the valid box; and its row-major position
+ * in the packed layout. */
+static Expr *inside(Program *p, const Value *v, Buf *dims, Expr **idx) {
+    Expr *in = NULL;
+    for (int d = 0; d < v->rank; d++) {
+        if (!is_dyn_dim(v, d)) continue;
+        Expr *c = kx_bin(p, K_LT, kx_clone(p, idx[d]), dim_of(p, v, dims, d));
+        in = in ? kx_bin(p, K_AND, in, c) : c;
+    }
+    return in ? in : kx_const(p, DT_BOOL, 1);
+}
+
+static Expr *packed_pos(Program *p, const Value *v, Buf *dims, Expr **idx) {
+    Expr *lin = kx_index(p, 0);
+    for (int d = 0; d < v->rank; d++)
+        lin = kx_add(p, kx_bin(p, K_MUL, lin, dim_of(p, v, dims, d)), kx_clone(p, idx[d]));
+    return lin;
+}
+
+/* The output dims kernel of a consumer of dyn values. */
+static void lower_dyn_dims(Lower *L, Node *n) {
+    Program *p = L->p;
+    for (int o = 0; o < n->nout; o++) {
+        Value *y = n->out[o];
+        DimRule rules[MAX_RANK];
+        if (!y || !y->dyn) continue;
+        if (!dyn_rules(NULL, n, o, rules)) die("dyn: %s's rules changed since inference", n->name);
+        Kernel *k = lower_kernel(L, n, KC_GENERIC, KNOINS, NULL, NULL, NULL);
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i] && n->in[i]->dyn) kir_param(p, k, dims_buf(L, n->in[i]), KP_IN);
+        Buf *out = lower_dims(L, n, o);
+        kir_param(p, k, out, KP_OUT);
+        Stmt *body = NULL;
+        for (int d = 0; d < y->rank; d++) {
+            DimRule *r = &rules[d];
+            Expr *v = kx_index(p, y->dims[d]);
+            for (int j = 0; j < r->nsrc; j++) {
+                Expr *s = dim_of(p, n->in[r->in[j]], dims_buf(L, n->in[r->in[j]]), r->dim[j]);
+                /* broadcasting: a dim of 1 takes the other */
+                v = j == 0 ? s : kx_select(p, kx_bin(p, K_EQ, kx_clone(p, v), kx_index(p, 1)), s, v);
+            }
+            if (r->mul != 1) v = kx_mul(p, v, r->mul);
+            if (r->slice) {
+                v = kx_bin(p, K_MIN, v, kx_index(p, r->end));
+                v = kx_bin(p, K_MAX, kx_addc(p, v, -r->start), kx_index(p, 0));
+                v = kx_bin(p, K_DIV, kx_addc(p, v, r->step - 1), kx_index(p, r->step));
+            }
+            /* never more than the capacity */
+            v = kx_bin(p, K_MIN, v, kx_index(p, y->dims[d]));
+            Expr *di = kx_index(p, d);
+            body = ks_seq(body, ks_store(p, out, &di, kx_cast(p, DT_INT64, v)));
+        }
+        k->body = body;
+    }
+}
+
+/* A packed dyn value that other nodes read, re-laid at its capacity's strides. */
+static void lower_unpack(Lower *L, Node *n, int o) {
+    Program *p = L->p;
+    Value *v = n->out[o];
+    Buf *packed = L->vbuf[v->id], *dims = dims_buf(L, v);
+    Buf *out = kir_buf_new(p, arena_printf(p->arena, "%s.strided", v->name), packed->dtype, packed->rank,
+                           packed->dims, B_TEMP);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(packed, dims), out, vars, idx);
+    Expr *at = load_lin(p, packed, packed_pos(p, v, dims, idx));
+    Expr *val = kx_select(p, inside(p, v, dims, idx), at, kx_const(p, out->dtype, 0));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, val));
+    L->vbuf[v->id] = out;
+}
+
+/* ReduceMean along a data-dependent dim: the number of elements each output averages over the
+ * capacity, or 0 if it reduces no data-dependent dim. */
+static int64_t mean_capacity(Node *n) {
+    bool mask[MAX_RANK];
+    Value *x = n->in[0];
+    if (n->op != OP_ReduceMean || !x->dyn || rule_reduce_mask(NULL, n, mask) <= 0) return 0;
+    int64_t cnt = 1;
+    bool dyn = false;
+    for (int d = 0; d < x->rank; d++)
+        if (mask[d]) cnt *= x->dims[d], dyn |= is_dyn_dim(x, d);
+    return dyn ? cnt : 0;
+}
+
+/* out = mean * capacity count / actual count, into the Buf the rule would have written. */
+static void rescale_mean(Lower *L, Node *n, int64_t cap) {
+    Program *p = L->p;
+    Value *x = n->in[0], *y = n->out[0];
+    bool mask[MAX_RANK];
+    rule_reduce_mask(NULL, n, mask);
+    Buf *sum = L->vbuf[y->id], *dims = dims_buf(L, x), *out = NULL;
+    for (int i = 0; i < L->g->noutputs && !out; i++)    /* see dyn_lower_operands */
+        if (L->g->outputs[i] == y && !y->dyn) out = L->p->outputs[i];
+    if (!out) out = kir_buf_new(p, arena_printf(p->arena, "%s.mean", y->name), sum->dtype, sum->rank, sum->dims, B_TEMP);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(sum, dims), out, vars, idx);
+    Expr *have = kx_index(p, 1);
+    for (int d = 0; d < x->rank; d++)
+        if (mask[d]) have = kx_bin(p, K_MUL, have, dim_of(p, x, dims, d));
+    Expr *scale = kx_bin(p, K_DIV, kx_const(p, DT_FLOAT, (double)cap), kx_cast(p, DT_FLOAT, have));
+    Expr *v = kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, kx_load(p, sum, idx)), scale);
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_cast(p, out->dtype, v)));
+    L->vbuf[y->id] = out;
+}
+
+Buf *dyn_lower_operands(Lower *L, Node *n) {
+    /* a mean's rule writes a temporary that rescale_mean reads, not the graph output */
+    Value *y = n->out[0];
+    if (mean_capacity(n) && L->vbuf[y->id] && L->vbuf[y->id]->kind == B_OUTPUT) L->vbuf[y->id] = NULL;
+    DynKind dk = dyn_kind(n);
+    Value *x = n->in[0];
+    double fill;
+    if ((dk != DK_REDUCE && dk != DK_ARG && dk != DK_TOPK) || !x->dyn || !mask_fill(n, &fill)) return NULL;
+    Program *p = L->p;
+    Buf *in = lower_in(L, n, 0), *dims = dims_buf(L, x);
+    Buf *out = kir_buf_new(p, arena_printf(p->arena, "%s.masked", x->name), in->dtype, in->rank, in->dims, B_TEMP);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(in, dims), out, vars, idx);
+    Expr *val = kx_select(p, inside(p, x, dims, idx), kx_load(p, in, idx), kx_const(p, in->dtype, fill));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, val));
+    L->vbuf[x->id] = out;
+    return in;
+}
+
+bool dyn_lower_shape(Lower *L, Node *n) {
+    if (dyn_kind(n) != DK_SHAPE || !n->in[0]->dyn) return false;
+    Program *p = L->p;
+    Value *x = n->in[0];
+    Buf *dims = dims_buf(L, x), *out = lower_out(L, n, 0);
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(dims), out, NULL, NULL);
+    Stmt *body = NULL;
+    if (n->op == OP_Size) {
+        Expr *v = kx_index(p, 1);
+        for (int d = 0; d < x->rank; d++) v = kx_bin(p, K_MUL, v, dim_of(p, x, dims, d));
+        body = ks_store(p, out, NULL, kx_cast(p, out->dtype, v));
+    } else {                            /* start and end as infer_shape_op clamps them */
+        int64_t r = x->rank, start = ir_attr_int(n, "start", 0);
+        if (start < 0) start += r;
+        start = MAX(0, MIN(start, r));
+        for (int64_t i = 0; i < out->dims[0]; i++) {
+            Expr *at = kx_index(p, i);
+            body = ks_seq(body, ks_store(p, out, &at, kx_cast(p, DT_INT64, dim_of(p, x, dims, (int)(start + i)))));
+        }
+    }
+    k->body = body;
+    return true;
+}
+
+void dyn_lower_branch_output(Lower *L, Node *n, int i, Value *v, Buf *out) {
+    Program *p = L->p;
+    Buf *in = lower_value(L, v), *dims = v->dyn ? dims_buf(L, v) : NULL;
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK], *c = NULL;
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(in, dims), out, vars, idx);
+    for (int d = 0; d < out->rank; d++) {
+        Expr *lt = kx_bin(p, K_LT, kx_clone(p, idx[d]), v->dyn ? dim_of(p, v, dims, d) : kx_index(p, v->dims[d]));
+        c = c ? kx_bin(p, K_AND, c, lt) : lt;
+    }
+    if (!c) c = kx_const(p, DT_BOOL, 1);
+    Expr *zidx[MAX_RANK];
+    for (int d = 0; d < out->rank; d++) zidx[d] = kx_clone(p, idx[d]);
+    /* the load only where the element exists: a branch's value may be empty */
+    Stmt *st = ks_if(p, c, ks_store(p, out, zidx, kx_load(p, in, idx)), ks_store(p, out, zidx, kx_const(p, out->dtype, 0)));
+    k->body = lower_wrap(p, out->rank, out->dims, vars, st);
+    Buf *od = lower_dims(L, n, i);
+    k = lower_kernel(L, n, KC_GENERIC, KINS(dims), od, NULL, NULL);
+    Stmt *body = NULL;
+    for (int d = 0; d < out->rank; d++) {
+        Expr *di = kx_index(p, d);
+        body = ks_seq(body, ks_store(p, od, &di, kx_cast(p, DT_INT64, v->dyn ? dim_of(p, v, dims, d) : kx_index(p, v->dims[d]))));
+    }
+    k->body = body;
+}
+
+bool dyn_follows(const Node *n) {
+    if (n->op == OP_If)                     /* writes at the capacity's strides, dims itself */
+        for (int i = 0; i < n->nout; i++)
+            if (n->out[i] && n->out[i]->dyn) return true;
+    return dyn_any_input(n) && dyn_kind(n) != DK_SELF && dyn_kind(n) != DK_SHAPE;
+}
+
+void dyn_lower_results(Lower *L, Node *n) {
+    if (n->op == OP_If) return;             /* lower_if did it all */
+    if (dyn_follows(n)) {
+        int64_t cap = mean_capacity(n);
+        if (cap) rescale_mean(L, n, cap);
+        lower_dyn_dims(L, n);
+        return;
+    }
+    for (int o = 0; o < n->nout; o++) {
+        Value *v = n->out[o];
+        if (!v || !v->dyn || v->nuses <= (v->is_output ? 1 : 0)) continue;
+        if (dyn_bits(v) & ~1u) lower_unpack(L, n, o);
+    }
+}
+
+void dyn_pack_output(Lower *L, Value *v, Buf *out, Buf *dims_out) {
+    Program *p = L->p;
+    Buf *in = L->vbuf[v->id], *dims = dims_buf(L, v);
+    Kernel *k = kir_kernel_new(p, lower_name(L, arena_printf(p->arena, "%s_pack", v->name)), "Pack", KC_GENERIC);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, dims, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK], *actual[MAX_RANK];
+    lower_vars(k, in->rank, vars);
+    lower_var_idx(p, in->rank, vars, idx);
+    Stmt *put = ks_if(p, inside(p, v, dims, idx), store_lin(p, out, packed_pos(p, v, dims, idx), kx_load(p, in, idx)), NULL);
+    Stmt *body = lower_wrap(p, in->rank, in->dims, vars, put);
+    for (int d = 0; d < v->rank; d++) actual[d] = dim_of(p, v, dims, d);
+    k->body = ks_seq(body, finish_dyn(p, k, out, dims_out, actual));
 }

@@ -1,0 +1,238 @@
+"""gen.py OUT - small torch exports whose data-dependent values (NonZero's, NonMaxSuppression's)
+feed further ops, for tests/dyn.sh. For each model it writes OUT/NAME/model.onnx, its inputs
+as test_data_set_K/input_J.pb and as raw .bin files with OUT/NAME/meta.json (tests/dyn/ort.js
+reads them, runs onnxruntime and writes its outputs as .bin), and torch's own outputs as
+torch_K_J.npy, which `gen.py --pb OUT` compares with onnxruntime's before writing them as the
+test data's output_J.pb: the references are onnxruntime's, checked against torch's."""
+import json, os, sys, warnings
+import numpy as np
+
+warnings.filterwarnings("ignore")
+
+
+def models():
+    import torch, torchvision
+
+    class NonzeroIndex(torch.nn.Module):
+        # torch.nonzero (NonZero -> Transpose) and x[x > 0] (NonZero -> Transpose -> GatherND),
+        # then elementwise ops on both
+        def forward(self, x):
+            i = torch.nonzero(x)
+            return i, x[x > 0] * 2.0 + 1.0, i.float() * 0.5
+
+    class RowMask(torch.nn.Module):
+        # rows of a [N, 4] tensor kept by a score test, then column ops on the kept rows
+        def forward(self, boxes, scores):
+            keep = scores > 0.3
+            b, s = boxes[keep], scores[keep]
+            wh = b[:, 2:] - b[:, :2]
+            area = wh[:, 0] * wh[:, 1]
+            return torch.cat([b, s.unsqueeze(1)], 1), area, b.max(dim=1).values, b.argmax(dim=1), \
+                b.t(), b.reshape(-1), torch.topk(b, 2, dim=1).values
+
+    class NmsGather(torch.nn.Module):
+        # the boxes and scores torchvision.ops.nms keeps
+        def forward(self, boxes, scores):
+            keep = torchvision.ops.nms(boxes, scores, 0.5)
+            return keep, boxes[keep], scores[keep] * 10.0
+
+    class NmsFiltered(torch.nn.Module):
+        # score filtering, then NMS over the survivors, then the gathers (detection post-processing)
+        def forward(self, boxes, scores):
+            idx = torch.nonzero(scores > 0.2).squeeze(1)
+            b, s = boxes[idx], scores[idx]
+            keep = torchvision.ops.nms(b, s, 0.4)
+            return b[keep], s[keep], idx[keep]
+
+    class KeptReduce(torch.nn.Module):
+        # reductions along the data-dependent dim (the capacity past it is filled with the
+        # reduction's identity): sum, max, min, argmax, argmin, topk, logsumexp, prod, and
+        # mean (a sum rescaled by the actual count); mean(1) reduces an exact dim
+        def forward(self, x):
+            k = x[x[:, 0] > 0]
+            return k.sum(0), k.amax(0), k.amin(0), k.argmax(0), k.argmin(0), \
+                torch.topk(k, 2, dim=0).values, torch.logsumexp(k, 0), (k * 0.5 + 1).prod(0), \
+                k.abs().sum(1, keepdim=True), k.mean(0), k.mean(), k.mean(1)
+
+    class KeptStats(torch.nn.Module):
+        # torch.where(m)[0] (NonZero -> Transpose -> Split -> Squeeze), a Split of the kept
+        # rows into columns, and the kept count as a run-time value (Shape -> Gather -> Div)
+        def forward(self, boxes, scores):
+            keep = torch.where(scores > 0.3)[0]
+            b = boxes[keep]
+            x1, y1, x2, y2 = b.split(1, dim=1)
+            return keep, b.sum(0) / b.shape[0], (x2 - x1) * (y2 - y1)
+
+    class Postprocess(torch.nn.Module):
+        # torchvision's detection post-process without batched_nms' If: a score filter, a
+        # size filter on the survivors (NonZero of a data-dependent value), NMS, the first 5
+        # kept (Slice), gathers of boxes, scores and labels
+        def forward(self, boxes, scores, labels):
+            keep = torch.where(scores > 0.05)[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            ws, hs = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+            keep = torch.where((ws >= 2.0) & (hs >= 2.0))[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            keep = torchvision.ops.nms(boxes, scores, 0.5)[:5]
+            return boxes[keep], scores[keep], labels[keep]
+
+    class BatchedPostprocess(torch.nn.Module):
+        # the same with torchvision.ops.batched_nms (per-label NMS by the coordinate trick: a
+        # max over the kept boxes, offsets by label), whose export tests boxes.numel() == 0 in
+        # an If whose branches differ in shape ([0] or the data-dependent keep)
+        def forward(self, boxes, scores, labels):
+            keep = torch.where(scores > 0.05)[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            ws, hs = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+            keep = torch.where((ws >= 2.0) & (hs >= 2.0))[0]
+            boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+            keep = torchvision.ops.batched_nms(boxes, scores, labels, 0.5)[:10]
+            return boxes[keep], scores[keep], labels[keep]
+
+    rng = np.random.default_rng(17)
+
+    def boxes(n):
+        xy = rng.uniform(0, 10, (n, 2)).astype(np.float32)
+        wh = rng.uniform(1, 5, (n, 2)).astype(np.float32)
+        return np.concatenate([xy, xy + wh], 1)
+
+    yield "nonzero_index", NonzeroIndex(), [
+        [rng.standard_normal((3, 4)).astype(np.float32)],
+        [-np.abs(rng.standard_normal((3, 4))).astype(np.float32)],          # nothing kept
+        [np.abs(rng.standard_normal((3, 4))).astype(np.float32) + 0.1]]     # everything kept
+    yield "row_mask", RowMask(), [
+        [boxes(12), rng.uniform(0, 1, 12).astype(np.float32)],
+        [boxes(12), rng.uniform(0, 0.4, 12).astype(np.float32)]]  # few kept (none: onnxruntime 1.30 dies of SIGFPE)
+    yield "nms_gather", NmsGather(), [
+        [boxes(16), rng.uniform(0, 1, 16).astype(np.float32)],
+        [boxes(16) / 3, rng.uniform(0, 1, 16).astype(np.float32)]]
+    yield "nms_filtered", NmsFiltered(), [
+        [boxes(20), rng.uniform(0, 1, 20).astype(np.float32)],
+        [boxes(20) / 4, rng.uniform(0, 1, 20).astype(np.float32)]]
+
+    x = rng.standard_normal((10, 3)).astype(np.float32)
+    x[:3, 0] = np.abs(x[:3, 0]) + 0.1         # at least 2 rows kept (topk's k)
+    y = rng.standard_normal((10, 3)).astype(np.float32)
+    y[:, 0] = -np.abs(y[:, 0]) - 0.1
+    y[7, 0], y[4, 0] = 1.0, 2.0                # exactly 2
+    yield "kept_reduce", KeptReduce(), [[x], [y]]
+    yield "postprocess", Postprocess(), [
+        [boxes(30), rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)],
+        [boxes(30) / 2, rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)]]
+    yield "batched_postprocess", BatchedPostprocess(), [
+        [boxes(30), rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)],
+        [boxes(30) / 2, rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)],
+        [boxes(30) / 8, rng.uniform(0, 1, 30).astype(np.float32), rng.integers(0, 3, 30)]]
+    yield "kept_stats", KeptStats(), [
+        [boxes(12), rng.uniform(0, 1, 12).astype(np.float32)],
+        [boxes(12), rng.uniform(0, 0.35, 12).astype(np.float32)]]
+
+
+def onnx_models():
+    """Models written with onnx helpers, for the producers torch does not export: Compress
+    along axis 1 and Unique with an axis (data-dependent dims that are not the first, re-laid
+    for their readers and packed back), Unique's counts gathered."""
+    from onnx import helper, TensorProto as T
+    f32 = lambda n, s: helper.make_tensor_value_info(n, T.FLOAT, s)
+    rng = np.random.default_rng(7)
+    g = helper.make_graph([
+        helper.make_node("Greater", ["c", "zero"], ["m"]),
+        helper.make_node("Compress", ["x", "m"], ["k"], axis=1),
+        helper.make_node("Neg", ["k"], ["y"]),
+        helper.make_node("Transpose", ["k"], ["t"], perm=[1, 0]),
+        helper.make_node("ReduceSum", ["k", "one"], ["s"], keepdims=0),
+        helper.make_node("Unique", ["u"], ["uy", "ui", "uinv", "uc"], axis=1, sorted=1),
+        helper.make_node("Cast", ["uy"], ["uf"], to=T.FLOAT),
+        helper.make_node("Gather", ["uc", "uinv"], ["ucount"])],
+        "compress_unique",
+        [f32("x", [3, 6]), f32("c", [6]), helper.make_tensor_value_info("u", T.INT64, [2, 5])],
+        [f32("y", None), f32("t", None), f32("s", None), f32("uf", None),
+         helper.make_tensor_value_info("ucount", T.INT64, None)],
+        [helper.make_tensor("zero", T.FLOAT, [], [0.0]), helper.make_tensor("one", T.INT64, [1], [1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    u0 = np.array([[1, 2, 1, 3, 2], [4, 5, 4, 6, 5]], np.int64)
+    c0 = np.array([0.5, -1, 0.2, 0.3, -0.1, 1.0], np.float32)     # columns 0, 2, 3, 5 kept
+    sets = [[rng.standard_normal((3, 6)).astype(np.float32), c0, u0],
+            [rng.standard_normal((3, 6)).astype(np.float32), -np.ones(6, np.float32), u0[:, ::-1].copy()]]
+    yield "compress_unique", m, sets
+    # an If whose branches differ in dims: [2, 3] or [3, 2], then Neg after it
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"])], "then", [], [f32("a", [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Transpose", ["x"], ["b"])], "else", [], [f32("b", [3, 2])])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+                           helper.make_node("Neg", ["y"], ["z"])], "if_dims",
+                          [helper.make_tensor_value_info("c", T.BOOL, []), f32("x", [2, 3])], [f32("z", None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    yield "if_dims", m, [[np.array(True), x], [np.array(False), x]]
+
+
+def export(out):
+    import torch
+    from onnx import numpy_helper
+    for name, m, sets in models():
+        d = os.path.join(out, name)
+        os.makedirs(d)
+        args = tuple(torch.from_numpy(a) for a in sets[0])
+        torch.onnx.export(m, args, os.path.join(d, "model.onnx"), opset_version=17)
+        meta = {"sets": []}
+        for k, inputs in enumerate(sets):
+            sd = os.path.join(d, "test_data_set_%d" % k)
+            os.makedirs(sd)
+            with torch.no_grad():
+                got = m(*(torch.from_numpy(a) for a in inputs))
+            for j, t in enumerate(got):
+                np.save(os.path.join(d, "torch_%d_%d.npy" % (k, j)), t.numpy())
+            for j, a in enumerate(inputs):
+                with open(os.path.join(sd, "input_%d.pb" % j), "wb") as f:
+                    f.write(numpy_helper.from_array(a).SerializeToString())
+                a.tofile(os.path.join(sd, "input_%d.bin" % j))
+            meta["sets"].append([{"type": str(a.dtype), "shape": list(a.shape)} for a in inputs])
+        json.dump(meta, open(os.path.join(d, "meta.json"), "w"))
+    import onnx
+    for name, m, sets in onnx_models():     # no torch reference: onnxruntime's only
+        d = os.path.join(out, name)
+        os.makedirs(d)
+        onnx.save(m, os.path.join(d, "model.onnx"))
+        meta = {"sets": []}
+        for k, inputs in enumerate(sets):
+            sd = os.path.join(d, "test_data_set_%d" % k)
+            os.makedirs(sd)
+            for j, a in enumerate(inputs):
+                with open(os.path.join(sd, "input_%d.pb" % j), "wb") as f:
+                    f.write(numpy_helper.from_array(a).SerializeToString())
+                a.tofile(os.path.join(sd, "input_%d.bin" % j))
+            meta["sets"].append([{"type": str(a.dtype), "shape": list(a.shape)} for a in inputs])
+        json.dump(meta, open(os.path.join(d, "meta.json"), "w"))
+
+
+NP = {"float32": np.float32, "int64": np.int64, "bool": np.bool_}
+
+
+def to_pb(out):
+    """onnxruntime's outputs (.bin and out_meta.json from ort.js) become output_J.pb, after they
+    are compared with torch's."""
+    from onnx import numpy_helper
+    bad = 0
+    for name in sorted(os.listdir(out)):
+        d = os.path.join(out, name)
+        if not os.path.exists(os.path.join(d, "out_meta.json")):
+            continue
+        om = json.load(open(os.path.join(d, "out_meta.json")))
+        for k, outs in enumerate(om):
+            sd = os.path.join(d, "test_data_set_%d" % k)
+            for j, o in enumerate(outs):
+                a = np.fromfile(os.path.join(sd, "output_%d.bin" % j), NP[o["type"]]).reshape(o["shape"])
+                tf = os.path.join(d, "torch_%d_%d.npy" % (k, j))
+                t = np.load(tf) if os.path.exists(tf) else a
+                if a.shape != t.shape or not np.allclose(a, t, atol=1e-5, equal_nan=True):
+                    print("onnxruntime and torch differ: %s set %d output %d" % (name, k, j))
+                    bad += 1
+                with open(os.path.join(sd, "output_%d.pb" % j), "wb") as f:
+                    f.write(numpy_helper.from_array(a).SerializeToString())
+    return bad
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--pb":
+        sys.exit(1 if to_pb(sys.argv[2]) else 0)
+    export(sys.argv[1])
