@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 FUZZ_CC=${FUZZ_CC:-clang-19}
 RUNS_STRUCT=${FUZZ_SMOKE_RUNS:-20000}
 F=build-fuzz
-GEN=build/gen
+GEN=${B:-build}/gen      # build-san/gen under make SANITIZE=1 test
 mkdir -p $F
 if ! command -v $FUZZ_CC >/dev/null; then
     echo "skip: $FUZZ_CC not found (tools/install-deps.sh installs it)"
