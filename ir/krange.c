@@ -134,6 +134,15 @@ Expr *kr_simplify(Program *p, const KRange *r, Expr *e) {
         Expr *x = divide(p, r, args[0], b, rem);
         if (x) return x;
     }
+    /* (a / b) * (b * m) is a * m where a's remainder by b is 0 at every point (a grouped
+     * conv's group base after split: i / 32 * 32 with i stepping by 32 is i) */
+    if (e->kind == E_BIN && e->op == K_MUL && e->type == DT_INDEX && args[1]->kind == E_CONST &&
+        args[0]->kind == E_BIN && args[0]->op == K_DIV && args[0]->args[1]->kind == E_CONST && args[0]->args[1]->i > 1 &&
+        args[1]->i % args[0]->args[1]->i == 0) {
+        Expr *rest = divide(p, r, args[0]->args[0], args[0]->args[1]->i, true);
+        if (rest && rest->kind == E_CONST && rest->i == 0)
+            return kx_mul(p, args[0]->args[0], args[1]->i / args[0]->args[1]->i);
+    }
     if (args == e->args) return e;
     Expr *c = ARENA_NEW(p->arena, Expr);
     *c = *e;

@@ -72,7 +72,15 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        # channels a group, Cg != Mg, strided, and a group of 64 channels on a 14-wide map
        ('grp8_c4',[1,32,9,19],[32,4,3,3],[1,1],[1,1],[1,1,1,1],1,8),
        ('grp4_m16_c8',[2,32,7,11],[64,8,3,3],[2,2],[1,1],[1,1,1,1],0,4),
-       ('grp2_c64',[1,128,6,14],[128,64,3,3],[1,1],[1,1],[1,1,1,1],1,2)]
+       ('grp2_c64',[1,128,6,14],[128,64,3,3],[1,1],[1,1],[1,1,1,1],1,2),
+       # groups of whole vectors of output channels (32 and 16 with AVX-512, 8 with AVX2): the
+       # groups split off first, each laid out and blocked as a dense conv inside them
+       # (passes/schedule.c conv_nest): padded (ResNeXt's layer4 on a 7x7 map), strided, too
+       # few input channels a group to pad (border pieces), and the weights' group tiles
+       ('grp8_m32_7x7',[1,256,7,7],[256,32,3,3],[1,1],[1,1],[1,1,1,1],1,8),
+       ('grp4_m16_s2',[1,64,11,13],[64,16,3,3],[2,2],[1,1],[1,1,1,1],0,4),
+       ('grp6_m16_c8',[1,48,6,9],[96,8,3,3],[1,1],[1,1],[1,0,1,2],1,6),
+       ('grp8_m8_c8',[1,64,9,10],[64,8,3,3],[1,1],[1,1],[1,1,1,1],1,8)]
 def gref(x,w,b,s,d,pb,pe,g):
     cg,mg=x.shape[1]//g,w.shape[0]//g
     return np.concatenate([ref(x[:,i*cg:(i+1)*cg],w[i*mg:(i+1)*mg],b[i*mg:(i+1)*mg],s,d,pb,pe) for i in range(g)],axis=1)
