@@ -156,6 +156,9 @@ int main(int argc, char **argv) {
     }
     if (mi->isa) mi->isa(best);
     for (int n = 1; n <= 3; n++) onnxcc_pool_free(pools[n]);
+    for (int i = 0; i < mi->num_inputs; i++) free((void *)in[i]);
+    for (int i = 0; i < mi->num_outputs; i++) free(out[i]), free(ref[i]);
+    free(arena);
     printf("tasks: at most %d per kernel\n", model_MAX_TASKS);
     return failed ? 1 : 0;
 }
