@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/convs.sh - convolutions, Gemms and MatMuls with constant weights (tests/convs/gen.py and
-# gen_dense.py make the models and their numpy reference outputs into build/conv-tests/), and
+# gen_dense.py make the models and their numpy reference outputs into build/conv-tests/; among
+# them MatMuls over channel-last maps with a fused GELU epilogue), and
 # BatchNormalizations whose operands are of several float types (gen_bn.py), ConvTransposes over
 # their attributes (gen_convtranspose.py: strides, dilations, groups, output_padding, 1-D to 3-D,
 # fused epilogues), nearest Resizes with integral factors (gen_resize.py: the repeated form,

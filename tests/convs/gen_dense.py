@@ -39,3 +39,29 @@ for ash,N in (((2,3,64),256),((64,),256),((5,64),384),((1,1,7,32),512),((4,64),2
     onnx.save(m,name+'/model.onnx')
     open(name+'/test_data_set_0/input_0.pb','wb').write(numpy_helper.from_array(A,'a').SerializeToString())
     open(name+'/test_data_set_0/output_0.pb','wb').write(numpy_helper.from_array(Y,'y').SerializeToString())
+
+# Linear + GELU as torch exports it (MatMul, Add bias, Div by sqrt 2, Erf, Add 1, Mul, Mul 0.5)
+# over channel-last maps with leading batch dims (ConvNeXt's and the transformers' MLPs): the
+# blocked MatMul with the Erf chain fused as its epilogue. Weights scaled so that x / sqrt 2
+# reaches every branch of erf (|.| < 1, 1..4, >= 4).
+rng=np.random.default_rng(3)
+import math
+for ash,N in (((1,14,14,48),192),((1,7,7,96),40)):
+    K=ash[-1]; name="mgelu_"+"x".join(map(str,ash))+f"_{N}"
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    B=(rng.standard_normal((K,N))*2/math.sqrt(K)).astype(np.float32)
+    bias=rng.standard_normal(N).astype(np.float32)
+    cs=[numpy_helper.from_array(np.array(v,np.float32),n) for n,v in (('s2',math.sqrt(2)),('one',1.0),('half',0.5))]
+    nodes=[helper.make_node('MatMul',['a','B'],['mm']),helper.make_node('Add',['bias','mm'],['z']),
+           helper.make_node('Div',['z','s2'],['d']),helper.make_node('Erf',['d'],['e']),
+           helper.make_node('Add',['e','one'],['e1']),helper.make_node('Mul',['z','e1'],['p']),
+           helper.make_node('Mul',['p','half'],['y'])]
+    A=rng.standard_normal(ash).astype(np.float32)
+    Z=A.astype(np.float64)@B+bias
+    Y=(Z*(1+np.vectorize(math.erf)(Z/math.sqrt(2)))*0.5).astype(np.float32)
+    assert np.abs(Z/math.sqrt(2)).max()>=4 and np.mean(np.abs(Z/math.sqrt(2))<1)>0.2
+    g=helper.make_graph(nodes,'g',[helper.make_tensor_value_info('a',TensorProto.FLOAT,list(ash))],[helper.make_tensor_value_info('y',TensorProto.FLOAT,list(Y.shape))],[numpy_helper.from_array(B,'B'),numpy_helper.from_array(bias,'bias')]+cs)
+    m=helper.make_model(g,opset_imports=[helper.make_opsetid('',13)]); m.ir_version=8
+    onnx.save(m,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(numpy_helper.from_array(A,'a').SerializeToString())
+    open(name+'/test_data_set_0/output_0.pb','wb').write(numpy_helper.from_array(Y,'y').SerializeToString())
