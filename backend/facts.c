@@ -145,7 +145,7 @@ int64_t be_macs(const Program *p) {
     for (int i = 0; i < p->nkernels; i++) {
         int64_t macs, bytes;
         kir_kernel_cost(p->kernels[i], &macs, &bytes);
-        total += macs;
+        total = sat_add(total, macs);    /* each kernel saturates at INT64_MAX (kcost) */
     }
     return total;
 }

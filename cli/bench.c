@@ -286,8 +286,8 @@ int bench_main(Arena *a, Cli *c) {
         r->k = pb.p->kernels[i];
         kir_kernel_cost(r->k, &r->macs, &r->bytes);
         r->us = kus[i];
-        macs += r->macs;
-        bytes += r->bytes;
+        macs = sat_add(macs, r->macs);
+        bytes = sat_add(bytes, r->bytes);
     }
 
     if (c->report) {

@@ -781,7 +781,7 @@ static void write_counts(FILE *f, Report *r) {
                                : (k ? k->ops : "not a kernel of this build");
         b[n++] = (Bar){r->counts[i].name, note, (double)r->counts[i].insns, -1};
         total += r->counts[i].insns;
-        tmacs += r->counts[i].macs;
+        tmacs = sat_add(tmacs, r->counts[i].macs);
     }
     fputs("<h2>Instructions per kernel</h2>\n<p>From a firmware run of a <code>--profile</code> build (", f);
     esc(f, r->counts_path);

@@ -158,6 +158,16 @@ void infer_seq_length(Graph *g, Node *n) {
     if (want_kind(g, n, 0, VK_SEQ)) set_const(g, n->out[0], DT_INT64, n->in[0]->nelems);
 }
 
+/* Every piece of a sequence is a value of the graph: more than SEQ_PIECES is refused (the
+ * fuzzer's SplitToSequence of a 2^32-element axis into pieces of 1 asked for 32 GB). */
+enum { SEQ_PIECES = 1 << 16 };
+
+static bool seq_count_ok(Graph *g, Node *n, int64_t count) {
+    if (count <= SEQ_PIECES) return true;
+    error(ir_where(g, n), "splits into %lld pieces; onnxcc supports at most %d", (long long)count, SEQ_PIECES);
+    return false;
+}
+
 /* Split into pieces of `split` (a scalar: chunks of that size, the last one smaller; 1-D: the
  * sizes; absent: pieces of 1, squeezed unless keepdims). */
 void infer_split_to_seq(Graph *g, Node *n) {
@@ -173,11 +183,13 @@ void infer_split_to_seq(Graph *g, Node *n) {
             error(ir_where(g, n), "split size %lld is not positive", (long long)c);
             return;
         }
-        count = (dim + c - 1) / c;
+        count = dim / c + (dim % c != 0);
+        if (!seq_count_ok(g, n, count)) return;
         sizes = ARENA_ARRAY(g->arena, int64_t, count + 1);
         for (int64_t k = 0; k < count; k++) sizes[k] = MIN(c, dim - c * k);
     } else {
         count = sp ? ir_numel(sp) : dim;
+        if (!seq_count_ok(g, n, count)) return;
         sizes = ARENA_ARRAY(g->arena, int64_t, count + 1);
         int64_t sum = 0;
         for (int64_t k = 0; k < count; k++) sum += sizes[k] = sp ? ir_const_int(sp, k) : 1;
