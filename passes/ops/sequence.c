@@ -74,14 +74,14 @@ static void rewrite(Graph *g, Node *n, Op op, Value **ins, int nin) {
     n->op = op;
     n->nin = nin;
     n->in = ARENA_ARRAY(g->arena, Value *, nin + 1);
-    memcpy(n->in, ins, sizeof(Value *) * (size_t)nin);
+    if (nin) memcpy(n->in, ins, sizeof(Value *) * (size_t)nin);    /* ins may be NULL then */
     op_info[op].infer(g, n);
 }
 
 /* A node computing `op` inserted before n, with a fresh output named after n's. */
 static Node *insert_op(Graph *g, Node *n, Op op, Value **ins, int nin, const char *suffix) {
     Node *m = ir_node_insert_before(g, n, op, arena_printf(g->arena, "%s_%s", n->name, suffix), nin, 1);
-    memcpy(m->in, ins, sizeof(Value *) * (size_t)nin);
+    if (nin) memcpy(m->in, ins, sizeof(Value *) * (size_t)nin);
     m->out[0] = ir_value_new(g, arena_printf(g->arena, "%s_%s", n->out[0]->name, suffix));
     m->out[0]->producer = m;
     return m;
