@@ -765,6 +765,10 @@ void infer_roi_align(Graph *g, Node *n) {
         error(ir_where(g, n), "sampling_ratio 0 (a grid sized from each ROI at run time) is not supported; give sampling_ratio > 0");
         return;
     }
+    if (ir_attr_int(n, "sampling_ratio", 0) > 1024) {     /* a grid of 2^20 samples per bin at most */
+        error(ir_where(g, n), "sampling_ratio %lld is over 1024", (long long)ir_attr_int(n, "sampling_ratio", 0));
+        return;
+    }
     const char *ctm = ir_attr_str(n, "coordinate_transformation_mode", "half_pixel");
     if (strcmp(ctm, "half_pixel") != 0 && strcmp(ctm, "output_half_pixel") != 0) {
         error(ir_where(g, n), "coordinate_transformation_mode '%s'", ctm);
