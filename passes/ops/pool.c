@@ -172,16 +172,22 @@ void lower_global_pool(Lower *L, Node *n) {
 
 /* ---- MaxUnpool ---- */
 
-/* The output dims that kernel_shape, strides and pads imply (MaxPool's input dims). */
-static void unpool_dims(const Node *n, const Value *x, int64_t *dims) {
+/* The output dims that kernel_shape, strides and pads imply (MaxPool's input dims); false if
+ * one overflows 64 bits (the fuzzer's kernel_shape INT64_MAX). */
+static bool unpool_dims(const Node *n, const Value *x, int64_t *dims) {
     const int64_t *ks, *st = NULL, *pads = NULL;
     int sp = x->rank - 2;
     ir_attr_ints(n, "kernel_shape", &ks);
     int ns = ir_attr_ints(n, "strides", &st), np = ir_attr_ints(n, "pads", &pads);
     memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
-    for (int d = 0; d < sp; d++)
-        dims[2 + d] = (x->dims[2 + d] - 1) * (ns ? st[d] : 1) + ks[d] -
-                      (np ? pads[d] + pads[sp + d] : 0);
+    for (int d = 0; d < sp; d++) {
+        int64_t v, p = 0;
+        if (__builtin_mul_overflow(x->dims[2 + d] - 1, ns ? st[d] : 1, &v) || __builtin_add_overflow(v, ks[d], &v) ||
+            (np && __builtin_add_overflow(pads[d], pads[sp + d], &p)) || __builtin_sub_overflow(v, p, &v))
+            return false;
+        dims[2 + d] = v;
+    }
+    return true;
 }
 
 void infer_max_unpool(Graph *g, Node *n) {
@@ -196,7 +202,10 @@ void infer_max_unpool(Graph *g, Node *n) {
         return;
     }
     int64_t dims[MAX_RANK];
-    unpool_dims(n, x, dims);
+    if (!unpool_dims(n, x, dims)) {
+        error(ir_where(g, n), "the output size that kernel_shape, strides and pads imply overflows 64 bits");
+        return;
+    }
     if (n->nin > 2 && n->in[2]) {
         Value *os = rule_const_ints(g, n, 2, "output_shape", MAX_RANK);
         if (!os) return;
