@@ -262,6 +262,19 @@ def operands():
         "value 'c' is read by an enclosing graph, which cannot see a body's values")
     body = helper.make_graph([helper.make_node("Add", ["s", "n"], ["t"]), helper.make_node("Identity", ["t"], ["o"])],
                              "b", [f32("s", [2]), f32("n", [2])], [f32("t", [2]), f32("o", [2])])
+    # the 30-minute fuzz run's findings of this stop: each a user error with its message
+    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
+    compile_case("splittosequence_2e17_pieces", model(
+        [helper.make_node("SplitToSequence", ["x"], ["s"], keepdims=0)], [f32("x", [1 << 17])], [seq], opset=11),
+        "splits into 131072 pieces; onnxcc supports at most 65536")
+    compile_case("roialign_sampling_ratio_2000", model(
+        [helper.make_node("RoiAlign", ["x", "r", "b"], ["y"], sampling_ratio=2000)],
+        [f32("x", [1, 1, 4, 4]), f32("r", [1, 4]), f32("b", [1], TensorProto.INT64)], [f32("y", None)], opset=16),
+        "sampling_ratio 2000 is over 1024")
+    compile_case("maxunpool_kernel_overflow", model(
+        [helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[(1 << 63) - 1, 2], strides=[2, 2])],
+        [f32("x", [1, 1, 2, 2]), f32("i", [1, 1, 2, 2], TensorProto.INT64)], [f32("y", None)], opset=11),
+        "the output size that kernel_shape, strides and pads imply overflows 64 bits")
     compile_case("scan_num_scan_inputs_int_min", model(
         [helper.make_node("Scan", ["i", "x"], ["y", "z"], body=body, num_scan_inputs=-(1 << 31))],
         [f32("i", [2]), f32("x", [3, 2])], [f32("y", None), f32("z", None)], opset=11),
