@@ -579,6 +579,10 @@ static bool block_shape(Graph *g, Node *n, int64_t *b) {
         error(ir_where(g, n), "needs a rank-4 input and a positive blocksize");
         return false;
     }
+    if (*b > 65536) {               /* b * b must divide the channels or b the map: never so large */
+        error(ir_where(g, n), "blocksize %lld is over 65536", (long long)*b);
+        return false;
+    }
     const char *mode = ir_attr_str(n, "mode", "DCR");
     if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) {
         error(ir_where(g, n), "mode '%s' is not DCR or CRD", mode);

@@ -240,8 +240,10 @@ void infer_tfidf(Graph *g, Node *n) {
         return;
     }
     int64_t lo = ir_attr_int(n, "min_gram_length", 1), hi = ir_attr_int(n, "max_gram_length", 1);
-    if (lo < 1 || hi < lo || ir_attr_int(n, "max_skip_count", 0) < 0) {
-        error(ir_where(g, n), "bad n-gram lengths (min %lld, max %lld) or max_skip_count", (long long)lo, (long long)hi);
+    int64_t skip = ir_attr_int(n, "max_skip_count", 0);
+    if (lo < 1 || hi < lo || skip < 0 || skip > INT32_MAX) {
+        error(ir_where(g, n), "bad n-gram lengths (min %lld, max %lld) or max_skip_count %lld (0 to 2^31 - 1)",
+              (long long)lo, (long long)hi, (long long)skip);
         return;
     }
     Pool pl;

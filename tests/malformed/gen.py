@@ -275,6 +275,14 @@ def operands():
         [helper.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=[(1 << 63) - 1, 2], strides=[2, 2])],
         [f32("x", [1, 1, 2, 2]), f32("i", [1, 1, 2, 2], TensorProto.INT64)], [f32("y", None)], opset=11),
         "the output size that kernel_shape, strides and pads imply overflows 64 bits")
+    compile_case("depthtospace_blocksize_2e20", model(
+        [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=1 << 20)], [f32("x", [1, 4, 2, 2])], [f32("y", None)],
+        opset=13), "blocksize 1048576 is over 65536")
+    compile_case("tfidf_max_skip_count_2e40", model(
+        [helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=1,
+                          max_skip_count=1 << 40, ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1])],
+        [f32("x", [4], TensorProto.INT64)], [f32("y", None)], opset=9),
+        "max_skip_count 1099511627776 (0 to 2^31 - 1)")
     compile_case("scan_num_scan_inputs_int_min", model(
         [helper.make_node("Scan", ["i", "x"], ["y", "z"], body=body, num_scan_inputs=-(1 << 31))],
         [f32("i", [2]), f32("x", [3, 2])], [f32("y", None), f32("z", None)], opset=11),
