@@ -25,6 +25,11 @@
 #      drift. Each run is its own process that warms up and then times ~0.3 s of single
 #      inferences (harness.c and ort.js share the rule); a model's figure is the median over
 #      rounds of each run's median, and the min of its mins. The peak is the best round's.
+#      As root (where `chrt -f 50` works) every timed run, both sides', is at real-time
+#      priority (SCHED_FIFO 50, its threads too), so that no background process preempts a
+#      thread mid-run: a preempted thread stalls the other at the next join, and two-thread
+#      figures moved by 30-50% with what else ran. BENCH_RT=0 runs them at normal priority.
+#      The kernel still leaves 5% of each second to other processes (sched_rt_runtime_us).
 # Prints a table per thread count and writes them to build/bench/results.txt (raw times:
 # build/bench/times.txt). ratio = onnxruntime median / onnxcc median at the same thread count, so
 # > 1 means onnxcc is faster; geomean over the timed models but floor. Then the default flags
@@ -44,6 +49,8 @@ ORT_VERSION=${ORT_VERSION:-1.30.0}
 ROUNDS=${BENCH_ROUNDS:-5}
 BUILDS=${BENCH_BUILDS:-O2 def v3}
 THREADS=${BENCH_THREADS:-1 2}
+RT=""
+[ "${BENCH_RT:-1}" != 0 ] && [ "$(id -u)" = 0 ] && chrt -f 50 true 2>/dev/null && RT="chrt -f 50"
 OUT=build/bench
 NODE_PATH=$(pwd)/$OUT/node_modules
 export NODE_PATH
@@ -176,14 +183,14 @@ variants=${variants# }
 r=1
 while [ $r -le "$ROUNDS" ]; do
     echo "bench: round $r/$ROUNDS:$timed"
-    $OUT/peak >>$OUT/peak.txt
+    $RT $OUT/peak >>$OUT/peak.txt
     for m in $timed; do
         for v in $variants; do
             side=${v%:*} th=${v#*:}
             if [ $side = ort ]; then
-                t=$(timeout 300 $NODE tests/bench/ort.js $OUT/$m $th 2>>$OUT/$m/ort.log)
+                t=$(timeout 300 $RT $NODE tests/bench/ort.js $OUT/$m $th 2>>$OUT/$m/ort.log)
             else
-                t=$(timeout 300 $OUT/$m/$side/harness $OUT/$m $th 2>>$OUT/$m/$side/log)
+                t=$(timeout 300 $RT $OUT/$m/$side/harness $OUT/$m $th 2>>$OUT/$m/$side/log)
             fi
             [ -n "$t" ] && echo "$m $v $r $t" >>$OUT/times.txt
         done
@@ -227,6 +234,7 @@ geomean() { # label, then lines of ratios on stdin
          "$ROUNDS interleaved rounds, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "FMA peak of one core (tests/bench/peak.c, $bits-bit vectors, best round): $peak GFLOP/s"
     echo "builds: O2, O3 = -O2/-O3 --cpu native; def = default flags (ISA dispatch); v3 = --cpu x86-64-v3"
+    echo "priority: ${RT:-normal (not root, or BENCH_RT=0)}${RT:+ (real-time, both sides' runs and their threads)}"
     echo "times: microseconds per inference, median of round medians (min of mins);" \
          "ratio = ort/onnxcc at the same thread count, > 1: onnxcc faster"
     for th in $THREADS; do
