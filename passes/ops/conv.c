@@ -954,13 +954,19 @@ static bool deform_params(Graph *g, Node *n, Deform *dc) {
     dc->group = ir_attr_int(n, "group", 1);
     dc->ogroup = ir_attr_int(n, "offset_group", 1);
     int64_t c = x->dims[1], oc = wt->dims[0], taps = ks[0] * ks[1];
+    if (dc->group < 1 || dc->ogroup < 1 || dc->group > MAX(c, 1) || dc->ogroup > MAX(c, 1) || c % dc->group ||
+        c % dc->ogroup) {
+        error(where, "group %lld and offset_group %lld must divide the %lld channels", (long long)dc->group,
+              (long long)dc->ogroup, (long long)c);
+        return false;
+    }
     int64_t od[4] = {x->dims[0], dc->ogroup * taps * 2, dc->w.out[0], dc->w.out[1]};
-    bool ok = dc->group >= 1 && dc->ogroup >= 1 && c == wt->dims[1] * dc->group && oc % dc->group == 0 &&
-              c % dc->ogroup == 0 && off->rank == 4 && (!b || (b->rank == 1 && b->dims[0] == oc));
+    bool ok = c == wt->dims[1] * dc->group && oc % dc->group == 0 && off->rank == 4 &&
+              (!b || (b->rank == 1 && b->dims[0] == oc));
     for (int d = 0; ok && d < 4; d++) ok = off->dims[d] == od[d] && (!m || m->dims[d] == (d == 1 ? od[1] / 2 : od[d]));
     if (!ok || (m && m->rank != 4)) {
         error(where, "shapes do not fit: offset must be [%lld, %lld, %lld, %lld], the mask half as "
-              "many channels, B [%lld], group and offset_group must divide the channels",
+              "many channels, B [%lld], W [M, C / group, kH, kW] with group dividing M",
               (long long)od[0], (long long)od[1], (long long)od[2], (long long)od[3], (long long)oc);
         return false;
     }

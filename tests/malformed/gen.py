@@ -278,6 +278,10 @@ def operands():
     compile_case("depthtospace_blocksize_2e20", model(
         [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=1 << 20)], [f32("x", [1, 4, 2, 2])], [f32("y", None)],
         opset=13), "blocksize 1048576 is over 65536")
+    compile_case("deformconv_group_int64_max", model(
+        [helper.make_node("DeformConv", ["x", "w", "o"], ["y"], group=(1 << 63) - 1)],
+        [f32("x", [1, 2, 3, 3]), f32("w", [1, 2, 3, 3]), f32("o", [1, 18, 1, 1])], [f32("y", None)], opset=22),
+        "group 9223372036854775807 and offset_group 1 must divide the 2 channels")
     compile_case("tfidf_max_skip_count_2e40", model(
         [helper.make_node("TfIdfVectorizer", ["x"], ["y"], mode="TF", min_gram_length=1, max_gram_length=1,
                           max_skip_count=1 << 40, ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1])],
