@@ -17,7 +17,8 @@ each boundary value of its type:
   graph   a graph with no nodes and no outputs
 and, once each, with its type swapped for another (an int given as a string, and so on).
 Each model must compile or be refused as a user error (status 0 or 1); any other status
-(an internal error, a crash, a time-out) is kept in OUTDIR (default build-fuzz/attrs/) to
+(an internal error, a crash, a time-out), or a sanitizer's report on standard error (with
+`make SANITIZE=1 fuzz-attrs`, the ASan+UBSan build, whose UBSan reports do not change the status), is kept in OUTDIR (default build-fuzz/attrs/) to
 become a regression input in tests/fuzz/crashes/. Prints one line per failure and
 "attrs: N passed, N failed". Runs two compilations at a time; a few minutes in all.
 """
@@ -175,6 +176,9 @@ def run(case):
         r = subprocess.run([ONNXCC, path, "-o", os.path.join(OUT, tag + ".o")], capture_output=True, errors="replace",
                            text=True, timeout=120)
         status, why = r.returncode, (r.stderr.strip().splitlines() or [""])[-1]
+        san = [l for l in r.stderr.splitlines() if "runtime error:" in l or "Sanitizer" in l]
+        if san:                 # `make SANITIZE=1 fuzz-attrs`: a report fails, whatever the status
+            status, why = "sanitizer", san[0]
     except subprocess.TimeoutExpired:
         status, why = "timeout", ""
     for ext in (".o", ".h"):

@@ -4,7 +4,8 @@
 A sweep next to `make fuzz` (which mutates bytes and rarely hits a type constraint it has not
 seen): for each op, models whose inputs are all one type, and ones where only input 0 has it
 (the others float32), in ranks 1 and 4, are compiled. Each must compile or be refused as a
-user error (status 0 or 1); any other status is an internal error or a crash, and the model
+user error (status 0 or 1); any other status is an internal error or a crash (and with
+`make SANITIZE=1 fuzz-types`, the ASan+UBSan build, so is a sanitizer report), and the model
 is kept in OUTDIR (default build-fuzz/types/) to become a regression input in
 tests/fuzz/crashes/. Prints one line per failure and "types: N passed, N failed". It takes
 about ten minutes, so `make test` does not run it: `make fuzz-types` does.
@@ -56,6 +57,9 @@ for op, nin, nout in ops:
                     r = subprocess.run([ONNXCC, path, "-o", os.path.join(OUT, "m.o")],
                                        capture_output=True, text=True, timeout=60)
                     status, why = r.returncode, (r.stderr.strip().splitlines() or [""])[-1]
+                    san = [l for l in r.stderr.splitlines() if "runtime error:" in l or "Sanitizer" in l]
+                    if san:     # `make SANITIZE=1 fuzz-types`: a report fails, whatever the status
+                        status, why = "sanitizer", san[0]
                 except subprocess.TimeoutExpired:
                     status, why = "timeout", ""
                 if status in (0, 1):
