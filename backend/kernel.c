@@ -968,6 +968,41 @@ static LLVMValueRef dot4(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     return w ? sum : LLVMBuildExtractElement(B, sum, LLVMConstInt(e->i32, 0, 0), "");
 }
 
+/* dot2(a, b) (kir.h): b's two low bytes sign-extended to 16 bits each (b is the int32 of an
+ * int16 load: LLVM loads the bytes and extends them with one vpmovsxbw), then one pmaddwd on
+ * 4, 8 or 16 lanes where the target has it, else both operands' halves sign-extended to i32,
+ * multiplied and the two products of a lane added (shuffles). */
+static LLVMValueRef dot2(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
+    static const char *const names[] = {"llvm.x86.sse2.pmadd.wd", "llvm.x86.avx2.pmadd.wd",
+                                        "llvm.x86.avx512.pmaddw.d.512"};
+    LLVMBuilderRef B = e->B;
+    unsigned w = width_of(a), n = w ? w : 1;
+    LLVMTypeRef h16 = w ? LLVMVectorType(e->i16, w) : e->i16;
+    b = LLVMBuildSExt(B, LLVMBuildBitCast(B, LLVMBuildTrunc(B, b, h16, ""), LLVMVectorType(e->i8, 2 * n), ""),
+                      LLVMVectorType(e->i16, 2 * n), "");
+    b = LLVMBuildBitCast(B, b, w ? LLVMVectorType(e->i32, w) : e->i32, "");
+    if ((w == 4 || w == 8 || w == 16) && 4 * w <= (unsigned)e->t->pmaddwd_bytes) {
+        const char *name = names[w == 4 ? 0 : w == 8 ? 1 : 2];
+        unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+        if (id) {
+            LLVMTypeRef h = LLVMVectorType(e->i16, 2 * w);
+            LLVMValueRef ab[2] = {LLVMBuildBitCast(B, a, h, ""), LLVMBuildBitCast(B, b, h, "")};
+            return LLVMBuildCall2(B, LLVMIntrinsicGetType(e->C, id, NULL, 0), LLVMGetIntrinsicDeclaration(e->M, id, NULL, 0),
+                                  ab, 2, "");
+        }
+    }
+    LLVMTypeRef halves = LLVMVectorType(e->i16, 2 * n), words = LLVMVectorType(e->i32, 2 * n);
+    LLVMValueRef prod = LLVMBuildMul(B, LLVMBuildSExt(B, LLVMBuildBitCast(B, a, halves, ""), words, ""),
+                                     LLVMBuildSExt(B, LLVMBuildBitCast(B, b, halves, ""), words, ""), ""), sum = NULL;
+    for (unsigned j = 0; j < 2; j++) {
+        LLVMValueRef m[MAX_LANES];
+        for (unsigned i = 0; i < n; i++) m[i] = LLVMConstInt(e->i32, 2 * i + j, 0);
+        LLVMValueRef part = LLVMBuildShuffleVector(B, prod, LLVMGetPoison(words), LLVMConstVector(m, n), "");
+        sum = sum ? LLVMBuildAdd(B, sum, part, "") : part;
+    }
+    return w ? sum : LLVMBuildExtractElement(B, sum, LLVMConstInt(e->i32, 0, 0), "");
+}
+
 /* Integer a / b or a % b that cannot trap: ONNX leaves division by zero undefined, and x86's
  * idiv faults on it and on INT_MIN / -1, so a caller's bad data would kill the program. Like
  * the interpreter (ir/kinterp.c): x / 0 = x % 0 = 0, and a / -1 = -a wraps. A constant divisor
@@ -1015,6 +1050,7 @@ static LLVMValueRef binary(Emitter *e, Expr *x, unsigned w) {
         LLVMValueRef ud = w ? ubs_dot(e, x->args[1], a, b) : NULL;
         return ud ? ud : e->t->dsp && !w ? dsp_dot(e, NULL, a, b) : dot4(e, a, b);
     }
+    case K_DOT2: return dot2(e, a, b);
     default: die("binary %s on dtype %d", kop_name[x->op], t);
     }
 }
@@ -1589,7 +1625,7 @@ static void shape_of(Emitter *e, Shape *sh, const Expr *x) {
         key_put(sh, "c%d:%a:%lld ", (int)x->type, x->f, (long long)x->i);
         return;
     }
-    if (x->kind == E_BIN && x->op == K_DOT4) sh->ok = false;
+    if (x->kind == E_BIN && (x->op == K_DOT4 || x->op == K_DOT2)) sh->ok = false;
     sh->round |= x->kind == E_UN && x->op == K_ROUND && is_float(x->type);
     key_put(sh, "(%d.%d:%d ", (int)x->kind, (int)x->op, (int)x->type);
     for (int i = 0; i < x->nargs; i++) shape_of(e, sh, x->args[i]);

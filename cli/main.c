@@ -458,6 +458,8 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
         os[l] = c->o;
         if (l) os[l].on_pass = NULL;
         os[l].vector_bytes = b->t[l].vector_bytes;
+        os[l].dot2 = b->t[l].pmaddwd_bytes && !b->t[l].vnni;
+        os[l].ubs = b->t[l].ssse3;
         os[l].arena_align = b->t[l].arena_align;
         os[l].level = b->n > 1 ? b->t[l].isa : NULL;
         os[l].tune_target = tune_target(g->arena, b->t[l].triple, b->t[l].isa);

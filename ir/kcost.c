@@ -4,7 +4,7 @@
  *
  * A multiply-accumulate is a K_MUL on data (float or integer, not index arithmetic) that is an
  * operand of a K_ADD or K_SUB: the `acc + a*b` of a matmul or convolution, also `x*scale + bias`
- * of a fused batch norm; an accumulated K_DOT4 (four byte products) is four. An integer
+ * of a fused batch norm; an accumulated K_DOT4 (four byte products) is four, a K_DOT2 two. An integer
  * product by a constant is not one: it places a byte in a word (the `x1 * 256 + x0` of the
  * words dot4 reads), the work of a shift. Other
  * arithmetic is not counted, so an elementwise or copy kernel has no MACs and is measured in
@@ -75,6 +75,7 @@ static int64_t expr_macs(const Expr *e) {
         const Expr *x = e->args[i];
         if (is_add(e) && x->kind == E_BIN && x->op == K_MUL && is_data(x) && !shift(x)) n++;
         if (is_add(e) && x->kind == E_BIN && x->op == K_DOT4) n += 4;
+        if (is_add(e) && x->kind == E_BIN && x->op == K_DOT2) n += 2;
         n += expr_macs(x);
     }
     return n;

@@ -96,7 +96,12 @@ typedef enum ExprKind {
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers).
  * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
  *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of
- *   x86's vpdpbusd without the accumulation (the backend folds r + dot4(a, b) into one). */
+ *   x86's vpdpbusd without the accumulation (the backend folds r + dot4(a, b) into one).
+ * - K_DOT2: on DT_INT32 only; a holds two signed 16-bit halves (half j = bits 16j..16j+15),
+ *   b two signed bytes (byte j = bits 8j..8j+7; its upper 16 bits are ignored), the sum of
+ *   the products of a's half j and b's byte j in int32: one lane of x86's pmaddwd after b's
+ *   bytes are sign-extended (vpmovsxbw). The int8 convs' form on x86 without VNNI
+ *   (passes/ops/conv.c). */
 /* The operator table: X(name, arity, flags). Arity (1 or 2) and the flags are looked up
  * (kop_arity[], kop_flags[]); no code tells operators apart by their position, except that
  * K_LT..K_NE stay contiguous and in this order: backend/kernel.c's compare() indexes its
@@ -119,7 +124,8 @@ enum {
     X(MAX, 2, 0) X(POW, 2, 0) \
     X(LT, 2, KF_CMP) X(LE, 2, KF_CMP) X(GT, 2, KF_CMP) X(GE, 2, KF_CMP) X(EQ, 2, KF_CMP) \
     X(NE, 2, KF_CMP) \
-    X(AND, 2, KF_BITWISE) X(OR, 2, KF_BITWISE) X(XOR, 2, KF_BITWISE) X(DOT4, 2, 0)
+    X(AND, 2, KF_BITWISE) X(OR, 2, KF_BITWISE) X(XOR, 2, KF_BITWISE) X(DOT4, 2, 0) \
+    X(DOT2, 2, 0)
 typedef enum KOp {
 #define X(n, arity, flags) K_##n,
     KOPS(X)
@@ -271,6 +277,9 @@ typedef struct Program {
     int arena_peak;                 /* bufferize: the kernel where that many are live (-1: none) */
     int arena_align;                /* bytes; set from the target before bufferize */
     int vector_bytes;               /* target's preferred vector width (schedule) */
+    bool dot2;                      /* x86 with pmaddwd but no VNNI: int8 convs take the dot2 form
+                                       (passes/ops/conv.c) */
+    bool ubs;                       /* ... and pmaddubsw (SSSE3): 7-bit weights keep dot4 */
     int opt_level;                  /* -O0..-O3 */
     bool fp_strict;                 /* no FMA contraction even at -O2 (the backend) */
     bool profile;                   /* --profile: run() times each kernel (backend/emit.c) */

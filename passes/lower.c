@@ -197,6 +197,8 @@ Program *lower(Graph *g, const Options *o) {
     p->opt_level = o ? o->opt_level : 2;
     p->vector_bytes = o && o->vector_bytes ? o->vector_bytes : 16;
     p->arena_align = o && o->arena_align ? o->arena_align : 16;
+    p->dot2 = o && o->dot2;
+    p->ubs = o && o->ubs;
     p->split_all = o && o->split_all;
     p->ram_first = o && o->ram_first;
     p->x4_max = o && o->ram_first ? o->x4_max : INT64_MAX;

@@ -120,7 +120,7 @@ static int int_acc_size(const Kernel *k) {
 }
 
 static bool expr_dot4(const Expr *e) {
-    if (e->kind == E_BIN && e->op == K_DOT4) return true;
+    if (e->kind == E_BIN && (e->op == K_DOT4 || e->op == K_DOT2)) return true;
     for (int i = 0; i < e->nargs && e->kind != E_LOAD; i++)
         if (expr_dot4(e->args[i])) return true;
     return false;
@@ -141,7 +141,7 @@ static bool dot4_kernel(const Kernel *k) { return int_acc_size(k) > 0 && list_do
  * outputs of an integer conv accumulated in float (passes/ops/conv.c, float_exact). */
 static bool layout_type(const Kernel *k, DType t) {
     return dtype_is_float(t) || int_acc_size(k) > 0 ||
-           (k->kclass == KC_CONTRACTION && (t == DT_UINT8 || t == DT_INT8));
+           (k->kclass == KC_CONTRACTION && (t == DT_UINT8 || t == DT_INT8 || t == DT_UINT16));
 }
 
 /* The weights of a convolution nest of rank r: w[m, c, t...] of rank r, or in an integer
@@ -153,7 +153,7 @@ static bool conv_weights(const Program *p, const Kernel *k, const Buf *w, int r)
 
 /* Temporaries the channel-last layouts may permute: float, and the 8-bit activations of
  * integer models. */
-static bool activation_type(DType t) { return dtype_is_float(t) || t == DT_UINT8 || t == DT_INT8; }
+static bool activation_type(DType t) { return dtype_is_float(t) || t == DT_UINT8 || t == DT_INT8 || t == DT_UINT16; }
 
 /* ---- microcontrollers: code size first ----
  * On a target without float vectors (vector_bytes 4: Cortex-M4, RV32, the backend's
@@ -1550,9 +1550,10 @@ static void scalar_tile(Program *p, Kernel *k, Stmt **at, bool blocked) {
 /* The dot4 weight words w4[m, k4] that a reduction reads with m from loop variable v: the
  * first packable rank-2 operand of a K_DOT4 whose row index reads v. */
 static Buf *dot4_weights(const Kernel *k, const Expr *e, int v) {
-    if (e->kind == E_BIN && e->op == K_DOT4)
+    if (e->kind == E_BIN && (e->op == K_DOT4 || e->op == K_DOT2))
         for (int i = 0; i < 2; i++) {
             const Expr *w = e->args[i];
+            if (e->op == K_DOT2 && w->kind == E_UN && w->op == K_CAST) w = w->args[0];   /* int8 pairs */
             if (w->kind == E_LOAD && w->buf->rank == 2 && packable(k, w->buf) && expr_reads_var(w->args[0], v) &&
                 !expr_reads_var(w->args[1], v))
                 return w->buf;

@@ -594,18 +594,20 @@ static Buf *dot4_pad(Lower *L, Node *n, Buf *x, const Window *c, int64_t xzu, Wi
 
 /* The packed activations x4[n, g, k4, p], as a view [N, G, K4, o...] (returned):
  * word (k4, o) holds the bytes of k = 4 k4 + j, (channel, taps) = divmod(k, taps), read from
+ * (per = 2, the dot2 form: x2[n, g, k2, p], the 16-bit halves of word k2 holding the bytes of
+ * k = 2 k2 + j, zero-extended)
  * the padded input; k4 and so the division are the same for a whole row of o, whose loads
  * are then contiguous (stride 1) or strided by the conv's stride. Past K the last k is read
  * again: its weight byte is 0. */
 static Buf *dot4_pack(Lower *L, Node *n, Buf *x, const Window *c, int64_t grp, int64_t cg, int64_t K,
-                      int64_t xzu) {
+                      int64_t xzu, int per) {
     Program *p = L->p;
     Window pc;
     Buf *xp = dot4_pad(L, n, x, c, xzu, &pc);
-    int64_t K4 = (K + 3) / 4, T = K / cg, P = 1, dims[MAX_RANK];
+    int64_t K4 = (K + per - 1) / per, T = K / cg, P = 1, dims[MAX_RANK];
     for (int i = 0; i < c->nsp; i++) P *= c->out[i];
     int64_t fd[4] = {x->dims[0], grp, K4, P};
-    Buf *flat = kir_buf_new(p, arena_printf(p->arena, "%s_x4", x->name), DT_INT32, 4, fd, B_TEMP);
+    Buf *flat = kir_buf_new(p, arena_printf(p->arena, "%s_x%d", x->name, per), DT_INT32, 4, fd, B_TEMP);
     dims[0] = x->dims[0];
     dims[1] = grp;
     dims[2] = K4;
@@ -615,9 +617,9 @@ static Buf *dot4_pack(Lower *L, Node *n, Buf *x, const Window *c, int64_t grp, i
     Expr *oi[MAX_RANK], *word = NULL;
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(xp), x4, v, oi);
     k->name = arena_printf(p->arena, "%s_pack", k->name);
-    for (int j = 0; j < 4; j++) {
-        Expr *kk = kx_addc(p, kx_mul(p, kx_var(p, v[2]), 4), j), *xi[MAX_RANK];
-        if (4 * (K4 - 1) + j >= K) kk = kx_bin(p, K_MIN, kk, kx_index(p, K - 1));
+    for (int j = 0; j < per; j++) {
+        Expr *kk = kx_addc(p, kx_mul(p, kx_var(p, v[2]), per), j), *xi[MAX_RANK];
+        if (per * (K4 - 1) + j >= K) kk = kx_bin(p, K_MIN, kk, kx_index(p, K - 1));
         Expr *ch = T == 1 ? kk : kx_bin(p, K_DIV, kx_clone(p, kk), kx_index(p, T));
         xi[0] = kx_var(p, v[0]);
         xi[1] = grp == 1 ? ch : kx_add(p, kx_mul(p, kx_var(p, v[1]), cg), ch);
@@ -631,7 +633,7 @@ static Buf *dot4_pack(Lower *L, Node *n, Buf *x, const Window *c, int64_t grp, i
         }
         Expr *byte = kx_cast(p, DT_INT32, kx_load(p, xp, xi));
         if (xp->dtype == DT_INT8) byte = kx_bin(p, K_ADD, byte, kx_const(p, DT_INT32, 128));
-        if (j) byte = kx_bin(p, K_MUL, byte, kx_const(p, DT_INT32, (double)(1 << (8 * j))));
+        if (j) byte = kx_bin(p, K_MUL, byte, kx_const(p, DT_INT32, (double)(1 << (32 / per * j))));
         word = word ? kx_bin(p, K_ADD, word, byte) : byte;
     }
     k->body = lower_wrap(p, x4->rank, x4->dims, v, ks_store(p, x4, oi, word));
@@ -656,23 +658,51 @@ static bool dot4_direct(const Buf *x, const Window *c, int64_t grp) {
  * first conv: 21952 B of x4 for a 4704 B output, 3.65 -> ~6 instructions per MAC on the
  * M4). cli/main.c lowers the program again with x4_max just below the largest such buffer
  * (Program.x4_largest) until the arena fits: one conv at a time, the largest first. */
-static int64_t dot4_x4_bytes(const Buf *x, const Buf *w, const Window *c, int64_t grp) {
+static int64_t dot4_x4_bytes(const Buf *x, const Buf *w, const Window *c, int64_t grp, int per) {
     int64_t K = kir_numel(w) / w->dims[0], P = 1;
     for (int i = 0; i < c->nsp; i++) P *= c->out[i];
-    return x->dims[0] * grp * ((K + 3) / 4) * P * 4;
+    return x->dims[0] * grp * ((K + per - 1) / per) * P * 4;
 }
 
-static Expr *dot4_word(Program *p, Buf *x, Expr *n, Expr *k4, Expr **sp, int nsp, int64_t K) {
+/* ---- the dot2 form: pairs of 16-bit terms (x86 without VNNI) ----
+ * AVX2 has no exact dot4: pmaddubsw saturates its 16-bit pair sums, and dot4 through pmaddwd
+ * (backend/kernel.c, pmadd_dot) unpacks both operands' bytes into 16-bit halves at every
+ * product, ~3 vector instructions of unpacking for each 2 pmaddwd. The dot2 form does the
+ * unpacking once, out of the loop: the weights at compile time, as words of two int16
+ * w2[m, k2] = (w[m, 2 k2], w[m, 2 k2 + 1]), the activations in the pack kernel, as words of
+ * two zero-extended bytes x2[n, g, k2, p] = (xu[.., 2 k2, p], xu[.., 2 k2 + 1, p]) (a 1x1
+ * conv packs too: its input is read once for M outputs), and each product is one pmaddwd
+ * (K_DOT2) and one add: 16 multiply-accumulates per pair of ymm instructions, exact (|255 *
+ * -128| * 2 fits 16-bit products' 32-bit sums), against the 8 of a float FMA. The zero point
+ * and the padding are the dot4 form's (b'[m], xzu). Weights whose pairs cannot saturate
+ * pmaddubsw (Program.ubs, the same test as the backend's ubs_exact: 7-bit weights) keep
+ * dot4, which the backend emits as pmaddubsw and a pmaddwd by ones on 4 terms. */
+static bool dot2_wanted(const Program *p, const Buf *w) {
+    if (!p->dot2) return false;
+    if (!p->ubs) return true;
+    const int8_t *wd = w->data;
+    int64_t M = w->dims[0], K = kir_numel(w) / M;
+    for (int64_t i = 0; i < M * ((K + 1) / 2); i++) {
+        int64_t m = i / ((K + 1) / 2), k = 2 * (i % ((K + 1) / 2));
+        int x = wd[m * K + k], y = k + 1 < K ? wd[m * K + k + 1] : 0;
+        int pos = (x > 0 ? x : 0) + (y > 0 ? y : 0), neg = (x < 0 ? -x : 0) + (y < 0 ? -y : 0);
+        if (pos > 128 || neg > 128) return true;
+    }
+    return false;
+}
+
+
+static Expr *dot4_word(Program *p, Buf *x, Expr *n, Expr *k4, Expr **sp, int nsp, int64_t K, int per) {
     Expr *word = NULL, *xi[MAX_RANK];
-    for (int j = 0; j < 4; j++) {
-        Expr *ch = kx_addc(p, kx_mul(p, kx_clone(p, k4), 4), j);
-        if (4 * ((K + 3) / 4 - 1) + j >= K) ch = kx_bin(p, K_MIN, ch, kx_index(p, K - 1));
+    for (int j = 0; j < per; j++) {
+        Expr *ch = kx_addc(p, kx_mul(p, kx_clone(p, k4), per), j);
+        if (per * ((K + per - 1) / per - 1) + j >= K) ch = kx_bin(p, K_MIN, ch, kx_index(p, K - 1));
         xi[0] = kx_clone(p, n);
         xi[1] = ch;
         for (int i = 0; i < nsp; i++) xi[2 + i] = kx_clone(p, sp[i]);
         Expr *byte = kx_cast(p, DT_INT32, kx_load(p, x, xi));
         if (x->dtype == DT_INT8) byte = kx_bin(p, K_ADD, byte, kx_const(p, DT_INT32, 128));
-        if (j) byte = kx_bin(p, K_MUL, byte, kx_const(p, DT_INT32, (double)(1 << (8 * j))));
+        if (j) byte = kx_bin(p, K_MUL, byte, kx_const(p, DT_INT32, (double)(1 << (32 / per * j))));
         word = word ? kx_bin(p, K_ADD, word, byte) : byte;
     }
     return word;
@@ -716,6 +746,40 @@ static Expr *narrow_load(Program *p, Buf *b, Expr **idx) {
     return b->dtype == DT_INT32 ? v : kx_cast(p, DT_INT32, v);
 }
 
+/* The dot2 form's weights: w2[m, k2], the int8 pair (w[m, 2 k2], w[m, 2 k2 + 1]) in one
+ * int16 (0 past K), the weights' own bytes: 8 bits each in the object, as in dot4's words;
+ * K_DOT2 sign-extends them (one vpmovsxbw per vector of them). */
+static Buf *dot2_weights(Lower *L, const Buf *w, int64_t M, int64_t K) {
+    Program *p = L->p;
+    int64_t K2 = (K + 1) / 2, dims[2] = {M, K2};
+    const int8_t *wd = w->data;
+    uint8_t *w2 = ARENA_ARRAY(p->arena, uint8_t, 2 * M * K2);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t kk = 0; kk < K; kk++) w2[2 * (m * K2 + kk / 2) + kk % 2] = (uint8_t)wd[m * K + kk];
+    Buf *b = kir_buf_new(p, arena_printf(p->arena, "%s_w2", w->name), DT_INT16, 2, dims, B_CONST);
+    b->data = w2;
+    return b;
+}
+
+/* x16 = int16(xu), an elementwise kernel before a 1x1 conv of the dot2 form: the conv then
+ * reads each pair word x2[k2] = (x16[2 k2], x16[2 k2 + 1]) as one 32-bit load where the
+ * channels are innermost (NHWC), broadcast to its vector of output channels; assembled from
+ * two bytes it was two loads, a shift, an or and a move to a vector register per word, as
+ * many instructions as the products it fed (KWS's pointwise convs: no faster than dot4). */
+static Buf *dot2_input(Lower *L, Node *n, Buf *x) {
+    Program *p = L->p;
+    Buf *xw = kir_buf_new(p, arena_printf(p->arena, "%s_x16", x->name), DT_UINT16, x->rank, x->dims, B_TEMP);
+    int v[MAX_RANK];
+    Expr *oi[MAX_RANK], *xi[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_ELEMENTWISE, KINS(x), xw, v, oi);
+    k->name = arena_printf(p->arena, "%s_x16", k->name);
+    for (int i = 0; i < x->rank; i++) xi[i] = kx_var(p, v[i]);
+    Expr *e = kx_cast(p, DT_INT32, kx_load(p, x, xi));
+    if (x->dtype == DT_INT8) e = kx_bin(p, K_ADD, e, kx_const(p, DT_INT32, 128));
+    k->body = lower_wrap(p, xw->rank, xw->dims, v, ks_store(p, xw, oi, kx_cast(p, DT_UINT16, e)));
+    return xw;
+}
+
 /* y[n, m, o...] = requantise(b'[m] + sum_k4 dot4(x4[n, m / (M/group), k4, o...], w4[m, k4])):
  * over y's own shape, so that fuse can merge an elementwise consumer (a residual Add), and
  * the schedule coalesces the output rows and columns into one loop as in a 1x1 conv. */
@@ -736,10 +800,12 @@ static void lower_conv_dot4(Lower *L, Node *n, Buf *x, Buf *w, Buf *xzp, Buf *b,
         bd[m] = (int32_t)((b ? ((const int32_t *)b->data)[m] : 0) - xzu * sum);
     }
     int64_t wdims[2] = {M, K4};
-    Buf *wb = int32_const(L, arena_printf(p->arena, "%s_w4", w->name), 2, wdims, w4);
+    bool two = dot2_wanted(p, w);
+    Buf *wb = two ? dot2_weights(L, w, M, K) : int32_const(L, arena_printf(p->arena, "%s_w4", w->name), 2, wdims, w4);
     Buf *bb = narrow_table(L, int32_const(L, arena_printf(p->arena, "%s_b4", w->name), 1, &M, bd));
     bool direct = dot4_direct(x, c, grp);
-    Buf *x4 = direct ? x : dot4_pack(L, n, x, c, grp, cg, K, xzu);
+    Buf *x4 = direct ? (two ? dot2_input(L, n, x) : x) : dot4_pack(L, n, x, c, grp, cg, K, xzu, two ? 2 : 4);
+    if (two) K4 = (K + 1) / 2;
     int ov[MAX_RANK], kv, acc;
     Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x4, wb, bb), y, ov, NULL);
     kv = kir_var(k);
@@ -751,8 +817,8 @@ static void lower_conv_dot4(Lower *L, Node *n, Buf *x, Buf *w, Buf *xzp, Buf *b,
     xi[2] = kx_var(p, kv);
     for (int i = 0; i < c->nsp; i++) xi[3 + i] = kx_clone(p, oi[2 + i]);
     Expr *wi[2] = {kx_clone(p, oi[1]), kx_var(p, kv)};
-    Expr *xw = direct ? dot4_word(p, x, oi[0], xi[2], oi + 2, c->nsp, K) : kx_load(p, x4, xi);
-    Expr *dot = kx_bin(p, K_DOT4, xw, kx_load(p, wb, wi));
+    Expr *xw = direct ? dot4_word(p, x4, oi[0], xi[2], oi + 2, c->nsp, K, two ? 2 : 4) : kx_load(p, x4, xi);
+    Expr *dot = two ? kx_bin(p, K_DOT2, xw, kx_cast(p, DT_INT32, kx_load(p, wb, wi))) : kx_bin(p, K_DOT4, xw, kx_load(p, wb, wi));
     Stmt *body = ks_set(p, acc, narrow_load(p, bb, (Expr *[]){kx_clone(p, oi[1])}));
     ks_seq(body, ks_red_loop(p, kv, K4, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), dot))));
     Expr *v = kx_scalar(p, k, acc);
@@ -852,7 +918,7 @@ void lower_conv_integer(Lower *L, Node *n) {
     bool depthwise = grp0 > 1 && grp0 == x->dims[1] && grp0 == w->dims[0];
     int64_t grp = ir_attr_int(n, "group", 1), cg = w->dims[1], mg = w->dims[0] / grp;
     if (L->p->opt_level >= 1 && !depthwise && dot4_form(n, x, w, xzp, wzp, b)) {
-        int64_t x4 = dot4_direct(x, &c, grp) ? 0 : dot4_x4_bytes(x, w, &c, grp);
+        int64_t x4 = dot4_direct(x, &c, grp) ? 0 : dot4_x4_bytes(x, w, &c, grp, dot2_wanted(L->p, w) ? 2 : 4);
         bool big = x4 > (int64_t)kir_nbytes(y);
         if (!big || x4 <= L->p->x4_max) {
             if (big && x4 > L->p->x4_largest) L->p->x4_largest = x4;

@@ -1174,6 +1174,65 @@ static void test_reductions(Arena *a, const Target *host, const char *dir) {
     }
 }
 
+/* ---- K_DOT2 (kir.h) against the interpreter ----
+ * y[i] = dot2(a[i], int32(b[i])): a's two int16 halves times b's two signed bytes, summed;
+ * in vector loops of 16, 8, 4 and 5 lanes (pmaddwd where the target has it, shuffles
+ * elsewhere) and a scalar loop, on the host and on x86-64-v3 (AVX2, the dot2 form's level)
+ * and x86-64 (SSE2) where the host runs them; the extremes of both operands included. */
+enum { DN = 160 };
+
+static Program *dot2_prog(Arena *a, const Target *t) {
+    Program *p = prog_new(a, "bdot2", t);
+    Buf *x = buf(p, "a", DT_INT32, DN, B_INPUT), *b = buf(p, "b", DT_INT16, DN, B_INPUT);
+    static const int widths[] = {16, 8, 4, 5, 1};
+    for (int wi = 0; wi < COUNTOF(widths); wi++) {
+        int w = widths[wi];
+        Buf *y = buf(p, arena_printf(a, "y%d", w), DT_INT32, DN / w * w, B_OUTPUT);
+        Kernel *k = kir_kernel_new(p, arena_printf(a, "dot2_%d", w), "test", KC_ELEMENTWISE);
+        kir_param(p, k, x, KP_IN);
+        kir_param(p, k, b, KP_IN);
+        kir_param(p, k, y, KP_OUT);
+        int o = kir_var(k), j = kir_var(k);
+        Expr *v = kx_bin(p, K_DOT2, vld(p, x, lane_i(p, o, j, w)), kx_cast(p, DT_INT32, vld(p, b, lane_i(p, o, j, w))));
+        Stmt *body = ks_store(p, y, (Expr *[]){lane_i(p, o, j, w)}, v);
+        k->body = w > 1 ? tiles(p, o, j, DN / w, w, body) : ks_loop(p, o, 0, DN, 1, ks_loop(p, j, 0, 1, 1, body));
+    }
+    return p;
+}
+
+static void test_dot2(Arena *a, const Target *host, const char *dir) {
+    int32_t x[DN];
+    int16_t b[DN];
+    static const int16_t hx[] = {-32768, 32767, -1, 0, 1, 255, -256, 12345};
+    static const int8_t bx[] = {-128, 127, -1, 0, 1, 64, -65, 99};
+    for (int i = 0; i < DN; i++) {
+        uint16_t lo = (uint16_t)(i < 64 ? hx[i % 8] : (i * 7919) & 0xffff);
+        uint16_t hi = (uint16_t)(i < 64 ? hx[(i / 8) % 8] : (i * 104729) & 0xffff);
+        x[i] = (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
+        uint8_t b0 = (uint8_t)(i < 64 ? bx[(i + 3) % 8] : (i * 31) & 0xff), b1 = (uint8_t)(i < 64 ? bx[(i / 8 + 5) % 8] : (i * 57) & 0xff);
+        b[i] = (int16_t)(uint16_t)(b0 | b1 << 8);
+    }
+    static const char *const cpus[] = {NULL, "x86-64-v3", "x86-64"};
+    bool x86 = !strncmp(host->triple, "x86_64", 6);
+    for (int c = 0; c < (x86 ? 3 : 1); c++) {
+        Target t;
+        if (c) be_target(&t, NULL, cpus[c], NULL, NULL);
+        const Target *tt = c ? &t : host;
+        Program *p = dot2_prog(a, tt);
+        kir_verify(p, "test_backend");
+        bufferize(p);
+        const char *obj = arena_printf(a, "%s/%s%d.o", dir, p->name, c);
+        be_emit(p, tt, 2, EMIT_OBJ, obj);
+        RunFn run = be_load_object(obj, p->name);
+        const void *in[2] = {x, b};
+        char what[96];
+        snprintf(what, sizeof what, "dot2 on 16, 8, 4, 5 lanes and scalar (%s) as the interpreter", c ? cpus[c] : "host");
+        report(same_as_interp(p, run, in, -1), what);
+        remove(obj);
+        if (c) be_target_free(&t);
+    }
+}
+
 int main(void) {
     char dir[] = "/tmp/onnxcc-test-backend-XXXXXX";
     if (!mkdtemp(dir)) die("mkdtemp");
@@ -1207,6 +1266,7 @@ int main(void) {
     test_reductions(a, &host, dir);
     test_strided(a, &host, dir);
     test_divmod(a, &host, dir);
+    test_dot2(a, &host, dir);
     test_firmware(a, &md[0], dir);
     rmdir(dir);
     be_target_free(&host);
