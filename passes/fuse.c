@@ -5,7 +5,9 @@
  * Runs right after lowering, before tiling and bufferization. The rule, for a consumer C of
  * class KC_ELEMENTWISE reading a temporary B written by a producer P:
  *   - B is a root temporary with no views, read by C alone and written by P alone (KP_OUT,
- *     so by the write-once invariant every element of B is stored exactly once);
+ *     so by the write-once invariant every element of B is stored exactly once), or by
+ *     several kernels P1..Pn, each KP_OUT (each then stores its own elements: the stride
+ *     phases of a ConvTranspose storing into their strided positions), C fusing into each;
  *   - C's output has B's shape and C reads B only at its own loop index [v0..vn-1];
  *   - nothing between P and C (P included) writes what C reads or touches C's output, and
  *     no control kernel (a loop or branch boundary) stands between them.
@@ -93,33 +95,38 @@ static int identity_loads(const Expr *e, const Buf *b, const EwForm *m) {
     return n;
 }
 
-/* Can C's output be computed where P stores B? (the rule in the header comment) */
-static Kernel *producer(Program *p, Kernel *c, Buf *b, const EwForm *m) {
+/* Can C's output be computed where P stores B? (the rule in the header comment) Returns the
+ * number of producers, written to pks: several when each writes its own part of B (the stride
+ * phases of a ConvTranspose, each storing into its strided positions of B: passes/ops/conv.c;
+ * write-once makes the parts disjoint and together whole), at most MAX_PRODUCERS. */
+enum { MAX_PRODUCERS = 64 };
+
+static int producers(Program *p, Kernel *c, Buf *b, const EwForm *m, Kernel **pks) {
     Buf *out = m->store->buf;
-    if (mode_of(c, b) != KP_IN || b->kind != B_TEMP || b->alias || has_view(p, b)) return NULL;
+    if (mode_of(c, b) != KP_IN || b->kind != B_TEMP || b->alias || has_view(p, b)) return 0;
     if (b->rank != out->rank || memcmp(b->dims, out->dims, sizeof(int64_t) * (size_t)b->rank))
-        return NULL;
-    if (identity_loads(m->store->val, b, m) < 1) return NULL;
-    Kernel *pk = NULL;
+        return 0;
+    if (identity_loads(m->store->val, b, m) < 1) return 0;
+    int n = 0;
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         if (k == c || k->dead || !mode_of(k, b)) continue;
-        if (pk || mode_of(k, b) != KP_OUT || k->id > c->id) return NULL;
-        pk = k;
+        if (n == MAX_PRODUCERS || mode_of(k, b) != KP_OUT || k->id > c->id) return 0;
+        pks[n++] = k;
     }
-    if (!pk) return NULL;
+    if (!n) return 0;
     Buf *oroot = kir_root(out);
-    for (int i = pk->id; i < c->id; i++) {
+    for (int i = pks[0]->id; i < c->id; i++) {
         Kernel *k = p->kernels[i];
-        if (k->ctl) return NULL;    /* another region: C would move into or out of a loop/branch */
+        if (k->ctl) return 0;       /* another region: C would move into or out of a loop/branch */
         if (k->dead) continue;
-        if (touches(k, oroot, KP_INOUT)) return NULL;
+        if (touches(k, oroot, KP_INOUT)) return 0;
         for (int j = 0; j < c->nparams; j++)
             if (c->params[j] != b && (c->modes[j] & KP_IN) &&
                 touches(k, kir_root(c->params[j]), KP_OUT))
-                return NULL;
+                return 0;
     }
-    return pk;
+    return n;
 }
 
 typedef struct Fusion {
@@ -202,8 +209,6 @@ static void fuse_into(Program *p, Kernel *pk, Kernel *c, Buf *b, const EwForm *m
     pk->ops = arena_printf(p->arena, "%s+%s", pk->ops, c->ops);
     kir_add_nodes(p, pk, c->nodes, c->nnodes);
     if (pk->kclass == KC_COPY || (pk->kclass == KC_ELEMENTWISE && reg)) pk->kclass = KC_GENERIC;
-    c->dead = true;
-    c->body = NULL;
 }
 
 static bool fuse_one(Program *p, Kernel *c) {
@@ -211,9 +216,12 @@ static bool fuse_one(Program *p, Kernel *c) {
     if (c->dead || c->kclass != KC_ELEMENTWISE || !match_elementwise(c, &m)) return false;
     if (mode_of(c, m.store->buf) != KP_OUT) return false;
     for (int i = 0; i < c->nparams; i++) {
-        Kernel *pk = producer(p, c, c->params[i], &m);
-        if (pk) {
-            fuse_into(p, pk, c, c->params[i], &m);
+        Kernel *pks[MAX_PRODUCERS];
+        int n = producers(p, c, c->params[i], &m, pks);
+        if (n) {
+            for (int j = 0; j < n; j++) fuse_into(p, pks[j], c, c->params[i], &m);
+            c->dead = true;
+            c->body = NULL;
             return true;
         }
     }

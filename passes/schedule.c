@@ -347,6 +347,14 @@ static bool chan_index(const Expr *e, int v) {
                              (is_var(e->args[0], v) && e->args[1]->kind == E_VAR && e->args[1]->var != v)));
 }
 
+/* chan_index, or v * s + r with constants s, r (a ConvTranspose phase storing into its
+ * strided output positions: passes/ops/conv.c) */
+static bool out_index(const Expr *e, int v) {
+    if (chan_index(e, v)) return true;
+    if (e->kind == E_BIN && e->op == K_ADD && e->args[1]->kind == E_CONST) e = e->args[0];
+    return e->kind == E_BIN && e->op == K_MUL && is_var(e->args[0], v) && e->args[1]->kind == E_CONST;
+}
+
 /* A constant operand that can be re-laid out: whole (not a view), not written here. */
 static bool packable(const Kernel *k, const Buf *b) {
     for (int i = 0; i < k->nparams; i++)
@@ -847,7 +855,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     if (!st || st->buf->rank != r || !layout_type(k, st->buf->dtype)) return NULL;
     bool cl = store_channel_last(st, nest, r);
     for (int d = 0; d < r && !cl; d++)
-        if (!chan_index(st->idx[d], (*nest[d])->var)) return NULL;
+        if (!out_index(st->idx[d], (*nest[d])->var)) return NULL;
     Stmt *m = *nest[1], *col = *nest[r - 1];
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
@@ -1008,7 +1016,7 @@ static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
     if (!st || st->buf->rank != r || !dtype_is_float(st->buf->dtype)) return false;
     bool cl = store_channel_last(st, nest, r);
     for (int d = 0; d < r && !cl; d++)
-        if (!chan_index(st->idx[d], (*nest[d])->var)) return false;
+        if (!out_index(st->idx[d], (*nest[d])->var)) return false;
     while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);

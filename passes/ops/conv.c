@@ -7,7 +7,9 @@
  * store each output element once. Windowed ops never load outside their input: each padded
  * tap is guarded by an `if` placed at the level of its own loop. ConvTranspose becomes the
  * stride-1 Convs of its stride phases (sub-pixel convolution), built by the same conv_nest as
- * a Conv so that they get its schedules, and a kernel interleaving their results. Every node
+ * a Conv so that they get its schedules, and a kernel interleaving their results (on targets
+ * without float vectors, the phases store into their strided positions of the output
+ * themselves: direct_phases). Every node
  * reaching these rules is in the canonical form of docs/canonical-forms.md. */
 #include <math.h>
 #include <string.h>
@@ -126,7 +128,9 @@ static void phase_weight(Program *p, const Phase *ph, Expr *m, Expr *ch, int64_t
  * phase `ph` (above), wt is the ConvTranspose's own weights [C, M/group, k...], read at the
  * phase's taps (run-time weights, which cannot be sliced at compile time). */
 static void conv_nest(Lower *L, Node *n, Buf *x, Buf *wt, Buf *b, Buf *y, const Window *w, int64_t grp,
-                      int64_t cg, int64_t mg, const Phase *ph) {
+                      int64_t cg, int64_t mg, const Phase *ph, const Window *tw, const Phase *oph) {
+    /* with tw (the ConvTranspose's geometry) and oph, the phase's outputs o are stored at
+     * y[.., o*s + r, ..] (direct_phases below) */
     Program *p = L->p;
     int ov[MAX_RANK], tv[MAX_RANK];
     Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, wt, b), y, ov, NULL);
@@ -152,8 +156,13 @@ static void conv_nest(Lower *L, Node *n, Buf *x, Buf *wt, Buf *b, Buf *y, const 
     Stmt *taps = rule_wrap_taps(p, w, tv, conds, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod)));
     Stmt *body = ks_set(p, acc, b ? kx_load(p, b, &m) : kx_const(p, y->dtype, 0));
     ks_seq(body, ks_red_loop(p, cv, cg, taps));
-    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
-    k->body = lower_wrap(p, y->rank, y->dims, ov, body);
+    Expr *yi[MAX_RANK];
+    int64_t dims[MAX_RANK] = {y->dims[0], y->dims[1]};
+    for (int d = 0; d < y->rank; d++)
+        yi[d] = d < 2 || !tw ? oi[d] : kx_addc(p, kx_mul(p, kx_clone(p, oi[d]), tw->s[d - 2]), oph->r[d - 2]);
+    for (int i = 0; i < w->nsp; i++) dims[2 + i] = tw ? w->out[i] : y->dims[2 + i];
+    ks_seq(body, ks_store(p, y, yi, kx_scalar(p, k, acc)));
+    k->body = lower_wrap(p, y->rank, dims, ov, body);
 }
 
 void lower_conv(Lower *L, Node *n) {
@@ -162,7 +171,7 @@ void lower_conv(Lower *L, Node *n) {
     Window w;
     if (!conv_kernel_shape(NULL, n, n->in[1], ks) || !rule_window(NULL, n, n->in[0], ks, false, &w))
         die("lower_conv %s: node not checked by infer_conv", n->name);
-    conv_nest(L, n, x, wt, b, lower_out(L, n, 0), &w, grp, wt->dims[1], wt->dims[0] / grp, NULL);
+    conv_nest(L, n, x, wt, b, lower_out(L, n, 0), &w, grp, wt->dims[1], wt->dims[0] / grp, NULL, NULL, NULL);
 }
 
 /* ---- ConvTranspose ---- */
@@ -294,13 +303,20 @@ static Buf *phase_weights(Lower *L, Node *n, const Buf *wt, const Phase *ph, int
  * by side: each line of y is then written whole while it is in L1 (nest by nest, the lines
  * of an output larger than the L2 were read for ownership and written back once per phase),
  * and the backend's strided vector stores of one iteration fill whole vectors. */
+/* Whether the interleaving kernel writes phase ph: it has outputs, and its conv did not store
+ * them into y itself (res y: direct_phases). */
+static bool todo(const Phase *ph, const Buf *res, const Buf *y) { return phase_outputs(ph) && res != y; }
+
 static void interleave(Lower *L, Node *n, const Window *tw, const Phase *phs, Buf **res, int nph,
                        Buf *b, Buf *y) {
     Program *p = L->p;
     Buf **ins = ARENA_ARRAY(p->arena, Buf *, nph + 1);
-    int nin = 0, last = tw->nsp - 1;
-    for (int i = 0; i < nph; i++)
-        if (res[i]) ins[nin++] = res[i];
+    int nin = 0, last = tw->nsp - 1, left = 0;
+    for (int i = 0; i < nph; i++) {
+        if (res[i] && res[i] != y) ins[nin++] = res[i];
+        left += todo(&phs[i], res[i], y);
+    }
+    if (!left) return;
     if (b) ins[nin++] = b;
     Kernel *k = lower_kernel(L, n, KC_COPY, nin, ins, y, NULL, NULL);
     Stmt *body = NULL;
@@ -309,11 +325,11 @@ static void interleave(Lower *L, Node *n, const Window *tw, const Phase *phs, Bu
         /* phases ph .. ph+cnt-1 in one nest: a run along the last dim with equal extents */
         int cnt = 1;
         if (ph % sl == 0)
-            while (cnt < sl && phase_outputs(&phs[ph]) && phase_outputs(&phs[ph + cnt]) &&
+            while (cnt < sl && todo(&phs[ph], res[ph], y) && todo(&phs[ph + cnt], res[ph + cnt], y) &&
                    phs[ph + cnt].w.out[last] == phs[ph].w.out[last])
                 cnt++;
         if (cnt < sl) cnt = 1;
-        if (!phase_outputs(&phs[ph])) {
+        if (!todo(&phs[ph], res[ph], y)) {
             ph++;
             continue;
         }
@@ -391,9 +407,23 @@ static void gather_form(Lower *L, Node *n, Buf *x, Buf *wt, Buf *b, Buf *y, cons
     k->body = lower_wrap(p, y->rank, y->dims, ov, body);
 }
 
+/* Whether each phase's conv stores into its own strided positions of y (y[.., q*s + r, ..])
+ * instead of a temporary that the interleaving kernel copies into y: on targets without float
+ * vectors (Cortex-M4, RV32), where a strided store costs what a contiguous one does. The
+ * elementwise consumers then fuse into every phase (passes/fuse.c), and the phases'
+ * temporaries leave the arena. The M4 decoder of tests/firmware (QEMU instruction counts):
+ * 518,350 -> 490,733 instructions (2.04 -> 1.93 per MAC; the k2 s2 8-channel layer
+ * 2.60 -> 2.33), arena 40,960 -> 8,192 B, but .text 11,250 -> 22,074 B: phases that differ
+ * only in r no longer share one function. With vectors, the phase convs run along the
+ * width, where a strided store is a scatter; the interleaving kernel's stores of the phases
+ * side by side fill whole vectors (measured on AVX-512, loaded machine: mixed, the FPN
+ * head's k2 s2 ConvTranspose slower, a U-Net's 48 -> 24 at 96x96 faster). */
+static bool direct_phases(const Program *p) { return p->vector_bytes <= 4; }
+
 /* ConvTranspose as the stride-1 convolutions of its phases (Phase above), each a conv_nest
  * kernel with the bias in its accumulator, and one kernel interleaving their results into y
- * (none with stride 1 everywhere: the one phase is y); beyond MAX_PHASES the gather form
+ * (none with stride 1 everywhere: the one phase is y; with direct_phases, only the phases
+ * without taps, whose outputs are the bias, are left to it); beyond MAX_PHASES the gather form
  * above. Constant weights are sliced per phase
  * at compile time into a Conv's layout; the phases then get every schedule of a Conv. */
 void lower_convtranspose(Lower *L, Node *n) {
@@ -411,6 +441,7 @@ void lower_convtranspose(Lower *L, Node *n) {
         }
     }
     bool constw = wt->kind == B_CONST && !wt->alias && wt->data;
+    bool direct = direct_phases(p);
     Phase *phs = ARENA_ARRAY(p->arena, Phase, nph);
     Buf **res = ARENA_ARRAY(p->arena, Buf *, nph);
     for (int64_t ph = 0; ph < nph; ph++) {
@@ -423,10 +454,11 @@ void lower_convtranspose(Lower *L, Node *n) {
         if (!phase_outputs(&phs[ph]) || !phase_taps(&phs[ph])) continue;
         int64_t dims[MAX_RANK] = {y->dims[0], y->dims[1]};
         for (int i = 0; i < tw.nsp; i++) dims[2 + i] = phs[ph].w.out[i];
-        res[ph] = nph == 1 ? y
+        res[ph] = direct || nph == 1 ? y
                            : kir_buf_new(p, arena_printf(p->arena, "%s.phase", y->name), y->dtype, y->rank, dims, B_TEMP);
         Buf *w = constw ? phase_weights(L, n, wt, &phs[ph], grp) : wt;
-        conv_nest(L, n, x, w, b, res[ph], &phs[ph].w, grp, cg, mg, constw ? NULL : &phs[ph]);
+        conv_nest(L, n, x, w, b, res[ph], &phs[ph].w, grp, cg, mg, constw ? NULL : &phs[ph],
+                  direct && nph > 1 ? &tw : NULL, &phs[ph]);
     }
     if (nph > 1) interleave(L, n, &tw, phs, res, (int)nph, b, y);
 }
