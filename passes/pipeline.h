@@ -68,6 +68,8 @@ bool rule_takes_containers(Op op);  /* may op read a sequence or optional (seque
  * output dims follow run-time dims (Value.dyn, Value.dynmask). */
 bool dyn_any_input(const Node *n);
 bool dyn_topk_k(const Node *n);
+bool dyn_runtime_dims(const Node *n);
+Value *dyn_shape_source(const Node *n);
 bool dyn_operand_ok(Graph *g, Node *n, const Value *v);
 void dyn_infer(Graph *g, Node *n);
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */

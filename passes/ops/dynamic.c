@@ -511,7 +511,8 @@ void lower_nms(Lower *L, Node *n) {
  * Flatten, Identity, Slice (constant starts >= 0 and ends along a data-dependent dim), Concat
  * (along an exact dim), and Reduce*, ArgMax/ArgMin and TopK along exact dims. A TopK whose k
  * is a run-time value is data-dependent along its axis even with exact inputs (dyn_topk_k):
- * the rule caps the dim by k's value (DimRule.by). Gathers clamp
+ * the rule caps the dim by k's value (DimRule.by); so is a ConstantOfShape of the whole Shape
+ * of a dyn value (dyn_shape_source), dim d by the shape's element d. Gathers clamp
  * their indices into the capacity, so an index read from the part outside the valid box
  * cannot leave a buffer. For each output dim, a DimRule says how its run-time value follows. */
 
@@ -521,7 +522,8 @@ typedef struct DimRule {
     int64_t mul;                    /* times this (Reshape merging a leading dim) */
     bool slice;                     /* then Slice: from start to min(end, it) by step */
     int64_t start, end, step;
-    int by;                         /* 1 + the input whose run-time scalar value caps it (TopK's k) */
+    int by;                         /* 1 + the input whose run-time value caps it (TopK's k) */
+    int at;                         /* ... its element at (ConstantOfShape's shape) */
 } DimRule;
 
 static unsigned dyn_bits(const Value *v) {
@@ -536,6 +538,17 @@ bool dyn_topk_k(const Node *n) {
     return n->op == OP_TopK && n->nin > 1 && n->in[1] && !n->in[1]->data;
 }
 
+/* A ConstantOfShape of the whole Shape of a data-dependent value (`torch.full_like` of one):
+ * that value, whose capacity and dims it takes; NULL otherwise. */
+Value *dyn_shape_source(const Node *n) {
+    if (n->op != OP_ConstantOfShape || n->in[0]->data || !n->in[0]->producer) return NULL;
+    Node *s = n->in[0]->producer;
+    if (s->op != OP_Shape || !s->in[0]->dyn || n->in[0]->dims[0] != s->in[0]->rank) return NULL;
+    return s->in[0];
+}
+
+bool dyn_runtime_dims(const Node *n) { return dyn_topk_k(n) || dyn_shape_source(n); }
+
 bool dyn_any_input(const Node *n) {
     for (int i = 0; i < n->nin; i++)
         if (n->in[i] && n->in[i]->dyn) return true;
@@ -544,7 +557,7 @@ bool dyn_any_input(const Node *n) {
 
 typedef enum DynKind { DK_NONE, DK_MAP, DK_TRANSPOSE, DK_GATHER, DK_GATHER_ELEMENTS, DK_GATHERND,
                        DK_VIEW, DK_SLICE, DK_CONCAT, DK_REDUCE, DK_ARG, DK_TOPK,
-                       DK_SPLIT, DK_SHAPE /* Shape, Size: a run-time value of the dims */,
+                       DK_SPLIT, DK_FILL /* ConstantOfShape */, DK_SHAPE /* Shape, Size: a run-time value of the dims */,
                        DK_SELF /* reports its own dims, reads the run-time ones (NMS) */ } DynKind;
 
 static DynKind dyn_kind(const Node *n) {
@@ -563,6 +576,7 @@ static DynKind dyn_kind(const Node *n) {
     case OP_Concat: return DK_CONCAT;
     case OP_Split: return DK_SPLIT;
     case OP_Shape: case OP_Size: return DK_SHAPE;
+    case OP_ConstantOfShape: return DK_FILL;
     case OP_ArgMax: case OP_ArgMin: return DK_ARG;
     case OP_TopK: return DK_TOPK;
     case OP_NonMaxSuppression: case OP_NonZero: return DK_SELF;
@@ -762,6 +776,12 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
         for (int d = 0; d < y->rank; d++) follow(n, rules, d, 0, d);
         return true;
     }
+    case DK_FILL: {                     /* dim d is the shape's element d */
+        Value *v = dyn_shape_source(n);
+        for (int d = 0; v && d < y->rank; d++)
+            if (is_dyn_dim(v, d)) rules[d].by = 1, rules[d].at = d;
+        return true;
+    }
     case DK_SHAPE: return true;         /* a static shape; its values are computed at run time */
     case DK_REDUCE: {
         bool mask[MAX_RANK];
@@ -870,7 +890,7 @@ static void lower_dyn_dims(Lower *L, Node *n) {
             }
             if (r->by) {                /* a run-time count: min(it, max(0, the value)) */
                 Buf *c = lower_in(L, n, r->by - 1);
-                Expr *at = kx_index(p, 0);
+                Expr *at = kx_index(p, r->at);
                 Expr *cv = kx_cast(p, DT_INDEX, kx_load(p, c, c->rank ? &at : NULL));
                 v = kx_bin(p, K_MIN, v, kx_bin(p, K_MAX, cv, kx_index(p, 0)));
             }
@@ -1014,7 +1034,7 @@ bool dyn_follows(const Node *n) {
     if (n->op == OP_If)                     /* writes at the capacity's strides, dims itself */
         for (int i = 0; i < n->nout; i++)
             if (n->out[i] && n->out[i]->dyn) return true;
-    return (dyn_any_input(n) || dyn_topk_k(n)) && dyn_kind(n) != DK_SELF && dyn_kind(n) != DK_SHAPE;
+    return (dyn_any_input(n) || dyn_runtime_dims(n)) && dyn_kind(n) != DK_SELF && dyn_kind(n) != DK_SHAPE;
 }
 
 void dyn_lower_results(Lower *L, Node *n) {

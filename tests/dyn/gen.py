@@ -92,7 +92,7 @@ def models():
     class TopkRuntimeK(torch.nn.Module):
         # torchvision's SSD/RetinaNet post-process per level: a score filter, then topk with
         # k = min(K, the survivors' count) (det_utils._topk_min: a run-time k), gathers by its
-        # indices, NMS, gathers
+        # indices, NMS, gathers, labels by full_like
         def forward(self, boxes, scores):
             from torchvision.models.detection import _utils as det_utils
             keep = scores > 0.3
@@ -100,7 +100,8 @@ def models():
             s, i = s.topk(det_utils._topk_min(s, 6, 0))
             b = b[i]
             keep = torchvision.ops.nms(b, s, 0.5)
-            return s, i, b[keep], s[keep] * 2.0
+            # the labels as torchvision writes them: full_like (ConstantOfShape of a run-time Shape)
+            return s, i, b[keep], s[keep] * 2.0, torch.full_like(keep, 2) + 1
 
     rng = np.random.default_rng(17)
 
