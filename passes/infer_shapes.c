@@ -111,7 +111,7 @@ void infer_node(Graph *g, Node *n) {
     int before = error_count;
     op_info[n->op].infer(g, n);
     if (error_count > before) return;
-    if (dyn_any_input(n)) dyn_infer(g, n);       /* which output dims follow run-time ones */
+    if (dyn_any_input(n) || dyn_runtime_dims(n)) dyn_infer(g, n);       /* which output dims follow run-time ones */
     if (error_count > before) return;
     for (int i = 0; i < n->nout; i++) {
         Value *v = n->out[i];

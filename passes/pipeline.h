@@ -68,6 +68,9 @@ bool rule_takes_containers(Op op);  /* may op read a sequence or optional (seque
  * n may take v (a user error naming the op if not), and, after n's shape rule, which of its
  * output dims follow run-time dims (Value.dyn, Value.dynmask). */
 bool dyn_any_input(const Node *n);
+bool dyn_topk_k(const Node *n);
+bool dyn_runtime_dims(const Node *n);
+Value *dyn_shape_source(const Node *n);
 bool dyn_operand_ok(Graph *g, Node *n, const Value *v);
 void dyn_infer(Graph *g, Node *n);
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */

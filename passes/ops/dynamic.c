@@ -509,7 +509,10 @@ void lower_nms(Lower *L, Node *n) {
  * by a simple formula: elementwise ops with broadcasting (a data-dependent dim broadcasts only
  * against 1), Transpose, Gather, GatherElements, GatherND, Squeeze, Unsqueeze, Reshape,
  * Flatten, Identity, Slice (constant starts >= 0 and ends along a data-dependent dim), Concat
- * (along an exact dim), and Reduce*, ArgMax/ArgMin and TopK along exact dims. Gathers clamp
+ * (along an exact dim), and Reduce*, ArgMax/ArgMin and TopK along exact dims. A TopK whose k
+ * is a run-time value is data-dependent along its axis even with exact inputs (dyn_topk_k):
+ * the rule caps the dim by k's value (DimRule.by); so is a ConstantOfShape of the whole Shape
+ * of a dyn value (dyn_shape_source), dim d by the shape's element d. Gathers clamp
  * their indices into the capacity, so an index read from the part outside the valid box
  * cannot leave a buffer. For each output dim, a DimRule says how its run-time value follows. */
 
@@ -519,6 +522,8 @@ typedef struct DimRule {
     int64_t mul;                    /* times this (Reshape merging a leading dim) */
     bool slice;                     /* then Slice: from start to min(end, it) by step */
     int64_t start, end, step;
+    int by;                         /* 1 + the input whose run-time value caps it (TopK's k) */
+    int at;                         /* ... its element at (ConstantOfShape's shape) */
 } DimRule;
 
 static unsigned dyn_bits(const Value *v) {
@@ -528,6 +533,22 @@ static unsigned dyn_bits(const Value *v) {
 
 static bool is_dyn_dim(const Value *v, int d) { return (dyn_bits(v) >> d) & 1; }
 
+/* A TopK whose k is known only at run time: its output is data-dependent along the axis. */
+bool dyn_topk_k(const Node *n) {
+    return n->op == OP_TopK && n->nin > 1 && n->in[1] && !n->in[1]->data;
+}
+
+/* A ConstantOfShape of the whole Shape of a data-dependent value (`torch.full_like` of one):
+ * that value, whose capacity and dims it takes; NULL otherwise. */
+Value *dyn_shape_source(const Node *n) {
+    if (n->op != OP_ConstantOfShape || n->in[0]->data || !n->in[0]->producer) return NULL;
+    Node *s = n->in[0]->producer;
+    if (s->op != OP_Shape || !s->in[0]->dyn || n->in[0]->dims[0] != s->in[0]->rank) return NULL;
+    return s->in[0];
+}
+
+bool dyn_runtime_dims(const Node *n) { return dyn_topk_k(n) || dyn_shape_source(n); }
+
 bool dyn_any_input(const Node *n) {
     for (int i = 0; i < n->nin; i++)
         if (n->in[i] && n->in[i]->dyn) return true;
@@ -536,7 +557,7 @@ bool dyn_any_input(const Node *n) {
 
 typedef enum DynKind { DK_NONE, DK_MAP, DK_TRANSPOSE, DK_GATHER, DK_GATHER_ELEMENTS, DK_GATHERND,
                        DK_VIEW, DK_SLICE, DK_CONCAT, DK_REDUCE, DK_ARG, DK_TOPK,
-                       DK_SPLIT, DK_SHAPE /* Shape, Size: a run-time value of the dims */,
+                       DK_SPLIT, DK_FILL /* ConstantOfShape */, DK_SHAPE /* Shape, Size: a run-time value of the dims */,
                        DK_SELF /* reports its own dims, reads the run-time ones (NMS) */ } DynKind;
 
 static DynKind dyn_kind(const Node *n) {
@@ -555,6 +576,7 @@ static DynKind dyn_kind(const Node *n) {
     case OP_Concat: return DK_CONCAT;
     case OP_Split: return DK_SPLIT;
     case OP_Shape: case OP_Size: return DK_SHAPE;
+    case OP_ConstantOfShape: return DK_FILL;
     case OP_ArgMax: case OP_ArgMin: return DK_ARG;
     case OP_TopK: return DK_TOPK;
     case OP_NonMaxSuppression: case OP_NonZero: return DK_SELF;
@@ -754,6 +776,12 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
         for (int d = 0; d < y->rank; d++) follow(n, rules, d, 0, d);
         return true;
     }
+    case DK_FILL: {                     /* dim d is the shape's element d */
+        Value *v = dyn_shape_source(n);
+        for (int d = 0; v && d < y->rank; d++)
+            if (is_dyn_dim(v, d)) rules[d].by = 1, rules[d].at = d;
+        return true;
+    }
     case DK_SHAPE: return true;         /* a static shape; its values are computed at run time */
     case DK_REDUCE: {
         bool mask[MAX_RANK];
@@ -765,7 +793,16 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
     case DK_ARG: case DK_TOPK: {
         bool mask[MAX_RANK] = {0};
         int axis = (int)ir_attr_int(n, "axis", n->op == OP_TopK ? -1 : 0);
-        mask[axis < 0 ? axis + x->rank : axis] = true;
+        if (axis < 0) axis += x->rank;
+        if (dyn_topk_k(n)) {            /* min(k, the actual length) along the axis */
+            double fill;
+            if (is_dyn_dim(x, axis) && !mask_fill(n, &fill))
+                return refuse(g, n, "on floats when k is a run-time value and the axis data-dependent");
+            for (int d = 0; d < x->rank; d++) follow(n, rules, d, 0, d);
+            rules[axis].by = 2;
+            return true;
+        }
+        mask[axis] = true;
         return reduce_rules(g, n, mask, n->op == OP_TopK || ir_attr_int(n, "keepdims", 1) != 0, rules);
     }
     }
@@ -788,7 +825,7 @@ void dyn_infer(Graph *g, Node *n) {
         if (!y || !dyn_rules(g, n, o, rules)) continue;
         y->dynmask = 0;
         for (int d = 0; d < y->rank; d++)
-            if (rules[d].nsrc) y->dynmask |= 1u << d;
+            if (rules[d].nsrc || rules[d].by) y->dynmask |= 1u << d;
         y->dyn = y->dynmask != 0;
     }
 }
@@ -838,6 +875,8 @@ static void lower_dyn_dims(Lower *L, Node *n) {
         Kernel *k = lower_kernel(L, n, KC_GENERIC, KNOINS, NULL, NULL, NULL);
         for (int i = 0; i < n->nin; i++)
             if (n->in[i] && n->in[i]->dyn) kir_param(p, k, dims_buf(L, n->in[i]), KP_IN);
+        for (int d = 0; d < y->rank; d++)
+            if (rules[d].by) kir_param(p, k, lower_in(L, n, rules[d].by - 1), KP_IN);
         Buf *out = lower_dims(L, n, o);
         kir_param(p, k, out, KP_OUT);
         Stmt *body = NULL;
@@ -848,6 +887,12 @@ static void lower_dyn_dims(Lower *L, Node *n) {
                 Expr *s = dim_of(p, n->in[r->in[j]], dims_buf(L, n->in[r->in[j]]), r->dim[j]);
                 /* broadcasting: a dim of 1 takes the other */
                 v = j == 0 ? s : kx_select(p, kx_bin(p, K_EQ, kx_clone(p, v), kx_index(p, 1)), s, v);
+            }
+            if (r->by) {                /* a run-time count: min(it, max(0, the value)) */
+                Buf *c = lower_in(L, n, r->by - 1);
+                Expr *at = kx_index(p, r->at);
+                Expr *cv = kx_cast(p, DT_INDEX, kx_load(p, c, c->rank ? &at : NULL));
+                v = kx_bin(p, K_MIN, v, kx_bin(p, K_MAX, cv, kx_index(p, 0)));
             }
             if (r->mul != 1) v = kx_mul(p, v, r->mul);
             if (r->slice) {
@@ -989,7 +1034,7 @@ bool dyn_follows(const Node *n) {
     if (n->op == OP_If)                     /* writes at the capacity's strides, dims itself */
         for (int i = 0; i < n->nout; i++)
             if (n->out[i] && n->out[i]->dyn) return true;
-    return dyn_any_input(n) && dyn_kind(n) != DK_SELF && dyn_kind(n) != DK_SHAPE;
+    return (dyn_any_input(n) || dyn_runtime_dims(n)) && dyn_kind(n) != DK_SELF && dyn_kind(n) != DK_SHAPE;
 }
 
 void dyn_lower_results(Lower *L, Node *n) {

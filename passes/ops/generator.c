@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../lower.h"
+#include "../pipeline.h"
 
 /* ---- constants and shapes ---- */
 
@@ -58,8 +59,8 @@ static Value *fill_value(Node *n) {
 }
 
 void infer_constant_of_shape(Graph *g, Node *n) {
-    Value *s = rule_const_ints(g, n, 0, "shape", MAX_RANK);
-    if (!s) return;
+    Value *src = dyn_shape_source(n), *s = src ? NULL : rule_const_ints(g, n, 0, "shape", MAX_RANK);
+    if (!s && !src) return;
     Value *fill = fill_value(n);
     DType t = fill ? fill->dtype : DT_FLOAT;
     if (fill && ir_numel(fill) != 1) {
@@ -71,6 +72,10 @@ void infer_constant_of_shape(Graph *g, Node *n) {
         return;
     }
     int64_t dims[MAX_RANK];
+    if (src) {                  /* the shape of a data-dependent value: its capacity (dynamic.c) */
+        ir_set_shape(n->out[0], t, src->rank, src->dims);
+        return;
+    }
     int rank = (int)ir_numel(s);
     for (int d = 0; d < rank; d++) {
         dims[d] = ir_const_int(s, d);

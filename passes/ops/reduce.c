@@ -227,14 +227,20 @@ void lower_cumsum(Lower *L, Node *n) {
 
 /* ---- TopK ---- */
 
-/* k (constant) and the axis; false after an error (g NULL: no message). */
+/* k and the axis; false after an error (g NULL: no message). A k known only at run time (a
+ * one-element integer tensor, as exporters write min(K, a run-time count)) gives *kk = the
+ * axis' capacity: the output is data-dependent along the axis, min(k, its length) at run time
+ * (dynamic.c). */
 static bool topk_params(Graph *g, Node *n, int64_t *kk, int *axis) {
     Value *x = n->in[0], *kv = n->in[1];
     if (!rule_axis(g, n, ir_attr_int(n, "axis", -1), x->rank, axis)) return false;
-    if (g && (!kv->data || dtype_is_float(kv->dtype) || ir_numel(kv) != 1)) {
-        error(ir_where(g, n), "k '%s' must be a compile-time constant integer (unsupported "
-              "otherwise)", kv->name);
+    if (dtype_is_float(kv->dtype) || kv->dtype == DT_BOOL || ir_numel(kv) != 1) {
+        if (g) error(ir_where(g, n), "k '%s' must be a one-element integer tensor", kv->name);
         return false;
+    }
+    if (!kv->data) {
+        *kk = x->dims[*axis];
+        return true;
     }
     *kk = ir_const_int(kv, 0);
     if (*kk < 0 || *kk > x->dims[*axis]) {

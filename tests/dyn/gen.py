@@ -89,6 +89,20 @@ def models():
             keep = torchvision.ops.batched_nms(boxes, scores, labels, 0.5)[:10]
             return boxes[keep], scores[keep], labels[keep]
 
+    class TopkRuntimeK(torch.nn.Module):
+        # torchvision's SSD/RetinaNet post-process per level: a score filter, then topk with
+        # k = min(K, the survivors' count) (det_utils._topk_min: a run-time k), gathers by its
+        # indices, NMS, gathers, labels by full_like
+        def forward(self, boxes, scores):
+            from torchvision.models.detection import _utils as det_utils
+            keep = scores > 0.3
+            s, b = scores[keep], boxes[keep]
+            s, i = s.topk(det_utils._topk_min(s, 6, 0))
+            b = b[i]
+            keep = torchvision.ops.nms(b, s, 0.5)
+            # the labels as torchvision writes them: full_like (ConstantOfShape of a run-time Shape)
+            return s, i, b[keep], s[keep] * 2.0, torch.full_like(keep, 2) + 1
+
     rng = np.random.default_rng(17)
 
     def boxes(n):
@@ -126,6 +140,10 @@ def models():
     yield "kept_stats", KeptStats(), [
         [boxes(12), rng.uniform(0, 1, 12).astype(np.float32)],
         [boxes(12), rng.uniform(0, 0.35, 12).astype(np.float32)]]
+    yield "topk_runtime_k", TopkRuntimeK(), [
+        [boxes(16), rng.uniform(0, 1, 16).astype(np.float32)],          # more than 6 survive
+        [boxes(16), rng.uniform(0, 0.4, 16).astype(np.float32)],        # fewer
+        [boxes(16) / 3, rng.uniform(0.5, 1, 16).astype(np.float32)]]    # all, NMS removes some
 
 
 def onnx_models():
@@ -164,6 +182,20 @@ def onnx_models():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     x = rng.standard_normal((2, 3)).astype(np.float32)
     yield "if_dims", m, [[np.array(True), x], [np.array(False), x]]
+    # TopK along axis 1 with k a graph input (data-dependent along a dim that is not the
+    # first), its values negated and its indices summed along the data-dependent dim
+    g = helper.make_graph([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=0),
+                           helper.make_node("Neg", ["v"], ["nv"]),
+                           helper.make_node("ReduceSum", ["i", "one"], ["si"], keepdims=1)],
+                          "topk_input_k",
+                          [f32("x", [3, 7]), helper.make_tensor_value_info("k", T.INT64, [1])],
+                          [f32("nv", None), helper.make_tensor_value_info("i", T.INT64, None),
+                           helper.make_tensor_value_info("si", T.INT64, None)],
+                          [helper.make_tensor("one", T.INT64, [1], [1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    yield "topk_input_k", m, [[x, np.array([3], np.int64)], [x, np.array([7], np.int64)],
+                              [x, np.array([0], np.int64)]]
 
 
 def export(out):
