@@ -331,6 +331,18 @@ else
 fi
 fresh; expect_error "--max-arena below the smallest schedule" 1 1 "over --max-arena 5879" \
     "goes below 5880 bytes" -- tests/int8/lenet/model.onnx --target thumbv7em-none-eabihf --max-arena 5879 -o $dir/x.o
+# row bands (band_rows): the MobileNetV2-style int8 model's 138,240 B layer by layer, under a
+# third of it on the M4 in 6 bands (44,160 B; tests/firmware checks their outputs); below its
+# 12 bands' 33,024 B, the error names that
+fresh
+run tests/int8/mbv2/model.onnx --target thumbv7em-none-eabihf --max-arena 46080 -v -o $dir/x.o
+if [ $rc = 0 ] && grep -q 'ARENA_SIZE 44160' $dir/x.h && grep -q 'band_rows: 6 bands' $B/stderr; then
+    ok "--max-arena 46080: row bands (mbv2 int8 138240 -> 44160 B in 6 bands)"
+else
+    fail "--max-arena 46080: row bands" "exit status $rc" $B/stderr
+fi
+fresh; expect_error "--max-arena below the smallest row bands" 1 1 "over --max-arena 20000" \
+    "goes below 33024 bytes" "_band" -- tests/int8/mbv2/model.onnx --target thumbv7em-none-eabihf --max-arena 20000 -o $dir/x.o
 
 # ---- onnxcc bench ----
 # The table lists exactly the kernels of the compiled program (as --print-after=bufferize names
