@@ -2,7 +2,7 @@
  * memory-heavy stages of a CNN run band by band of output rows, so that their large
  * activations never exist whole.
  *
- * A prefix of the graph (convolutions and elementwise ops over NCHW maps, reading one outside
+ * A prefix of the graph (convolutions, MaxPools and elementwise ops over NCHW maps, reading one outside
  * map X and leaving one map T to the rest of the graph) is copied once per band of T's rows.
  * Walking the prefix backwards gives the rows each band needs of every map (a conv's window
  * widens them: the halo, recomputed by both neighbouring bands); each copy then reads a Slice
@@ -39,6 +39,12 @@ static bool is_const(const Value *v) { return v && v->data; }
 
 static bool conv_like(const Node *n) { return n->op == OP_Conv || n->op == OP_QLinearConv; }
 
+/* Ops with a window over H: the convs and MaxPool (whose padding is -inf: a band pads only
+ * where the map does, as for a conv). Not ceil_mode, whose last window may hang over. */
+static bool windowed(const Node *n) {
+    return conv_like(n) || (n->op == OP_MaxPool && n->nout == 1 && !ir_attr_int(n, "ceil_mode", 0));
+}
+
 /* Elementwise ops whose non-constant inputs have the output's shape: rows map to rows. */
 static bool rowwise(const Node *n) {
     switch (n->op) {
@@ -64,7 +70,7 @@ static bool rowwise(const Node *n) {
 /* A node a band can copy: one 4-D output, N x C x H x W. */
 static bool bandable(const Node *n) {
     if (n->dead || n->nout != 1 || n->out[0]->rank != 4 || n->out[0]->dyn) return false;
-    if (conv_like(n)) {
+    if (windowed(n)) {
         const char *ap = ir_attr_str(n, "auto_pad", "NOTSET");
         if (strcmp(ap, "NOTSET") != 0 || is_const(n->in[0]) || n->in[0]->rank != 4) return false;
         for (int i = 1; i < n->nin; i++)
@@ -81,14 +87,14 @@ static Geom geom(const Node *n) {
     const int64_t *p = NULL, *s = NULL, *d = NULL, *ks = NULL;
     int np = ir_attr_ints(n, "pads", &p), ns = ir_attr_ints(n, "strides", &s);
     int nd = ir_attr_ints(n, "dilations", &d), nk = ir_attr_ints(n, "kernel_shape", &ks);
-    const Value *w = n->in[n->op == OP_QLinearConv ? 3 : 1];
+    const Value *w = n->op == OP_MaxPool ? NULL : n->in[n->op == OP_QLinearConv ? 3 : 1];
     Geom g = {nk ? ks[0] : w->dims[2], ns ? s[0] : 1, nd ? d[0] : 1, np == 4 ? p[0] : 0, np == 4 ? p[2] : 0};
     return g;
 }
 
 /* The rows of a node's activation input that output rows r need (clipped to the input). */
 static Rows in_rows(const Node *n, const Value *in, Rows r) {
-    if (!conv_like(n)) return r;
+    if (!windowed(n)) return r;
     Geom c = geom(n);
     Rows x = {r.lo * c.s - c.pt, (r.hi - 1) * c.s - c.pt + (c.k - 1) * c.d + 1};
     if (x.lo < 0) x.lo = 0;
@@ -253,7 +259,7 @@ static void apply(Bander *b, const Plan *p) {
                 Rows have = v == p->X ? xr : b->need[v->id];
                 c->in[j] = slice_rows(g, c, src, have, want, arena_printf(g->arena, "%s_band%d_in%d", n->name, bi, j));
             }
-            if (conv_like(n)) {
+            if (windowed(n)) {
                 Geom q = geom(n);
                 Rows x = in_rows(n, n->in[0], o);
                 int64_t pt = x.lo - (o.lo * q.s - q.pt);

@@ -128,7 +128,7 @@ run_case() { # name model data-set [profile]
     # RAM budgets, under which onnxcc lowers again, one conv at a time, until the arena fits:
     # CMSIS-NN's 16,256 B for the KWS model (two 8,000 B activation buffers and its scratch;
     # the default build fits it), a quarter of the float LeNet's 23,520 B for the int8 one
-    # (both convs without im2col words), 20,000 B for the int8 LeNet (the first conv without);
+    # (row bands), 20,000 B for the int8 LeNet (row bands of its first stage);
     # the MobileNetV2-style int8 model (138,240 B layer by layer) in row bands (band_rows) at
     # four budgets, 46,080 B being a third of its lower bound without bands
     case $name in
