@@ -45,8 +45,9 @@ static const char options_text[] =
     "  --max-model-size N    read model files of up to N bytes (suffix k, M or G), gzip\n"
     "                        data expanding to up to N bytes (default: 2G for a plain\n"
     "                        file, 100 times the file's size for gzip, at most 2G)\n"
-    "  --max-arena N         the arena's budget in bytes (suffix k, M, G): over it, lower again\n"
-    "                        with int8 convs reading their input in place of im2col buffers,\n"
+    "  --max-arena N         the arena's budget in bytes (suffix k, M, G): over it, run a\n"
+    "                        CNN's first stages in row bands (band_rows), lower again, and\n"
+    "                        then with int8 convs reading their input in place of im2col buffers,\n"
     "                        the largest first, until it fits; then fail if still over; the\n"
     "                        error gives the least arena the program can have and what is\n"
     "                        live there\n"
@@ -342,7 +343,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if ((v = opt_value("--report-counts", argc, argv, i))) c->report_counts = v;
     else if ((v = opt_value("--report", argc, argv, i))) c->report_path = v;
     else if ((v = opt_value("--max-model-size", argc, argv, i))) fe_max_model_size = parse_size("--max-model-size", v);
-    else if ((v = opt_value("--max-arena", argc, argv, i))) c->max_arena = (int64_t)parse_size("--max-arena", v);
+    else if ((v = opt_value("--max-arena", argc, argv, i))) c->max_arena = c->o.max_arena = (int64_t)parse_size("--max-arena", v);
     else if ((v = opt_value("--emit", argc, argv, i))) parse_emit(c, v);
     else if ((v = opt_value("--target", argc, argv, i))) c->triple = v;
     else if ((v = opt_value("--cpu", argc, argv, i))) c->cpu = v;
@@ -465,7 +466,18 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
         os[l].tune_target = tune_target(g->arena, b->t[l].triple, b->t[l].isa);
     }
     g->max_bytes = t->ptr_bits == 32 ? IR_MAX_BYTES_32 : IR_MAX_BYTES_64;
+    for (int l = 0; l < b->n; l++) os[l].max_arena = 0;     /* band_rows: only when over (below) */
     run_pipeline_levels(g, os, b->n, b->p);
+    /* --max-arena over its budget: first the row bands of band_rows, whose copies of a CNN's
+     * first stages cost some recomputation, then lowered again */
+    bool over0 = false;
+    for (int l = 0; l < b->n; l++) over0 |= c->max_arena > 0 && b->p[l]->arena_size > c->max_arena;
+    if (over0 && c->o.opt_level >= pass_find("band_rows")->min_opt) {
+        int before = g->nvalues;
+        for (int l = 0; l < b->n; l++) os[l].max_arena = c->max_arena;
+        run_graph_pass(pass_find("band_rows"), g, &os[0]);
+        if (g->nvalues != before) run_lowering_levels(g, os, b->n, b->p);
+    }
     /* --max-arena over its budget: lowered again, trading time for RAM one conv at a time
      * (Program.ram_first): the conv with the largest im2col buffer over its output's size
      * reads its input in place, then the next largest, until the arena fits or no such

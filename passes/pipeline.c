@@ -24,6 +24,8 @@ const Pass passes[] = {
     {"fuse_qdq", 1, PASS_GRAPH, {.graph = fuse_qdq}, "DQ -> Conv/Gemm/MaxPool... -> Q as integer ops"},
     {"fuse_batchnorm", 1, PASS_GRAPH, {.graph = fuse_batchnorm}, "BN into Conv/ConvTranspose/Gemm weights"},
     {"fold_constants", 0, PASS_GRAPH, {.graph = fold_constants}, "whatever became constant since"},
+    {"band_rows", 1, PASS_GRAPH_OPTS, {.graph_opts = band_rows},
+     "--max-arena: a CNN's first stages band by band of rows"},
     {"lower", 0, PASS_LOWER, {.lower = lower}, "graph IR -> kernel IR (passes/ops/)"},
     {"fuse", 1, PASS_KERNEL, {.kernel = fuse}, "elementwise consumers into producers"},
     {"schedule", 2, PASS_KERNEL, {.kernel = schedule}, "loop primitives per kernel class and target"},
@@ -83,6 +85,12 @@ static void run_pass(const Pass *ps, Graph *g, Program **p, const Options *o) {
     case PASS_KERNEL: ps->fn.kernel(*p); break;
     }
     after(o, ps->name, t0, *p ? NULL : g, *p);
+}
+
+void run_graph_pass(const Pass *ps, Graph *g, const Options *o) {
+    Program *p = NULL;
+    if (ps->ir != PASS_GRAPH && ps->ir != PASS_GRAPH_OPTS) die("run_graph_pass: %s is not a graph pass", ps->name);
+    run_pass(ps, g, &p, o);
 }
 
 void run_pipeline_levels(Graph *g, const Options *os, int n, Program **ps) {

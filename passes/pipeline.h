@@ -39,6 +39,7 @@ typedef struct Options {
     int arena_align;                /* from the target */
     const char *level;              /* the ISA level of this lowering, in dumps (NULL: the only one) */
     bool split_all;                 /* --split-all (tests): parallelize splits every kernel it can */
+    int64_t max_arena;              /* --max-arena: band_rows runs a prefix in row bands to fit it (0: none) */
     bool ram_first;                 /* the smaller arena where a pass can choose (Program.ram_first) */
     int64_t x4_max;                 /* with it: Program.x4_max */
     const struct Tuning *tuning;    /* --tune-file, --autotune: Program.tuning (passes/tune.h) */
@@ -73,6 +74,9 @@ bool dyn_runtime_dims(const Node *n);
 Value *dyn_shape_source(const Node *n);
 bool dyn_operand_ok(Graph *g, Node *n, const Value *v);
 void dyn_infer(Graph *g, Node *n);
+/* --max-arena over the estimated layer-by-layer peak: a prefix of convs and elementwise ops
+ * copied once per band of output rows, joined by a Concat (passes/band_rows.c) */
+void band_rows(Graph *g, const Options *o);
 void fold_constants(Graph *g);      /* evaluate nodes whose inputs are all constant */
 /* Evaluate one node whose inputs are all constant (kernel IR interpreter); on success its
  * outputs get data, lose their producer and the node dies. Returns whether it folded. */
@@ -119,6 +123,9 @@ Program *run_pipeline(Graph *g, const Options *o);
 void run_pipeline_levels(Graph *g, const Options *os, int n, Program **ps);
 /* Its second half alone, on a graph the first half has run on: lowering and kernel passes. */
 void run_lowering_levels(Graph *g, const Options *os, int n, Program **ps);
+/* One graph pass outside the pipeline's run (cli_build's band_rows under --max-arena), with
+ * the same dumps and checks as in it. */
+void run_graph_pass(const Pass *ps, Graph *g, const Options *o);
 /* Runs the given kernel passes on p in this order, whatever the -O level (--run-pass). */
 void run_kernel_passes(Program *p, const Pass *const *ps, int n, const Options *o);
 

@@ -8,7 +8,8 @@
 # when QEMU exits 0 and the program printed PASS. Prints the model object's .text/.rodata
 # sizes, its arena (which must be within 5% of the header's NAME_ARENA_LOWER_BOUND, and within
 # --max-arena for the *_ram cases: KWS int8 at CMSIS-NN's 16,256 B, LeNet int8 at a quarter of
-# its float model's arena), the stack its run took (which
+# its float model's arena; and for the mbv2_i8_b* cases, in row bands, whose output must equal
+# the model's without bands exactly), the stack its run took (which
 # must not exceed the header's NAME_STACK_SIZE;
 # the header's NAME_FLASH_SIZE must equal `size`'s text and NAME_MACS agree with macs.py), the
 # instructions it executed (QEMU's -icount, read
@@ -49,6 +50,11 @@ lenet_i8_mid tests/int8/lenet/model.onnx tests/int8/lenet/test_data_set_0
 kws_i8 tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 kws_i8_ram tests/int8/kws/model.onnx tests/int8/kws/test_data_set_0
 dscnn_i8 tests/int8/dscnn/model.onnx tests/int8/dscnn/test_data_set_0
+mbv2_i8 tests/int8/mbv2/model.onnx tests/int8/mbv2/test_data_set_0
+mbv2_i8_b100k tests/int8/mbv2/model.onnx tests/int8/mbv2/test_data_set_0
+mbv2_i8_b70k tests/int8/mbv2/model.onnx tests/int8/mbv2/test_data_set_0
+mbv2_i8_b46k tests/int8/mbv2/model.onnx tests/int8/mbv2/test_data_set_0
+mbv2_i8_b34k tests/int8/mbv2/model.onnx tests/int8/mbv2/test_data_set_0
 mlp_i8 tests/int8/mlp/model.onnx tests/int8/mlp/test_data_set_0
 lenet_qop_i8 tests/int8/lenet_qop/model.onnx tests/int8/lenet_qop/test_data_set_0
 ops_i8 tests/int8/ops/model.onnx tests/int8/ops/test_data_set_0
@@ -123,11 +129,17 @@ run_case() { # name model data-set [profile]
     # RAM budgets, under which onnxcc lowers again, one conv at a time, until the arena fits:
     # CMSIS-NN's 16,256 B for the KWS model (two 8,000 B activation buffers and its scratch;
     # the default build fits it), a quarter of the float LeNet's 23,520 B for the int8 one
-    # (both convs without im2col words), 20,000 B for the int8 LeNet (the first conv without)
+    # (row bands), 20,000 B for the int8 LeNet (row bands of its first stage);
+    # the MobileNetV2-style int8 model (138,240 B layer by layer) in row bands (band_rows) at
+    # four budgets, 46,080 B being a third of its lower bound without bands
     case $name in
     kws_i8_ram) opts="--max-arena 16256" ;;
     lenet_i8_ram) opts="--max-arena 5880" ;;
     lenet_i8_mid) opts="--max-arena 20000" ;;
+    mbv2_i8_b100k) opts="--max-arena 100000" ;;
+    mbv2_i8_b70k) opts="--max-arena 70000" ;;
+    mbv2_i8_b46k) opts="--max-arena 46080" ;;
+    mbv2_i8_b34k) opts="--max-arena 34000" ;;
     esac
     if [ -n "${4:-}" ]; then            # a --profile build of its own, in $FW/prof
         D=$FW/prof log=$FW/prof/$1.log opts="$opts --profile"
@@ -198,6 +210,12 @@ run_case() { # name model data-set [profile]
     case $opts in --max-arena*)
         if [ "$harena" -gt "${opts#--max-arena }" ]; then
             fail "$BOARD $name" "arena $harena B over $opts" $log; return
+        fi ;;
+    esac
+    # row bands recompute the same values: the MobileNetV2-style model's output bit for bit
+    case $name in mbv2_i8*)
+        if [ "$err" != 0 ]; then
+            fail "$BOARD $name" "max abs error $err, not 0" $log; return
         fi ;;
     esac
     # issue 20's goal for the DS-CNN keyword spotters on the M4 with default flags: CMSIS-NN's

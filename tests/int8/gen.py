@@ -36,6 +36,10 @@ Models (OUTDIR/NAME/, OUTDIR defaults to tests/int8/):
             reduce_range), which pmaddubsw multiplies exactly on AVX2
   dscnn     kws without its residual Adds and with an AveragePool 25x5 for its pool (the
             DS-CNN of Arm's ML zoo)
+  mbv2      1x3x96x96 -> MobileNetV2-style (width 0.5, Relu for Relu6): Conv 3x3 s2 (16), inverted
+            residual blocks (expand 1x1, depthwise 3x3, project 1x1, residual Adds) down to 6x6x48,
+            GlobalAveragePool, Gemm 48-10: the row bands of tests/firmware (mbv2_i8_b*; no
+            float.onnx)
   lenet_qop lenet's convolutions in QOperator form: QuantizeLinear, QLinearConv (Relu fused),
             MaxPool on uint8, QLinearConv, MaxPool, Reshape, QLinearMatMul 400-10 (per-tensor
             weights), DequantizeLinear
@@ -140,6 +144,26 @@ def dscnn():
         x = n.node("Relu", [n.conv(x, 64, 64, (1, 1), bn=True)])
     x = n.node("Flatten", [n.node("AveragePool", [x], kernel_shape=[25, 5])], axis=1)
     return n, n.gemm(x, 64, 12)
+
+
+def mbv2():
+    """MobileNetV2-style at 96x96 (width 0.5, Relu for Relu6, the first five stages): inverted
+    residual blocks of pointwise expand, depthwise 3x3, pointwise project, residual Adds where
+    the shapes allow; the test of row bands (band_rows), whose early maps are the peak."""
+    n = Net("mbv2", [1, 3, 96, 96])
+    x = n.node("Relu", [n.conv("input", 3, 16, (3, 3), stride=2, pads=(1, 1, 1, 1), bn=True)])
+    cin = 16
+    for t, c, reps, s in ((1, 8, 1, 1), (6, 16, 2, 2), (6, 16, 2, 2), (6, 32, 2, 2), (6, 48, 1, 1)):
+        for i in range(reps):
+            st = s if i == 0 else 1
+            h = cin * t
+            y = n.node("Relu", [n.conv(x, cin, h, (1, 1), bn=True)]) if t != 1 else x
+            y = n.node("Relu", [n.conv(y, h, h, (3, 3), stride=st, pads=(1, 1, 1, 1), group=h, bn=True)])
+            y = n.conv(y, h, c, (1, 1), bn=True)
+            x = n.node("Add", [x, y]) if st == 1 and cin == c else y
+            cin = c
+    x = n.node("Flatten", [n.node("GlobalAveragePool", [x])], axis=1)
+    return n, n.gemm(x, cin, 10)
 
 
 def ops():
@@ -403,6 +427,12 @@ def main():
     ranges = calibrate(net, y)
     m, ys = QDQ(net, ranges, True).build(y, [1, net.w[net.nodes[-1][1][1]].shape[0]])
     write(outdir, "dscnn", m, net.model(1, y), ys, rng.uniform(-1, 1, net.xshape).astype(F32))
+    net, y = mbv2()
+    ranges = calibrate(net, y)
+    m, ys = QDQ(net, ranges, True).build(y, [1, net.w[net.nodes[-1][1][1]].shape[0]])
+    # no float.onnx: the test of row bands, not of the weights' size (its depthwise convs, 9
+    # int8 weights an output channel beside a 4-byte scale and bias, are 0.36x the float's)
+    write(outdir, "mbv2", m, None, ys, rng.uniform(-1, 1, net.xshape).astype(F32))
 
 
 if __name__ == "__main__":
