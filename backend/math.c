@@ -86,8 +86,11 @@ static V iround(M *m, V x) { return toint(m, add(m, x, copysign_(m, fk(m, 0.5), 
 
 /* v * 2^n for any integer n: two exact power-of-two factors, so that results that under- or
  * overflow come out as 0 / inf and subnormal results are still produced. */
-static V scale(M *m, V v, V n) {
-    n = iclamp(m, n, -(2LL * m->bias - 2), 2LL * m->bias);
+static V scale_in(M *m, V v, V n);
+static V scale(M *m, V v, V n) { return scale_in(m, v, iclamp(m, n, -(2LL * m->bias - 2), 2LL * m->bias)); }
+
+/* The same for n already within those bounds. */
+static V scale_in(M *m, V v, V n) {
     V n1 = LLVMBuildAShr(m->b, n, ik(m, 1), "");
     V n2 = LLVMBuildSub(m->b, n, n1, "");
     V p1 = unbits(m, LLVMBuildShl(m->b, LLVMBuildAdd(m->b, n1, ik(m, m->bias), ""), ik(m, m->mant), ""));
@@ -193,11 +196,20 @@ static V m_tanh(M *m, V x) {
     return sel(m, isnan_(m, x), x, copysign_(m, t, x));
 }
 
-/* 1/(1+e^-x); for x < 0 written e^x/(1+e^x) so tiny results keep their precision. */
+/* 1/(1+e^-x); for x < 0 written e^x/(1+e^x) so tiny results keep their precision. e^-|x| as
+ * exp_core takes it, but with -|x| clamped once from below (a NaN goes to the clamp too, and
+ * is put back at the end), so that neither m_exp's NaN selects nor the upper clamp nor
+ * scale's clamps of the exponent are needed: k is in [lo/ln2 - 1, 0]. The same results in
+ * 5 fewer vector instructions of ~40 (SiLU epilogues of EfficientNet's depthwise convs). */
 static V m_sigmoid(M *m, V x) {
-    V s = m_exp(m, LLVMBuildFNeg(m->b, fabs_(m, x), ""));
-    V r = fdiv(m, fk(m, 1), add(m, fk(m, 1), s));
-    return sel(m, cmp(m, LLVMRealOLT, x, fk(m, 0)), mul(m, s, r), r);
+    double lo = m->dbl ? -746 : -104;
+    V a = LLVMBuildFNeg(m->b, fabs_(m, x), "");
+    a = sel(m, cmp(m, LLVMRealULT, a, fk(m, lo)), fk(m, lo), a);
+    V r, k = reduce(m, a, &r);
+    V s = scale_in(m, exp_poly(m, r, false), k);
+    V q = fdiv(m, fk(m, 1), add(m, fk(m, 1), s));
+    q = sel(m, cmp(m, LLVMRealOLT, x, fk(m, 0)), mul(m, s, q), q);
+    return sel(m, isnan_(m, x), x, q);
 }
 
 /* erfc(x) e^(x^2) on [1, 6] as a Chebyshev series in t = 1/x (double only): least-squares
