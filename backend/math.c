@@ -102,11 +102,20 @@ static V scale_in(M *m, V v, V n) {
 static double ln2_hi(M *m) { return m->dbl ? 6.93147180369123816490e-01 : 0.693145751953125; }
 static double ln2_lo(M *m) { return m->dbl ? 1.90821492927058770002e-10 : 1.428606765330187045e-06; }
 
-/* Argument reduction x = k ln2 + r, |r| <= ln2/2. x must be finite and moderate. */
+/* Argument reduction x = k ln2 + r, |r| <= ln2/2 (a little more where x/ln2 rounds to a
+ * tie). x must be finite and moderate: |x/ln2| < 2^(mant-1), which every caller's clamp or
+ * range keeps (exp_core's is the widest, 1076 in double). k comes from adding 1.5 * 2^mant,
+ * whose sum rounds x/ln2 to an integer in its last bits, as an integer subtraction of the
+ * sum's bits: one add instead of a rounding add, two conversions and a copysign (and the
+ * add is an FMA with the product where contraction is allowed, as are r's two steps, the
+ * first of which is exact either way). */
 static V reduce(M *m, V x, V *r) {
-    V k = iround(m, mul(m, x, fk(m, 1.0 / M_LN2)));
-    V kf = tofloat(m, k);
-    *r = sub(m, sub(m, x, mul(m, kf, fk(m, ln2_hi(m)))), mul(m, kf, fk(m, ln2_lo(m))));
+    double magic = 1.5 * ldexp(1.0, m->mant);
+    V t = be_fop(m->e, add(m, be_fop(m->e, mul(m, x, fk(m, 1.0 / M_LN2))), fk(m, magic)));
+    V kf = sub(m, t, fk(m, magic));
+    V k = LLVMBuildSub(m->b, bits(m, t), bits(m, fk(m, magic)), "");
+    V r1 = be_fop(m->e, sub(m, x, be_fop(m->e, mul(m, kf, fk(m, ln2_hi(m))))));
+    *r = be_fop(m->e, sub(m, r1, be_fop(m->e, mul(m, kf, fk(m, ln2_lo(m))))));
     return k;
 }
 
