@@ -407,7 +407,8 @@ enum { L2_BYTES = 1 << 20 };
 /* Where a packed GEMM's panel loop goes, from a model of the bytes it reads from beyond the
  * L2 (as block_order_rows does for convs): with the rows outermost (the default) every block
  * of MR rows streams all of B, from beyond the L2 once B does not fit there; with the panels
- * outermost each panel stays in the L2 over all rows, and A is read once per panel, from the
+ * outermost each panel stays in the L2 over all rows if it fits there next to a block of
+ * rows of A (else it too is read once per block), and A is read once per panel, from the
  * L2 if it fits there next to a panel. MR is taken as 6 (the AVX-512 tile; fewer rows per
  * block only favour the panels more). The smaller wins; a tie keeps the rows outermost. A
  * dense layer of ConvNeXt's last stage ([49, 768] x [768, 3072], 9.4 MB of weights) read B
@@ -416,7 +417,8 @@ enum { L2_BYTES = 1 << 20 };
 static bool panels_outer(Program *p, Kernel *k, int64_t bbytes, int64_t rows, int64_t rowbytes, int64_t panel) {
     int64_t abytes = rows * rowbytes, npanels = bbytes / panel, blocks = (rows + 5) / 6;
     int64_t far_rows = abytes + (bbytes <= L2_BYTES ? bbytes : bbytes * blocks);
-    int64_t far_panels = bbytes + (abytes + panel <= L2_BYTES ? abytes : abytes * npanels);
+    int64_t far_panels = (panel + 6 * rowbytes <= L2_BYTES ? bbytes : bbytes * blocks) +
+                         (abytes + panel <= L2_BYTES ? abytes : abytes * npanels);
     if (far_panels >= far_rows) return false;
     sched_note(p, k, "panels(b %lld, rows %lld, row %lld, panel %lld)", (long long)bbytes, (long long)rows,
                (long long)rowbytes, (long long)panel);
@@ -449,6 +451,11 @@ static void pack_panels(Program *p, Kernel *k) {
     int64_t nd = trips(j), esz = (int64_t)dtype_size(o.b->dtype), pw = MIN(8 * p->vector_bytes / esz, 128);
     int jd = o.transposed ? 0 : 1;
     if (pw < 4 || j->lo->i != 0 || o.b->dims[jd] != nd) return;
+    /* a B beyond the L2 over a long K: narrower panels (down to 4 vectors, a register tile's
+     * width) that fit the L2 next to a block of rows, so that panels_outer can keep one there
+     * (ViT's [197, 3072] x [3072, 768]: 1.5 MB panels of 128 columns, 768 KB of 64) */
+    int64_t kd = o.b->dims[1 - jd];
+    while (kir_nbytes(o.b) > L2_BYTES && pw > 4 * p->vector_bytes / esz && kd * pw * esz > L2_BYTES / 2) pw /= 2;
     if (nd <= pw) {
         if (o.transposed && nd * esz >= 4 * p->vector_bytes) {
             PackDim pd[2] = {{1, 0, false}, {0, 0, false}};
