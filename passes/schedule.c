@@ -34,6 +34,9 @@
  *     replaced by that one (block_factor). A J not
  *     blocked (a matrix-vector product) gets up to twice as many vectors: more independent
  *     chains, and each packed weight row streamed whole;
+ *   - a Gemm/MatMul with constant B of more columns than a panel has B packed into panels
+ *     (pack_panels), and where B exceeds the L2 over few rows the panels outermost
+ *     (panels_outer);
  *   - with vectors, convs of at least 16 input channels that get the cm layout read a
  *     zero-padded copy of their input (conv_pad) and run blocks of 2 vectors of output
  *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
@@ -407,6 +410,29 @@ static void find_operands(const Kernel *k, const Stmt *s, bool *red, bool in_red
     }
 }
 
+enum { L2_BYTES = 1 << 20 };
+
+/* Where a packed GEMM's panel loop goes, from a model of the bytes it reads from beyond the
+ * L2 (as block_order_rows does for convs): with the rows outermost (the default) every block
+ * of MR rows streams all of B, from beyond the L2 once B does not fit there; with the panels
+ * outermost each panel stays in the L2 over all rows if it fits there next to a block of
+ * rows of A (else it too is read once per block), and A is read once per panel, from the
+ * L2 if it fits there next to a panel. MR is taken as 6 (the AVX-512 tile; fewer rows per
+ * block only favour the panels more). The smaller wins; a tie keeps the rows outermost. A
+ * dense layer of ConvNeXt's last stage ([49, 768] x [768, 3072], 9.4 MB of weights) read B
+ * 9 times from DRAM with the rows outermost, at ~14% of the FMA peak. The inputs are printed
+ * in the schedule line: `panels(b 9437184, rows 49, row 3072, panel 393216)`. */
+static bool panels_outer(Program *p, Kernel *k, int64_t bbytes, int64_t rows, int64_t rowbytes, int64_t panel) {
+    int64_t abytes = rows * rowbytes, npanels = bbytes / panel, blocks = (rows + 5) / 6;
+    int64_t far_rows = abytes + (bbytes <= L2_BYTES ? bbytes : bbytes * blocks);
+    int64_t far_panels = (panel + 6 * rowbytes <= L2_BYTES ? bbytes : bbytes * blocks) +
+                         (abytes + panel <= L2_BYTES ? abytes : abytes * npanels);
+    if (far_panels >= far_rows) return false;
+    sched_note(p, k, "panels(b %lld, rows %lld, row %lld, panel %lld)", (long long)bbytes, (long long)rows,
+               (long long)rowbytes, (long long)panel);
+    return true;
+}
+
 /* Gemm/MatMul with a constant B: the column loop J (innermost parallel, around the reduction
  * over k) split into panels of 8 target vectors (at most 128 columns) and B packed as
  * [ceil(N/pw), K, pw], so that the reduction reads one panel front to back where B itself
@@ -433,6 +459,11 @@ static void pack_panels(Program *p, Kernel *k) {
     int64_t nd = trips(j), esz = (int64_t)dtype_size(o.b->dtype), pw = MIN(8 * p->vector_bytes / esz, 128);
     int jd = o.transposed ? 0 : 1;
     if (pw < 4 || j->lo->i != 0 || o.b->dims[jd] != nd) return;
+    /* a B beyond the L2 over a long K: narrower panels (down to 4 vectors, a register tile's
+     * width) that fit the L2 next to a block of rows, so that panels_outer can keep one there
+     * (ViT's [197, 3072] x [3072, 768]: 1.5 MB panels of 128 columns, 768 KB of 64) */
+    int64_t kd = o.b->dims[1 - jd];
+    while (kir_nbytes(o.b) > L2_BYTES && pw > 4 * p->vector_bytes / esz && kd * pw * esz > L2_BYTES / 2) pw /= 2;
     if (nd <= pw) {
         if (o.transposed && nd * esz >= 4 * p->vector_bytes) {
             PackDim pd[2] = {{1, 0, false}, {0, 0, false}};
@@ -443,6 +474,9 @@ static void pack_panels(Program *p, Kernel *k) {
     loop_split(p, k, jat, pw);
     PackDim pd[3] = {{jd, pw, false}, {1 - jd, 0, false}, {jd, pw, true}};
     loop_pack(p, k, o.b, arena_printf(p->arena, "panels%lld", (long long)pw), 3, pd);
+    if (n >= 2 && (*nest[n - 2])->body == *jat && !(*jat)->next &&
+        panels_outer(p, k, kir_nbytes(o.b), trips(*nest[n - 2]), trips(red) * esz, pw * esz * trips(red)))
+        loop_interchange(p, k, *nest[n - 2]);
 }
 
 /* A 1x1 convolution (stride 1, no padding): its last two output loops (rows, columns) read
@@ -1073,8 +1107,6 @@ static int block_pixels(const Program *p) { return vregs(p) >= 32 ? 14 : 5; }
  * input, 4 blocks) ran at ~20% of the FMA peak with the blocks outermost, every tile waiting
  * on input lines from L3; ResNet-18's (64 channels at 56x56, 128 at 28x28: inputs within
  * the L2; 512 at 7x7: 9.4 MB of weights) keep the blocks outermost. */
-enum { L2_BYTES = 1 << 20 };
-
 static bool block_order_rows(Program *p, Kernel *k, int64_t wbytes, int64_t xbytes, int64_t blocks, int64_t rows) {
     int64_t wblock = wbytes / blocks;
     int64_t far_blocks = wbytes + xbytes + (xbytes + wblock <= L2_BYTES ? 0 : xbytes * (blocks - 1));

@@ -26,11 +26,15 @@ for tb in (0,1):
 
 rng=np.random.default_rng(2)
 # (7,40) x 24: 7 rows by 3 vectors of 8 lanes (AVX2), which the register tile cost model
-# (passes/sched_tile.c) runs as 7 rows by 1 vector
-for ash,N in (((2,3,64),256),((64,),256),((5,64),384),((1,1,7,32),512),((4,64),200),((7,40),24)):
+# (passes/sched_tile.c) runs as 7 rows by 1 vector. (1,13,512) x 1152: 2.4 MB of weights, more
+# than the L2, over few rows: the panels outermost (passes/schedule.c, panels_outer); (13,1100)
+# x 320: the same with panels narrowed to fit the L2 (64 columns with AVX-512); their
+# weights scaled by 1/sqrt(K) so that float32 sums stay within the tolerance.
+for ash,N in (((2,3,64),256),((64,),256),((5,64),384),((1,1,7,32),512),((4,64),200),((7,40),24),((1,13,512),1152),((13,1100),320)):
     K=ash[-1]; name="m_"+"x".join(map(str,ash))+f"_{N}"
     os.makedirs(name+'/test_data_set_0',exist_ok=True)
     B=rng.standard_normal((K,N)).astype(np.float32)
+    if K>64: B=(B/np.sqrt(K)).astype(np.float32)
     node=helper.make_node('MatMul',['a','B'],['y'])
     A=rng.standard_normal(ash).astype(np.float32)
     Y=(A.astype(np.float64)@B).astype(np.float32)
