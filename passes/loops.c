@@ -870,7 +870,8 @@ bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t
 /* ---- coalescing ---- */
 
 /* loop_coalesce's view of the kernel: the two variables, each buffer's accesses (1: some that
- * read neither, 2: some in the exact form) and the value of one-iteration loops' variables. */
+ * read neither, 2: some in the exact form, at dims pos and pos + 1, the same in all) and the
+ * value of one-iteration loops' variables. */
 typedef struct Coal {
     Program *p;
     const Stmt *outer, *inner;
@@ -878,6 +879,8 @@ typedef struct Coal {
     bool *single;
     int *state;                     /* by Buf id */
     Buf **view;                     /* by Buf id */
+    int *pos;                       /* by Buf id: the first of the pair's dims, -1 none yet */
+    bool anywhere;                  /* the pair may be any two adjacent dims, else the last */
     bool ok;
 } Coal;
 
@@ -906,12 +909,16 @@ static void coal_access(Coal *c, Buf *b, Expr *const *idx) {
     int n = b->rank;
     bool reads = false;
     for (int d = 0; d < n; d++) reads |= reads_pair(c, idx[d]);
+    int at = -1;
+    for (int d = c->anywhere ? 0 : n - 2; d >= 0 && d + 1 < n && reads && at < 0; d++)
+        if (b->dims[d] == trips(c->outer) && b->dims[d + 1] == trips(c->inner) &&
+            exact_var(c, idx[d], c->outer->var) && exact_var(c, idx[d + 1], c->inner->var))
+            at = d;
     if (!reads) c->state[b->id] |= 1;
-    else if (n >= 2 && b->dims[n - 2] == trips(c->outer) && b->dims[n - 1] == trips(c->inner) &&
-             exact_var(c, idx[n - 2], c->outer->var) && exact_var(c, idx[n - 1], c->inner->var))
-        c->state[b->id] |= 2, n -= 2;
+    else if (at >= 0 && (c->pos[b->id] < 0 || c->pos[b->id] == at)) c->state[b->id] |= 2, c->pos[b->id] = at;
     else c->ok = false;
-    for (int d = 0; d < n; d++) coal_expr(c, idx[d]);
+    for (int d = 0; d < n; d++)
+        if (at < 0 || (d != at && d != at + 1)) coal_expr(c, idx[d]);
 }
 
 static void coal_expr(Coal *c, const Expr *e) {
@@ -938,8 +945,10 @@ static void coal_stmts(Coal *c, const Stmt *s) {
 static void coal_expr_rewrite(const Coal *c, Expr *e) {
     for (int i = 0; i < e->nargs; i++) coal_expr_rewrite(c, e->args[i]);
     if (e->kind == E_LOAD && c->view[e->buf->id]) {
+        int at = c->pos[e->buf->id];
         e->buf = c->view[e->buf->id];
-        e->args[e->buf->rank - 1] = kx_var(c->p, c->outer->var);
+        e->args[at] = kx_var(c->p, c->outer->var);
+        for (int d = at + 1; d < e->buf->rank; d++) e->args[d] = e->args[d + 1];
         e->nargs = e->buf->rank;
     }
 }
@@ -953,8 +962,10 @@ static void coal_rewrite(const Coal *c, Stmt *s) {
         if (s->kind == S_STORE) {
             for (int d = 0; d < s->buf->rank; d++) coal_expr_rewrite(c, s->idx[d]);
             if (c->view[s->buf->id]) {
+                int at = c->pos[s->buf->id];
                 s->buf = c->view[s->buf->id];
-                s->idx[s->buf->rank - 1] = kx_var(c->p, c->outer->var);
+                s->idx[at] = kx_var(c->p, c->outer->var);
+                for (int d = at + 1; d < s->buf->rank; d++) s->idx[d] = s->idx[d + 1];
             }
         }
         coal_rewrite(c, s->body);
@@ -963,13 +974,15 @@ static void coal_rewrite(const Coal *c, Stmt *s) {
     }
 }
 
-bool loop_coalesce(Program *p, Kernel *k, Stmt *outer) {
+bool loop_coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere) {
     Stmt *in = outer->body;
     if (outer->kind != S_LOOP || !in || in->kind != S_LOOP || in->next || !const_loop(outer) || !const_loop(in) ||
         outer->lo->i || in->lo->i || outer->step != 1 || in->step != 1 || in->hints || outer->hints)
         return false;
     Coal c = {p, outer, in, ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, bool, k->nvars + 1),
-              ARENA_ARRAY(p->arena, int, p->nbufs + 1), ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1), true};
+              ARENA_ARRAY(p->arena, int, p->nbufs + 1), ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1),
+              ARENA_ARRAY(p->arena, int, p->nbufs + 1), anywhere, true};
+    for (int b = 0; b < p->nbufs; b++) c.pos[b] = -1;
     coal_stmts(&c, in->body);
     int touched = 0;
     for (int b = 0; b < p->nbufs; b++) touched += c.state[b] == 2;
@@ -983,8 +996,10 @@ bool loop_coalesce(Program *p, Kernel *k, Stmt *outer) {
         Buf *b = k->params[i];
         if (c.state[b->id] != 2) continue;
         int64_t dims[MAX_RANK];
+        int at = c.pos[b->id];
         memcpy(dims, b->dims, sizeof dims);
-        dims[b->rank - 2] *= dims[b->rank - 1];
+        dims[at] *= dims[at + 1];
+        for (int d = at + 1; d + 1 < b->rank; d++) dims[d] = dims[d + 1];
         k->params[i] = c.view[b->id] = kir_view_new(p, b, arena_printf(p->arena, "%s.hw", b->name), b->rank - 1, dims);
     }
     coal_rewrite(&c, in->body);

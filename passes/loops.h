@@ -123,13 +123,16 @@ Buf *loop_pack(Program *p, Kernel *k, Buf *b, const char *layout, int rank, cons
 bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t *back);
 /* Merges outer (for a in 0..A) and the one loop that is its whole body (for b in 0..B), both
  * plain parallel loops, into one loop over a*B + b (the variable of outer, now 0..A*B), when
- * every access in the body that reads a or b reads them exactly as its last two indices (a
+ * every access in the body that reads a or b reads them exactly as its last two indices, or
+ * with `anywhere` as two adjacent indices (a
  * variable of a loop inside that runs once counts as its value: a 1x1 conv's taps) of a
- * buffer whose last two dims are (A, B), and a and b appear nowhere else (no condition, no
- * other index): each such buffer, a kernel parameter, is replaced by a view with those two
- * dims merged, read and written at the new variable. A 1x1 convolution's pixels so become
- * one contiguous axis (a GEMM's columns). False, and nothing changed, if not so. */
-bool loop_coalesce(Program *p, Kernel *k, Stmt *outer);
+ * buffer whose dims there are (A, B), at the same dims in every access of that buffer, and a
+ * and b appear nowhere else (no condition, no other index): each such buffer, a kernel
+ * parameter, is replaced by a view with those two dims merged, read and written at the new
+ * variable. A 1x1 convolution's pixels so become one axis: the contiguous columns of a GEMM
+ * in NCHW ([N, C, H*W]), the rows of pixels in NHWC ([N, H*W, C]). False, and nothing
+ * changed, if not so. */
+bool loop_coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere);
 /* Would permuting b's dims by perm (as buf_permute) move any element: do its dims of extent
  * other than 1 change their order? ([1, C, 1, 1] -> [1, 1, 1, C] moves none.) */
 bool permute_moves_data(const Buf *b, const int *perm);

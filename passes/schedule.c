@@ -42,6 +42,11 @@
  *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
  *     (conv_channel_block, conv_pixel_tile), the blocks outermost or, where a model of the
  *     bytes read beyond the L2 says so, inside the rows (block_order_rows);
+ *   - a channel-last conv left to the MR x U tiles (a 1x1 on wide rows, or output channels
+ *     that are no multiple of the block) has its pixels coalesced into one loop if it is a
+ *     1x1 (coalesce_channel_last), and weights beyond half the L2 cut into chunks of output
+ *     channels, the chunk loop outermost, where the same model of far bytes says so
+ *     (weight_chunks: SqueezeNet's 512 -> 1000 classifier);
  *   - a contraction's parallel loop that some load reads only as v / D (a grouped conv's
  *     output channels) is split by D, so that the channels of one group, which share the
  *     input loads, are blocked like a dense conv's (group_split); where a group's channels
@@ -208,7 +213,7 @@ static void coalesce_nest(Program *p, Kernel *k) {
         while (o->body && o->body->kind == S_LOOP && !o->body->next && o->body->body &&
                o->body->body->kind == S_LOOP && !o->body->body->next)
             o = o->body;
-        if (!loop_coalesce(p, k, o)) return;
+        if (!loop_coalesce(p, k, o, false)) return;
     }
 }
 
@@ -488,7 +493,7 @@ static void pack_panels(Program *p, Kernel *k) {
 static void coalesce_pixels(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
-    if (r >= 3 && has_reduction_child((*nest[r - 1])->body)) loop_coalesce(p, k, *nest[r - 2]);
+    if (r >= 3 && has_reduction_child((*nest[r - 1])->body)) loop_coalesce(p, k, *nest[r - 2], false);
 }
 
 /* A convolution y[n, m, o...] (loops n, m, o... perfectly nested, the taps and channels
@@ -1132,6 +1137,52 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
     loop_split(p, k, nest[r - 1], b);
     for (int d = r - 2; d >= (rows_outer ? r - 2 : 1); d--) loop_interchange(p, k, *nest[d]);
     return b;
+}
+
+/* A channel-last 1x1 conv (stride 1, no padding) that conv_channel_block leaves to
+ * block_list (nest n, h, w, m after conv_layout): its rows and columns coalesced into one
+ * loop over the pixels, so that block_list's MR-pixel tiles run along the whole map, not
+ * each row apart: a 13x13 map is 28 tiles of 6 and one pixel, not 13 rows of 6 + 6 + 1,
+ * whose 1-pixel rests fed one FMA per weight vector loaded. */
+static void coalesce_channel_last(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    if (r >= 4 && has_reduction_child((*nest[r - 1])->body)) loop_coalesce(p, k, *nest[r - 3], true);
+}
+
+/* A channel-last conv that conv_channel_block leaves to block_list (a 1x1 on wide rows, or
+ * output channels that are no multiple of its block) runs its output channels innermost: each
+ * MR-pixel tile streams all the weights, from beyond the L2 when they do not fit there
+ * (SqueezeNet's classifier, 512 -> 1000 channels on 13x13: 2 MB of weights read 26 times,
+ * ~47% of the FMA peak where the NCHW form of the same conv ran at ~80%). Where they do not
+ * fit in half the L2, the output channels are cut in chunks of whole register tiles whose
+ * weights do, the chunk loop outermost, so that each chunk's weights stay in the L2 over all
+ * pixels while the input is read once per chunk; the rest of the channels gets its own nest
+ * (distributed). Taken when the same model of bytes read beyond the L2 as block_order_rows
+ * says so: chunks outermost (w + x per chunk, unless x and a chunk fit the L2 together)
+ * against today's (x + w per tile of MR pixels). Printed as `chunks(in X, w W, chunk C)`. */
+static void weight_chunks(Program *p, Kernel *k, const Buf *w) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    int64_t wbytes = (int64_t)kir_nbytes(w), q = (int64_t)lanes(p, k) * (vregs(p) >= 32 ? 4 : 2);
+    if (r < 3 || lanes(p, k) < 2 || has_conds(k->body) || wbytes <= L2_BYTES / 2) return;
+    Stmt *m = *nest[r - 1];
+    const Stmt *st = first_store(m->body);
+    if (!st || !is_var(st->idx[st->buf->rank - 1], m->var) || !has_reduction_child(m->body)) return;
+    Buf *x = conv_input(m->body, w, w->rank, false);
+    if (!x) x = conv_input(m->body, w, w->rank - 1, false);     /* coalesced pixels */
+    if (!x) return;
+    int64_t per = wbytes / trips(m), chunk = (L2_BYTES / 2) / per / q * q, xbytes = (int64_t)kir_nbytes(x), px = 1;
+    for (int d = 1; d < r - 1; d++) px *= trips(*nest[d]);
+    if (chunk < q || chunk >= trips(m)) return;
+    int64_t nchunks = (trips(m) + chunk - 1) / chunk, tiles = (px + MAX_ROWS - 1) / MAX_ROWS;
+    int64_t far_chunks = wbytes + (xbytes + chunk * per <= L2_BYTES ? xbytes : xbytes * nchunks);
+    int64_t far_now = xbytes + wbytes * tiles;
+    if (far_chunks >= far_now) return;
+    sched_note(p, k, "chunks(in %lld, w %lld, chunk %lld)", (long long)xbytes, (long long)wbytes, (long long)chunk);
+    loop_split(p, k, nest[r - 1], chunk);
+    for (int d = r - 2; d >= 0; d--) distribute(p, k, *nest[d]);
+    for (int d = r - 2; d >= 1; d--) loop_interchange(p, k, *nest[d]);
 }
 
 /* With a tuning, the pixels of a row block: the file's (clamped to 2 .. the row and px), else in
@@ -1801,6 +1852,7 @@ void schedule(Program *p) {
                     cmw = conv_layout(p, k);
                     if (cmw && pad) c_last = sink_channels(p, k, cmw);
                     if (cmw) cb = conv_channel_block(p, k, cmw);
+                    if (cmw && !cb && !group) coalesce_channel_last(p, k), weight_chunks(p, k, cmw);
                 }
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
             }

@@ -221,3 +221,22 @@ def se_block(name,xs,c,e):
     open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
 se_block('se_block',[2,3,11,13],16,4)
 se_block('se_block_24',[1,3,9,20],24,6)
+# A classifier head (SqueezeNet's: a 1x1 conv to many channels + Relu + GlobalAveragePool):
+# the conv's output is NHWC at -O2, its pixels coalesced into one loop, and its weights (600 KB,
+# beyond half the L2) cut into chunks of output channels, the chunk loop outermost, the rest of
+# the channels a nest of their own (passes/schedule.c, weight_chunks); batch 2 distributes the
+# batch loop too.
+def head(name,xs,m):
+    w=(rng.standard_normal([m,xs[1],1,1])*0.05).astype(np.float32); b=rng.standard_normal(m).astype(np.float32)
+    x=rng.standard_normal(xs).astype(np.float32)
+    t=np.maximum(np.einsum('nchw,mc->nmhw',x.astype(np.float64),w[:,:,0,0].astype(np.float64))+b[None,:,None,None],0)
+    y=t.mean(axis=(2,3),keepdims=True).astype(np.float32)
+    nodes=[h.make_node('Conv',['x','W','B'],['c']),h.make_node('Relu',['c'],['r']),h.make_node('GlobalAveragePool',['r'],['y'])]
+    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],
+                   [nh.from_array(w,'W'),nh.from_array(b,'B')])
+    mo=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); mo.ir_version=8
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    onnx.save(mo,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
+    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+head('head_chunks',[2,256,9,11],600)
