@@ -367,6 +367,12 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
               n->domain, n->nout);
     else if (missing >= 0)
         error(where, "input %d is required but its name is empty", missing);
+    /* graphs only where an op reads them (passes/ops/control.c, sequence.c): another op's would
+     * never be inferred, and ONNX's checker refuses an attribute the schema does not name */
+    bool takes = n->op == OP_If || n->op == OP_Loop || n->op == OP_Scan || n->op == OP_SequenceMap;
+    for (int i = 0; i < n->nattrs; i++)
+        if (n->attrs[i].type == A_GRAPH && !takes)
+            error(where, "attribute '%s' is a graph, and %s takes none", n->attrs[i].name, n->op_type);
 }
 
 static void read_node(Parser *p, const Onnx__NodeProto *np, int index) {

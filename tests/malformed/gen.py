@@ -278,6 +278,10 @@ def operands():
     compile_case("depthtospace_blocksize_2e20", model(
         [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=1 << 20)], [f32("x", [1, 4, 2, 2])], [f32("y", None)],
         opset=13), "blocksize 1048576 is over 65536")
+    compile_case("abs_with_a_graph_attribute", model(
+        [helper.make_node("Abs", ["x"], ["y"], then_branch=helper.make_graph(
+            [helper.make_node("Constant", [], ["c"], value_float=1.0)], "t", [], [f32("c", [])]))],
+        [f32("x", [2])], [f32("y", [2])], opset=13), "attribute 'then_branch' is a graph, and Abs takes none")
     compile_case("deformconv_group_int64_max", model(
         [helper.make_node("DeformConv", ["x", "w", "o"], ["y"], group=(1 << 63) - 1)],
         [f32("x", [1, 2, 3, 3]), f32("w", [1, 2, 3, 3]), f32("o", [1, 18, 1, 1])], [f32("y", None)], opset=22),
