@@ -286,6 +286,15 @@ static double half_to_double(DType t, uint16_t h) {
     return f;
 }
 
+/* A float constant read as an integer: truncated, saturated at the int64 range, NaN 0 (a cast
+ * of a value outside the range is undefined in C). */
+static int64_t float_int(double d) {
+    if (d != d) return 0;
+    if (d >= 0x1p63) return INT64_MAX;
+    if (d < -0x1p63) return INT64_MIN;
+    return (int64_t)d;
+}
+
 int64_t ir_const_int(const Value *v, int64_t i) {
     const void *p = v->data;
     switch (v->dtype) {
@@ -297,11 +306,9 @@ int64_t ir_const_int(const Value *v, int64_t i) {
     case DT_UINT16: return ((const uint16_t *)p)[i];
     case DT_INT8: return ((const int8_t *)p)[i];
     case DT_UINT8: case DT_BOOL: return ((const uint8_t *)p)[i];
-    case DT_FLOAT: return (int64_t)((const float *)p)[i];
-    case DT_DOUBLE: return (int64_t)((const double *)p)[i];
-    case DT_FLOAT16: case DT_BFLOAT16: return (int64_t)ir_const_float(v, i);
+    case DT_FLOAT: case DT_DOUBLE: case DT_FLOAT16: case DT_BFLOAT16:
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
-        return (int64_t)ir_const_float(v, i);
+        return float_int(ir_const_float(v, i));
     default: die("ir_const_int of %s", dtype_name(v->dtype));
     }
 }
