@@ -158,9 +158,11 @@ void infer_seq_length(Graph *g, Node *n) {
     if (want_kind(g, n, 0, VK_SEQ)) set_const(g, n->out[0], DT_INT64, n->in[0]->nelems);
 }
 
-/* Every piece of a sequence is a value of the graph: more than SEQ_PIECES is refused (the
- * fuzzer's SplitToSequence of a 2^32-element axis into pieces of 1 asked for 32 GB). */
-enum { SEQ_PIECES = 1 << 16 };
+/* Every piece of a sequence is a value of the graph, and a SplitToSequence becomes a Split
+ * with one output a piece: more than a node may have outputs (OP_INF) is refused (the fuzzer's
+ * SplitToSequence of a 2^32-element axis into pieces of 1 asked for 32 GB; one of 65535 pieces
+ * made a Split the verifier refused). */
+enum { SEQ_PIECES = OP_INF };
 
 static bool seq_count_ok(Graph *g, Node *n, int64_t count) {
     if (count <= SEQ_PIECES) return true;
