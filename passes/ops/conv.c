@@ -434,8 +434,7 @@ void lower_convtranspose(Lower *L, Node *n) {
     Window tw;
     if (!twindow_init(NULL, n, &tw)) die("lower_convtranspose %s: node not checked", n->name);
     for (int i = 0; i < tw.nsp; i++) {
-        nph *= tw.s[i];
-        if (nph > MAX_PHASES || !tw.k[i]) {
+        if (tw.s[i] > MAX_PHASES || (nph *= tw.s[i]) > MAX_PHASES || !tw.k[i]) {  /* no overflow */
             gather_form(L, n, x, wt, b, y, &tw);
             return;
         }
