@@ -947,6 +947,22 @@ static LLVMValueRef ubs_dot(Emitter *e, const Expr *bx, LLVMValueRef a, LLVMValu
     return LLVMBuildCall2(B, fw, LLVMGetIntrinsicDeclaration(e->M, iw, NULL, 0), sw, 2, "");
 }
 
+/* prod holds g products a lane for w lanes (w 0: one scalar lane), lane i's at g i .. g i + g - 1:
+ * each lane's sum, the g parts taken by shuffles and added (the dot forms without an
+ * instruction for them). */
+static LLVMValueRef lane_sums(Emitter *e, LLVMValueRef prod, unsigned w, unsigned g) {
+    LLVMBuilderRef B = e->B;
+    unsigned n = w ? w : 1;
+    LLVMValueRef sum = NULL;
+    for (unsigned j = 0; j < g; j++) {
+        LLVMValueRef m[MAX_LANES];
+        for (unsigned i = 0; i < n; i++) m[i] = LLVMConstInt(e->i32, g * i + j, 0);
+        LLVMValueRef part = LLVMBuildShuffleVector(B, prod, LLVMGetPoison(LLVMTypeOf(prod)), LLVMConstVector(m, n), "");
+        sum = sum ? LLVMBuildAdd(B, sum, part, "") : part;
+    }
+    return w ? sum : LLVMBuildExtractElement(B, sum, LLVMConstInt(e->i32, 0, 0), "");
+}
+
 /* dot4(a, b) with plain vector arithmetic: the operands' bytes as <4w x i8>, a's widened
  * unsigned and b's signed to i32, multiplied, and each lane's four products summed by
  * shuffles (kir.h). LLVM turns this into pmaddwd-style code where it can. */
@@ -958,14 +974,7 @@ static LLVMValueRef dot4(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     LLVMTypeRef bytes = LLVMVectorType(e->i8, 4 * n), words = LLVMVectorType(e->i32, 4 * n);
     LLVMValueRef ab = LLVMBuildZExt(B, LLVMBuildBitCast(B, a, bytes, ""), words, "");
     LLVMValueRef bb = LLVMBuildSExt(B, LLVMBuildBitCast(B, b, bytes, ""), words, "");
-    LLVMValueRef prod = LLVMBuildMul(B, ab, bb, ""), sum = NULL;
-    for (unsigned j = 0; j < 4; j++) {
-        LLVMValueRef m[MAX_LANES];
-        for (unsigned i = 0; i < n; i++) m[i] = LLVMConstInt(e->i32, 4 * i + j, 0);
-        LLVMValueRef part = LLVMBuildShuffleVector(B, prod, LLVMGetPoison(words), LLVMConstVector(m, n), "");
-        sum = sum ? LLVMBuildAdd(B, sum, part, "") : part;
-    }
-    return w ? sum : LLVMBuildExtractElement(B, sum, LLVMConstInt(e->i32, 0, 0), "");
+    return lane_sums(e, LLVMBuildMul(B, ab, bb, ""), w, 4);
 }
 
 /* dot2(a, b) (kir.h): b's two low bytes sign-extended to 16 bits each (b is the int32 of an
@@ -992,15 +1001,8 @@ static LLVMValueRef dot2(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
         }
     }
     LLVMTypeRef halves = LLVMVectorType(e->i16, 2 * n), words = LLVMVectorType(e->i32, 2 * n);
-    LLVMValueRef prod = LLVMBuildMul(B, LLVMBuildSExt(B, LLVMBuildBitCast(B, a, halves, ""), words, ""),
-                                     LLVMBuildSExt(B, LLVMBuildBitCast(B, b, halves, ""), words, ""), ""), sum = NULL;
-    for (unsigned j = 0; j < 2; j++) {
-        LLVMValueRef m[MAX_LANES];
-        for (unsigned i = 0; i < n; i++) m[i] = LLVMConstInt(e->i32, 2 * i + j, 0);
-        LLVMValueRef part = LLVMBuildShuffleVector(B, prod, LLVMGetPoison(words), LLVMConstVector(m, n), "");
-        sum = sum ? LLVMBuildAdd(B, sum, part, "") : part;
-    }
-    return w ? sum : LLVMBuildExtractElement(B, sum, LLVMConstInt(e->i32, 0, 0), "");
+    return lane_sums(e, LLVMBuildMul(B, LLVMBuildSExt(B, LLVMBuildBitCast(B, a, halves, ""), words, ""),
+                                     LLVMBuildSExt(B, LLVMBuildBitCast(B, b, halves, ""), words, ""), ""), w, 2);
 }
 
 /* Integer a / b or a % b that cannot trap: ONNX leaves division by zero undefined, and x86's
