@@ -234,7 +234,36 @@ static Expr *retype(Program *p, KOp op, DType to, Expr *a) {
 
 Expr *kx_bitcast(Program *p, DType to, Expr *a) { return retype(p, K_BITCAST, to, a); }
 
-Expr *kx_cast(Program *p, DType to, Expr *a) { return retype(p, K_CAST, to, a); }
+/* every value of `from` converts exactly to `to`, so a conversion there and back is the
+ * identity (the 16-bit and 8-bit floats are held as float32 in registers) */
+static bool exact_widening(DType from, DType to) {
+    static const struct { DType t; int bits; bool sign; } ints[] = {
+        {DT_INT8, 8, true}, {DT_UINT8, 8, false}, {DT_INT16, 16, true}, {DT_UINT16, 16, false},
+        {DT_INT32, 32, true}, {DT_UINT32, 32, false}, {DT_INT64, 64, true}, {DT_UINT64, 64, false},
+    };
+    int fb = 0, tb = 0;
+    bool fs = false, ts = false;
+    if (from == to) return true;
+    if (from == DT_BOOL) return to != DT_INDEX;
+    if (dtype_is_float(from)) return from != DT_DOUBLE && (to == DT_DOUBLE || (to == DT_FLOAT && from != DT_FLOAT));
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (ints[i].t == from) fb = ints[i].bits, fs = ints[i].sign;
+        if (ints[i].t == to) tb = ints[i].bits, ts = ints[i].sign;
+    }
+    if (!fb) return false;
+    if (to == DT_FLOAT) return fb <= 16;
+    if (to == DT_DOUBLE) return fb <= 32;
+    if (!tb) return false;
+    return fs ? ts && tb >= fb : (ts ? tb > fb : tb >= fb);
+}
+
+/* a cast back to the type a value was exactly widened from is that value itself (a Copy or
+ * Split of float8 data moves bytes instead of converting them there and back) */
+Expr *kx_cast(Program *p, DType to, Expr *a) {
+    if (a->kind == E_UN && a->op == K_CAST && a->args[0]->type == to && exact_widening(to, a->type))
+        return a->args[0];
+    return retype(p, K_CAST, to, a);
+}
 
 Expr *kx_bin(Program *p, KOp op, Expr *a, Expr *b) {
     if (a->type != b->type) die("kx_bin %s: operand types %d and %d", kop_name[op], a->type, b->type);
