@@ -102,17 +102,21 @@ save('groupnorm_21_1d', [h.make_node('GroupNormalization', ['x', 's', 'b'], ['y'
      [('x', x3), ('s', sc[:4]), ('b', b[:4])], [('y', groupnorm(x3, 4, sc[:4], b[:4], 1e-5))], 21)
 
 # ---- AveragePool-19's dilations ----
-def avgpool(x, k, s, d, pb, pe, include_pad, ceil):
-    n, c = x.shape[:2]
-    sp = x.shape[2:]
+def pool_out(sp, k, s, d, pb, pe, ceil):
+    """a pool's output extents; with ceil, a last window that starts in the end padding is dropped"""
     out = []
     for i in range(len(k)):
-        ext = (k[i] - 1) * d[i] + 1
-        num = sp[i] + pb[i] + pe[i] - ext
+        num = sp[i] + pb[i] + pe[i] - ((k[i] - 1) * d[i] + 1)
         o = (-(-num // s[i]) if ceil else num // s[i]) + 1
         if ceil and (o - 1) * s[i] >= sp[i] + pb[i]:
             o -= 1
         out.append(o)
+    return out
+
+def avgpool(x, k, s, d, pb, pe, include_pad, ceil):
+    n, c = x.shape[:2]
+    sp = x.shape[2:]
+    out = pool_out(sp, k, s, d, pb, pe, ceil)
     y = np.zeros((n, c) + tuple(out))
     for o in np.ndindex(*out):
         acc = np.zeros((n, c))
@@ -143,13 +147,7 @@ for name, k, s, d, pads, inc, ceil in (('avgpool_dil_19', [3, 2], [1, 2], [2, 3]
 def lppool(x, k, s, d, pb, pe, ceil, pw):
     n, c = x.shape[:2]
     sp = x.shape[2:]
-    out = []
-    for i in range(len(k)):
-        num = sp[i] + pb[i] + pe[i] - ((k[i] - 1) * d[i] + 1)
-        o = (-(-num // s[i]) if ceil else num // s[i]) + 1
-        if ceil and (o - 1) * s[i] >= sp[i] + pb[i]:
-            o -= 1
-        out.append(o)
+    out = pool_out(sp, k, s, d, pb, pe, ceil)
     y = np.zeros((n, c) + tuple(out))
     for o in np.ndindex(*out):
         acc = np.zeros((n, c))
