@@ -113,24 +113,26 @@ def pool_out(sp, k, s, d, pb, pe, ceil):
         out.append(o)
     return out
 
-def avgpool(x, k, s, d, pb, pe, include_pad, ceil):
+def pool(x, k, s, d, pb, pe, ceil, fn):
+    """fn(taps, padded) of each window: the values inside x, and how many taps fall in padding"""
     n, c = x.shape[:2]
     sp = x.shape[2:]
     out = pool_out(sp, k, s, d, pb, pe, ceil)
     y = np.zeros((n, c) + tuple(out))
     for o in np.ndindex(*out):
-        acc = np.zeros((n, c))
-        cnt = 0
+        taps, padded = [], 0
         for t in np.ndindex(*k):
             pos = [o[i] * s[i] - pb[i] + t[i] * d[i] for i in range(len(k))]
-            inside = all(0 <= pos[i] < sp[i] for i in range(len(k)))
-            padded = all(-pb[i] <= pos[i] < sp[i] + pe[i] for i in range(len(k)))
-            if inside:
-                acc += x[(slice(None), slice(None)) + tuple(pos)]
-            if inside or (include_pad and padded):
-                cnt += 1
-        y[(slice(None), slice(None)) + o] = acc / cnt
+            if all(0 <= pos[i] < sp[i] for i in range(len(k))):
+                taps.append(x[(slice(None), slice(None)) + tuple(pos)])
+            elif all(-pb[i] <= pos[i] < sp[i] + pe[i] for i in range(len(k))):
+                padded += 1
+        y[(slice(None), slice(None)) + o] = fn(taps, padded)
     return y.astype(np.float32)
+
+def avgpool(x, k, s, d, pb, pe, include_pad, ceil):
+    return pool(x, k, s, d, pb, pe, ceil,
+                lambda taps, padded: sum(taps) / (len(taps) + (padded if include_pad else 0)))
 x = randn(1, 2, 9, 10)
 for name, k, s, d, pads, inc, ceil in (('avgpool_dil_19', [3, 2], [1, 2], [2, 3], [1, 1, 2, 1], 0, 0),
                                          ('avgpool_dil_incpad_19', [3, 2], [2, 1], [2, 3], [1, 1, 2, 1], 1, 0),
@@ -145,18 +147,7 @@ for name, k, s, d, pads, inc, ceil in (('avgpool_dil_19', [3, 2], [1, 2], [2, 3]
 
 # ---- LpPool (18: dilations and ceil_mode; 22) and LpNormalization (22) ----
 def lppool(x, k, s, d, pb, pe, ceil, pw):
-    n, c = x.shape[:2]
-    sp = x.shape[2:]
-    out = pool_out(sp, k, s, d, pb, pe, ceil)
-    y = np.zeros((n, c) + tuple(out))
-    for o in np.ndindex(*out):
-        acc = np.zeros((n, c))
-        for t in np.ndindex(*k):
-            pos = [o[i] * s[i] - pb[i] + t[i] * d[i] for i in range(len(k))]
-            if all(0 <= pos[i] < sp[i] for i in range(len(k))):
-                acc += np.abs(x[(slice(None), slice(None)) + tuple(pos)]) ** pw
-        y[(slice(None), slice(None)) + o] = acc ** (1 / pw)
-    return y.astype(np.float32)
+    return pool(x, k, s, d, pb, pe, ceil, lambda taps, _: sum(np.abs(t) ** pw for t in taps) ** (1 / pw))
 x = randn(1, 3, 8, 9)
 for name, opset, k, s_, d, pads, ceil, pw in (('lppool_p2_pads_11', 11, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], 0, 2),
                                                ('lppool_p3_dil_ceil_18', 18, [2, 3], [2, 2], [2, 2], [0, 1, 1, 0], 1, 3),
