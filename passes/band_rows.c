@@ -5,21 +5,29 @@
  * A prefix of the graph (convolutions, MaxPools and elementwise ops over NCHW maps, reading one outside
  * map X and leaving one map T to the rest of the graph) is copied once per band of T's rows.
  * Walking the prefix backwards gives the rows each band needs of every map (a conv's window
- * widens them: the halo, recomputed by both neighbouring bands); each copy then reads a Slice
- * of X's rows, its convs take the pads that are real at the band's edges only, and a Concat
- * along H joins the bands into T. Every output element is computed by the same operation on
- * the same inputs as before, so the results are bit-identical. The nodes run band after band,
- * so bufferize's lifetimes keep only one band's maps live at a time (plus the finished
- * bands of T).
+ * widens them: the halo). A band's copy of a node computes only its fresh rows, those no
+ * band before computed; the halo rows that the next band's windows read again are carried
+ * over (a Slice of this band's rows) and a Concat along H puts them above the next band's
+ * fresh rows: a line buffer per map, as TinyEngine keeps, so no row is computed twice. X,
+ * read whole, is sliced band by band; convs take the pads that are real at the band's edges
+ * only; a Concat along H joins T's bands. Every output element is computed by the same
+ * operation on the same inputs as before, so the results are bit-identical. The nodes run
+ * band after band, so bufferize's lifetimes keep only one band's rows live at a time (plus
+ * the carried rows and the finished bands of T).
  *
  * It runs only under --max-arena (Options.max_arena), when the program lowered without it
- * had an arena over the budget: cli_build then runs this pass and lowers again. Among the
- * prefixes that end at a single map and the band counts, it takes the one with the fewest recomputed multiply-accumulates
- * whose estimated peak, plus 1/32 for what bufferize's packing may lose, fits (the smallest
- * estimate when none does). The estimate sums the
- * bytes of the maps live at each node, as bufferize's lower bound does, without the
- * kernel-level fusions and scratch buffers; -v prints it. Runs after fold_constants (the
- * integer ops of fuse_qdq are what it copies) and before lowering. */
+ * had an arena over the budget: cli_build then runs this pass and lowers again. Every
+ * candidate (a prefix that ends at a single map, a band count) is built without being
+ * emitted (build: the same code emits the chosen one), which gives its peak - the bytes live
+ * at each node of the banded program, as bufferize's lower bound counts them, without the
+ * kernel-level fusions and scratch buffers; then the rest of the graph - and the bytes its
+ * Slices and Concats copy. It takes the one that copies least (plus 256 a node copy, for
+ * the calls) whose peak, plus 1/16 for what bufferize's packing may lose, fits and is below
+ * the peak without bands (the smallest peak when none fits); -v prints it, -v -v every
+ * candidate. A copy's Node.copies is the band count: the schedule weighs the copies of a
+ * layer as the layer (few_macs), so they keep its register tile, and the middle bands'
+ * copies are the same code. Runs after fold_constants (the integer ops of fuse_qdq are what
+ * it copies) and before lowering. */
 #include <string.h>
 
 #include "pipeline.h"
