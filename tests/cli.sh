@@ -344,6 +344,20 @@ else
 fi
 fresh; expect_error "--max-arena below the smallest row bands" 1 1 "over --max-arena 20000" \
     "goes below 34080 bytes" "_band" -- tests/int8/mbv2/model.onnx --target thumbv7em-none-eabihf --max-arena 20000 -o $dir/x.o
+# row bands of a float CNN on the host (tests/bands: a conv, a MaxPool of stride 2, a dilated
+# conv with a residual Add, a strided conv): 64000 B without bands; within 40000 B in 4 bands
+# and 30000 B in 10, its output as torch's (onnxcc check); below 21120 B the error
+for b in 40000:4 30000:10; do
+    fresh
+    run check -v --max-arena ${b%:*} tests/bands/model.onnx
+    if [ $rc = 0 ] && grep -q "band_rows: ${b#*:} bands" $B/stderr && grep -q "output 'y'.*: ok" $B/stdout; then
+        ok "--max-arena ${b%:*}: a float CNN in ${b#*:} row bands, outputs checked"
+    else
+        fail "--max-arena ${b%:*}: a float CNN in row bands" "exit status $rc" $B/stderr
+    fi
+done
+fresh; expect_error "--max-arena below a float CNN's smallest row bands" 1 1 "over --max-arena 20000" \
+    "goes below 21120 bytes" -- check --max-arena 20000 tests/bands/model.onnx
 
 # ---- onnxcc bench ----
 # The table lists exactly the kernels of the compiled program (as --print-after=bufferize names
