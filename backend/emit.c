@@ -72,9 +72,10 @@ static unsigned const_align(const Emitter *e, size_t n) {
     return align;
 }
 
-/* The constants already in the module, shared by the emitters of an object's ISA levels:
- * a weight that lowering laid out alike for both (most are) is one global, read by both
- * levels' kernels. */
+/* The constants already in the module, shared by the emitters of an object's ISA levels and
+ * by the kernels of one level: a weight that lowering laid out alike for both levels (most
+ * are) is one global, read by both levels' kernels; and the copies of a layer that row bands
+ * make (passes/band_rows.c) pack the same weights into blocks of the same bytes, one global. */
 typedef struct ConstPool {
     const void **data;
     size_t *size;
@@ -727,7 +728,7 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
     for (int l = 0; l < n; l++) {
         es[l] = e;
         es[l].p = ps[l], es[l].t = &ts[l];
-        es[l].pool = n > 1 ? &pool : NULL;
+        es[l].pool = &pool;
         Emitter *el = &es[l];
         plan_blocks(el);
         LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, ps[l]->nkernels + 1);

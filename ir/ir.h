@@ -171,6 +171,8 @@ typedef struct Node {
     Attr *attrs;
     int nattrs;
     bool dead;
+    int copies;                     /* band_rows: one of this many copies of a layer, each over
+                                       other rows of it (0: not a copy); its kernels' copies */
 } Node;
 
 struct Graph {

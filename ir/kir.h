@@ -248,6 +248,9 @@ typedef struct Kernel {
     DType *scalars;                 /* types of the scalar registers */
     int nscalars, capscalars;
     bool dead;                      /* removed by a pass; dropped by kir_compact */
+    int copies;                     /* its node's copies (band_rows): the kernel runs the same code
+                                       as that many others, over other rows (0: one of its kind);
+                                       not in the text form */
     char *sched;                    /* the loop primitives the schedule pass applied, in order
                                        ("split(i1,16) jam(i0,6) ..."), or NULL */
     KernelCtl ctl;                  /* KCTL_NONE for a kernel that computes */

@@ -102,8 +102,10 @@ void lower_nodes(Lower *L, Graph *g) {
         if (unmasked) L->vbuf[n->in[0]->id] = unmasked;
         dyn_lower_results(L, n);
         /* the kernels this node made (those of a body lowered inside it have their own) */
-        for (int k = before; k < L->p->nkernels; k++)
+        for (int k = before; k < L->p->nkernels; k++) {
             if (!L->p->kernels[k]->nnodes) kir_add_nodes(L->p, L->p->kernels[k], (const char *const *)&n->name, 1);
+            if (!L->p->kernels[k]->copies) L->p->kernels[k]->copies = n->copies;
+        }
     }
 }
 

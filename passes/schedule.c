@@ -197,10 +197,11 @@ static int64_t kernel_macs(const Kernel *k) {
 static int lanes(const Program *p, const Kernel *k);
 
 /* A size_first kernel without float vectors whose multiply-accumulates are too few to pay
- * for a register tile (the model has `all`). */
+ * for a register tile (the model has `all`). A band's copy of a layer (band_rows) counts
+ * the MACs of all its copies: they run the same code (merged by LLVM's mergefunc). */
 static bool few_macs(const Program *p, const Kernel *k, int64_t all) {
     if (!size_first(p, k) || lanes(p, k) >= 2) return false;
-    int64_t own = kernel_macs(k);
+    int64_t own = kernel_macs(k) * (k->copies > 1 ? k->copies : 1);
     return own == 0 || own * FEW_MACS < all;
 }
 

@@ -314,8 +314,9 @@ else
 fi
 # over the budget, row bands (band_rows), then lowered again, one conv at a time: on the
 # Cortex-M4 the int8 LeNet's default arena is 26656 B (its two convs' im2col words); under
-# 20000 B its first conv, Clip and MaxPool in bands (16800 B), under 10000 more bands (6480 B);
-# the most bands reach 2944 B (2776 B live at its second conv); below that the error names it. KWS int8 fits CMSIS-NN's 16,256 B by default (its residual Adds
+# 20000 B its first conv, Clip and MaxPool in 2 bands (16800 B), under 10000 the same bands
+# and the convs reading their input in place (3536 B); below the 2776 B live at its second
+# conv the error names them. KWS int8 fits CMSIS-NN's 16,256 B by default (its residual Adds
 # fused into the convs that write over the block's input).
 fresh
 for b in 0 20000 10000; do
@@ -324,25 +325,39 @@ for b in 0 20000 10000; do
 done
 run tests/int8/kws/model.onnx --target thumbv7em-none-eabihf --max-arena 16256 -o $dir/x.o
 if [ $rc = 0 ] && grep -q 'ARENA_SIZE 26656' $dir/a0.h && grep -q 'ARENA_SIZE 16800' $dir/a20000.h &&
-   grep -q 'ARENA_SIZE 6480' $dir/a10000.h && grep -q 'ARENA_SIZE 16000' $dir/x.h; then
-    ok "--max-arena over the default arena: smaller schedules (LeNet int8 on the M4 26656 -> 16800 -> 6480 B; KWS 16000 B)"
+   grep -q 'ARENA_SIZE 3536' $dir/a10000.h && grep -q 'ARENA_SIZE 16000' $dir/x.h; then
+    ok "--max-arena over the default arena: smaller schedules (LeNet int8 on the M4 26656 -> 16800 -> 3536 B; KWS 16000 B)"
 else
     fail "--max-arena over the default arena, smaller schedules" "exit status $rc" $B/stderr
 fi
 fresh; expect_error "--max-arena below the smallest schedule" 1 1 "over --max-arena 2000" \
     "goes below 2776 bytes" -- tests/int8/lenet/model.onnx --target thumbv7em-none-eabihf --max-arena 2000 -o $dir/x.o
 # row bands (band_rows): the MobileNetV2-style int8 model's 138,240 B layer by layer, under a
-# third of it on the M4 in 6 bands (44,160 B; tests/firmware checks their outputs); below its
-# 12 bands' 33,024 B, the error names that
+# third of it on the M4 in 12 bands with line buffers (34,080 B; tests/firmware checks their
+# outputs); below that, the error names it
 fresh
 run tests/int8/mbv2/model.onnx --target thumbv7em-none-eabihf --max-arena 46080 -v -o $dir/x.o
-if [ $rc = 0 ] && grep -q 'ARENA_SIZE 44160' $dir/x.h && grep -q 'band_rows: 6 bands' $B/stderr; then
-    ok "--max-arena 46080: row bands (mbv2 int8 138240 -> 44160 B in 6 bands)"
+if [ $rc = 0 ] && grep -q 'ARENA_SIZE 34080' $dir/x.h && grep -q 'band_rows: 12 bands' $B/stderr; then
+    ok "--max-arena 46080: row bands (mbv2 int8 138240 -> 34080 B in 12 bands)"
 else
     fail "--max-arena 46080: row bands" "exit status $rc" $B/stderr
 fi
 fresh; expect_error "--max-arena below the smallest row bands" 1 1 "over --max-arena 20000" \
-    "goes below 33024 bytes" "_band" -- tests/int8/mbv2/model.onnx --target thumbv7em-none-eabihf --max-arena 20000 -o $dir/x.o
+    "goes below 34080 bytes" "_band" -- tests/int8/mbv2/model.onnx --target thumbv7em-none-eabihf --max-arena 20000 -o $dir/x.o
+# row bands of a float CNN on the host (tests/bands: a conv, a MaxPool of stride 2, a dilated
+# conv with a residual Add, a strided conv): 64000 B without bands; within 40000 B in 4 bands
+# and 30000 B in 10, its output as torch's (onnxcc check); below 21120 B the error
+for b in 40000:4 30000:10; do
+    fresh
+    run check -v --max-arena ${b%:*} tests/bands/model.onnx
+    if [ $rc = 0 ] && grep -q "band_rows: ${b#*:} bands" $B/stderr && grep -q "output 'y'.*: ok" $B/stdout; then
+        ok "--max-arena ${b%:*}: a float CNN in ${b#*:} row bands, outputs checked"
+    else
+        fail "--max-arena ${b%:*}: a float CNN in row bands" "exit status $rc" $B/stderr
+    fi
+done
+fresh; expect_error "--max-arena below a float CNN's smallest row bands" 1 1 "over --max-arena 20000" \
+    "goes below 21120 bytes" -- check --max-arena 20000 tests/bands/model.onnx
 
 # ---- onnxcc bench ----
 # The table lists exactly the kernels of the compiled program (as --print-after=bufferize names
