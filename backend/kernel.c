@@ -977,19 +977,14 @@ static LLVMValueRef dot4(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     return lane_sums(e, LLVMBuildMul(B, ab, bb, ""), w, 4);
 }
 
-/* dot2(a, b) (kir.h): b's two low bytes sign-extended to 16 bits each (b is the int32 of an
- * int16 load: LLVM loads the bytes and extends them with one vpmovsxbw), then one pmaddwd on
- * 4, 8 or 16 lanes where the target has it, else both operands' halves sign-extended to i32,
- * multiplied and the two products of a lane added (shuffles). */
+/* dot2(a, b) (kir.h): one pmaddwd on 4, 8 or 16 lanes where the target has it, else both
+ * operands' halves sign-extended to i32, multiplied and the two products of a lane added
+ * (shuffles). */
 static LLVMValueRef dot2(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     static const char *const names[] = {"llvm.x86.sse2.pmadd.wd", "llvm.x86.avx2.pmadd.wd",
                                         "llvm.x86.avx512.pmaddw.d.512"};
     LLVMBuilderRef B = e->B;
     unsigned w = width_of(a), n = w ? w : 1;
-    LLVMTypeRef h16 = w ? LLVMVectorType(e->i16, w) : e->i16;
-    b = LLVMBuildSExt(B, LLVMBuildBitCast(B, LLVMBuildTrunc(B, b, h16, ""), LLVMVectorType(e->i8, 2 * n), ""),
-                      LLVMVectorType(e->i16, 2 * n), "");
-    b = LLVMBuildBitCast(B, b, w ? LLVMVectorType(e->i32, w) : e->i32, "");
     if ((w == 4 || w == 8 || w == 16) && 4 * w <= (unsigned)e->t->pmaddwd_bytes) {
         const char *name = names[w == 4 ? 0 : w == 8 ? 1 : 2];
         unsigned id = LLVMLookupIntrinsicID(name, strlen(name));

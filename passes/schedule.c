@@ -1644,7 +1644,6 @@ static Buf *dot4_weights(const Kernel *k, const Expr *e, int v) {
     if (e->kind == E_BIN && (e->op == K_DOT4 || e->op == K_DOT2))
         for (int i = 0; i < 2; i++) {
             const Expr *w = e->args[i];
-            if (e->op == K_DOT2 && w->kind == E_UN && w->op == K_CAST) w = w->args[0];   /* int8 pairs */
             if (w->kind == E_LOAD && w->buf->rank == 2 && packable(k, w->buf) && expr_reads_var(w->args[0], v) &&
                 !expr_reads_var(w->args[1], v))
                 return w->buf;
