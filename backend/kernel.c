@@ -648,6 +648,17 @@ static bool int_clamp(Expr *x, Expr **v, Expr **lo, Expr **hi) {
  * instructions per multiply-accumulate). */
 static LLVMValueRef round_cvt(Emitter *e, Expr *x, unsigned w) {
     const Expr *r = x->args[0];
+    if (e->t->pmaddwd_bytes && x->type == DT_INT32 && r->kind == E_UN && r->op == K_ROUND && r->type == DT_FLOAT &&
+        (w == 0 || w == 4 || w == 8 || w == 16)) {
+        /* x86 (SSE2 and up): llvm.lrint, one cvtps2dq / cvtss2si in the default rounding mode
+         * (nearest even, which the generated code assumes throughout), where roundeven and a
+         * truncating conversion were two instructions (vroundps, vcvttps2dq) in every
+         * requantising store of an int8 kernel. In range as above; the clamp stays float
+         * (cvtps2dq gives INT_MIN past int32's range on either side, no saturation). */
+        LLVMValueRef v = expr(e, r->args[0], w);
+        LLVMTypeRef tys[2] = {w ? LLVMVectorType(e->i32, w) : e->i32, LLVMTypeOf(v)};
+        return call_intrinsic(e, "llvm.lrint", tys, 2, &v, 1);
+    }
     if (!e->t->cvt_rne || w || x->type != DT_INT32 || r->kind != E_UN || r->op != K_ROUND || r->type != DT_FLOAT)
         return NULL;
     Expr *cv = r->args[0], *lo = NULL, *hi = NULL;
