@@ -603,23 +603,40 @@ static Buf *dot4_pad(Lower *L, Node *n, Buf *x, const Window *c, int64_t xzu, Wi
     if (!pads && x->dtype == DT_UINT8) return x;
     Buf *xp = kir_buf_new(p, arena_printf(p->arena, "%s_padded", x->name), DT_UINT8, x->rank, dims, B_TEMP);
     int v[MAX_RANK];
-    Expr *oi[MAX_RANK], *xi[MAX_RANK], *in = NULL;
+    Expr *oi[MAX_RANK];
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), xp, v, oi);
     k->name = arena_printf(p->arena, "%s_pad", k->name);
-    xi[0] = kx_var(p, v[0]);
-    xi[1] = kx_var(p, v[1]);
-    for (int i = 0; i < c->nsp; i++) {
-        Expr *ix = kx_addc(p, kx_var(p, v[2 + i]), -c->pb[i]);
-        if (c->pb[i]) in = kx_and(p, in, kx_bin(p, K_GE, kx_clone(p, ix), kx_index(p, 0)));
-        if (c->pe[i]) in = kx_and(p, in, kx_bin(p, K_LT, kx_clone(p, ix), kx_index(p, c->in[i])));
-        if (c->pb[i] || c->pe[i])
-            ix = kx_bin(p, K_MIN, kx_bin(p, K_MAX, ix, kx_index(p, 0)), kx_index(p, c->in[i] - 1));
-        xi[2 + i] = ix;
+    /* The last axis in up to three loops, its padding before, the input's columns, its
+     * padding after, so that the columns are one contiguous copy: with a test and a clamped
+     * index per byte the loads were gathers (LeNet int8's 32x32 pad 0.37 us of 8.6 on
+     * x86-64-v3). The other axes keep the test and the clamp, once per row. */
+    int last = c->nsp - 1, lv[3] = {v[2 + last], kir_var(k), kir_var(k)};
+    int64_t cut[4] = {0, c->pb[last], c->pb[last] + c->in[last], pc->in[last]};
+    Stmt *row = NULL;
+    for (int piece = 0; piece < 3; piece++) {
+        if (cut[piece + 1] <= cut[piece]) continue;
+        Expr *xi[MAX_RANK], *yi[MAX_RANK], *in = NULL;
+        for (int d = 0; d < xp->rank; d++) yi[d] = kx_var(p, d == 2 + last ? lv[piece] : v[d]);
+        xi[0] = kx_var(p, v[0]);
+        xi[1] = kx_var(p, v[1]);
+        for (int i = 0; i < last; i++) {
+            Expr *ix = kx_addc(p, kx_var(p, v[2 + i]), -c->pb[i]);
+            if (c->pb[i]) in = kx_and(p, in, kx_bin(p, K_GE, kx_clone(p, ix), kx_index(p, 0)));
+            if (c->pe[i]) in = kx_and(p, in, kx_bin(p, K_LT, kx_clone(p, ix), kx_index(p, c->in[i])));
+            if (c->pb[i] || c->pe[i])
+                ix = kx_bin(p, K_MIN, kx_bin(p, K_MAX, ix, kx_index(p, 0)), kx_index(p, c->in[i] - 1));
+            xi[2 + i] = ix;
+        }
+        xi[2 + last] = kx_addc(p, kx_var(p, lv[piece]), -c->pb[last]);
+        Expr *byte = kx_const(p, DT_INT32, (double)xzu);
+        if (piece == 1) {
+            byte = kx_cast(p, DT_INT32, kx_load(p, x, xi));
+            if (x->dtype == DT_INT8) byte = kx_bin(p, K_ADD, byte, kx_const(p, DT_INT32, 128));
+            if (in) byte = kx_select(p, in, byte, kx_const(p, DT_INT32, (double)xzu));
+        }
+        row = ks_seq(row, ks_loop(p, lv[piece], cut[piece], cut[piece + 1], 1, ks_store(p, xp, yi, kx_cast(p, DT_UINT8, byte))));
     }
-    Expr *byte = kx_cast(p, DT_INT32, kx_load(p, x, xi));
-    if (x->dtype == DT_INT8) byte = kx_bin(p, K_ADD, byte, kx_const(p, DT_INT32, 128));
-    if (in) byte = kx_select(p, in, byte, kx_const(p, DT_INT32, (double)xzu));
-    k->body = lower_wrap(p, xp->rank, xp->dims, v, ks_store(p, xp, oi, kx_cast(p, DT_UINT8, byte)));
+    k->body = lower_wrap(p, xp->rank - 1, xp->dims, v, row);
     return xp;
 }
 
