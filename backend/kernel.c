@@ -996,6 +996,28 @@ static LLVMValueRef dot2(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
                                         "llvm.x86.avx512.pmaddw.d.512"};
     LLVMBuilderRef B = e->B;
     unsigned w = width_of(a), n = w ? w : 1;
+    if (w < 4 && e->t->pmaddwd_bytes) {
+        /* a scalar or a rest of 2 or 3 lanes (a dense layer of 10 outputs: 8 + 2): the low
+         * lanes of one SSE2 pmaddwd, where the shuffles of lane_sums were ~8 instructions */
+        unsigned id = LLVMLookupIntrinsicID(names[0], strlen(names[0]));
+        LLVMTypeRef v4 = LLVMVectorType(e->i32, 4), h = LLVMVectorType(e->i16, 8);
+        LLVMValueRef ab[2], m[4];
+        for (int i = 0; i < 2; i++) {
+            LLVMValueRef x = i ? b : a;
+            if (!w) {
+                ab[i] = LLVMBuildInsertElement(B, LLVMGetPoison(v4), x, LLVMConstInt(e->i32, 0, 0), "");
+            } else {
+                for (unsigned j = 0; j < 4; j++) m[j] = j < w ? LLVMConstInt(e->i32, j, 0) : LLVMGetPoison(e->i32);
+                ab[i] = LLVMBuildShuffleVector(B, x, LLVMGetPoison(LLVMTypeOf(x)), LLVMConstVector(m, 4), "");
+            }
+            ab[i] = LLVMBuildBitCast(B, ab[i], h, "");
+        }
+        LLVMValueRef r = LLVMBuildCall2(B, LLVMIntrinsicGetType(e->C, id, NULL, 0), LLVMGetIntrinsicDeclaration(e->M, id, NULL, 0),
+                                        ab, 2, "");
+        if (!w) return LLVMBuildExtractElement(B, r, LLVMConstInt(e->i32, 0, 0), "");
+        for (unsigned j = 0; j < w; j++) m[j] = LLVMConstInt(e->i32, j, 0);
+        return LLVMBuildShuffleVector(B, r, LLVMGetPoison(v4), LLVMConstVector(m, w), "");
+    }
     if ((w == 4 || w == 8 || w == 16) && 4 * w <= (unsigned)e->t->pmaddwd_bytes) {
         const char *name = names[w == 4 ? 0 : w == 8 ? 1 : 2];
         unsigned id = LLVMLookupIntrinsicID(name, strlen(name));

@@ -1176,7 +1176,7 @@ static void test_reductions(Arena *a, const Target *host, const char *dir) {
 
 /* ---- K_DOT2 (kir.h) against the interpreter ----
  * y[i] = dot2(a[i], b[i]): a's two int16 halves times b's, summed;
- * in vector loops of 16, 8, 4 and 5 lanes (pmaddwd where the target has it, shuffles
+ * in vector loops of 16, 8, 4, 5, 3 and 2 lanes (pmaddwd where the target has it, shuffles
  * elsewhere) and a scalar loop, on the host and on x86-64-v3 (AVX2, the dot2 form's level)
  * and x86-64 (SSE2) where the host runs them; the extremes of both operands included. */
 enum { DN = 160 };
@@ -1184,7 +1184,7 @@ enum { DN = 160 };
 static Program *dot2_prog(Arena *a, const Target *t) {
     Program *p = prog_new(a, "bdot2", t);
     Buf *x = buf(p, "a", DT_INT32, DN, B_INPUT), *b = buf(p, "b", DT_INT32, DN, B_INPUT);
-    static const int widths[] = {16, 8, 4, 5, 1};
+    static const int widths[] = {16, 8, 4, 5, 3, 2, 1};
     for (int wi = 0; wi < COUNTOF(widths); wi++) {
         int w = widths[wi];
         Buf *y = buf(p, arena_printf(a, "y%d", w), DT_INT32, DN / w * w, B_OUTPUT);
@@ -1225,7 +1225,7 @@ static void test_dot2(Arena *a, const Target *host, const char *dir) {
         RunFn run = be_load_object(obj, p->name);
         const void *in[2] = {x, b};
         char what[96];
-        snprintf(what, sizeof what, "dot2 on 16, 8, 4, 5 lanes and scalar (%s) as the interpreter", c ? cpus[c] : "host");
+        snprintf(what, sizeof what, "dot2 on 16, 8, 4, 5, 3, 2 lanes and scalar (%s) as the interpreter", c ? cpus[c] : "host");
         report(same_as_interp(p, run, in, -1), what);
         remove(obj);
         if (c) be_target_free(&t);
