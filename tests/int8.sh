@@ -162,6 +162,22 @@ if [ "$(uname -m)" = x86_64 ]; then
             *) ok "$m: accumulated in float32" ;;
             esac
         done
+        # QLinearMatMul by a constant int8 B: fuse_qdq's 1x1 QLinearConv, exact at both levels
+        for m in qmm_u8 qmm_s8; do
+            log=$OUT/ubs_$m.log
+            for opt in -O2 -O2,--isa,0 -O0; do
+                if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$m/model.onnx </dev/null >$log 2>&1; then
+                    ok "check $opt QLinearMatMul $m (exact)"
+                else
+                    fail "check $opt QLinearMatMul $m (exact)" $log
+                fi
+            done
+            if $ONNXCC -v $OUT/ubs/$m/model.onnx -o $OUT/ubs_$m.o 2>&1 | grep -q "QLinearMatMul as a 1x1 QLinearConv"; then
+                ok "$m: a 1x1 QLinearConv"
+            else
+                fail "$m: fuse_qdq left the QLinearMatMul" $log
+            fi
+        done
     else
         fail "tests/int8_ubs.py" $OUT/ubs.log
     fi
