@@ -648,6 +648,17 @@ static bool int_clamp(Expr *x, Expr **v, Expr **lo, Expr **hi) {
  * instructions per multiply-accumulate). */
 static LLVMValueRef round_cvt(Emitter *e, Expr *x, unsigned w) {
     const Expr *r = x->args[0];
+    if (e->t->pmaddwd_bytes && x->type == DT_INT32 && r->kind == E_UN && r->op == K_ROUND && r->type == DT_FLOAT &&
+        (w == 0 || w == 4 || w == 8 || w == 16)) {
+        /* x86 (SSE2 and up): llvm.lrint, one cvtps2dq / cvtss2si in the default rounding mode
+         * (nearest even, which the generated code assumes throughout), where roundeven and a
+         * truncating conversion were two instructions (vroundps, vcvttps2dq) in every
+         * requantising store of an int8 kernel. In range as above; the clamp stays float
+         * (cvtps2dq gives INT_MIN past int32's range on either side, no saturation). */
+        LLVMValueRef v = expr(e, r->args[0], w);
+        LLVMTypeRef tys[2] = {w ? LLVMVectorType(e->i32, w) : e->i32, LLVMTypeOf(v)};
+        return call_intrinsic(e, "llvm.lrint", tys, 2, &v, 1);
+    }
     if (!e->t->cvt_rne || w || x->type != DT_INT32 || r->kind != E_UN || r->op != K_ROUND || r->type != DT_FLOAT)
         return NULL;
     Expr *cv = r->args[0], *lo = NULL, *hi = NULL;
@@ -977,19 +988,36 @@ static LLVMValueRef dot4(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     return lane_sums(e, LLVMBuildMul(B, ab, bb, ""), w, 4);
 }
 
-/* dot2(a, b) (kir.h): b's two low bytes sign-extended to 16 bits each (b is the int32 of an
- * int16 load: LLVM loads the bytes and extends them with one vpmovsxbw), then one pmaddwd on
- * 4, 8 or 16 lanes where the target has it, else both operands' halves sign-extended to i32,
- * multiplied and the two products of a lane added (shuffles). */
+/* dot2(a, b) (kir.h): one pmaddwd on 4, 8 or 16 lanes where the target has it, else both
+ * operands' halves sign-extended to i32, multiplied and the two products of a lane added
+ * (shuffles). */
 static LLVMValueRef dot2(Emitter *e, LLVMValueRef a, LLVMValueRef b) {
     static const char *const names[] = {"llvm.x86.sse2.pmadd.wd", "llvm.x86.avx2.pmadd.wd",
                                         "llvm.x86.avx512.pmaddw.d.512"};
     LLVMBuilderRef B = e->B;
     unsigned w = width_of(a), n = w ? w : 1;
-    LLVMTypeRef h16 = w ? LLVMVectorType(e->i16, w) : e->i16;
-    b = LLVMBuildSExt(B, LLVMBuildBitCast(B, LLVMBuildTrunc(B, b, h16, ""), LLVMVectorType(e->i8, 2 * n), ""),
-                      LLVMVectorType(e->i16, 2 * n), "");
-    b = LLVMBuildBitCast(B, b, w ? LLVMVectorType(e->i32, w) : e->i32, "");
+    if (w < 4 && e->t->pmaddwd_bytes) {
+        /* a scalar or a rest of 2 or 3 lanes (a dense layer of 10 outputs: 8 + 2): the low
+         * lanes of one SSE2 pmaddwd, where the shuffles of lane_sums were ~8 instructions */
+        unsigned id = LLVMLookupIntrinsicID(names[0], strlen(names[0]));
+        LLVMTypeRef v4 = LLVMVectorType(e->i32, 4), h = LLVMVectorType(e->i16, 8);
+        LLVMValueRef ab[2], m[4];
+        for (int i = 0; i < 2; i++) {
+            LLVMValueRef x = i ? b : a;
+            if (!w) {
+                ab[i] = LLVMBuildInsertElement(B, LLVMGetPoison(v4), x, LLVMConstInt(e->i32, 0, 0), "");
+            } else {
+                for (unsigned j = 0; j < 4; j++) m[j] = j < w ? LLVMConstInt(e->i32, j, 0) : LLVMGetPoison(e->i32);
+                ab[i] = LLVMBuildShuffleVector(B, x, LLVMGetPoison(LLVMTypeOf(x)), LLVMConstVector(m, 4), "");
+            }
+            ab[i] = LLVMBuildBitCast(B, ab[i], h, "");
+        }
+        LLVMValueRef r = LLVMBuildCall2(B, LLVMIntrinsicGetType(e->C, id, NULL, 0), LLVMGetIntrinsicDeclaration(e->M, id, NULL, 0),
+                                        ab, 2, "");
+        if (!w) return LLVMBuildExtractElement(B, r, LLVMConstInt(e->i32, 0, 0), "");
+        for (unsigned j = 0; j < w; j++) m[j] = LLVMConstInt(e->i32, j, 0);
+        return LLVMBuildShuffleVector(B, r, LLVMGetPoison(v4), LLVMConstVector(m, w), "");
+    }
     if ((w == 4 || w == 8 || w == 16) && 4 * w <= (unsigned)e->t->pmaddwd_bytes) {
         const char *name = names[w == 4 ? 0 : w == 8 ? 1 : 2];
         unsigned id = LLVMLookupIntrinsicID(name, strlen(name));

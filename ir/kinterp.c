@@ -281,7 +281,7 @@ static int64_t ibinary(KOp op, DType t, Val a, Val b) {
     }
     case K_DOT2: {
         uint32_t ua = (uint32_t)a.u, ub = (uint32_t)b.u, sum = 0;
-        for (int j = 0; j < 2; j++) sum += (uint32_t)((int32_t)(int16_t)(ua >> 16 * j) * (int8_t)(ub >> 8 * j));
+        for (int j = 0; j < 2; j++) sum += (uint32_t)((int32_t)(int16_t)(ua >> 16 * j) * (int16_t)(ub >> 16 * j));
         return (int32_t)sum;
     }
     default: die("interpreter: integer binary %s", kop_name[op]);

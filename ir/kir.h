@@ -97,11 +97,10 @@ typedef enum ExprKind {
  * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
  *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of
  *   x86's vpdpbusd without the accumulation (the backend folds r + dot4(a, b) into one).
- * - K_DOT2: on DT_INT32 only; a holds two signed 16-bit halves (half j = bits 16j..16j+15),
- *   b two signed bytes (byte j = bits 8j..8j+7; its upper 16 bits are ignored), the sum of
- *   the products of a's half j and b's byte j in int32: one lane of x86's pmaddwd after b's
- *   bytes are sign-extended (vpmovsxbw). The int8 convs' form on x86 without VNNI
- *   (passes/ops/conv.c). */
+ * - K_DOT2: on DT_INT32 only; each operand holds two signed 16-bit halves (half j = bits
+ *   16j..16j+15), the sum of the products of a's half j and b's half j in int32: one lane of
+ *   x86's pmaddwd (its one overflow, both pairs -32768 * -32768, wraps as pmaddwd does). The
+ *   int8 convs' form on x86 without VNNI (passes/ops/conv.c). */
 /* The operator table: X(name, arity, flags). Arity (1 or 2) and the flags are looked up
  * (kop_arity[], kop_flags[]); no code tells operators apart by their position, except that
  * K_LT..K_NE stay contiguous and in this order: backend/kernel.c's compare() indexes its

@@ -912,7 +912,11 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     for (int d = 2; d < r; d++) plane *= st->buf->dims[d];
     bool wide = can && !cl && o.col_last && (taps <= WIDTH_TAPS || plane % 4096 == 0) && o.stride <= STRIDE_LOADS &&
                 trips(col) >= 2 * lanes(p, k);
-    bool cm = can && !wide && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
+    /* the vectors of a dot4 kernel are its int32 accumulators, whatever bytes it stores: an
+     * int8 dense layer of 84 outputs (LeNet's second) fills 2 zmm of them, where its 84 output
+     * bytes left it scalar, one emulated dot4 per word (1.8 us of LeNet int8's 6 on AVX-512) */
+    int64_t vsz = p->vector_bytes >= 16 && dot4_kernel(k) ? MAX(esz, int_acc_size(k)) : esz;
+    bool cm = can && !wide && (o.stride > 1 || vsz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
     bool border_cm = can && !cm && p->vector_bytes >= 16 && has_conds(k->body);
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
@@ -1645,7 +1649,6 @@ static Buf *dot4_weights(const Kernel *k, const Expr *e, int v) {
     if (e->kind == E_BIN && (e->op == K_DOT4 || e->op == K_DOT2))
         for (int i = 0; i < 2; i++) {
             const Expr *w = e->args[i];
-            if (e->op == K_DOT2 && w->kind == E_UN && w->op == K_CAST) w = w->args[0];   /* int8 pairs */
             if (w->kind == E_LOAD && w->buf->rank == 2 && packable(k, w->buf) && expr_reads_var(w->args[0], v) &&
                 !expr_reads_var(w->args[1], v))
                 return w->buf;

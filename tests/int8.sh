@@ -8,9 +8,13 @@
 #     in ops and ops_s8 the Sigmoid, Tanh, LeakyRelu, Relu, Clip, Add, Mul and
 #     GlobalAveragePool groups too (all but their broadcasting Add);
 #   - the weights stay 8-bit: the object's read-only data at most 0.35x the float model's
-#     (tests/int8/NAME/float.onnx), on the host, for Cortex-M4 and RV32IMAFC. Not 0.25: per-channel
-#     scales stay 4 bytes (biases 2 on Cortex-M4), and the small KWS model's 64-channel layers
-#     have few weights per channel (it lands at 0.31 on the host, 0.29 on the M4);
+#     (tests/int8/NAME/float.onnx) for Cortex-M4 and RV32IMAFC, 0.6x on the host. Not 0.25:
+#     per-channel scales stay 4 bytes (biases 2 on Cortex-M4), and the small KWS model's
+#     64-channel layers have few weights per channel (0.29 on the M4). The host's default
+#     object holds two levels, each with its own copy as the float model's does: the AVX-512
+#     level's bytes and the AVX2 level's int16 pairs of the dot2 form (docs/int8.md), 3 bytes
+#     a weight against float's 8 (0.36-0.58 with the scales and tables: the small lenet_qop
+#     has the most);
 #   - the whole flash (code and data) for Cortex-M4 and RV32IMAFC (as tests/firmware builds
 #     them) at most 0.3x the float model's, except the models listed in FLASH_OVER (skipped,
 #     and counted so: docs/int8.md, "Flash").
@@ -83,11 +87,13 @@ for d in tests/int8/*/; do
             q=$(rodata $OUT/$name.$target.o) f=$(rodata $OUT/${name}_float.$target.o)
             echo "info $d: $target flash (text + data) $(size $OUT/$name.$target.o | awk 'NR == 2 { print $4 }')" \
                  "bytes, float $(size $OUT/${name}_float.$target.o | awk 'NR == 2 { print $4 }')"
-            if [ $((q * 100)) -le $((f * 35)) ]; then
+            lim=35
+            [ $target = host ] && lim=60
+            if [ $((q * 100)) -le $((f * lim)) ]; then
                 ok "$d: $target read-only data $q bytes, float $f"
             else
                 echo "rodata $q bytes, float model $f" >>$log
-                fail "$d: $target read-only data $q bytes > 0.35 x float $f" $log
+                fail "$d: $target read-only data $q bytes > 0.$lim x float $f" $log
             fi
             # the whole flash (code and data) of the firmware build: at most 0.3x the float
             # model's, but for the models of FLASH_OVER (counted as skipped, each named)
@@ -155,6 +161,22 @@ if [ "$(uname -m)" = x86_64 ]; then
             fx_over:*) fail "$m: accumulated in float32 although its sums reach 2^24" $log ;;
             *) ok "$m: accumulated in float32" ;;
             esac
+        done
+        # QLinearMatMul by a constant int8 B: fuse_qdq's 1x1 QLinearConv, exact at both levels
+        for m in qmm_u8 qmm_s8; do
+            log=$OUT/ubs_$m.log
+            for opt in -O2 -O2,--isa,0 -O0; do
+                if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$m/model.onnx </dev/null >$log 2>&1; then
+                    ok "check $opt QLinearMatMul $m (exact)"
+                else
+                    fail "check $opt QLinearMatMul $m (exact)" $log
+                fi
+            done
+            if $ONNXCC -v $OUT/ubs/$m/model.onnx -o $OUT/ubs_$m.o 2>&1 | grep -q "QLinearMatMul as a 1x1 QLinearConv"; then
+                ok "$m: a 1x1 QLinearConv"
+            else
+                fail "$m: fuse_qdq left the QLinearMatMul" $log
+            fi
         done
     else
         fail "tests/int8_ubs.py" $OUT/ubs.log

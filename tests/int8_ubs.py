@@ -18,6 +18,10 @@ so that the sums are odd):
   fx_edge  a 22x23 kernel: 506 taps, |sum| <= 506 * 255 * 128 = 16,515,840 < 2^24: float;
   fx_over  a 23x23 kernel: 529 taps, 17,266,560 > 2^24: int32 (in float the odd sum would
            round).
+And QLinearMatMul by a constant int8 B with zero points 0, which fuse_qdq turns into a 1x1
+QLinearConv (the dot forms): qmm_u8 (uint8 A and Y, [1, 400] x [400, 10]: an 8-lane vector and
+a rest of 2), qmm_s8 (int8 A and Y, 3 rows, [37, 21]: odd K and N); numpy's reference is the
+op's definition, saturate(round_half_even(acc * float32(float32(sa * sb) / sy)) + zy).
 Each OUTDIR/NAME/ gets model.onnx and test_data_set_0 (input_0.pb, output_0.pb)."""
 import os
 import sys
@@ -80,8 +84,34 @@ def write_fx(out, name, kh, kw):
             f.write(numpy_helper.from_array(arr, nm).SerializeToString())
 
 
+def write_qmm(out, name, signed, m, k, n):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    t, nt = (TensorProto.INT8, np.int8) if signed else (TensorProto.UINT8, np.uint8)
+    lo, hi = np.iinfo(nt).min, np.iinfo(nt).max
+    a = rng.integers(lo, hi + 1, (m, k)).astype(nt)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    sa, sb, sy = np.float32(0.02), np.float32(0.003), np.float32(0.05 * k / 64)
+    za, zy = nt(-9 if signed else 121), nt(3)
+    inits = [numpy_helper.from_array(np.array(v, dt), nm) for v, dt, nm in
+             ((sa, np.float32, "sa"), (za, nt, "za"), (sb, np.float32, "sb"), (0, np.int8, "zb"),
+              (sy, np.float32, "sy"), (zy, nt, "zy"))] + [numpy_helper.from_array(b, "b")]
+    node = helper.make_node("QLinearMatMul", ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"], ["y"])
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("a", t, (m, k))],
+                          [helper.make_tensor_value_info("y", t, (m, n))], inits)
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(d, "model.onnx"))
+    acc = (a.astype(np.int64) - int(za)) @ b.astype(np.int64)
+    mult = np.float32(np.float32(sa * sb) / sy)
+    y = np.clip(np.round(acc.astype(np.float32) * mult).astype(np.int64) + int(zy), lo, hi).astype(nt)
+    for fn, arr, nm in (("input_0.pb", a, "a"), ("output_0.pb", y, "y")):
+        with open(os.path.join(d, "test_data_set_0", fn), "wb") as f:
+            f.write(numpy_helper.from_array(arr, nm).SerializeToString())
+
+
 if __name__ == "__main__":
     write(sys.argv[1], "edge", False)
     write(sys.argv[1], "over", True)
     write_fx(sys.argv[1], "fx_edge", 22, 23)
     write_fx(sys.argv[1], "fx_over", 23, 23)
+    write_qmm(sys.argv[1], "qmm_u8", False, 1, 400, 10)
+    write_qmm(sys.argv[1], "qmm_s8", True, 3, 37, 21)

@@ -1175,16 +1175,16 @@ static void test_reductions(Arena *a, const Target *host, const char *dir) {
 }
 
 /* ---- K_DOT2 (kir.h) against the interpreter ----
- * y[i] = dot2(a[i], int32(b[i])): a's two int16 halves times b's two signed bytes, summed;
- * in vector loops of 16, 8, 4 and 5 lanes (pmaddwd where the target has it, shuffles
+ * y[i] = dot2(a[i], b[i]): a's two int16 halves times b's, summed;
+ * in vector loops of 16, 8, 4, 5, 3 and 2 lanes (pmaddwd where the target has it, shuffles
  * elsewhere) and a scalar loop, on the host and on x86-64-v3 (AVX2, the dot2 form's level)
  * and x86-64 (SSE2) where the host runs them; the extremes of both operands included. */
 enum { DN = 160 };
 
 static Program *dot2_prog(Arena *a, const Target *t) {
     Program *p = prog_new(a, "bdot2", t);
-    Buf *x = buf(p, "a", DT_INT32, DN, B_INPUT), *b = buf(p, "b", DT_INT16, DN, B_INPUT);
-    static const int widths[] = {16, 8, 4, 5, 1};
+    Buf *x = buf(p, "a", DT_INT32, DN, B_INPUT), *b = buf(p, "b", DT_INT32, DN, B_INPUT);
+    static const int widths[] = {16, 8, 4, 5, 3, 2, 1};
     for (int wi = 0; wi < COUNTOF(widths); wi++) {
         int w = widths[wi];
         Buf *y = buf(p, arena_printf(a, "y%d", w), DT_INT32, DN / w * w, B_OUTPUT);
@@ -1193,7 +1193,7 @@ static Program *dot2_prog(Arena *a, const Target *t) {
         kir_param(p, k, b, KP_IN);
         kir_param(p, k, y, KP_OUT);
         int o = kir_var(k), j = kir_var(k);
-        Expr *v = kx_bin(p, K_DOT2, vld(p, x, lane_i(p, o, j, w)), kx_cast(p, DT_INT32, vld(p, b, lane_i(p, o, j, w))));
+        Expr *v = kx_bin(p, K_DOT2, vld(p, x, lane_i(p, o, j, w)), vld(p, b, lane_i(p, o, j, w)));
         Stmt *body = ks_store(p, y, (Expr *[]){lane_i(p, o, j, w)}, v);
         k->body = w > 1 ? tiles(p, o, j, DN / w, w, body) : ks_loop(p, o, 0, DN, 1, ks_loop(p, j, 0, 1, 1, body));
     }
@@ -1201,16 +1201,15 @@ static Program *dot2_prog(Arena *a, const Target *t) {
 }
 
 static void test_dot2(Arena *a, const Target *host, const char *dir) {
-    int32_t x[DN];
-    int16_t b[DN];
+    int32_t x[DN], b[DN];
     static const int16_t hx[] = {-32768, 32767, -1, 0, 1, 255, -256, 12345};
-    static const int8_t bx[] = {-128, 127, -1, 0, 1, 64, -65, 99};
+    static const int16_t bx[] = {-128, 127, -1, 0, 1, -32768, 32767, 99};
     for (int i = 0; i < DN; i++) {
         uint16_t lo = (uint16_t)(i < 64 ? hx[i % 8] : (i * 7919) & 0xffff);
         uint16_t hi = (uint16_t)(i < 64 ? hx[(i / 8) % 8] : (i * 104729) & 0xffff);
         x[i] = (int32_t)((uint32_t)lo | (uint32_t)hi << 16);
-        uint8_t b0 = (uint8_t)(i < 64 ? bx[(i + 3) % 8] : (i * 31) & 0xff), b1 = (uint8_t)(i < 64 ? bx[(i / 8 + 5) % 8] : (i * 57) & 0xff);
-        b[i] = (int16_t)(uint16_t)(b0 | b1 << 8);
+        uint16_t b0 = (uint16_t)(i < 64 ? bx[(i + 3) % 8] : (i * 31) & 0xffff), b1 = (uint16_t)(i < 64 ? bx[(i / 8 + 5) % 8] : (i * 57) & 0xffff);
+        b[i] = (int32_t)((uint32_t)b0 | (uint32_t)b1 << 16);
     }
     static const char *const cpus[] = {NULL, "x86-64-v3", "x86-64"};
     bool x86 = !strncmp(host->triple, "x86_64", 6);
@@ -1226,7 +1225,7 @@ static void test_dot2(Arena *a, const Target *host, const char *dir) {
         RunFn run = be_load_object(obj, p->name);
         const void *in[2] = {x, b};
         char what[96];
-        snprintf(what, sizeof what, "dot2 on 16, 8, 4, 5 lanes and scalar (%s) as the interpreter", c ? cpus[c] : "host");
+        snprintf(what, sizeof what, "dot2 on 16, 8, 4, 5, 3, 2 lanes and scalar (%s) as the interpreter", c ? cpus[c] : "host");
         report(same_as_interp(p, run, in, -1), what);
         remove(obj);
         if (c) be_target_free(&t);
