@@ -885,7 +885,7 @@ static bool channelwise_layout(Program *p, Kernel *k) {
 
 static bool has_conds(const Stmt *s);
 
-static Buf *conv_layout(Program *p, Kernel *k) {
+static Buf *conv_layout(Program *p, Kernel *k, int64_t group) {
     Stmt **nest[MAX_RANK + 1];
     int r = conv_nest(k, nest);
     Buf *packed = NULL;
@@ -911,7 +911,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
     for (int d = 2; d < r; d++) plane *= st->buf->dims[d];
     bool wide = can && !cl && o.col_last && (taps <= WIDTH_TAPS || plane % 4096 == 0) && o.stride <= STRIDE_LOADS &&
                 trips(col) >= 2 * lanes(p, k);
-    bool cm = can && !wide && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
+    bool cm = can && !wide && (o.stride > 1 || esz * mg >= 2 * p->vector_bytes || cl || !o.col_last || group);
     bool border_cm = can && !cm && p->vector_bytes >= 16 && has_conds(k->body);
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
@@ -1045,9 +1045,14 @@ static Buf *conv_input(const Stmt *s, const Buf *w, int rank, bool in_red) {
 }
 
 /* A conv y[n, m, o...] = sum over c, t of x[..] * w[m, c, t...] (the nest conv_layout takes)
- * that will get the cm layout (strided, or at least two vectors of output channels): its
- * weights and input; false if not such a conv or below the thresholds above. */
-static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
+ * that will get the cm layout (strided, or at least two vectors of output channels, or the
+ * groups of group_split, `group` their output channels: whole vectors): its weights and
+ * input; false if not such a conv or below the thresholds above.
+ * A group of one vector (ResNeXt-50's layer3: 16 channels a group on 14x14, AVX-512) was left
+ * to the width vectors with guarded taps, 8 accumulators of 14 lanes at 33-36% of the FMA
+ * peak; padded, cm and one vector by a row of 14 pixels (conv_channel_block), 52-70%
+ * (onnxcc bench on a loaded Zen 5, interleaved). */
+static bool pad_candidate(Program *p, Kernel *k, int64_t group, Buf **w, Buf **x) {
     Stmt **nest[MAX_RANK + 1];
     int r = conv_nest(k, nest);
     if (r < 3 || lanes(p, k) < 2 || p->fp_strict || !has_conds(k->body)) return false;
@@ -1062,16 +1067,16 @@ static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
     find_operands(k, col->body, rv, false, (*nest[1])->var, -1, col->var, &o);
     int64_t mg = trips(*nest[1]), esz = (int64_t)dtype_size(st->buf->dtype);
     if (!red || !const_loop(red) || trips(red) < PAD_CHANNELS || !o.b || o.b->rank != r || o.other_reads ||
-        mg < 8 || !(cl || o.stride > 1 || esz * mg >= 2 * p->vector_bytes) || !finite_data(o.b))
+        mg < 8 || !(cl || o.stride > 1 || esz * mg >= 2 * p->vector_bytes || group) || !finite_data(o.b))
         return false;
     *w = o.b;
     *x = conv_input(col->body, o.b, r, false);
     return *x != NULL;
 }
 
-static Kernel *conv_pad(Program *p, Kernel *k) {
+static Kernel *conv_pad(Program *p, Kernel *k, int64_t group) {
     Buf *w, *x;
-    return pad_candidate(p, k, &w, &x) ? loop_pad(p, k, x) : NULL;
+    return pad_candidate(p, k, group, &w, &x) ? loop_pad(p, k, x) : NULL;
 }
 
 /* The pixels of a register tile of BLOCK_VECTORS vectors of output channels: 14 with
@@ -1122,16 +1127,19 @@ static bool block_order_rows(Program *p, Kernel *k, int64_t wbytes, int64_t xbyt
     return true;
 }
 
-static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
+/* A grouped conv's block is its group (the group loop is already outermost) where that is
+ * fewer channels than BLOCK_VECTORS vectors. */
+static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t group) {
     Stmt **nest[MAX_RANK + 1];
     int r = conv_nest(k, nest);
     int64_t b = (int64_t)lanes(p, k) * BLOCK_VECTORS;
+    if (group && group <= b) b = group;
     if (r < 3 || lanes(p, k) < 2 || has_conds(k->body)) return 0;
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
     bool one_tap = w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1];
     if (one_tap && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
-    if (trips(m) <= b || trips(m) % b || !has_reduction_child(m->body)) return 0;
+    if ((trips(m) <= b && !group) || trips(m) % b || !has_reduction_child(m->body)) return 0;
     Buf *x = conv_input(m->body, w, w->rank, false);
     bool rows_outer = x && r >= 4 && block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), trips(m) / b, trips(*nest[1]));
     loop_split(p, k, nest[r - 1], b);
@@ -1848,10 +1856,10 @@ void schedule(Program *p) {
                     /* groups of whole vectors of channels: split first, each group then
                      * laid out and blocked as a dense conv (conv_nest passes the groups) */
                     group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k)) : 0;
-                    pad = conv_pad(p, k);
-                    cmw = conv_layout(p, k);
+                    pad = conv_pad(p, k, group);
+                    cmw = conv_layout(p, k, group);
                     if (cmw && pad) c_last = sink_channels(p, k, cmw);
-                    if (cmw) cb = conv_channel_block(p, k, cmw);
+                    if (cmw) cb = conv_channel_block(p, k, cmw, group);
                     if (cmw && !cb && !group) coalesce_channel_last(p, k), weight_chunks(p, k, cmw);
                 }
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */

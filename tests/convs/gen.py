@@ -80,7 +80,18 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('grp8_m32_7x7',[1,256,7,7],[256,32,3,3],[1,1],[1,1],[1,1,1,1],1,8),
        ('grp4_m16_s2',[1,64,11,13],[64,16,3,3],[2,2],[1,1],[1,1,1,1],0,4),
        ('grp6_m16_c8',[1,48,6,9],[96,8,3,3],[1,1],[1,1],[1,0,1,2],1,6),
-       ('grp8_m8_c8',[1,64,9,10],[64,8,3,3],[1,1],[1,1],[1,1,1,1],1,8)]
+       ('grp8_m8_c8',[1,64,9,10],[64,8,3,3],[1,1],[1,1],[1,1,1,1],1,8),
+       # a group of one vector of output channels (16 with AVX-512) and at least 16 input
+       # channels a group (ResNeXt-50's layer3): padded, weights cm, one vector by a row of
+       # pixels (passes/schedule.c pad_candidate, conv_channel_block with `group`); the same
+       # with Cg != Mg, strided on an odd map, and dilated
+       ('grp4_m16_c16',[1,64,14,14],[64,16,3,3],[1,1],[1,1],[1,1,1,1],1,4),
+       ('grp2_m16_c32',[1,64,9,11],[32,32,3,3],[1,1],[1,1],[1,1,1,1],0,2),
+       ('grp3_m16_s2',[1,48,13,11],[48,16,3,3],[2,2],[1,1],[1,1,1,1],1,3),
+       ('grp4_m16_d2',[1,64,10,10],[64,16,3,3],[1,1],[2,2],[2,2,2,2],1,4),
+       # narrow groups and odd channel counts: 8 (ResNeXt's layer2) and 4 channels a group
+       ('grp5_m8_c8',[1,40,7,9],[40,8,3,3],[1,1],[1,1],[1,1,1,1],1,5),
+       ('grp3_m4_c4',[1,12,5,7],[12,4,3,3],[1,1],[1,1],[1,1,1,1],0,3)]
 def gref(x,w,b,s,d,pb,pe,g):
     cg,mg=x.shape[1]//g,w.shape[0]//g
     return np.concatenate([ref(x[:,i*cg:(i+1)*cg],w[i*mg:(i+1)*mg],b[i*mg:(i+1)*mg],s,d,pb,pe) for i in range(g)],axis=1)
