@@ -744,6 +744,105 @@ static bool wide_conv(Program *p, Kernel *k) {
     return trips(*nest[1]) * (int64_t)dtype_size(st->buf->dtype) >= 2 * p->vector_bytes;
 }
 
+/* ---- kernels that move data between the orders (Transpose, and what fuse joined to it) ----
+ * A kernel that is not a contraction, with a perfect nest of 4 independent loops around
+ * stores only, whose every index of a 4-d operand is one of the nest's variables (or a
+ * constant on a dim of 1): a Transpose, or a Transpose with a fused Mul and residual Add
+ * (ConvNeXt's blocks go NCHW -> Transpose -> LayerNorm, MatMuls -> Transpose+Mul+Add -> NCHW
+ * around each 7x7 depthwise conv). Making one operand NHWC reorders its indices; where all
+ * the 4-d operands then read the loops in one order, store_order runs the nest in that order
+ * and every operand streams. So such a kernel can use NHWC for an operand whose indices
+ * become those of the others (the NCHW side of a Transpose), and then for every operand read
+ * in the same order as that one (the Add's residual with its output). ConvNeXt-Tiny's 7x7
+ * depthwise convs, whose output went to a Transpose, so stayed NCHW along the width at 4-15%
+ * of the FMA peak. */
+typedef struct { Buf *b; int ord[4]; } Access;
+enum { MAX_ACCESSES = 16 };
+
+static int nest_var_at(const Expr *e, const int *vars) {
+    for (int j = 0; j < 4; j++)
+        if (is_var(e, vars[j])) return j;
+    return -2;
+}
+
+/* Appends the access buf[idx] (a 4-d operand that moves under NHWC) to acc; false if an
+ * index is not a nest variable or a constant on a dim of 1, or acc is full. */
+static bool add_access(Buf *b, Expr *const *idx, const int *vars, Access *acc, int *n) {
+    static const int nhwc[4] = {0, 2, 3, 1};
+    if (b->rank != 4 || !permute_moves_data(kir_root(b), nhwc)) return true;
+    if (*n >= MAX_ACCESSES || b->alias) return false;
+    Access *a = &acc[(*n)++];
+    a->b = b;
+    for (int d = 0; d < 4; d++) {
+        a->ord[d] = idx[d]->kind == E_CONST && b->dims[d] == 1 ? -1 : nest_var_at(idx[d], vars);
+        if (a->ord[d] == -2) return false;
+    }
+    return true;
+}
+
+static bool expr_accesses(const Expr *e, const int *vars, Access *acc, int *n) {
+    if (e->kind == E_LOAD && !add_access(e->buf, e->args, vars, acc, n)) return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (!expr_accesses(e->args[i], vars, acc, n)) return false;
+    return true;
+}
+
+/* The 4-d operand accesses of a permuting kernel into acc; -1 if k is no such kernel. */
+static int permuting_accesses(Kernel *k, Access *acc) {
+    Stmt **nest[MAX_RANK + 1];
+    if (k->dead || k->kclass == KC_CONTRACTION || parallel_nest(k, nest) != 4 || !kernel_independent(k)) return -1;
+    int vars[4], n = 0;
+    for (int d = 0; d < 4; d++) vars[d] = (*nest[d])->var;
+    for (const Stmt *s = (*nest[3])->body; s; s = s->next)
+        if (s->kind != S_STORE || s->buf->rank != 4 || !activation_type(s->buf->dtype) ||
+            !add_access(s->buf, s->idx, vars, acc, &n) || !expr_accesses(s->val, vars, acc, &n))
+            return -1;
+    return n;
+}
+
+/* Access a's order of the loops once its buffer is NHWC or not (`last`). */
+static void access_order(const Access *a, bool last, int *ord) {
+    static const int nhwc[4] = {0, 2, 3, 1};
+    for (int d = 0; d < 4; d++) ord[d] = a->ord[last ? nhwc[d] : d];
+}
+
+static bool same_order(const int *x, const int *y) {
+    for (int d = 0; d < 4; d++)
+        if (x[d] >= 0 && y[d] >= 0 && x[d] != y[d]) return false;
+    return true;
+}
+
+/* Can permuting kernel k (n accesses) read or write b as NHWC: b's accesses, reordered,
+ * read the loops in the order of every access of another buffer as it is now? */
+static bool permutes_to(const Access *acc, int n, const Buf *b) {
+    bool seen = false;
+    for (int i = 0; i < n; i++) {
+        if (kir_root(acc[i].b) != b) continue;
+        int oi[4];
+        access_order(&acc[i], true, oi);
+        for (int j = 0; j < n; j++) {
+            int oj[4];
+            access_order(&acc[j], false, oj);
+            if (kir_root(acc[j].b) != b && same_order(oi, oj)) seen = true;
+        }
+    }
+    return seen;
+}
+
+/* Queues the temporaries of permuting kernel k read in the order b is read in (they go NHWC
+ * together with b). */
+static void permuting_temps(const Access *acc, int n, const Buf *b, char *state, Buf **list, int *nl) {
+    for (int i = 0; i < n; i++) {
+        if (kir_root(acc[i].b) != b) continue;
+        for (int j = 0; j < n; j++) {
+            Buf *c = kir_root(acc[j].b);
+            if (c != b && !state[c->id] && c->kind == B_TEMP && c->rank == 4 && activation_type(c->dtype) &&
+                same_order(acc[i].ord, acc[j].ord))
+                state[c->id] = 3, list[(*nl)++] = c;
+        }
+    }
+}
+
 /* Takes the queued temporaries work[0..n) and, from each that every kernel touching it can
  * use NHWC, the temporaries of those kernels; appends those chosen to chosen[*nchosen]. */
 static void grow_nhwc(Program *p, const bool *user, char *state, Buf **work, int n, Buf **chosen, int *nchosen) {
@@ -753,13 +852,24 @@ static void grow_nhwc(Program *p, const bool *user, char *state, Buf **work, int
         /* one that keeps its memory order ([N, C, 1, 1]: a global pool's output) suits
          * every kernel, its views too */
         bool moves = permute_moves_data(b, nhwc), ok = !b->alias && (!moves || !has_views(p, b));
+        Access acc[MAX_ACCESSES];
         for (int i = 0; i < p->nkernels && ok && moves; i++)
-            if (!p->kernels[i]->dead && touches(p->kernels[i], b)) ok = user[i];
+            if (!p->kernels[i]->dead && touches(p->kernels[i], b) && !user[i]) {
+                int na = permuting_accesses(p->kernels[i], acc);
+                ok = na > 0 && permutes_to(acc, na, b);
+            }
         state[b->id] = ok ? 2 : 1;
         if (!ok) continue;
         chosen[(*nchosen)++] = b;
-        for (int i = 0; i < p->nkernels; i++)
-            if (!p->kernels[i]->dead && touches(p->kernels[i], b)) kernel_temps(p->kernels[i], state, work, &n);
+        for (int i = 0; i < p->nkernels; i++) {
+            if (p->kernels[i]->dead || !touches(p->kernels[i], b)) continue;
+            if (user[i]) {
+                kernel_temps(p->kernels[i], state, work, &n);
+            } else {
+                int na = permuting_accesses(p->kernels[i], acc);
+                permuting_temps(acc, na, b, state, work, &n);
+            }
+        }
     }
 }
 
@@ -806,6 +916,9 @@ static void channel_last_layouts(Program *p) {
             const Expr *x;
             Buf *w;
             Kernel *k = p->kernels[i];
+            /* a permuting kernel whose operands end in different orders (the last block's
+             * Transpose+Add writing a graph output NCHW) reads one of them strided, as the
+             * Transpose alone did: no reason to give up the NHWC chain before it */
             if (!user[i]) continue;
             if (k->kclass == KC_ELEMENTWISE) {     /* all its moving 4-d operands alike */
                 bool nhwc_side = false, nchw_side = false;
@@ -886,7 +999,7 @@ static bool channelwise_layout(Program *p, Kernel *k) {
 
 static bool has_conds(const Stmt *s);
 
-static Buf *conv_layout(Program *p, Kernel *k) {
+static Buf *conv_layout(Program *p, Kernel *k, int64_t group) {
     Stmt **nest[MAX_RANK + 1];
     int r = conv_nest(k, nest);
     Buf *packed = NULL;
@@ -916,7 +1029,7 @@ static Buf *conv_layout(Program *p, Kernel *k) {
      * int8 dense layer of 84 outputs (LeNet's second) fills 2 zmm of them, where its 84 output
      * bytes left it scalar, one emulated dot4 per word (1.8 us of LeNet int8's 6 on AVX-512) */
     int64_t vsz = p->vector_bytes >= 16 && dot4_kernel(k) ? MAX(esz, int_acc_size(k)) : esz;
-    bool cm = can && !wide && (o.stride > 1 || vsz * mg >= 2 * p->vector_bytes || cl || !o.col_last);
+    bool cm = can && !wide && (o.stride > 1 || vsz * mg >= 2 * p->vector_bytes || cl || !o.col_last || group);
     bool border_cm = can && !cm && p->vector_bytes >= 16 && has_conds(k->body);
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
@@ -1050,9 +1163,14 @@ static Buf *conv_input(const Stmt *s, const Buf *w, int rank, bool in_red) {
 }
 
 /* A conv y[n, m, o...] = sum over c, t of x[..] * w[m, c, t...] (the nest conv_layout takes)
- * that will get the cm layout (strided, or at least two vectors of output channels): its
- * weights and input; false if not such a conv or below the thresholds above. */
-static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
+ * that will get the cm layout (strided, or at least two vectors of output channels, or the
+ * groups of group_split, `group` their output channels: whole vectors): its weights and
+ * input; false if not such a conv or below the thresholds above.
+ * A group of one vector (ResNeXt-50's layer3: 16 channels a group on 14x14, AVX-512) was left
+ * to the width vectors with guarded taps, 8 accumulators of 14 lanes at 33-36% of the FMA
+ * peak; padded, cm and one vector by a row of 14 pixels (conv_channel_block), 52-70%
+ * (onnxcc bench on a loaded Zen 5, interleaved). */
+static bool pad_candidate(Program *p, Kernel *k, int64_t group, Buf **w, Buf **x) {
     Stmt **nest[MAX_RANK + 1];
     int r = conv_nest(k, nest);
     if (r < 3 || lanes(p, k) < 2 || p->fp_strict || !has_conds(k->body)) return false;
@@ -1067,16 +1185,16 @@ static bool pad_candidate(Program *p, Kernel *k, Buf **w, Buf **x) {
     find_operands(k, col->body, rv, false, (*nest[1])->var, -1, col->var, &o);
     int64_t mg = trips(*nest[1]), esz = (int64_t)dtype_size(st->buf->dtype);
     if (!red || !const_loop(red) || trips(red) < PAD_CHANNELS || !o.b || o.b->rank != r || o.other_reads ||
-        mg < 8 || !(cl || o.stride > 1 || esz * mg >= 2 * p->vector_bytes) || !finite_data(o.b))
+        mg < 8 || !(cl || o.stride > 1 || esz * mg >= 2 * p->vector_bytes || group) || !finite_data(o.b))
         return false;
     *w = o.b;
     *x = conv_input(col->body, o.b, r, false);
     return *x != NULL;
 }
 
-static Kernel *conv_pad(Program *p, Kernel *k) {
+static Kernel *conv_pad(Program *p, Kernel *k, int64_t group) {
     Buf *w, *x;
-    return pad_candidate(p, k, &w, &x) ? loop_pad(p, k, x) : NULL;
+    return pad_candidate(p, k, group, &w, &x) ? loop_pad(p, k, x) : NULL;
 }
 
 /* The pixels of a register tile of BLOCK_VECTORS vectors of output channels: 14 with
@@ -1127,16 +1245,19 @@ static bool block_order_rows(Program *p, Kernel *k, int64_t wbytes, int64_t xbyt
     return true;
 }
 
-static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w) {
+/* A grouped conv's block is its group (the group loop is already outermost) where that is
+ * fewer channels than BLOCK_VECTORS vectors. */
+static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t group) {
     Stmt **nest[MAX_RANK + 1];
     int r = conv_nest(k, nest);
     int64_t b = (int64_t)lanes(p, k) * BLOCK_VECTORS;
+    if (group && group <= b) b = group;
     if (r < 3 || lanes(p, k) < 2 || has_conds(k->body)) return 0;
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
     bool one_tap = w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1];
     if (one_tap && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
-    if (trips(m) <= b || trips(m) % b || !has_reduction_child(m->body)) return 0;
+    if ((trips(m) <= b && !group) || trips(m) % b || !has_reduction_child(m->body)) return 0;
     Buf *x = conv_input(m->body, w, w->rank, false);
     bool rows_outer = x && r >= 4 && block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), trips(m) / b, trips(*nest[1]));
     loop_split(p, k, nest[r - 1], b);
@@ -1746,7 +1867,9 @@ static void strip_list(Program *p, Kernel *k, Stmt **at) {
 static void store_order(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
-    if (k->kclass != KC_ELEMENTWISE || r < 2 || !kernel_independent(k)) return;
+    Access acc[MAX_ACCESSES];
+    if ((k->kclass != KC_ELEMENTWISE && (r != 4 || permuting_accesses(k, acc) <= 0)) || r < 2 || !kernel_independent(k))
+        return;
     const Stmt *st = first_store((*nest[r - 1])->body);
     if (!st || st->buf->rank != r) return;
     for (int d = 0; d < r; d++) {
@@ -1852,10 +1975,10 @@ void schedule(Program *p) {
                     /* groups of whole vectors of channels: split first, each group then
                      * laid out and blocked as a dense conv (conv_nest passes the groups) */
                     group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k)) : 0;
-                    pad = conv_pad(p, k);
-                    cmw = conv_layout(p, k);
+                    pad = conv_pad(p, k, group);
+                    cmw = conv_layout(p, k, group);
                     if (cmw && pad) c_last = sink_channels(p, k, cmw);
-                    if (cmw) cb = conv_channel_block(p, k, cmw);
+                    if (cmw) cb = conv_channel_block(p, k, cmw, group);
                     if (cmw && !cb && !group) coalesce_channel_last(p, k), weight_chunks(p, k, cmw);
                 }
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */

@@ -80,7 +80,18 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('grp8_m32_7x7',[1,256,7,7],[256,32,3,3],[1,1],[1,1],[1,1,1,1],1,8),
        ('grp4_m16_s2',[1,64,11,13],[64,16,3,3],[2,2],[1,1],[1,1,1,1],0,4),
        ('grp6_m16_c8',[1,48,6,9],[96,8,3,3],[1,1],[1,1],[1,0,1,2],1,6),
-       ('grp8_m8_c8',[1,64,9,10],[64,8,3,3],[1,1],[1,1],[1,1,1,1],1,8)]
+       ('grp8_m8_c8',[1,64,9,10],[64,8,3,3],[1,1],[1,1],[1,1,1,1],1,8),
+       # a group of one vector of output channels (16 with AVX-512) and at least 16 input
+       # channels a group (ResNeXt-50's layer3): padded, weights cm, one vector by a row of
+       # pixels (passes/schedule.c pad_candidate, conv_channel_block with `group`); the same
+       # with Cg != Mg, strided on an odd map, and dilated
+       ('grp4_m16_c16',[1,64,14,14],[64,16,3,3],[1,1],[1,1],[1,1,1,1],1,4),
+       ('grp2_m16_c32',[1,64,9,11],[32,32,3,3],[1,1],[1,1],[1,1,1,1],0,2),
+       ('grp3_m16_s2',[1,48,13,11],[48,16,3,3],[2,2],[1,1],[1,1,1,1],1,3),
+       ('grp4_m16_d2',[1,64,10,10],[64,16,3,3],[1,1],[2,2],[2,2,2,2],1,4),
+       # narrow groups and odd channel counts: 8 (ResNeXt's layer2) and 4 channels a group
+       ('grp5_m8_c8',[1,40,7,9],[40,8,3,3],[1,1],[1,1],[1,1,1,1],1,5),
+       ('grp3_m4_c4',[1,12,5,7],[12,4,3,3],[1,1],[1,1],[1,1,1,1],0,3)]
 def gref(x,w,b,s,d,pb,pe,g):
     cg,mg=x.shape[1]//g,w.shape[0]//g
     return np.concatenate([ref(x[:,i*cg:(i+1)*cg],w[i*mg:(i+1)*mg],b[i*mg:(i+1)*mg],s,d,pb,pe) for i in range(g)],axis=1)
@@ -138,6 +149,48 @@ block('dw_block_s2',[2,12,9,11],3,2,False)
 # rows in blocks of 32 channels by a row (conv_channel_block)
 block('dw_block_wide',[1,16,6,13],4,1,True)
 block('dw_block_row7',[1,16,5,7],4,1,False)
+# ConvNeXt-like blocks: a 7x7 depthwise conv, Transpose to channels-last, LayerNormalization
+# over the channels, two MatMuls, Transpose back fused with the layer-scale Mul and the
+# residual Add, twice. The depthwise convs' temporaries go NHWC with the Transposes' NCHW
+# sides (passes/schedule.c permuting_accesses), so the Transposes become copies in order.
+def convnext(name,xs,blocks):
+    N,C,H,W=xs
+    x=rng.standard_normal(xs).astype(np.float32)
+    w0=rng.standard_normal([C,C,1,1]).astype(np.float32)/np.sqrt(C); b0=rng.standard_normal(C).astype(np.float32)
+    init=[nh.from_array(w0,'W0'),nh.from_array(b0,'B0')]
+    nodes=[h.make_node('Conv',['x','W0','B0'],['r0'])]
+    r=gref(x.astype(np.float64),w0.astype(np.float64),b0,[1,1],[1,1],[0,0],[0,0],1)
+    for i in range(blocks):
+        wd=rng.standard_normal([C,1,7,7]).astype(np.float32)/7; bd=rng.standard_normal(C).astype(np.float32)
+        g=rng.uniform(0.5,1.5,C).astype(np.float32); be=rng.standard_normal(C).astype(np.float32)
+        m1=rng.standard_normal([C,2*C]).astype(np.float32)/np.sqrt(C); m2=rng.standard_normal([2*C,C]).astype(np.float32)/np.sqrt(2*C)
+        sc=rng.uniform(0.5,1.5,[C,1,1]).astype(np.float32)
+        init+=[nh.from_array(a,'%s%d'%(n,i)) for a,n in [(wd,'Wd'),(bd,'Bd'),(g,'G'),(be,'Be'),(m1,'M1'),(m2,'M2'),(sc,'S')]]
+        p='%d'%i
+        nodes+=[h.make_node('Conv',['r'+p,'Wd'+p,'Bd'+p],['d'+p],pads=[3,3,3,3],group=C),
+                h.make_node('Transpose',['d'+p],['t'+p],perm=[0,2,3,1]),
+                h.make_node('LayerNormalization',['t'+p,'G'+p,'Be'+p],['l'+p],axis=-1,epsilon=1e-6),
+                h.make_node('MatMul',['l'+p,'M1'+p],['a'+p]),h.make_node('Relu',['a'+p],['b'+p]),
+                h.make_node('MatMul',['b'+p,'M2'+p],['c'+p]),
+                h.make_node('Transpose',['c'+p],['u'+p],perm=[0,3,1,2]),
+                h.make_node('Mul',['u'+p,'S'+p],['v'+p]),
+                h.make_node('Add',['v'+p,'r'+p],['r%d'%(i+1)])]
+        d=gref(r,wd.astype(np.float64),bd,[1,1],[1,1],[3,3],[3,3],C)
+        t=d.transpose(0,2,3,1)
+        mu=t.mean(-1,keepdims=True); var=((t-mu)**2).mean(-1,keepdims=True)
+        l=(t-mu)/np.sqrt(var+1e-6)*g+be
+        c=np.maximum(l@m1,0)@m2
+        r=c.transpose(0,3,1,2)*sc+r
+    nodes[-1].output[0]='y'
+    y=r.astype(np.float32)
+    gr=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],init)
+    m=h.make_model(gr,opset_imports=[h.make_opsetid('',17)]); m.ir_version=8
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    onnx.save(m,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
+    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+convnext('convnext_blocks',[2,24,9,11],2)
+convnext('convnext_wide',[1,48,14,14],2)
 # ResNet-like chains (a stem conv + Relu, a 3x3 max pool, a basic block with its residual, a
 # stride-2 block with a 1x1 stride-2 downsample, a global pool): convs of at least two vectors
 # of output channels keep their temporaries NHWC at -O2 (channel_last_layouts, wide_conv),
