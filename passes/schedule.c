@@ -34,9 +34,10 @@
  *     replaced by that one (block_factor). A J not
  *     blocked (a matrix-vector product) gets up to twice as many vectors: more independent
  *     chains, and each packed weight row streamed whole;
- *   - a Gemm/MatMul with constant B of more columns than a panel has B packed into panels
- *     (pack_panels), and where B exceeds the L2 over few rows the panels outermost
- *     (panels_outer);
+ *   - a Gemm/MatMul with constant B has its rows, where they span several loops
+ *     ([1, H, W, C] x [C, N]; a batch of one under the rows), coalesced into one loop; with
+ *     more columns than a panel, B packed into panels (pack_panels), and where B exceeds the
+ *     L2 over few rows the panels outermost (panels_outer);
  *   - with vectors, convs of at least 16 input channels that get the cm layout read a
  *     zero-padded copy of their input (conv_pad) and run blocks of 2 vectors of output
  *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
