@@ -451,6 +451,7 @@ static bool panels_outer(Program *p, Kernel *k, int64_t bbytes, int64_t rows, in
  * dot products as vector reductions along k (pick_loops) keep more FMA chains going than
  * the few accumulators of a narrow J (transB 1280 -> 1000 at 8 rows 440 -> 125 us, at one row
  * unchanged, ~50 us, bound by reading B; 256 -> 128 at one row 1.1 -> 0.9 us; rough). */
+static void distribute(Program *p, Kernel *k, Stmt *l);
 static void pack_panels(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1], **jat, *j, *red;
     Operand o;
@@ -495,9 +496,13 @@ static void pack_panels(Program *p, Kernel *k) {
      * the L2 for every block of rows, at ~55% of the FMA peak) */
     int ri = n - 2;
     while (ri > 0 && trips(*nest[ri]) == 1) ri--;
-    if (ri < 0 || (*nest[n - 2])->body != *jat || (*jat)->next ||
+    if (ri < 0 || (*nest[n - 2])->body != *jat ||
         !panels_outer(p, k, kir_nbytes(o.b), trips(*nest[ri]), trips(red) * esz, pw * esz * trips(red)))
         return;
+    /* the columns left after the whole panels (N = 1000, a vocabulary) get row loops of their
+     * own, so that the panels' loop nest is perfect */
+    if ((*jat)->next)
+        for (int l = n - 2; l >= ri; l--) distribute(p, k, *nest[l]);
     for (int l = n - 2; l >= ri; l--) loop_interchange(p, k, *nest[l]);    /* the panels up to ri */
 }
 
