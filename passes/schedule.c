@@ -34,9 +34,10 @@
  *     replaced by that one (block_factor). A J not
  *     blocked (a matrix-vector product) gets up to twice as many vectors: more independent
  *     chains, and each packed weight row streamed whole;
- *   - a Gemm/MatMul with constant B of more columns than a panel has B packed into panels
- *     (pack_panels), and where B exceeds the L2 over few rows the panels outermost
- *     (panels_outer);
+ *   - a Gemm/MatMul with constant B has its rows, where they span several loops
+ *     ([1, H, W, C] x [C, N]; a batch of one under the rows), coalesced into one loop; with
+ *     more columns than a panel, B packed into panels (pack_panels), and where B exceeds the
+ *     L2 over few rows the panels outermost (panels_outer);
  *   - with vectors, convs of at least 16 input channels that get the cm layout read a
  *     zero-padded copy of their input (conv_pad) and run blocks of 2 vectors of output
  *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
@@ -451,17 +452,27 @@ static bool panels_outer(Program *p, Kernel *k, int64_t bbytes, int64_t rows, in
  * dot products as vector reductions along k (pick_loops) keep more FMA chains going than
  * the few accumulators of a narrow J (transB 1280 -> 1000 at 8 rows 440 -> 125 us, at one row
  * unchanged, ~50 us, bound by reading B; 256 -> 128 at one row 1.1 -> 0.9 us; rough). */
+static void distribute(Program *p, Kernel *k, Stmt *l);
 static void pack_panels(Program *p, Kernel *k) {
-    Stmt **nest[MAX_RANK + 1];
-    int n = parallel_nest(k, nest);
-    if (n < 1 || p->vector_bytes < 16) return;
-    Stmt **jat = nest[n - 1], *j = *jat, *red = j->body;
-    while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
-    if (!red) return;
-    Operand o = {0};
-    bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
-    find_operands(k, red, rv, false, j->var, red->var, -1, &o);
-    if (!o.b || o.b->rank != 2) return;
+    Stmt **nest[MAX_RANK + 1], **jat, *j, *red;
+    Operand o;
+    int n;
+    for (bool again = true; again;) {
+        n = parallel_nest(k, nest);
+        if (n < 1 || p->vector_bytes < 16) return;
+        jat = nest[n - 1], j = *jat, red = j->body;
+        while (red && !(red->kind == S_LOOP && (red->hints & LH_REDUCTION))) red = red->next;
+        if (!red) return;
+        o = (Operand){0};
+        bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+        find_operands(k, red, rv, false, j->var, red->var, -1, &o);
+        if (!o.b || o.b->rank != 2) return;
+        /* rows spread over several loops (Swin's [1, 14, 14, 384] x [384, 1536], a
+         * sequence-first [197, 1, 768] x [768, 2304]) made one loop where the operands allow
+         * it: the rows then come in whole blocks of MR but for the last (14 rows of a map:
+         * 6 + 6 + 2 per map row), and panels_outer weighs all of them */
+        again = n >= 3 && loop_coalesce(p, k, *nest[n - 3], true);
+    }
     int64_t nd = trips(j), esz = (int64_t)dtype_size(o.b->dtype), pw = MIN(8 * p->vector_bytes / esz, 128);
     int jd = o.transposed ? 0 : 1;
     if (pw < 4 || j->lo->i != 0 || o.b->dims[jd] != nd) return;
@@ -480,9 +491,20 @@ static void pack_panels(Program *p, Kernel *k) {
     loop_split(p, k, jat, pw);
     PackDim pd[3] = {{jd, pw, false}, {1 - jd, 0, false}, {jd, pw, true}};
     loop_pack(p, k, o.b, arena_printf(p->arena, "panels%lld", (long long)pw), 3, pd);
-    if (n >= 2 && (*nest[n - 2])->body == *jat && !(*jat)->next &&
-        panels_outer(p, k, kir_nbytes(o.b), trips(*nest[n - 2]), trips(red) * esz, pw * esz * trips(red)))
-        loop_interchange(p, k, *nest[n - 2]);
+    /* the rows: the innermost enclosing loop of more than one trip, loops of one trip between
+     * passed over (a sequence-first [197, 1, 768] MatMul's batch of one, under the rows: with
+     * only that loop looked at, ViT's in-projection streamed its 7 MB of weights from beyond
+     * the L2 for every block of rows, at ~55% of the FMA peak) */
+    int ri = n - 2;
+    while (ri > 0 && trips(*nest[ri]) == 1) ri--;
+    if (ri < 0 || (*nest[n - 2])->body != *jat ||
+        !panels_outer(p, k, kir_nbytes(o.b), trips(*nest[ri]), trips(red) * esz, pw * esz * trips(red)))
+        return;
+    /* the columns left after the whole panels (N = 1000, a vocabulary) get row loops of their
+     * own, so that the panels' loop nest is perfect */
+    if ((*jat)->next)
+        for (int l = n - 2; l >= ri; l--) distribute(p, k, *nest[l]);
+    for (int l = n - 2; l >= ri; l--) loop_interchange(p, k, *nest[l]);    /* the panels up to ri */
 }
 
 /* A 1x1 convolution (stride 1, no padding): its last two output loops (rows, columns) read
