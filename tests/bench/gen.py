@@ -265,8 +265,14 @@ def main():
         if name in tols:
             with open(os.path.join(d, "tol"), "w") as f:
                 print("%.6g" % tols[name], file=f)
+        try:
+            n = macs.count_model(m)
+        except Exception as e:     # tests/macs.py's shape folding cannot follow every graph
+            n = 0
+            print("gen.py: %s: no MAC count (tests/macs.py: %r); GFLOP shown as -" % (name, e),
+                  file=sys.stderr)
         with open(os.path.join(d, "macs"), "w") as f:
-            print(macs.count_model(m), file=f)
+            print(n, file=f)
         print(name)
 
 
