@@ -13,6 +13,11 @@ Writes each model as OUTDIR/NAME/model.onnx (generated, never committed):
               products over constant weights: memory-bound);
     floor     one Relu of one float: what a call costs on each side when there is no work
               (for onnxruntime-node, mostly its JavaScript and N-API layer);
+  the widened set (issue 16; models.py WIDE): resnet50, resnext50, regnety400, densenet121,
+    googlenet, inceptionv3, squeezenet, shufflenetv2, mnasnet, mobilenetv3, efficientnetb0,
+    convnext, vitb16, swint, vgg16 (torchvision 0.14, random weights), deeplabv3 (segmentation)
+    and gpt (a GPT-2-style causal decoder); each gets OUTDIR/NAME/wide, which tells bench.sh
+    to time it at fewer builds and rounds;
   without PyTorch, instead of its models (and saying so on stderr):
     convnet   1x3x256x256 image -> stride-2 conv stem, two ResNet-style basic blocks (conv-BN-relu-
               conv-BN + skip, relu) at 128x128x16 and 64x64x32, global average pool, 10-way Gemm.
@@ -24,18 +29,25 @@ Writes each model as OUTDIR/NAME/model.onnx (generated, never committed):
               groups as its own fused integer kernels, whose requantisation may round a
               layer's value the other way, a difference the following layers carry on).
 Models given on the command line are added as they are, named after their folder.
+BENCH_MODELS (environment), if set, is the list of names to prepare (the others are skipped);
+a name gen.py does not know is an error.
+A PyTorch export is skipped when OUTDIR/NAME/model.onnx exists and OUTDIR/NAME/export.key
+says it came from the same models.py and the same torch and torchvision (the big models take
+a minute each to export).
 Then, for every model, writes one random input set as raw little-endian files
 OUTDIR/NAME/input_K.bin (K in graph order, initializers excluded), the layout both
 tests/bench/harness.c and tests/bench/ort.js read, and their names, dtypes and shapes as
 OUTDIR/NAME/inputs.json for ort.js (onnxruntime-node cannot tell them), and the model's
 multiply-accumulates per inference as OUTDIR/NAME/macs (tests/macs.py). NAME is a shell
-identifier; gen.py prints the names, one a line. Seeded, so that every run benchmarks the same
-numbers."""
+identifier; gen.py prints the names, one a line. Seeded (inputs by model name), so that every
+run, and every selection of BENCH_MODELS, benchmarks the same numbers."""
+import hashlib
 import json
 import os
 import re
 import shutil
 import sys
+import zlib
 
 import numpy as np
 from onnx import TensorProto, helper, load, numpy_helper, save
@@ -145,8 +157,8 @@ DTYPES = {TensorProto.FLOAT: (np.float32, "float32"), TensorProto.DOUBLE: (np.fl
           TensorProto.BOOL: (np.bool_, "bool")}
 
 
-def write_inputs(path, outdir):
-    m = load(path)
+def write_inputs(m, path, outdir, name):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
     inits = {t.name for t in m.graph.initializer}
     k, meta = 0, []
     for v in m.graph.input:
@@ -166,8 +178,20 @@ def write_inputs(path, outdir):
         json.dump(meta, f)
 
 
+def export_key(torch_models, name):
+    """What a cached export depends on: models.py's text, the torch and torchvision versions."""
+    import torch
+    import torchvision
+    with open(torch_models.__file__, "rb") as f:
+        src = f.read()
+    h = hashlib.sha256(src + ("\0%s\0%s\0%s" % (torch.__version__, torchvision.__version__,
+                                                    name)).encode())
+    return h.hexdigest()
+
+
 def main():
     out = sys.argv[1]
+    only = os.environ.get("BENCH_MODELS", "").split()
     try:
         import models as torch_models
     except ImportError as e:
@@ -178,38 +202,77 @@ def main():
     generated = [("floor", floor), ("sgemm512", sgemm512), ("mlp1024", mlp1024)]
     if not torch_models:
         generated.append(("convnet", convnet))
+    # always built, in this order (mlp1024's weights come from the shared rng), listed if chosen
     for name, make in generated:
         os.makedirs(os.path.join(out, name), exist_ok=True)
         paths[name] = os.path.join(out, name, "model.onnx")
         save(make(), paths[name])
-    for name, make in torch_models.MODELS if torch_models else ():
-        os.makedirs(os.path.join(out, name), exist_ok=True)
-        paths[name] = os.path.join(out, name, "model.onnx")
-        torch_models.export(make, paths[name])
+    known = list(paths)
+    wide = set()
+    for group in ((torch_models.MODELS, torch_models.WIDE) if torch_models else ()):
+        for name, make in group:
+            known.append(name)
+            if group is torch_models.WIDE:
+                wide.add(name)
+            if only and name not in only:
+                continue
+            d = os.path.join(out, name)
+            os.makedirs(d, exist_ok=True)
+            paths[name] = os.path.join(d, "model.onnx")
+            key, keyfile = export_key(torch_models, name), os.path.join(d, "export.key")
+            try:
+                with open(keyfile) as f:
+                    cached = f.read().strip() == key and os.path.isfile(paths[name])
+            except OSError:
+                cached = False
+            if not cached:
+                if os.path.exists(keyfile):
+                    os.remove(keyfile)
+                torch_models.export(make, paths[name])
+                with open(keyfile, "w") as f:
+                    print(key, file=f)
     int8 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "int8")
     tols = {}
     for name in sorted(os.listdir(int8)):
         d = os.path.join(int8, name)
         if not os.path.isfile(os.path.join(d, "float.onnx")):    # (ops: a test model only)
             continue
+        known += [name + "_i8", name + "_f32"]
         paths[name + "_i8"] = os.path.join(d, "model.onnx")
         paths[name + "_f32"] = os.path.join(d, "float.onnx")
         with open(os.path.join(d, "atol")) as f:
             tols[name + "_i8"] = 4 * float(f.read())
     for path in sys.argv[2:]:
         name = re.sub(r"\W", "_", os.path.basename(os.path.dirname(os.path.abspath(path))))
+        known.append(name)
         paths[name] = path
+    unknown = [n for n in only if n not in known]
+    if unknown:
+        sys.exit("gen.py: BENCH_MODELS: unknown %s; known: %s" % (" ".join(unknown), " ".join(known)))
     for name, path in paths.items():
+        if only and name not in only:
+            continue
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         if os.path.abspath(path) != os.path.abspath(os.path.join(d, "model.onnx")):
             shutil.copyfile(path, os.path.join(d, "model.onnx"))
-        write_inputs(path, d)
+        m = load(path)
+        write_inputs(m, path, d, name)
+        if name in wide:
+            open(os.path.join(d, "wide"), "w").close()
+        elif os.path.exists(os.path.join(d, "wide")):
+            os.remove(os.path.join(d, "wide"))
         if name in tols:
             with open(os.path.join(d, "tol"), "w") as f:
                 print("%.6g" % tols[name], file=f)
+        try:
+            n = macs.count_model(m)
+        except Exception as e:     # tests/macs.py's shape folding cannot follow every graph
+            n = 0
+            print("gen.py: %s: no MAC count (tests/macs.py: %r); GFLOP shown as -" % (name, e),
+                  file=sys.stderr)
         with open(os.path.join(d, "macs"), "w") as f:
-            print(macs.count_model(load(path)), file=f)
+            print(n, file=f)
         print(name)
 
 

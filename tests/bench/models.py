@@ -163,9 +163,98 @@ def hifigan():
     return Hifigan(), (torch.randn(1, 80, 32),)
 
 
+def tv(name, size=224, **kw):
+    """A torchvision classifier (or segmentation net) by name, random weights, 1x3xSIZExSIZE."""
+    def make():
+        ctor = getattr(torchvision.models, name, None) or getattr(torchvision.models.segmentation, name)
+        return ctor(weights=None, **kw), (torch.randn(1, 3, size, size),)
+    return make
+
+
+class SegOut(nn.Module):
+    """torchvision's segmentation nets return a dict; export its "out" tensor."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)["out"]
+
+
+def deeplabv3():
+    net = torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
+        weights=None, weights_backbone=None, aux_loss=False)
+    return SegOut(net), (torch.randn(1, 3, 224, 224),)
+
+
+class GptBlock(nn.Module):
+    """A GPT-2 block: pre-LayerNorm causal self-attention and a GELU MLP, each with a residual."""
+
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        # additive causal mask: position i sees positions <= i
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), -1e9), diagonal=1))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.reshape(b, t, h, d // h).transpose(1, 2) for z in (q, k, v))
+        a = (q @ k.transpose(2, 3)) * (d // h) ** -0.5 + self.mask
+        y = (a.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+class Gpt(nn.Module):
+    """A GPT-2-style causal decoder over given token embeddings (the lookup itself is a Gather
+    the bench's random float inputs cannot index): learned positions, 6 blocks of d 512 with 8
+    heads, a final LayerNorm and a tied-size LM head to an 8192-token vocabulary."""
+
+    def __init__(self, d=512, heads=8, layers=6, seq=128, vocab=8192):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+        self.blocks = nn.Sequential(*(GptBlock(d, heads, seq) for _ in range(layers)))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, x):
+        return self.head(self.ln(self.blocks(x + self.pos)))
+
+
+def gpt():
+    return Gpt(), (torch.randn(1, 128, 512),)
+
+
 MODELS = (("resnet18", resnet18), ("mobilenetv2", mobilenetv2), ("transformer", transformer),
           ("lstm", lstm), ("kws", kws), ("mlp", mlp), ("unet", unet), ("fpn", fpn),
           ("hifigan", hifigan))
+
+# The widened set (issue 16): one public architecture per family, torchvision 0.14's random
+# weights, each at its standard input size. bench.sh times them at fewer builds and rounds
+# (BENCH_WIDE_BUILDS, BENCH_WIDE_ROUNDS): each costs milliseconds to a third of a second.
+WIDE = (("resnet50", tv("resnet50")),                       # bottleneck residual CNN
+        ("resnext50", tv("resnext50_32x4d")),               # grouped 3x3 convs, 32 groups
+        ("regnety400", tv("regnet_y_400mf")),               # RegNet: group convs + squeeze-excite
+        ("densenet121", tv("densenet121")),                 # dense concatenation
+        ("googlenet", tv("googlenet", aux_logits=False, init_weights=True)),  # Inception v1
+        ("inceptionv3", tv("inception_v3", 299, aux_logits=False, init_weights=True)),
+        ("squeezenet", tv("squeezenet1_1")),                # fire modules, ceil-mode pools
+        ("shufflenetv2", tv("shufflenet_v2_x1_0")),         # channel shuffle, split
+        ("mnasnet", tv("mnasnet1_0")),                      # NAS inverted residuals, 5x5 depthwise
+        ("mobilenetv3", tv("mobilenet_v3_large")),          # HardSwish, squeeze-excite
+        ("efficientnetb0", tv("efficientnet_b0")),          # SiLU, squeeze-excite
+        ("convnext", tv("convnext_tiny")),                  # 7x7 depthwise, LayerNorm, GELU
+        ("vitb16", tv("vit_b_16")),                         # ViT-Base: global attention, 344 MB
+        ("swint", tv("swin_t")),                            # windowed attention
+        ("vgg16", tv("vgg16")),                             # plain 3x3 CNN, 528 MB of weights
+        ("deeplabv3", deeplabv3),                           # segmentation: dilated ASPP, bilinear
+        ("gpt", gpt))                                       # causal decoder
 
 
 def export(make, path):
@@ -177,6 +266,10 @@ def export(make, path):
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.uniform_(-0.1, 0.1)
             m.running_var.uniform_(0.5, 1.5)
-    with torch.no_grad():
+    # nn.MultiheadAttention in eval mode without autograd takes its fused fast path
+    # (aten::_native_multi_head_attention), which has no ONNX export; with autograd on it traces
+    # the plain ops (the outputs are the same)
+    mha = any(isinstance(m, nn.MultiheadAttention) for m in module.modules())
+    with torch.set_grad_enabled(mha):
         torch.onnx.export(module, args, path, opset_version=17, do_constant_folding=True,
                           input_names=["input"], output_names=["output"])
