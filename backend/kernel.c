@@ -1765,6 +1765,67 @@ static void strided_store(Emitter *e, Buf *b, Expr **idx, int64_t c, unsigned w,
     }
 }
 
+/* Whether x reads buffer b (or a view of its storage). */
+static bool reads_buf(const Expr *x, Buf *b) {
+    if (x->kind == E_LOAD && kir_root(x->buf) == kir_root(b)) return true;
+    for (int i = 0; i < x->nargs; i++)
+        if (reads_buf(x->args[i], b)) return true;
+    return false;
+}
+
+/* In a vector loop, c consecutive stores b[.., v*c + j] = val_j, j = 0 .. c-1, 2 <= c <=
+ * MAX_SHUFFLE_STRIDE (the phases of a ConvTranspose side by side in its interleaving kernel,
+ * tile rows of a phase conv): together they fill the c*w elements from the first one's, so
+ * their values are interleaved by shuffles and written as c whole vectors, where each store
+ * alone took c masked stores (a stride-2 ConvTranspose's interleave 4 masked stores per 2
+ * vectors). Only float buffers stored as they are, and values that do not read b (the stores
+ * then commute with them). Returns how many statements it wrote, 0 where it does not apply. */
+static int interleaved_stores(Emitter *e, Stmt *s) {
+    Buf *b = s->buf;
+    unsigned w = e->vw, align = elem_align(e, b->dtype);
+    if (!w || (b->dtype != DT_FLOAT && b->dtype != DT_DOUBLE) || b->rank < 1) return 0;
+    Expr **i0 = simple_idx(e, b, s->idx);
+    int64_t c = lane_coef(e, b, i0);
+    int last = b->rank - 1;
+    if (c == NOT_AFFINE || c < 2 || c > MAX_SHUFFLE_STRIDE) return 0;
+    Stmt *st[MAX_SHUFFLE_STRIDE] = {s};
+    for (int j = 1; j < c; j++) {
+        Stmt *t = st[j - 1]->next;
+        if (!t || t->kind != S_STORE || t->buf != b) return 0;
+        Expr **ij = simple_idx(e, b, t->idx);
+        if (lane_coef(e, b, ij) != c || !index_apart(i0[last], ij[last], j)) return 0;
+        for (int d = 0; d < last; d++)
+            if (!kx_equal(i0[d], ij[d])) return 0;
+        st[j] = t;
+    }
+    for (int j = 0; j < c; j++)
+        if (reads_buf(st[j]->val, b) || !varying(e, st[j]->val)) return 0;
+    LLVMValueRef v[MAX_SHUFFLE_STRIDE], k[MAX_SHUFFLE_STRIDE * MAX_LANES];
+    for (int j = 0; j < c; j++) v[j] = expr(e, st[j]->val, w);
+    /* the c vectors concatenated (a power-of-two count, poison past c) */
+    for (unsigned i = 0; i < 2 * w; i++) k[i] = LLVMConstInt(e->i32, i, 0);
+    LLVMValueRef lo = LLVMBuildShuffleVector(e->B, v[0], v[1], LLVMConstVector(k, 2 * w), ""), cat = lo;
+    if (c > 2) {
+        LLVMValueRef hi = LLVMBuildShuffleVector(e->B, v[2], c > 3 ? v[3] : LLVMGetPoison(LLVMTypeOf(v[2])),
+                                                 LLVMConstVector(k, 2 * w), "");
+        for (unsigned i = 0; i < 4 * w; i++) k[i] = LLVMConstInt(e->i32, i, 0);
+        cat = LLVMBuildShuffleVector(e->B, lo, hi, LLVMConstVector(k, 4 * w), "");
+    }
+    LLVMTypeRef mt = be_mem_type(e, b->dtype);
+    LLVMValueRef base = elem_ptr(e, b, i0, 0);
+    for (unsigned p = 0; p < (unsigned)c; p++) {
+        for (unsigned i = 0; i < w; i++) {
+            unsigned pos = p * w + i;                 /* element pos: vector pos % c, lane pos / c */
+            k[i] = LLVMConstInt(e->i32, (pos % (unsigned)c) * w + pos / (unsigned)c, 0);
+        }
+        LLVMValueRef piece = LLVMBuildShuffleVector(e->B, cat, LLVMGetPoison(LLVMTypeOf(cat)), LLVMConstVector(k, w), "");
+        LLVMValueRef off = LLVMConstInt(e->idx, p * w, 0);
+        LLVMValueRef sto = LLVMBuildStore(e->B, piece, LLVMBuildInBoundsGEP2(e->B, mt, base, &off, 1, ""));
+        LLVMSetAlignment(sto, align);
+    }
+    return (int)c;
+}
+
 /* In a vector loop: a contiguous store, a scatter, or - when every lane stores to the same
  * element - the last lane's value, which is what running the lanes in order leaves. */
 static void store(Emitter *e, Stmt *s) {
@@ -1820,7 +1881,12 @@ static void stmts(Emitter *e, Stmt *s) {
     for (; s; s = s->next) {
         switch (s->kind) {
         case S_LOOP: loop(e, s); break;
-        case S_STORE: store(e, s); break;
+        case S_STORE: {
+            int used = interleaved_stores(e, s);
+            if (!used) store(e, s);
+            for (int j = 1; j < used; j++) s = s->next;
+            break;
+        }
         case S_SET: set(e, s); break;
         case S_IF: cond(e, s); break;
         }

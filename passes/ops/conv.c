@@ -307,13 +307,15 @@ static Buf *phase_weights(Lower *L, Node *n, const Buf *wt, const Phase *ph, int
  * them into y itself (res y: direct_phases). */
 static bool todo(const Phase *ph, const Buf *res, const Buf *y) { return phase_outputs(ph) && res != y; }
 
+/* With `merged` (merged_phases below), every phase's result is in res[0], phase ph at
+ * channels ph*M .. ph*M + M-1 and without the bias, which is added here. */
 static void interleave(Lower *L, Node *n, const Window *tw, const Phase *phs, Buf **res, int nph,
-                       Buf *b, Buf *y) {
+                       Buf *b, Buf *y, bool merged) {
     Program *p = L->p;
     Buf **ins = ARENA_ARRAY(p->arena, Buf *, nph + 1);
     int nin = 0, last = tw->nsp - 1, left = 0;
     for (int i = 0; i < nph; i++) {
-        if (res[i] && res[i] != y) ins[nin++] = res[i];
+        if (res[i] && res[i] != y && (!merged || !nin)) ins[nin++] = res[i];
         left += todo(&phs[i], res[i], y);
     }
     if (!left) return;
@@ -347,7 +349,9 @@ static void interleave(Lower *L, Node *n, const Window *tw, const Phase *phs, Bu
             yi[1] = kx_clone(p, qi[1]);
             for (int i = 0; i < tw->nsp; i++)
                 yi[2 + i] = kx_addc(p, kx_mul(p, kx_clone(p, qi[2 + i]), tw->s[i]), phs[c].r[i]);
+            if (merged) li[1] = kx_addc(p, li[1], c * y->dims[1]);
             Expr *val = res[c] ? kx_load(p, res[c], li) : b ? kx_load(p, b, &li[1]) : kx_const(p, y->dtype, 0);
+            if (merged && b) val = kx_bin(p, K_ADD, val, kx_load(p, b, &yi[1]));
             Stmt *st = ks_store(p, y, yi, val);
             stores = stores ? ks_seq(stores, st) : st;
         }
@@ -420,6 +424,42 @@ static void gather_form(Lower *L, Node *n, Buf *x, Buf *wt, Buf *b, Buf *y, cons
  * head's k2 s2 ConvTranspose slower, a U-Net's 48 -> 24 at 96x96 faster). */
 static bool direct_phases(const Program *p) { return p->vector_bytes <= 4; }
 
+/* Whether the phases can run as one conv of nph*M output channels (phase ph at channels
+ * ph*M ..): constant weights, one group, and every phase with outputs, taps and the same
+ * window, as a kernel equal to its stride without padding has (the k2 s2 upsampling of
+ * U-Nets, FPN and text-detection heads: four 1x1 convs). The input is then read once instead
+ * of once per phase, and a conv of few output channels (a 64 -> 1 head) gets 4x as many to
+ * block in registers (DBNet-like head's 64 -> 1 k2 s2, loaded machine: phases 4 x ~110 us at
+ * 10-13% of peak -> one conv; the 64 -> 64 one 4 x ~300 -> ...). */
+static bool merged_phases(const Phase *phs, int64_t nph, bool constw, int64_t grp) {
+    if (!constw || grp != 1 || nph < 2) return false;
+    for (int64_t ph = 0; ph < nph; ph++) {
+        const Window *a = &phs[ph].w, *b = &phs[0].w;
+        if (!phase_outputs(&phs[ph]) || !phase_taps(&phs[ph])) return false;
+        for (int i = 0; i < a->nsp; i++)
+            if (a->k[i] != b->k[i] || a->pb[i] != b->pb[i] || a->out[i] != b->out[i] || a->d[i] != b->d[i])
+                return false;
+    }
+    return true;
+}
+
+/* The weights of merged_phases' conv: the phases' (phase_weights) one after another. */
+static Buf *merged_weights(Lower *L, Node *n, const Buf *wt, const Phase *phs, int64_t nph) {
+    Buf *one = phase_weights(L, n, wt, &phs[0], 1);
+    int64_t dims[MAX_RANK], ne = kir_numel(one);
+    size_t esz = dtype_size(wt->dtype);
+    memcpy(dims, one->dims, sizeof(int64_t) * (size_t)one->rank);
+    dims[0] *= nph;
+    Buf *all = kir_buf_new(L->p, arena_printf(L->p->arena, "%s.phases", wt->name), wt->dtype, one->rank, dims, B_CONST);
+    char *data = arena_alloc(L->p->arena, (size_t)(ne * nph) * esz);
+    for (int64_t ph = 0; ph < nph; ph++) {
+        Buf *w = ph ? phase_weights(L, n, wt, &phs[ph], 1) : one;
+        memcpy(data + (size_t)(ph * ne) * esz, w->data, (size_t)ne * esz);
+    }
+    all->data = data;
+    return all;
+}
+
 /* ConvTranspose as the stride-1 convolutions of its phases (Phase above), each a conv_nest
  * kernel with the bias in its accumulator, and one kernel interleaving their results into y
  * (none with stride 1 everywhere: the one phase is y; with direct_phases, only the phases
@@ -450,6 +490,17 @@ void lower_convtranspose(Lower *L, Node *n) {
             rest /= tw.s[i];
         }
         phase_init(&tw, r, &phs[ph]);
+    }
+    if (!direct && merged_phases(phs, nph, constw, grp)) {
+        int64_t dims[MAX_RANK] = {y->dims[0], y->dims[1] * nph};
+        for (int i = 0; i < tw.nsp; i++) dims[2 + i] = phs[0].w.out[i];
+        Buf *all = kir_buf_new(p, arena_printf(p->arena, "%s.phases", y->name), y->dtype, y->rank, dims, B_TEMP);
+        conv_nest(L, n, x, merged_weights(L, n, wt, phs, nph), NULL, all, &phs[0].w, 1, cg, mg * nph, NULL, NULL, NULL);
+        for (int64_t ph = 0; ph < nph; ph++) res[ph] = all;
+        interleave(L, n, &tw, phs, res, (int)nph, b, y, true);
+        return;
+    }
+    for (int64_t ph = 0; ph < nph; ph++) {
         if (!phase_outputs(&phs[ph]) || !phase_taps(&phs[ph])) continue;
         int64_t dims[MAX_RANK] = {y->dims[0], y->dims[1]};
         for (int i = 0; i < tw.nsp; i++) dims[2 + i] = phs[ph].w.out[i];
@@ -459,7 +510,7 @@ void lower_convtranspose(Lower *L, Node *n) {
         conv_nest(L, n, x, w, b, res[ph], &phs[ph].w, grp, cg, mg, constw ? NULL : &phs[ph],
                   direct && nph > 1 ? &tw : NULL, &phs[ph]);
     }
-    if (nph > 1) interleave(L, n, &tw, phs, res, (int)nph, b, y);
+    if (nph > 1) interleave(L, n, &tw, phs, res, (int)nph, b, y, false);
 }
 
 /* ---- ConvInteger, QLinearConv ---- */
