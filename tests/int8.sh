@@ -125,17 +125,22 @@ done
 # pmaddubsw at the edge of exactness (tests/int8_ubs.py): on the AVX2 level it is taken for
 # weights that cannot saturate it and not for weights that can; both exact against numpy.
 # Likewise the float32 accumulation of integer convs outside the dot4 form.
+# check_exact NAME WHAT LOG: tests/int8_ubs.py's model NAME matches its numpy reference exactly
+# at -O2, at the default object's ISA level 0, and at -O0
+check_exact() {
+    for opt in -O2 -O2,--isa,0 -O0; do
+        if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$1/model.onnx </dev/null >$3 2>&1; then
+            ok "check $opt $2 (exact)"
+        else
+            fail "check $opt $2 (exact)" $3
+        fi
+    done
+}
 if [ "$(uname -m)" = x86_64 ]; then
     if ${PYTHON:-/usr/bin/python3} tests/int8_ubs.py $OUT/ubs >$OUT/ubs.log 2>&1; then
         for m in edge over; do
             log=$OUT/ubs_$m.log
-            for opt in -O2,--isa,0 -O2 -O0; do
-                if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$m/model.onnx </dev/null >$log 2>&1; then
-                    ok "check $opt pmaddubsw $m (exact)"
-                else
-                    fail "check $opt pmaddubsw $m (exact)" $log
-                fi
-            done
+            check_exact $m "pmaddubsw $m" $log
             n=$($ONNXCC --cpu x86-64-v3 --emit=asm $OUT/ubs/$m/model.onnx -o $OUT/ubs_$m.s 2>>$log && grep -c vpmaddubsw $OUT/ubs_$m.s)
             case $m:${n:-0} in
             edge:0) fail "pmaddubsw edge: not taken on x86-64-v3" $log ;;
@@ -147,13 +152,7 @@ if [ "$(uname -m)" = x86_64 ]; then
         # float32 accumulation of a depthwise conv: taken below 2^24, not above; both exact
         for m in fx_edge fx_over; do
             log=$OUT/ubs_$m.log
-            for opt in -O2 -O2,--isa,0 -O0; do
-                if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$m/model.onnx </dev/null >$log 2>&1; then
-                    ok "check $opt float accumulation $m (exact)"
-                else
-                    fail "check $opt float accumulation $m (exact)" $log
-                fi
-            done
+            check_exact $m "float accumulation $m" $log
             n=$($ONNXCC --print-after=lower $OUT/ubs/$m/model.onnx -o /dev/null 2>>$log | grep -c 'scalars r0:float32')
             case $m:$n in
             fx_edge:0) fail "$m: not accumulated in float32" $log ;;
@@ -165,13 +164,7 @@ if [ "$(uname -m)" = x86_64 ]; then
         # QLinearMatMul by a constant int8 B: fuse_qdq's 1x1 QLinearConv, exact at both levels
         for m in qmm_u8 qmm_s8; do
             log=$OUT/ubs_$m.log
-            for opt in -O2 -O2,--isa,0 -O0; do
-                if $ONNXCC check $(echo $opt | tr , ' ') $OUT/ubs/$m/model.onnx </dev/null >$log 2>&1; then
-                    ok "check $opt QLinearMatMul $m (exact)"
-                else
-                    fail "check $opt QLinearMatMul $m (exact)" $log
-                fi
-            done
+            check_exact $m "QLinearMatMul $m" $log
             if $ONNXCC -v $OUT/ubs/$m/model.onnx -o $OUT/ubs_$m.o 2>&1 | grep -q "QLinearMatMul as a 1x1 QLinearConv"; then
                 ok "$m: a 1x1 QLinearConv"
             else
