@@ -5,6 +5,16 @@
 import onnx, numpy as np, os, sys
 from onnx import helper as h, TensorProto as T, numpy_helper as nh
 rng=np.random.default_rng(0)
+def save(name,nodes,xs,x,outs,init,opset):
+    """NAME/model.onnx (graph input x of shape xs, outputs outs: [(name, reference)]) and its test set"""
+    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info(n,T.FLOAT,list(v.shape)) for n,v in outs],init)
+    m=h.make_model(g,opset_imports=[h.make_opsetid('',opset)]); m.ir_version=8
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    onnx.save(m,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
+    for i,(n,v) in enumerate(outs):
+        open(name+'/test_data_set_0/output_%d.pb'%i,'wb').write(nh.from_array(v,n).SerializeToString())
+
 def ref(x,w,b,s,d,pb,pe):
     nsp=x.ndim-2
     xp=np.pad(x,[(0,0),(0,0)]+[(pb[i],pe[i]) for i in range(nsp)])
@@ -106,11 +116,7 @@ for name,xs,ws,s,d,pads,relu,*grp in cases:
     y=y.astype(np.float32)
     nodes=[h.make_node('Conv',['x','W','B'],['c' if relu else 'y'],pads=pads,strides=s,dilations=d,group=g)]
     if relu: nodes.append(h.make_node('Relu',['c'],['y']))
-    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],[nh.from_array(w,'W'),nh.from_array(b,'B')])
-    m=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); m.ir_version=8
-    onnx.save(m,name+'/model.onnx')
-    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
-    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+    save(name,nodes,xs,x,[('y',y)],[nh.from_array(w,'W'),nh.from_array(b,'B')],13)
 # Depthwise-separable blocks (1x1 expansion + Relu, 3x3 depthwise + Relu, 1x1 projection, at
 # stride 1 with a residual Add and a GlobalAveragePool): the temporaries around the depthwise
 # conv are stored NHWC at -O2 (passes/schedule.c, channel_last_layouts), which single convs on
@@ -137,12 +143,7 @@ def block(name,xs,e,s,res):
         y=v
     y=y.astype(np.float32)
     init=[nh.from_array(a,n) for a,n in [(we,'We'),(be,'Be'),(wd,'Wd'),(bd,'Bd'),(wp,'Wp'),(bp,'Bp')]]
-    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],init)
-    m=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); m.ir_version=8
-    os.makedirs(name+'/test_data_set_0',exist_ok=True)
-    onnx.save(m,name+'/model.onnx')
-    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
-    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+    save(name,nodes,xs,x,[('y',y)],init,13)
 block('dw_block_res_gap',[1,8,10,7],4,1,True)
 block('dw_block_s2',[2,12,9,11],3,2,False)
 # 16 -> 64 -> 16 channels: the 1x1 convs on 13-wide rows run MR pixels by U vectors, on 7-wide
@@ -183,12 +184,7 @@ def convnext(name,xs,blocks):
         r=c.transpose(0,3,1,2)*sc+r
     nodes[-1].output[0]='y'
     y=r.astype(np.float32)
-    gr=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],init)
-    m=h.make_model(gr,opset_imports=[h.make_opsetid('',17)]); m.ir_version=8
-    os.makedirs(name+'/test_data_set_0',exist_ok=True)
-    onnx.save(m,name+'/model.onnx')
-    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
-    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+    save(name,nodes,xs,x,[('y',y)],init,17)
 convnext('convnext_blocks',[2,24,9,11],2)
 convnext('convnext_wide',[1,48,14,14],2)
 # ResNet-like chains (a stem conv + Relu, a 3x3 max pool, a basic block with its residual, a
@@ -224,14 +220,7 @@ def resnet(name,xs,c1,c2):
     r2=relu('r2a','r2',add('d','e','r2a',d,e))
     nodes.append(h.make_node('GlobalAveragePool',['r2'],['y'])); y=r2.mean(axis=(2,3),keepdims=True)
     outs=[('r2',r2.astype(np.float32)),('y',y.astype(np.float32))]
-    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info(n,T.FLOAT,list(v.shape)) for n,v in outs],
-                   [nh.from_array(v,n) for n,v in ws.items()])
-    mo=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); mo.ir_version=8
-    os.makedirs(name+'/test_data_set_0',exist_ok=True)
-    onnx.save(mo,name+'/model.onnx')
-    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
-    for i,(n,v) in enumerate(outs):
-        open(name+'/test_data_set_0/output_%d.pb'%i,'wb').write(nh.from_array(v,n).SerializeToString())
+    save(name,nodes,xs,x,outs,[nh.from_array(v,n) for n,v in ws.items()],13)
 resnet('res_32_48',[1,3,27,23],32,48)
 resnet('res_b2_16_40',[2,3,20,31],16,40)
 resnet('res_64_96',[1,3,30,34],64,96)
@@ -265,13 +254,7 @@ def se_block(name,xs,c,e):
     nodes.append(h.make_node('Add',['p','sa'],['r'])); r=p+t
     nodes.append(h.make_node('HardSwish',['r'],['hs'])); hs=r*np.clip(r/6+0.5,0,1)
     nodes.append(h.make_node('GlobalAveragePool',['hs'],['y'])); y=hs.mean(axis=(2,3),keepdims=True).astype(np.float32)
-    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],
-                   [nh.from_array(v,n) for n,v in ws.items()])
-    mo=h.make_model(g,opset_imports=[h.make_opsetid('',14)]); mo.ir_version=8
-    os.makedirs(name+'/test_data_set_0',exist_ok=True)
-    onnx.save(mo,name+'/model.onnx')
-    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
-    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+    save(name,nodes,xs,x,[('y',y)],[nh.from_array(v,n) for n,v in ws.items()],14)
 se_block('se_block',[2,3,11,13],16,4)
 se_block('se_block_24',[1,3,9,20],24,6)
 # A classifier head (SqueezeNet's: a 1x1 conv to many channels + Relu + GlobalAveragePool):
@@ -285,11 +268,5 @@ def head(name,xs,m):
     t=np.maximum(np.einsum('nchw,mc->nmhw',x.astype(np.float64),w[:,:,0,0].astype(np.float64))+b[None,:,None,None],0)
     y=t.mean(axis=(2,3),keepdims=True).astype(np.float32)
     nodes=[h.make_node('Conv',['x','W','B'],['c']),h.make_node('Relu',['c'],['r']),h.make_node('GlobalAveragePool',['r'],['y'])]
-    g=h.make_graph(nodes,'g',[h.make_tensor_value_info('x',T.FLOAT,xs)],[h.make_tensor_value_info('y',T.FLOAT,list(y.shape))],
-                   [nh.from_array(w,'W'),nh.from_array(b,'B')])
-    mo=h.make_model(g,opset_imports=[h.make_opsetid('',13)]); mo.ir_version=8
-    os.makedirs(name+'/test_data_set_0',exist_ok=True)
-    onnx.save(mo,name+'/model.onnx')
-    open(name+'/test_data_set_0/input_0.pb','wb').write(nh.from_array(x,'x').SerializeToString())
-    open(name+'/test_data_set_0/output_0.pb','wb').write(nh.from_array(y,'y').SerializeToString())
+    save(name,nodes,xs,x,[('y',y)],[nh.from_array(w,'W'),nh.from_array(b,'B')],13)
 head('head_chunks',[2,256,9,11],600)
