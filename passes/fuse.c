@@ -293,19 +293,40 @@ static void inline_stmts(const Fusion *f, Stmt *s) {
     }
 }
 
+/* the one kernel after E that touches T, if it only reads T and no control kernel comes
+ * first; NULL otherwise */
+static Kernel *one_reader(Program *p, const Kernel *e, Buf *t) {
+    Kernel *k = NULL;
+    for (int i = e->id + 1; i < p->nkernels; i++) {
+        Kernel *x = p->kernels[i];
+        if (x->ctl && !k) return NULL;
+        if (x->dead || !touches(x, t, KP_INOUT)) continue;
+        if (k || mode_of(x, t) != KP_IN) return NULL;
+        k = x;
+    }
+    return k;
+}
+
+/* E's expression (m) at each of K's loads of T, E's other operands made K's inputs, E gone;
+ * K's ops then name E first (before) or last */
+static void inline_into(Program *p, Kernel *k, Kernel *e, Buf *t, EwForm *m, bool before) {
+    Fusion f = {p, k, t, t, m, 0};
+    inline_stmts(&f, k->body);
+    drop_param(k, t);
+    for (int i = 0; i < e->nparams; i++)
+        if (e->params[i] != t) kir_param(p, k, e->params[i], KP_IN);
+    k->ops = before ? arena_printf(p->arena, "%s+%s", e->ops, k->ops) : arena_printf(p->arena, "%s+%s", k->ops, e->ops);
+    kir_add_nodes(p, k, e->nodes, e->nnodes);
+    e->dead = true;
+    e->body = NULL;
+}
+
 static bool inline_one(Program *p, Kernel *e) {
     EwForm m;
     if (e->dead || e->kclass != KC_ELEMENTWISE || !match_elementwise(e, &m)) return false;
     Buf *t = m.store->buf;
     if (mode_of(e, t) != KP_OUT || t->kind != B_TEMP || t->alias || has_view(p, t)) return false;
-    Kernel *k = NULL;
-    for (int i = e->id + 1; i < p->nkernels; i++) {
-        Kernel *x = p->kernels[i];
-        if (x->ctl && !k) return false;
-        if (x->dead || !touches(x, t, KP_INOUT)) continue;
-        if (k || mode_of(x, t) != KP_IN) return false;
-        k = x;
-    }
+    Kernel *k = one_reader(p, e, t);
     if (!k || !loads_outside(k->body, t, false)) return false;
     if (k->kclass != KC_CONTRACTION && ((k->kclass != KC_ELEMENTWISE && k->kclass != KC_GENERIC) || count_loads(k->body, t) != 1))
         return false;
@@ -318,15 +339,7 @@ static bool inline_one(Program *p, Kernel *e) {
         for (int j = 0; j < e->nparams; j++)
             if (e->params[j] != t && !p->kernels[i]->dead && touches(p->kernels[i], kir_root(e->params[j]), KP_OUT))
                 return false;
-    Fusion f = {p, k, t, t, &m, 0};
-    inline_stmts(&f, k->body);
-    drop_param(k, t);
-    for (int i = 0; i < e->nparams; i++)
-        if (e->params[i] != t) kir_param(p, k, e->params[i], KP_IN);
-    k->ops = arena_printf(p->arena, "%s+%s", k->ops, e->ops);
-    kir_add_nodes(p, k, e->nodes, e->nnodes);
-    e->dead = true;
-    e->body = NULL;
+    inline_into(p, k, e, t, &m, false);
     return true;
 }
 
@@ -352,24 +365,9 @@ static bool inline_weights(Program *p, Kernel *e) {
         nibbles |= r->nibbles;
     }
     if (!nibbles) return false;
-    Kernel *k = NULL;
-    for (int i = e->id + 1; i < p->nkernels; i++) {
-        Kernel *x = p->kernels[i];
-        if (x->ctl && !k) return false;
-        if (x->dead || !touches(x, t, KP_INOUT)) continue;
-        if (k || mode_of(x, t) != KP_IN) return false;
-        k = x;
-    }
+    Kernel *k = one_reader(p, e, t);
     if (!k || k->kclass != KC_CONTRACTION) return false;
-    Fusion f = {p, k, t, t, &m, 0};
-    inline_stmts(&f, k->body);
-    drop_param(k, t);
-    for (int i = 0; i < e->nparams; i++)
-        if (e->params[i] != t) kir_param(p, k, e->params[i], KP_IN);
-    k->ops = arena_printf(p->arena, "%s+%s", e->ops, k->ops);
-    kir_add_nodes(p, k, e->nodes, e->nnodes);
-    e->dead = true;
-    e->body = NULL;
+    inline_into(p, k, e, t, &m, true);
     return true;
 }
 
