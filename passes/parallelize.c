@@ -37,8 +37,11 @@
 #include "pipeline.h"
 
 enum {
-    MIN_MACS = 1 << 19,             /* ~5 us on one AVX2 core: below this, one task */
-    MIN_BYTES = 1 << 19,            /* the same for kernels that only move data */
+    /* ~40 us on one core: below this, one task. Waking a worker, and the output's and input's
+     * cache lines moving between the cores, cost more than half of a smaller kernel: on
+     * squeezenet's 1x1 convs (6.7M MACs, 63 us) two threads took 68-100 us. */
+    MIN_MACS = 1 << 23,
+    MIN_BYTES = 1 << 21,            /* the same for kernels that only move data */
     TASK_MACS = 1 << 18,
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
@@ -162,12 +165,16 @@ static int64_t group_units(const Stmt *s) {
 }
 
 /* The group to split: down the chain of lists holding one loop each, the first group of at
- * least 8 units, else the one with the most (NULL: none has two). */
+ * least 4 units, else the one with the most (NULL: none has two). The outermost such loop:
+ * tasks then write large contiguous parts of the output. Cut finer (a 1x1 conv's rows of 27
+ * pixels, 108 bytes, under its 4 tiles of 32 channels) two tasks write the two halves of a
+ * cache line in every channel, and the line moves between the cores: make bench's squeezenet
+ * 1x1 convs ran 63 -> 139 us on two threads. */
 static Stmt *pick_group(Kernel *k) {
     Stmt *best = NULL;
     for (Stmt *s = k->body; s && group_size(s); s = s->body) {
         int64_t u = group_units(s);
-        if (u >= 8) return s;
+        if (u >= 4) return s;
         if (u >= 2 && (!best || u > group_units(best))) best = s;
         if (s->next) break;         /* a list of several loops: nothing inside is one chain */
     }
