@@ -37,11 +37,12 @@
 #include "pipeline.h"
 
 enum {
-    /* ~40 us on one core: below this, one task. Waking a worker, and the output's and input's
-     * cache lines moving between the cores, cost more than half of a smaller kernel: on
-     * squeezenet's 1x1 convs (6.7M MACs, 63 us) two threads took 68-100 us. */
-    MIN_MACS = 1 << 23,
-    MIN_BYTES = 1 << 21,            /* the same for kernels that only move data */
+    /* ~10 us on one core: below this, one task. Waking a worker, and the output's and input's
+     * cache lines moving between the cores, cost more than half of a smaller kernel. 8M (40 us)
+     * made hifigan's two-thread run 1.09 -> 0.70 ms but mobilenetv2's 2.9 -> 3.4 ms (its
+     * kernels average 6M); 2M gave 0.84 and 3.0 ms, squeezenet 4.5 -> 3.6 ms (same run). */
+    MIN_MACS = 1 << 21,
+    MIN_BYTES = 1 << 20,            /* the same for kernels that only move data */
     TASK_MACS = 1 << 18,
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
