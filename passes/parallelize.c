@@ -28,7 +28,7 @@
  *     carries a value from one iteration to the next).
  * Small programs are not split at all (MIN_PROGRAM_MACS). --split-all (tests) ignores both
  * thresholds, so that small test models exercise the tasks. Only kernels with enough work are
- * split (a parallel-for costs a few microseconds), into
+ * split (a parallel-for, a worker woken and the cache lines moved cost tens of microseconds), into
  * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those
  * written, and the constants read), at most MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
  * no threads: nothing is marked there. */
@@ -37,8 +37,12 @@
 #include "pipeline.h"
 
 enum {
-    MIN_MACS = 1 << 19,             /* ~5 us on one AVX2 core: below this, one task */
-    MIN_BYTES = 1 << 19,            /* the same for kernels that only move data */
+    /* ~10 us on one core: below this, one task. Waking a worker, and the output's and input's
+     * cache lines moving between the cores, cost more than half of a smaller kernel. 8M (40 us)
+     * made hifigan's two-thread run 1.09 -> 0.70 ms but mobilenetv2's 2.9 -> 3.4 ms (its
+     * kernels average 6M); 2M gave 0.84 and 3.0 ms, squeezenet 4.5 -> 3.6 ms (same run). */
+    MIN_MACS = 1 << 21,
+    MIN_BYTES = 1 << 20,            /* the same for kernels that only move data */
     TASK_MACS = 1 << 18,
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
@@ -162,16 +166,64 @@ static int64_t group_units(const Stmt *s) {
 }
 
 /* The group to split: down the chain of lists holding one loop each, the first group of at
- * least 8 units, else the one with the most (NULL: none has two). */
+ * least 4 units, else the one with the most (NULL: none has two). The outermost such loop:
+ * tasks then write large contiguous parts of the output. Cut finer (a 1x1 conv's rows of 27
+ * pixels, 108 bytes, under its 4 tiles of 32 channels) two tasks write the two halves of a
+ * cache line in every channel, and the line moves between the cores: make bench's squeezenet
+ * 1x1 convs ran 63 -> 139 us on two threads. */
 static Stmt *pick_group(Kernel *k) {
     Stmt *best = NULL;
     for (Stmt *s = k->body; s && group_size(s); s = s->body) {
         int64_t u = group_units(s);
-        if (u >= 8) return s;
+        if (u >= 4) return s;
         if (u >= 2 && (!best || u > group_units(best))) best = s;
         if (s->next) break;         /* a list of several loops: nothing inside is one chain */
     }
     return best;
+}
+
+/* ---- one-trip loops side by side: one loop ----
+ * A kernel of several parts (a Concat's inputs, a conv's output channels and their rest) is
+ * a list of loops over the batch, one value each: no group to split there. Such loops over
+ * one and the same value become one loop running the parts in order (their variables renamed
+ * to its own), so that the group below it, the parts' loops side by side, can be split. */
+static void rename_expr(Expr *e, int from, int to) {
+    if (!e) return;
+    if (e->kind == E_VAR && e->var == from) e->var = to;
+    for (int i = 0; i < e->nargs; i++) rename_expr(e->args[i], from, to);
+}
+
+static void rename_stmts(Stmt *s, int from, int to) {
+    for (; s; s = s->next) {
+        rename_expr(s->lo, from, to);
+        rename_expr(s->hi, from, to);
+        rename_expr(s->val, from, to);
+        rename_expr(s->cond, from, to);
+        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++) rename_expr(s->idx[i], from, to);
+        rename_stmts(s->body, from, to);
+        rename_stmts(s->then, from, to);
+        rename_stmts(s->els, from, to);
+    }
+}
+
+static bool one_trip(const Stmt *s, const Stmt *first) {
+    return s->kind == S_LOOP && s->lo->kind == E_CONST && s->hi->kind == E_CONST && !s->hints &&
+           s->hi->i - s->lo->i == 1 && s->lo->i == first->lo->i;
+}
+
+static void merge_one_trip_loops(Kernel *k) {
+    Stmt *first = k->body;
+    if (!first || !first->next) return;
+    for (Stmt *s = first; s; s = s->next)
+        if (!one_trip(s, first)) return;
+    Stmt **end = &first->body;
+    while (*end) end = &(*end)->next;
+    for (Stmt *s = first->next; s; s = s->next) {
+        rename_stmts(s->body, s->var, first->var);
+        *end = s->body;
+        while (*end) end = &(*end)->next;
+    }
+    first->next = NULL;
 }
 
 /* The bytes a kernel moves: those it writes and about as many read, and its constants (a
@@ -195,6 +247,7 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     int64_t macs, bytes = work_bytes(k), unused;
     kir_kernel_cost(k, &macs, &unused);
     if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
+    merge_one_trip_loops(k);
     Stmt *l = pick_group(k);
     if (!l) return;
     bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
@@ -210,6 +263,21 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     int64_t want = macs >= MIN_MACS ? macs / TASK_MACS : bytes / TASK_BYTES;
     int64_t tasks = want < 2 ? 2 : want > MAX_TASKS ? MAX_TASKS : want;
     if (tasks > group_units(l)) tasks = group_units(l);
+    /* a group of unlike loops (a conv's tiles of output channels beside their rest's tiles of
+     * pixels) has fewer places to cut than group_units counts: no more tasks than nonempty
+     * ranges between its cuts */
+    int64_t *cuts = ARENA_ARRAY(p->arena, int64_t, MAX_TASKS + 1);
+    for (int64_t used = 0; tasks >= 2; tasks = used) {
+        l->tasks = tasks;
+        kir_parallel_cuts(l, cuts);
+        used = 0;
+        for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
+        if (used == tasks) break;
+    }
+    if (tasks < 2) {
+        l->tasks = 0;
+        return;
+    }
     for (Stmt *s = l; s; s = s->next) {
         s->hints |= LH_PARALLEL;
         s->tasks = tasks;
