@@ -2,7 +2,8 @@
 # tests/dyn.sh [--regen] - data-dependent values inside the graph: torch exports whose
 # NonZero or NonMaxSuppression output feeds further ops (torch.nonzero and x[x > 0],
 # boxes[mask] with column ops, concat, max, argmax, topk, transpose and flatten on the kept
-# rows, reductions along the kept rows, Split and the kept count (Shape), the boxes
+# rows, reductions along the kept rows, Concat along the kept rows, Split and the kept
+# count (Shape), the boxes
 # torchvision.ops.nms keeps, score filtering then NMS then gathers, and a detection
 # post-process: score and size filters, NMS or batched_nms (an If of two shapes), the first
 # k kept, gathers; score filtering then TopK with k = min(K, the survivors' count) then NMS

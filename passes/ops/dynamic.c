@@ -509,7 +509,8 @@ void lower_nms(Lower *L, Node *n) {
  * by a simple formula: elementwise ops with broadcasting (a data-dependent dim broadcasts only
  * against 1), Transpose, Gather, GatherElements, GatherND, Squeeze, Unsqueeze, Reshape,
  * Flatten, Identity, Slice (constant starts >= 0 and ends along a data-dependent dim), Concat
- * (along an exact dim), and Reduce*, ArgMax/ArgMin and TopK along exact dims. A TopK whose k
+ * (along a data-dependent dim the sum of the inputs' dims, DimRule.cat; concat_packed moves
+ * each valid part after the ones before it), and Reduce*, ArgMax/ArgMin and TopK along exact dims. A TopK whose k
  * is a run-time value is data-dependent along its axis even with exact inputs (dyn_topk_k):
  * the rule caps the dim by k's value (DimRule.by); so is a ConstantOfShape of the whole Shape
  * of a dyn value (dyn_shape_source), dim d by the shape's element d. Gathers clamp
@@ -523,6 +524,7 @@ typedef struct DimRule {
     bool slice;                     /* then Slice: from start to min(end, it) by step */
     int64_t start, end, step;
     int by;                         /* 1 + the input whose run-time value caps it (TopK's k) */
+    bool cat;                       /* the sum of every input's dim (Concat along it) */
     int at;                         /* ... its element at (ConstantOfShape's shape) */
 } DimRule;
 
@@ -764,9 +766,9 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
         int axis = (int)ir_attr_int(n, "axis", 0);
         if (axis < 0) axis += y->rank;
         for (int i = 0; i < n->nin; i++)
-            if (is_dyn_dim(n->in[i], axis)) return refuse(g, n, "along the other dims than the axis");
+            if (is_dyn_dim(n->in[i], axis)) rules[axis].cat = true;
         for (int d = 0; d < y->rank; d++)
-            for (int i = 0; i < n->nin; i++) follow(n, rules, d, i, d);
+            for (int i = 0; i < n->nin && d != axis; i++) follow(n, rules, d, i, d);
         return true;
     }
     case DK_SPLIT: {
@@ -825,7 +827,7 @@ void dyn_infer(Graph *g, Node *n) {
         if (!y || !dyn_rules(g, n, o, rules)) continue;
         y->dynmask = 0;
         for (int d = 0; d < y->rank; d++)
-            if (rules[d].nsrc || rules[d].by) y->dynmask |= 1u << d;
+            if (rules[d].nsrc || rules[d].by || rules[d].cat) y->dynmask |= 1u << d;
         y->dyn = y->dynmask != 0;
     }
 }
@@ -887,6 +889,12 @@ static void lower_dyn_dims(Lower *L, Node *n) {
                 Expr *s = dim_of(p, n->in[r->in[j]], dims_buf(L, n->in[r->in[j]]), r->dim[j]);
                 /* broadcasting: a dim of 1 takes the other */
                 v = j == 0 ? s : kx_select(p, kx_bin(p, K_EQ, kx_clone(p, v), kx_index(p, 1)), s, v);
+            }
+            if (r->cat) {               /* Concat along it: the inputs' dims added */
+                v = kx_index(p, 0);
+                for (int i = 0; i < n->nin; i++)
+                    v = kx_add(p, v, n->in[i]->dyn ? dim_of(p, n->in[i], dims_buf(L, n->in[i]), d)
+                                                   : kx_index(p, n->in[i]->dims[d]));
             }
             if (r->by) {                /* a run-time count: min(it, max(0, the value)) */
                 Buf *c = lower_in(L, n, r->by - 1);
@@ -957,6 +965,50 @@ static void rescale_mean(Lower *L, Node *n, int64_t cap) {
     Expr *scale = kx_bin(p, K_DIV, kx_const(p, DT_FLOAT, (double)cap), kx_cast(p, DT_FLOAT, have));
     Expr *v = kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, kx_load(p, sum, idx)), scale);
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, idx, kx_cast(p, out->dtype, v)));
+    L->vbuf[y->id] = out;
+}
+
+/* Concat along a data-dependent dim: the rule laid each input at its capacity's offset; the
+ * valid part of input i goes at the sum of the actual lengths before it instead, into a new
+ * buffer at the capacity's strides (zero past the valid part). */
+static int concat_axis(const Node *n) {
+    int axis = (int)ir_attr_int(n, "axis", 0);
+    return axis < 0 ? axis + n->out[0]->rank : axis;
+}
+
+static void concat_packed(Lower *L, Node *n) {
+    Program *p = L->p;
+    Value *y = n->out[0];
+    int axis = concat_axis(n), r = y->rank;
+    Buf *out = kir_buf_new(p, arena_printf(p->arena, "%s.joined", y->name), L->vbuf[y->id]->dtype, r,
+                           L->vbuf[y->id]->dims, B_TEMP);
+    int vars[MAX_RANK];
+    Expr *idx[MAX_RANK];
+    Kernel *k = lower_kernel(L, n, KC_GENERIC, KNOINS, out, vars, idx);
+    Buf *in[n->nin], *dims[n->nin];
+    for (int i = 0; i < n->nin; i++) {
+        in[i] = lower_in(L, n, i);
+        kir_param(p, k, in[i], KP_IN);
+        dims[i] = n->in[i]->dyn ? dims_buf(L, n->in[i]) : NULL;
+        if (dims[i]) kir_param(p, k, dims[i], KP_IN);
+    }
+    Stmt *body = lower_wrap(p, r, out->dims, vars, ks_store(p, out, idx, kx_const(p, out->dtype, 0)));
+    int off = kir_scalar(p, k, DT_INDEX);
+    ks_seq(body, ks_set(p, off, kx_index(p, 0)));
+    for (int i = 0; i < n->nin; i++) {
+        Value *x = n->in[i];
+        lower_vars(k, r, vars);
+        lower_var_idx(p, r, vars, idx);
+        Expr *to[MAX_RANK];
+        for (int d = 0; d < r; d++)
+            to[d] = d == axis ? kx_add(p, kx_clone(p, idx[d]), sreg(p, k, off)) : kx_clone(p, idx[d]);
+        Expr *ok = dims[i] ? inside(p, x, dims[i], idx) : kx_const(p, DT_BOOL, 1);
+        Stmt *put = ks_if(p, ok, ks_store(p, out, to, kx_load(p, in[i], idx)), NULL);
+        ks_seq(body, lower_wrap(p, r, in[i]->dims, vars, put));
+        Expr *len = dims[i] ? dim_of(p, x, dims[i], axis) : kx_index(p, x->dims[axis]);
+        ks_seq(body, ks_set(p, off, kx_add(p, sreg(p, k, off), len)));
+    }
+    k->body = body;
     L->vbuf[y->id] = out;
 }
 
@@ -1042,6 +1094,7 @@ void dyn_lower_results(Lower *L, Node *n) {
     if (dyn_follows(n)) {
         int64_t cap = mean_capacity(n);
         if (cap) rescale_mean(L, n, cap);
+        if (n->op == OP_Concat && is_dyn_dim(n->out[0], concat_axis(n))) concat_packed(L, n);
         lower_dyn_dims(L, n);
         return;
     }

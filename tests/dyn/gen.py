@@ -103,6 +103,16 @@ def models():
             # the labels as torchvision writes them: full_like (ConstantOfShape of a run-time Shape)
             return s, i, b[keep], s[keep] * 2.0, torch.full_like(keep, 2) + 1
 
+    class ConcatKept(torch.nn.Module):
+        # Concat along the data-dependent dim (torchvision's SSD joins its per-class results
+        # so): kept rows of two masks and exact rows between them, the kept scores and a
+        # constant, then ops on the joined values (a reduction, a gather by topk, a Slice)
+        def forward(self, boxes, scores, extra):
+            b = torch.cat([boxes[scores > 0.3], extra, boxes[scores > 0.6] * 2.0], 0)
+            s = torch.cat([scores[scores > 0.3], torch.tensor([1.5, 1.25]), scores[scores < 0.2]], 0)
+            t, i = s.topk(3)
+            return b, s, b.sum(0), b[i], b[1:4], b.max(0).values
+
     rng = np.random.default_rng(17)
 
     def boxes(n):
@@ -144,6 +154,10 @@ def models():
         [boxes(16), rng.uniform(0, 1, 16).astype(np.float32)],          # more than 6 survive
         [boxes(16), rng.uniform(0, 0.4, 16).astype(np.float32)],        # fewer
         [boxes(16) / 3, rng.uniform(0.5, 1, 16).astype(np.float32)]]    # all, NMS removes some
+    yield "concat_kept", ConcatKept(), [
+        [boxes(10), rng.uniform(0, 1, 10).astype(np.float32), boxes(2)],
+        [boxes(10), rng.uniform(0.25, 0.5, 10).astype(np.float32), boxes(2)],   # none of the second
+        [boxes(10), rng.uniform(0.65, 1, 10).astype(np.float32), boxes(2)]]     # all of both
 
 
 def onnx_models():
