@@ -705,6 +705,12 @@ static bool reduce_rules(Graph *g, Node *n, const bool *mask, bool keep, DimRule
 
 /* The DimRules of output o of n (rank of that output entries); false after an error (g) or
  * if the form is not supported (g NULL). */
+/* Concat's axis, from 0 */
+static int concat_axis(const Node *n) {
+    int axis = (int)ir_attr_int(n, "axis", 0);
+    return axis < 0 ? axis + n->out[0]->rank : axis;
+}
+
 static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
     Value *y = n->out[o], *x = n->in[0];
     for (int d = 0; d < y->rank; d++) rules[d] = (DimRule){.mul = 1};
@@ -763,8 +769,7 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
     case DK_VIEW: return view_rules(g, n, rules);
     case DK_SLICE: return slice_rules(g, n, rules);
     case DK_CONCAT: {
-        int axis = (int)ir_attr_int(n, "axis", 0);
-        if (axis < 0) axis += y->rank;
+        int axis = concat_axis(n);
         for (int i = 0; i < n->nin; i++)
             if (is_dyn_dim(n->in[i], axis)) rules[axis].cat = true;
         for (int d = 0; d < y->rank; d++)
@@ -971,11 +976,6 @@ static void rescale_mean(Lower *L, Node *n, int64_t cap) {
 /* Concat along a data-dependent dim: the rule laid each input at its capacity's offset; the
  * valid part of input i goes at the sum of the actual lengths before it instead, into a new
  * buffer at the capacity's strides (zero past the valid part). */
-static int concat_axis(const Node *n) {
-    int axis = (int)ir_attr_int(n, "axis", 0);
-    return axis < 0 ? axis + n->out[0]->rank : axis;
-}
-
 static void concat_packed(Lower *L, Node *n) {
     Program *p = L->p;
     Value *y = n->out[0];
