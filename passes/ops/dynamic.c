@@ -703,14 +703,14 @@ static bool reduce_rules(Graph *g, Node *n, const bool *mask, bool keep, DimRule
     return true;
 }
 
-/* The DimRules of output o of n (rank of that output entries); false after an error (g) or
- * if the form is not supported (g NULL). */
 /* Concat's axis, from 0 */
 static int concat_axis(const Node *n) {
     int axis = (int)ir_attr_int(n, "axis", 0);
     return axis < 0 ? axis + n->out[0]->rank : axis;
 }
 
+/* The DimRules of output o of n (rank of that output entries); false after an error (g) or
+ * if the form is not supported (g NULL). */
 static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
     Value *y = n->out[o], *x = n->in[0];
     for (int d = 0; d < y->rank; d++) rules[d] = (DimRule){.mul = 1};
