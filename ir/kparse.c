@@ -750,21 +750,28 @@ static void header(Parser *P) {
     int64_t al = integer(P, "the arena alignment");
     if (al <= 0 || al > 4096 || (al & (al - 1))) { P->s = at; perr(P, "the alignment must be a power of two"); }
     p->arena_align = (int)al;
-    if (accept(P, ",")) {
-        at = (skip_sp(P), P->s);
-        if (strncmp(P->s, "ram-first", 9) == 0) {
-            expect(P, "ram-first");
-            p->ram_first = true;
-        } else {
+    /* the optional fields, in kir_print's order */
+    bool vec = false, share = false;
+    while (accept(P, ",")) {
+        skip_sp(P);
+        if (!vec && !share && !p->ram_first && strncmp(P->s, "vector", 6) == 0) {
             expect(P, "vector");
             at = (skip_sp(P), P->s);
             int64_t v = integer(P, "the vector width in bytes");
             if (v <= 0 || v > 1024) { P->s = at; perr(P, "bad vector width"); }
             p->vector_bytes = (int)v;
-            if (accept(P, ",")) {
-                expect(P, "ram-first");
-                p->ram_first = true;
-            }
+            vec = true;
+        } else if (!share && !p->ram_first && strncmp(P->s, "share", 5) == 0) {
+            expect(P, "share");
+            at = (skip_sp(P), P->s);
+            int64_t v = integer(P, "the shared panel width in bytes");
+            if (v <= 0 || v > 1024) { P->s = at; perr(P, "bad shared panel width"); }
+            p->share_bytes = (int)v;
+            share = true;
+        } else {
+            expect(P, "ram-first");
+            p->ram_first = true;
+            break;
         }
     }
     expect(P, ")");

@@ -34,13 +34,18 @@ void *arena_alloc(Arena *a, size_t n) {
     Chunk *c = a->head;
     if (!c || c->size - c->used < n) {
         size_t sz = n > (1u << 20) ? n : (1u << 20);
-        c = malloc(sizeof(Chunk) + sz);
+        /* a block of its own (packed weights: tens of MB) comes zeroed from calloc, which
+         * maps fresh pages instead of writing them: no memset below */
+        bool own = sz == n;
+        c = own ? calloc(1, sizeof(Chunk) + sz) : malloc(sizeof(Chunk) + sz);
         if (!c) die("out of memory (%zu bytes)", n);
         c->size = sz;
-        c->used = 0;
+        c->used = n;
         /* A huge one-off block goes behind the current chunk so that chunk stays in use. */
         if (a->head && n > (1u << 19)) { c->next = a->head->next; a->head->next = c; }
         else { c->next = a->head; a->head = c; }
+        if (own) return c->mem;
+        c->used = 0;
     }
     void *p = c->mem + c->used;
     c->used += n;

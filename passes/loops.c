@@ -760,8 +760,7 @@ Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const Pack
     Buf *nb = kir_buf_new(p, name, b->dtype, rank, dims, B_CONST);
     if (b->data) {          /* row by row of the last dim; positions past the end (padding) are 0 */
         size_t es = dtype_size(b->dtype);
-        char *dst = arena_alloc(p->arena, kir_nbytes(nb));
-        memset(dst, 0, kir_nbytes(nb));
+        char *dst = arena_alloc(p->arena, kir_nbytes(nb));     /* zeroed */
         int64_t stride[MAX_RANK], pos[MAX_RANK] = {0}, rows = kir_numel(nb) / MAX(dims[rank - 1], 1);
         int64_t st = 1;
         for (int d = b->rank - 1; d >= 0; d--) stride[d] = st, st *= b->dims[d];
