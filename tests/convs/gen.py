@@ -270,3 +270,21 @@ def head(name,xs,m):
     nodes=[h.make_node('Conv',['x','W','B'],['c']),h.make_node('Relu',['c'],['r']),h.make_node('GlobalAveragePool',['r'],['y'])]
     save(name,nodes,xs,x,[('y',y)],[nh.from_array(w,'W'),nh.from_array(b,'B')],13)
 head('head_chunks',[2,256,9,11],600)
+# Dilated convs whose outer taps only ever read padding (DeepLabV3's ASPP: dilation 24 on a
+# 7x7 map is a 1x1 conv): passes/dead_taps.c cuts those taps off at -O1 and above. A dim that
+# keeps all its taps, one cut on one side only (asymmetric pads), a strided 1-D conv whose cut
+# would change the output size (kept), and a 3-D one.
+def dead(name,xs,ws,s,d,pads,relu):
+    x=rng.standard_normal(xs).astype(np.float32); w=rng.standard_normal(ws).astype(np.float32); b=rng.standard_normal(ws[0]).astype(np.float32)
+    nsp=len(xs)-2
+    y=ref(x.astype(np.float64),w.astype(np.float64),b,s,d,pads[:nsp],pads[nsp:])
+    if relu: y=np.maximum(y,0)
+    nodes=[h.make_node('Conv',['x','W','B'],['c' if relu else 'y'],pads=pads,strides=s,dilations=d)]
+    if relu: nodes.append(h.make_node('Relu',['c'],['y']))
+    save(name,nodes,xs,x,[('y',y.astype(np.float32))],[nh.from_array(w,'W'),nh.from_array(b,'B')],13)
+dead('dead_aspp24',[1,32,7,7],[16,32,3,3],[1,1],[24,24],[24,24,24,24],1)
+dead('dead_aspp12',[1,16,14,14],[32,16,3,3],[1,1],[12,12],[12,12,12,12],0)
+dead('dead_one_dim',[1,8,5,9],[8,8,3,3],[1,1],[6,2],[6,2,6,2],1)
+dead('dead_asym',[2,8,6,6],[8,8,3,3],[1,1],[4,4],[8,0,0,8],0)
+dead('dead_s3_1d',[1,8,5],[8,8,3],[3],[5],[5,5],0)
+dead('dead_3d',[1,4,3,4,5],[8,4,3,3,3],[1,1,1],[3,1,5],[3,1,5,3,1,5],0)

@@ -15,6 +15,7 @@ checked by hand (a folded BatchNormalization, say).
                       becomes QLinearConv on the 8-bit data, the Relu (same scale and zero
                       point 10 on both sides) QLinearClip with lower bound 10: max(q, 10)
   fuse_batchnorm      Conv -> BatchNormalization -> Relu: BN folds into the conv's weights
+  dead_taps           3x3 convs at dilation 4 on a 3x3 map: one becomes 1x1, one keeps a row
   lower_gemm          one Gemm (transB=1, alpha, beta, bias): its loop nest
   fuse_conv_add_relu  Conv -> Add -> Relu: the Add and Relu join the conv's loop nest
   schedule_matmul         one MatMul big enough to schedule
@@ -88,6 +89,19 @@ def fuse_batchnorm():
     return model("fuse_batchnorm", nodes, [vi("x", [1, 2, 3, 3])], [vi("y", [1, 2, 3, 3])], inits)
 
 
+def dead_taps():
+    # A 3x3 conv at dilation 4, pads 4, on a 3x3 map: the taps at offsets -4 and +4 never reach
+    # the map, so it is a 1x1 conv by the centre weights (4 and 13: w is 0..17), pads 0. The
+    # second (dilations [1, 4], pads [1, 4, 1, 4]) keeps its 3 rows and loses 2 columns: its
+    # weights are w's middle column [[1, 4, 7], [10, 13, 16]], pads [1, 0, 1, 0], dilations
+    # [1, 1].
+    w = np.arange(18, dtype=np.float32).reshape(2, 1, 3, 3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], "conv", dilations=[4, 4], pads=[4, 4, 4, 4]),
+             helper.make_node("Conv", ["c", "w2"], ["y"], "conv2", dilations=[1, 4], pads=[1, 4, 1, 4])]
+    inits = [const("w", w), const("w2", w.reshape(1, 2, 3, 3))]
+    return model("dead_taps", nodes, [vi("x", [1, 1, 3, 3])], [vi("y", [1, 1, 3, 3])], inits)
+
+
 def fuse_qdq():
     # x quantized by (0.5, 128); weights 2 and -3 with per-channel scales 0.25 and 0.125; the
     # bias 4 and -8 at the scales x_scale * w_scale = 0.125 and 0.0625 (zero point 0), so
@@ -136,7 +150,7 @@ def bufferize_chain():
     return model("bufferize_chain", nodes, [vi("x", [2, 4])], [vi("y", [2, 4])], inits)
 
 
-MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_qdq, fuse_batchnorm, lower_gemm,
+MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_qdq, fuse_batchnorm, dead_taps, lower_gemm,
           fuse_conv_add_relu, schedule_matmul, bufferize_chain]
 
 
