@@ -288,3 +288,10 @@ dead('dead_one_dim',[1,8,5,9],[8,8,3,3],[1,1],[6,2],[6,2,6,2],1)
 dead('dead_asym',[2,8,6,6],[8,8,3,3],[1,1],[4,4],[8,0,0,8],0)
 dead('dead_s3_1d',[1,8,5],[8,8,3],[3],[5],[5,5],0)
 dead('dead_3d',[1,4,3,4,5],[8,4,3,3,3],[1,1,1],[3,1,5],[3,1,5,3,1,5],0)
+# Taps that read the input for some outputs only (dilation 12 on a 14x14 map above, and these):
+# the outputs in regions, each a conv of its own over an input slice, joined by Concats
+# (passes/dead_taps.c, split): an odd map with a Relu, 3-D (27 regions); strided, where the
+# regions would not pay and the conv stays whole.
+dead('split_odd',[1,8,15,13],[16,8,3,3],[1,1],[12,12],[12,12,12,12],1)
+dead('split_3d',[1,4,6,6,6],[8,4,3,3,3],[1,1,1],[5,5,5],[5,5,5,5,5,5],0)
+dead('split_s2',[1,8,29,29],[16,8,3,3],[2,2],[12,12],[12,12,12,12],0)
