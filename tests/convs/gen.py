@@ -295,3 +295,9 @@ dead('dead_3d',[1,4,3,4,5],[8,4,3,3,3],[1,1,1],[3,1,5],[3,1,5,3,1,5],0)
 dead('split_odd',[1,8,15,13],[16,8,3,3],[1,1],[12,12],[12,12,12,12],1)
 dead('split_3d',[1,4,6,6,6],[8,4,3,3,3],[1,1,1],[5,5,5],[5,5,5,5,5,5],0)
 dead('split_s2',[1,8,29,29],[16,8,3,3],[2,2],[12,12],[12,12,12,12],0)
+# A 1x1 conv on an input beyond the L2 (256 channels x 1200 pixels, 1.2 MB): its coalesced
+# pixels cut in chunks whose input fits half the L2, the chunk loop outermost, the rest of the
+# pixels (1200 = 2 x 512 + 176 on AVX-512) a nest of its own (passes/schedule.c, pixel_chunks);
+# batch 2 distributes the batch loop too.
+dead('chunks_1x1',[1,256,30,40],[64,256,1,1],[1,1],[1,1],[0,0,0,0],1)
+dead('chunks_1x1_n2',[2,192,36,40],[40,192,1,1],[1,1],[1,1],[0,0,0,0],0)
