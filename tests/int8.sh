@@ -8,13 +8,14 @@
 #     in ops and ops_s8 the Sigmoid, Tanh, LeakyRelu, Relu, Clip, Add, Mul and
 #     GlobalAveragePool groups too (all but their broadcasting Add);
 #   - the weights stay 8-bit: the object's read-only data at most 0.35x the float model's
-#     (tests/int8/NAME/float.onnx) for Cortex-M4 and RV32IMAFC, 0.6x on the host. Not 0.25:
+#     (tests/int8/NAME/float.onnx) for Cortex-M4 and RV32IMAFC, 0.85x on the host. Not 0.25:
 #     per-channel scales stay 4 bytes (biases 2 on Cortex-M4), and the small KWS model's
 #     64-channel layers have few weights per channel (0.29 on the M4). The host's default
-#     object holds two levels, each with its own copy as the float model's does: the AVX-512
-#     level's bytes and the AVX2 level's int16 pairs of the dot2 form (docs/int8.md), 3 bytes
-#     a weight against float's 8 (0.36-0.58 with the scales and tables: the small lenet_qop
-#     has the most);
+#     object holds two levels: the float model's share one copy of their conv weights
+#     (Program.share_bytes, 4 bytes a weight), while an int8 model whose weights take the
+#     AVX2 level's dot2 form keeps two, the AVX-512 level's bytes and the AVX2 level's int16
+#     pairs (docs/int8.md), 3 bytes a weight (dscnn and kws 0.82 with the scales and tables;
+#     kws_rr's 7-bit weights keep the bytes at both levels, shared: 0.38);
 #   - the whole flash (code and data) for Cortex-M4 and RV32IMAFC (as tests/firmware builds
 #     them) at most 0.3x the float model's, except the models listed in FLASH_OVER (skipped,
 #     and counted so: docs/int8.md, "Flash").
@@ -88,7 +89,7 @@ for d in tests/int8/*/; do
             echo "info $d: $target flash (text + data) $(size $OUT/$name.$target.o | awk 'NR == 2 { print $4 }')" \
                  "bytes, float $(size $OUT/${name}_float.$target.o | awk 'NR == 2 { print $4 }')"
             lim=35
-            [ $target = host ] && lim=60
+            [ $target = host ] && lim=85
             if [ $((q * 100)) -le $((f * lim)) ]; then
                 ok "$d: $target read-only data $q bytes, float $f"
             else
