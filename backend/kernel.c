@@ -707,10 +707,79 @@ static bool same_zp(const Expr *fz, const Expr *iz) {
     return kx_equal((Expr *)f, (Expr *)iz);
 }
 
+typedef struct Requant {
+    Expr *c;                        /* the clamp select(c1 > hi, hi, c1) */
+    Expr *v, *lo, *hi;              /* c1 = select(v < lo, lo, v) */
+    Expr *z, *zv;                   /* cast<int32>(zv), the zero point; NULL without */
+} Requant;
+
+/* Whether x is rule_quantize_in's cast<int8|uint8>(cast<int32>(round(clamp)) [+ cast<int32>(zv)]),
+ * zv a byte or an integral float constant of |zv| <= 255. */
+static bool requant_parts(Expr *x, Requant *q_) {
+    if ((x->type != DT_INT8 && x->type != DT_UINT8) || x->kind != E_UN || x->op != K_CAST ||
+        x->args[0]->type != DT_INT32)
+        return false;
+    Expr *r = x->args[0], *q = r, *z = NULL;
+    if (r->kind == E_BIN && r->op == K_ADD) q = r->args[0], z = r->args[1];
+    if (q->kind != E_UN || q->op != K_CAST || q->args[0]->kind != E_UN || q->args[0]->op != K_ROUND ||
+        q->args[0]->type != DT_FLOAT)
+        return false;
+    Expr *c = q->args[0]->args[0];
+    /* c = select(c1 > hi, hi, c1), c1 = select(v < lo, lo, v) */
+    if (c->kind != E_SELECT || c->args[0]->kind != E_BIN || c->args[0]->op != K_GT ||
+        !kx_equal(c->args[0]->args[0], c->args[2]) || !kx_equal(c->args[0]->args[1], c->args[1]))
+        return false;
+    Expr *c1 = c->args[2], *hi = c->args[1];
+    if (c1->kind != E_SELECT || c1->args[0]->kind != E_BIN || c1->args[0]->op != K_LT ||
+        !kx_equal(c1->args[0]->args[0], c1->args[2]) || !kx_equal(c1->args[0]->args[1], c1->args[1]))
+        return false;
+    Expr *v = c1->args[2], *lo = c1->args[1], *zv = NULL;
+    if (z) {            /* the zero point: a byte, or an integral float constant of |z| <= 255 */
+        if (z->kind != E_UN || z->op != K_CAST) return false;
+        zv = z->args[0];
+        bool byte = zv->type == DT_INT8 || zv->type == DT_UINT8;
+        if (!byte && !(zv->kind == E_CONST && is_float(zv->type) && zv->f == floor(zv->f) && fabs(zv->f) <= 255))
+            return false;
+    }
+    *q_ = (Requant){c, v, lo, hi, z, zv};
+    return true;
+}
+
+/* cast<float32>(R) [- y], R a requantisation (requant_parts) converted back to float for a
+ * fused consumer (a pointwise conv's output read by the next depthwise conv in float, less the
+ * zero point y: float_exact in docs/int8.md),
+ * stored on x86 vectors: clamp(v) + 1.5 * 2^23 - (1.5 * 2^23 - z), two float additions,
+ * where cvtps2dq, the integer add of z, an `and 0xff` and cvtdq2ps were four instructions.
+ * The clamped value has |c| <= 510 < 2^22, so c + 1.5 * 2^23 lies in [2^23, 2^24), where
+ * floats are the integers: the adder rounds c to nearest, ties to even (1.5 * 2^23 is even, so
+ * the sum's parity is round(c)'s), and the subtraction of the integer 1.5 * 2^23 - z is
+ * exact. Where y is the zero point z, round(c) + z - z is (c + M) - M, one subtraction less.
+ * A NaN v gave float(z) and would give NaN: only where v cannot be NaN (never_nan). */
+static LLVMValueRef magic_requant(Emitter *e, Expr *x, unsigned w) {
+    Requant q;
+    Expr *sub = NULL;
+    if (x->kind == E_BIN && x->op == K_SUB && x->type == DT_FLOAT) sub = x->args[1], x = x->args[0];
+    if (!e->t->pmaddwd_bytes || e->t->pmaddwd_bytes > 32 || !w || x->kind != E_UN || x->op != K_CAST ||
+        x->type != DT_FLOAT || !requant_parts(x->args[0], &q) || !never_nan(q.v))
+        return NULL;
+    LLVMBuilderRef B = e->B;
+    LLVMValueRef f = expr(e, q.c, w);
+    LLVMTypeRef ft = LLVMTypeOf(f);
+    LLVMValueRef m = LLVMConstReal(ft, 12582912.0);
+    LLVMValueRef mz = m;
+    if (sub && q.z && same_zp(sub, q.zv)) {
+        sub = NULL;     /* float(round(c) + z) - float(z) = round(c): (c + M) - M */
+    } else if (q.z) {
+        mz = LLVMBuildFSub(B, m, LLVMBuildSIToFP(B, expr(e, q.z, w), ft, ""), "");
+    }
+    LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFAdd(B, f, m, ""), mz, "");
+    return sub ? LLVMBuildFSub(B, r, expr(e, sub, w), "") : r;
+}
+
 /* cast<int8|uint8>(cast<int32>(round(clamp(v, lo - z, hi - z))) + cast<int32>(z)), rule_quantize_in's
- * requantisation, stored (store: where the bytes are converted back to float for a fused
- * QLinearAdd, an add and an `and 0xff` are cheaper than the packs and a zero extension), on
- * 4, 8 or 16 lanes of x86 without AVX-512 (the x86-64-v3 level): the
+ * requantisation, stored (store; the bytes converted back to float are magic_requant's, and
+ * within an expression, e.g. a fused QLinearAdd's operand, an add and an `and 0xff` are
+ * cheaper than the packs and a zero extension), on 4, 8 or 16 lanes of x86 without AVX-512 (the x86-64-v3 level): the
  * int32 results pass through the saturating packs, packssdw to int16, a saturating 16-bit
  * add of the zero point, packsswb / packuswb to the bytes, instead of a 32-bit add and a
  * truncation that LLVM builds from two pshufb, an extract and an unpack for every 8 lanes.
@@ -725,31 +794,10 @@ static bool same_zp(const Expr *fz, const Expr *iz) {
  * nearest even, as round_cvt's: exact for every float, where adding and subtracting 1.5 *
  * 2^23 rounds exactly only below 2^22 and costs the same two instructions with the add. */
 static LLVMValueRef pack_requant(Emitter *e, Expr *x, unsigned w) {
-    if (!e->t->pmaddwd_bytes || e->t->pmaddwd_bytes > 32 || (w != 4 && w != 8 && w != 16) ||
-        (x->type != DT_INT8 && x->type != DT_UINT8) || x->args[0]->type != DT_INT32)
+    Requant q;
+    if (!e->t->pmaddwd_bytes || e->t->pmaddwd_bytes > 32 || (w != 4 && w != 8 && w != 16) || !requant_parts(x, &q))
         return NULL;
-    Expr *r = x->args[0], *q = r, *z = NULL;
-    if (r->kind == E_BIN && r->op == K_ADD) q = r->args[0], z = r->args[1];
-    if (q->kind != E_UN || q->op != K_CAST || q->args[0]->kind != E_UN || q->args[0]->op != K_ROUND ||
-        q->args[0]->type != DT_FLOAT)
-        return NULL;
-    Expr *c = q->args[0]->args[0];
-    /* c = select(c1 > hi, hi, c1), c1 = select(v < lo, lo, v) */
-    if (c->kind != E_SELECT || c->args[0]->kind != E_BIN || c->args[0]->op != K_GT ||
-        !kx_equal(c->args[0]->args[0], c->args[2]) || !kx_equal(c->args[0]->args[1], c->args[1]))
-        return NULL;
-    Expr *c1 = c->args[2], *hi = c->args[1];
-    if (c1->kind != E_SELECT || c1->args[0]->kind != E_BIN || c1->args[0]->op != K_LT ||
-        !kx_equal(c1->args[0]->args[0], c1->args[2]) || !kx_equal(c1->args[0]->args[1], c1->args[1]))
-        return NULL;
-    Expr *v = c1->args[2], *lo = c1->args[1], *zv = NULL;
-    if (z) {            /* the zero point: a byte, or an integral float constant of |z| <= 255 */
-        if (z->kind != E_UN || z->op != K_CAST) return NULL;
-        zv = z->args[0];
-        bool byte = zv->type == DT_INT8 || zv->type == DT_UINT8;
-        if (!byte && !(zv->kind == E_CONST && is_float(zv->type) && zv->f == floor(zv->f) && fabs(zv->f) <= 255))
-            return NULL;
-    }
+    Expr *c = q.c, *v = q.v, *lo = q.lo, *hi = q.hi, *z = q.z, *zv = q.zv;
     /* lo is the type's minimum less z: then the packs saturate below */
     double tmin = x->type == DT_INT8 ? -128 : 0;
     bool free_lo = never_nan(v) &&
@@ -1954,6 +2002,7 @@ static void store(Emitter *e, Stmt *s) {
     int64_t c = w ? lane_coef(e, b, idx) : 0;
     LLVMValueRef v = w ? NULL : outline(e, s->val);
     if (!v && c) v = pack_requant(e, s->val, w);
+    if (!v && c) v = magic_requant(e, s->val, w);
     if (!v) v = expr(e, s->val, c ? w : 0);
     if (c == 0 && varying(e, s->val))
         v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");

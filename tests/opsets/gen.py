@@ -608,6 +608,19 @@ for dt, zp, lo, hi in ((np.int8, -3, -128, 127), (np.uint8, 131, 0, 255)):
          [('xs', np.array(1, np.float32)), ('xz', np.array(za, dt)), ('w', B.T.reshape(N, K, 1, 1).astype(np.int8)),
           ('ws', bs), ('wz', np.zeros(N, np.int8)), ('ys', np.array(1, np.float32)), ('yz', np.array(zp, dt))])
 
+    # the same 1x1 conv read by a 3x3 depthwise conv whose centre tap is 1 (scales 1, the same
+    # zero point: the result is the 1x1 conv's): the depthwise conv accumulates in float, so
+    # the 1x1 conv stores its requantised bytes as floats (magic_requant)
+    dw = np.zeros((N, 1, 3, 3), np.int8)
+    dw[:, 0, 1, 1] = 1
+    save(f'quantize_edges_qlinearconv_dw_{nm}_10',
+         [h.make_node('QLinearConv', ['x', 'xs', 'xz', 'w', 'ws', 'wz', 'ys', 'yz'], ['t']),
+          h.make_node('QLinearConv', ['t', 'ys', 'yz', 'dw', 'ys', 'dz', 'ys', 'yz'], ['y'], group=N, pads=[1, 1, 1, 1])],
+         [('x', A.T.reshape(1, K, 3, 4).astype(dt))], [('y', y.T.reshape(1, N, 3, 4))], 10,
+         [('xs', np.array(1, np.float32)), ('xz', np.array(za, dt)), ('w', B.T.reshape(N, K, 1, 1).astype(np.int8)),
+          ('ws', bs), ('wz', np.zeros(N, np.int8)), ('ys', np.array(1, np.float32)), ('yz', np.array(zp, dt)),
+          ('dw', dw), ('dz', np.array(0, np.int8))])
+
 # ---- Equal-19 on strings, broadcast ----
 sa = np.array(['ab', 'cd', '', 'x y'], dtype=object)
 sb = np.array([['ab'], [''], ['x y'], ['abc']], dtype=object)
