@@ -677,6 +677,173 @@ static LLVMValueRef round_cvt(Emitter *e, Expr *x, unsigned w) {
     return LLVMBuildSelect(e->B, LLVMBuildICmp(e->B, LLVMIntSGT, c, h, ""), h, c, "");
 }
 
+/* Whether float expression x can never be NaN: built by +, -, * from constants, casts of
+ * integers and loads of constant float tables whose entries are all finite (the requantising
+ * ratios). A float register, a run-time float input or a division may be NaN. (A sum of
+ * two infinite products, inf - inf, would need a ratio above 2^97: not a quantizer's.) */
+static bool never_nan(const Expr *x) {
+    if (!is_float(x->type)) return true;
+    switch (x->kind) {
+    case E_CONST: return !isnan(x->f);
+    case E_LOAD: {
+        const Buf *b = x->buf;
+        if (b->kind != B_CONST || b->dtype != DT_FLOAT || !b->data) return false;
+        const float *d = b->data;
+        for (int64_t i = 0, n = kir_numel(b); i < n; i++)
+            if (!isfinite(d[i])) return false;
+        return true;
+    }
+    case E_UN: return x->op == K_CAST && !is_float(x->args[0]->type);
+    case E_BIN:
+        return (x->op == K_ADD || x->op == K_SUB || x->op == K_MUL) && never_nan(x->args[0]) && never_nan(x->args[1]);
+    default: return false;
+    }
+}
+
+/* The zero point z of rule_quantize's `cast<int32>(round(c)) + cast<int32>(z)` as the float
+ * expression of its clamp bounds (`lo - cast<float32>(z)`, or a constant z itself). */
+static bool same_zp(const Expr *fz, const Expr *iz) {
+    const Expr *f = fz->kind == E_UN && fz->op == K_CAST ? fz->args[0] : fz;
+    return kx_equal((Expr *)f, (Expr *)iz);
+}
+
+typedef struct Requant {
+    Expr *c;                        /* the clamp select(c1 > hi, hi, c1) */
+    Expr *v, *lo, *hi;              /* c1 = select(v < lo, lo, v) */
+    Expr *z, *zv;                   /* cast<int32>(zv), the zero point; NULL without */
+} Requant;
+
+/* Whether x is rule_quantize_in's cast<int8|uint8>(cast<int32>(round(clamp)) [+ cast<int32>(zv)]),
+ * zv a byte or an integral float constant of |zv| <= 255. */
+static bool requant_parts(Expr *x, Requant *q_) {
+    if ((x->type != DT_INT8 && x->type != DT_UINT8) || x->kind != E_UN || x->op != K_CAST ||
+        x->args[0]->type != DT_INT32)
+        return false;
+    Expr *r = x->args[0], *q = r, *z = NULL;
+    if (r->kind == E_BIN && r->op == K_ADD) q = r->args[0], z = r->args[1];
+    if (q->kind != E_UN || q->op != K_CAST || q->args[0]->kind != E_UN || q->args[0]->op != K_ROUND ||
+        q->args[0]->type != DT_FLOAT)
+        return false;
+    Expr *c = q->args[0]->args[0];
+    /* c = select(c1 > hi, hi, c1), c1 = select(v < lo, lo, v) */
+    if (c->kind != E_SELECT || c->args[0]->kind != E_BIN || c->args[0]->op != K_GT ||
+        !kx_equal(c->args[0]->args[0], c->args[2]) || !kx_equal(c->args[0]->args[1], c->args[1]))
+        return false;
+    Expr *c1 = c->args[2], *hi = c->args[1];
+    if (c1->kind != E_SELECT || c1->args[0]->kind != E_BIN || c1->args[0]->op != K_LT ||
+        !kx_equal(c1->args[0]->args[0], c1->args[2]) || !kx_equal(c1->args[0]->args[1], c1->args[1]))
+        return false;
+    Expr *v = c1->args[2], *lo = c1->args[1], *zv = NULL;
+    if (z) {            /* the zero point: a byte, or an integral float constant of |z| <= 255 */
+        if (z->kind != E_UN || z->op != K_CAST) return false;
+        zv = z->args[0];
+        bool byte = zv->type == DT_INT8 || zv->type == DT_UINT8;
+        if (!byte && !(zv->kind == E_CONST && is_float(zv->type) && zv->f == floor(zv->f) && fabs(zv->f) <= 255))
+            return false;
+    }
+    *q_ = (Requant){c, v, lo, hi, z, zv};
+    return true;
+}
+
+/* cast<float32>(R) [- y], R a requantisation (requant_parts) converted back to float for a
+ * fused consumer (a pointwise conv's output read by the next depthwise conv in float, less the
+ * zero point y: float_exact in docs/int8.md),
+ * stored on x86 vectors: clamp(v) + 1.5 * 2^23 - (1.5 * 2^23 - z), two float additions,
+ * where cvtps2dq, the integer add of z, an `and 0xff` and cvtdq2ps were four instructions.
+ * The clamped value has |c| <= 510 < 2^22, so c + 1.5 * 2^23 lies in [2^23, 2^24), where
+ * floats are the integers: the adder rounds c to nearest, ties to even (1.5 * 2^23 is even, so
+ * the sum's parity is round(c)'s), and the subtraction of the integer 1.5 * 2^23 - z is
+ * exact. Where y is the zero point z, round(c) + z - z is (c + M) - M, one subtraction less.
+ * A NaN v gave float(z) and would give NaN: only where v cannot be NaN (never_nan). */
+static LLVMValueRef magic_requant(Emitter *e, Expr *x, unsigned w) {
+    Requant q;
+    Expr *sub = NULL;
+    if (x->kind == E_BIN && x->op == K_SUB && x->type == DT_FLOAT) sub = x->args[1], x = x->args[0];
+    if (!e->t->pmaddwd_bytes || e->t->pmaddwd_bytes > 32 || !w || x->kind != E_UN || x->op != K_CAST ||
+        x->type != DT_FLOAT || !requant_parts(x->args[0], &q) || !never_nan(q.v))
+        return NULL;
+    LLVMBuilderRef B = e->B;
+    LLVMValueRef f = expr(e, q.c, w);
+    LLVMTypeRef ft = LLVMTypeOf(f);
+    LLVMValueRef m = LLVMConstReal(ft, 12582912.0);
+    LLVMValueRef mz = m;
+    if (sub && q.z && same_zp(sub, q.zv)) {
+        sub = NULL;     /* float(round(c) + z) - float(z) = round(c): (c + M) - M */
+    } else if (q.z) {
+        mz = LLVMBuildFSub(B, m, LLVMBuildSIToFP(B, expr(e, q.z, w), ft, ""), "");
+    }
+    LLVMValueRef r = LLVMBuildFSub(B, LLVMBuildFAdd(B, f, m, ""), mz, "");
+    return sub ? LLVMBuildFSub(B, r, expr(e, sub, w), "") : r;
+}
+
+/* cast<int8|uint8>(cast<int32>(round(clamp(v, lo - z, hi - z))) + cast<int32>(z)), rule_quantize_in's
+ * requantisation, stored (store; the bytes converted back to float are magic_requant's, and
+ * within an expression, e.g. a fused QLinearAdd's operand, an add and an `and 0xff` are
+ * cheaper than the packs and a zero extension), on 4, 8 or 16 lanes of x86 without AVX-512 (the x86-64-v3 level): the
+ * int32 results pass through the saturating packs, packssdw to int16, a saturating 16-bit
+ * add of the zero point, packsswb / packuswb to the bytes, instead of a 32-bit add and a
+ * truncation that LLVM builds from two pshufb, an extract and an unpack for every 8 lanes.
+ * In [lo, hi] every step is exact (|z| <= 255 fits int16, and so does the sum). Where lo is
+ * the type's minimum (-128, or 0 for uint8: every requantisation but a fused Relu's), the
+ * packs are the lower clamp too, and the float `max` is left out: cvtps2dq gives INT_MIN
+ * below int32's range, packssdw -32768, the saturating add stays at most -32768 + 255, and
+ * the byte pack saturates that to lo, which is round(v) + z clamped as the float clamp did.
+ * The upper clamp stays in float (cvtps2dq gives INT_MIN above int32's range too). A NaN v
+ * would come out as lo where the float clamp and the truncation gave the byte of z, so the
+ * lower clamp is only left out where v cannot be NaN (never_nan). Rounding is cvtps2dq's,
+ * nearest even, as round_cvt's: exact for every float, where adding and subtracting 1.5 *
+ * 2^23 rounds exactly only below 2^22 and costs the same two instructions with the add. */
+static LLVMValueRef pack_requant(Emitter *e, Expr *x, unsigned w) {
+    Requant q;
+    if (!e->t->pmaddwd_bytes || e->t->pmaddwd_bytes > 32 || (w != 4 && w != 8 && w != 16) || !requant_parts(x, &q))
+        return NULL;
+    Expr *c = q.c, *v = q.v, *lo = q.lo, *hi = q.hi, *z = q.z, *zv = q.zv;
+    /* lo is the type's minimum less z: then the packs saturate below */
+    double tmin = x->type == DT_INT8 ? -128 : 0;
+    bool free_lo = never_nan(v) &&
+        (z ? lo->kind == E_BIN && lo->op == K_SUB && lo->args[0]->kind == E_CONST && lo->args[0]->f == tmin &&
+                 same_zp(lo->args[1], zv)
+           : lo->kind == E_CONST && lo->f == tmin);
+    LLVMBuilderRef B = e->B;
+    LLVMValueRef f;
+    if (free_lo) {
+        LLVMValueRef fv = expr(e, v, w), fh = expr(e, hi, w);
+        f = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOGT, fv, fh, ""), fh, fv, "");
+    } else {
+        f = expr(e, c, w);
+    }
+    LLVMTypeRef tys[2] = {LLVMVectorType(e->i32, w), LLVMTypeOf(f)};
+    LLVMValueRef i = call_intrinsic(e, "llvm.lrint", tys, 2, &f, 1);
+    LLVMValueRef zi = z ? expr(e, z, w) : NULL;
+    /* quarters of 4 int32 lanes, packed in pairs: the 16-bit lanes keep the int32 order */
+    LLVMTypeRef v8 = LLVMVectorType(e->i16, 8);
+    LLVMValueRef h16[2], b8;
+    for (unsigned h = 0; h < (w + 7) / 8; h++) {
+        LLVMValueRef a[2], za[2];
+        for (unsigned j = 0; j < 2; j++) {
+            unsigned base = w == 4 ? 0 : 8 * h + 4 * j;
+            LLVMValueRef idx[4];
+            for (unsigned l = 0; l < 4; l++) idx[l] = LLVMConstInt(e->i32, base + l, 0);
+            LLVMValueRef m = LLVMConstVector(idx, 4);
+            a[j] = LLVMBuildShuffleVector(B, i, LLVMGetPoison(LLVMTypeOf(i)), m, "");
+            if (zi) za[j] = LLVMBuildShuffleVector(B, zi, LLVMGetPoison(LLVMTypeOf(zi)), m, "");
+        }
+        h16[h] = call_intrinsic(e, "llvm.x86.sse2.packssdw.128", NULL, 0, a, 2);
+        if (zi) {
+            LLVMValueRef zz = call_intrinsic(e, "llvm.x86.sse2.packssdw.128", NULL, 0, za, 2);
+            LLVMValueRef s[2] = {h16[h], zz};
+            h16[h] = call_intrinsic(e, "llvm.sadd.sat", &v8, 1, s, 2);
+        }
+    }
+    if (w < 16) h16[1] = h16[0];
+    const char *bw = x->type == DT_INT8 ? "llvm.x86.sse2.packsswb.128" : "llvm.x86.sse2.packuswb.128";
+    b8 = call_intrinsic(e, bw, NULL, 0, h16, 2);
+    if (w == 16) return b8;
+    LLVMValueRef idx[8];
+    for (unsigned l = 0; l < w; l++) idx[l] = LLVMConstInt(e->i32, l, 0);
+    return LLVMBuildShuffleVector(B, b8, LLVMGetPoison(LLVMTypeOf(b8)), LLVMConstVector(idx, w), "");
+}
+
 static LLVMValueRef unary(Emitter *e, Expr *x, unsigned w) {
     LLVMBuilderRef B = e->B;
     DType t = x->args[0]->type;
@@ -1834,6 +2001,8 @@ static void store(Emitter *e, Stmt *s) {
     Expr **idx = simple_idx(e, b, s->idx);
     int64_t c = w ? lane_coef(e, b, idx) : 0;
     LLVMValueRef v = w ? NULL : outline(e, s->val);
+    if (!v && c) v = pack_requant(e, s->val, w);
+    if (!v && c) v = magic_requant(e, s->val, w);
     if (!v) v = expr(e, s->val, c ? w : 0);
     if (c == 0 && varying(e, s->val))
         v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");

@@ -557,6 +557,70 @@ save('dequantize_output_dtype_23', [h.make_node('DequantizeLinear', ['q', 's'], 
      [('q', qb)], [('y', (qb.astype(np.float64) * 0.03125).astype(np.float16))], 23,
      [('s', np.array(0.03125, np.float32))])
 
+# ---- requantisation edges (backend/kernel.c, pack_requant; docs/int8.md): ties at .5 (to
+# even, with odd zero points, where rounding after the zero point's add would differ), values
+# at and just past the saturation limits, magnitudes past 2^22 (where adding 1.5 * 2^23 would
+# no longer round exactly), past int32 (cvtps2dq's INT_MIN) and infinities; int8 and uint8,
+# per tensor and per channel (the channel innermost: a zero point per vector lane). Scales are
+# powers of two, so the reference's float32 steps are exact and it is numpy's rint. ----
+def edge_values(lo, hi):
+    k = np.arange(lo - 6, hi + 7, dtype=np.float64)
+    v = np.concatenate([k, k + 0.5, k - 0.5, k + 0.25, [lo - 0.5, hi + 0.5, lo - 0.49, hi + 0.49],
+                        [2.0 ** 22 - 0.5, 2.0 ** 22 + 0.5, -2.0 ** 22 - 0.5, 2.0 ** 23, -2.0 ** 23 - 1, 1e6 + 0.5, -1e6 - 0.5],
+                        [3e9, -3e9, 2.0 ** 31, -2.0 ** 31, 1e30, -1e30, np.inf, -np.inf]])
+    return np.resize(v, (len(v) + 31) // 32 * 32).astype(np.float32)
+for dt, zp, lo, hi in ((np.int8, -3, -128, 127), (np.uint8, 131, 0, 255)):
+    nm = np.dtype(dt).name
+    x = (edge_values(lo - zp, hi - zp) * 0.5).reshape(-1, 32)          # x / 0.5: the edges
+    q = quant(x, np.float32(0.5), zp, lo, hi).astype(dt)
+    save(f'quantize_edges_{nm}_21', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'])], [('x', x)], [('y', q)], 21,
+         [('s', np.array(0.5, np.float32)), ('z', np.array(zp, dt))])
+    # per channel, axis 1 innermost: 16 channels of scales 2^-3 .. 2^3 and zero points odd and even
+    sc = (2.0 ** rng.integers(-3, 4, 16)).astype(np.float32)
+    zc = (rng.integers(lo, hi, 16, endpoint=True)).astype(dt)
+    zc[:4] = (lo, hi, zp, zp + 1)
+    xc = edge_values(lo - 0, hi - 0)
+    xc = np.resize(xc, (len(xc) + 15) // 16 * 16).reshape(-1, 16) * sc
+    qc = quant(xc, sc, zc.astype(np.float32), lo, hi).astype(dt)
+    save(f'quantize_edges_axis_{nm}_21', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'], axis=1)],
+         [('x', xc.astype(np.float32))], [('y', qc)], 21, [('s', sc), ('z', zc)])
+    # QLinearConv 1x1 by constant int8 weights (the int8 kernels' integer accumulation and
+    # requantising store): per-channel scales 2^-2 .. 2^20 make ties, saturation at both
+    # ends and products past int32; pixels that are the zero point but for one channel put
+    # chosen multiples of the weights' first column in the accumulators
+    K, N = 64, 32
+    za = 0 if dt == np.int8 else 128
+    A = rng.integers(lo, hi, (12, K), endpoint=True).astype(np.int64)
+    for r, c in enumerate((1, -1, 2, -3, 127, -128, 255 - za, -za)):
+        if lo <= za + c <= hi:
+            A[r] = za
+            A[r, 0] = za + c
+    B = rng.integers(-128, 127, (K, N), endpoint=True).astype(np.int64)
+    B[0] = np.resize(np.array([1, -1, 2, -2, 3, -3, 127, -128, 64, -64, 5, 7], np.int64), N)
+    bs = (2.0 ** np.resize(np.array([-1, -2, 0, -7, -8, -10, 1, 10, 20, -12, -14, -13, -1, 0, 3, -9]), N)).astype(np.float32)
+    acc = (A - za) @ B
+    v = acc * bs.astype(np.float64)
+    y = np.clip(np.rint(v) + zp, lo, hi).astype(dt)
+    assert (y == lo).any() and (y == hi).any() and ((v % 1) == 0.5).sum() > 20 and (np.abs(v) > 2 ** 31).any()
+    save(f'quantize_edges_qlinearconv_{nm}_10',
+         [h.make_node('QLinearConv', ['x', 'xs', 'xz', 'w', 'ws', 'wz', 'ys', 'yz'], ['y'])],
+         [('x', A.T.reshape(1, K, 3, 4).astype(dt))], [('y', y.T.reshape(1, N, 3, 4))], 10,
+         [('xs', np.array(1, np.float32)), ('xz', np.array(za, dt)), ('w', B.T.reshape(N, K, 1, 1).astype(np.int8)),
+          ('ws', bs), ('wz', np.zeros(N, np.int8)), ('ys', np.array(1, np.float32)), ('yz', np.array(zp, dt))])
+
+    # the same 1x1 conv read by a 3x3 depthwise conv whose centre tap is 1 (scales 1, the same
+    # zero point: the result is the 1x1 conv's): the depthwise conv accumulates in float, so
+    # the 1x1 conv stores its requantised bytes as floats (magic_requant)
+    dw = np.zeros((N, 1, 3, 3), np.int8)
+    dw[:, 0, 1, 1] = 1
+    save(f'quantize_edges_qlinearconv_dw_{nm}_10',
+         [h.make_node('QLinearConv', ['x', 'xs', 'xz', 'w', 'ws', 'wz', 'ys', 'yz'], ['t']),
+          h.make_node('QLinearConv', ['t', 'ys', 'yz', 'dw', 'ys', 'dz', 'ys', 'yz'], ['y'], group=N, pads=[1, 1, 1, 1])],
+         [('x', A.T.reshape(1, K, 3, 4).astype(dt))], [('y', y.T.reshape(1, N, 3, 4))], 10,
+         [('xs', np.array(1, np.float32)), ('xz', np.array(za, dt)), ('w', B.T.reshape(N, K, 1, 1).astype(np.int8)),
+          ('ws', bs), ('wz', np.zeros(N, np.int8)), ('ys', np.array(1, np.float32)), ('yz', np.array(zp, dt)),
+          ('dw', dw), ('dz', np.array(0, np.int8))])
+
 # ---- Equal-19 on strings, broadcast ----
 sa = np.array(['ab', 'cd', '', 'x y'], dtype=object)
 sb = np.array([['ab'], [''], ['x y'], ['abc']], dtype=object)
