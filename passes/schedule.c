@@ -441,7 +441,7 @@ static bool panels_outer(Program *p, Kernel *k, int64_t bbytes, int64_t rows, in
 }
 
 /* Gemm/MatMul with a constant B: the column loop J (innermost parallel, around the reduction
- * over k) split into panels of 8 target vectors (at most 128 columns) and B packed as
+ * over k) split into panels of 8 target vectors (at most 64 columns) and B packed as
  * [ceil(N/pw), K, pw], so that the reduction reads one panel front to back where B itself
  * would be read pw columns a row, a row apart (4 KiB at N = 1024: a new page every load,
  * which the prefetchers do not follow). A last partial panel (N = 1000: 7 panels and 104
@@ -451,7 +451,14 @@ static bool panels_outer(Program *p, Kernel *k, int64_t bbytes, int64_t rows, in
  * a[i, k] broadcast, where they would gather; from 4 vectors of columns, below which the
  * dot products as vector reductions along k (pick_loops) keep more FMA chains going than
  * the few accumulators of a narrow J (transB 1280 -> 1000 at 8 rows 440 -> 125 us, at one row
- * unchanged, ~50 us, bound by reading B; 256 -> 128 at one row 1.1 -> 0.9 us; rough). */
+ * unchanged, ~50 us, bound by reading B; 256 -> 128 at one row 1.1 -> 0.9 us; rough).
+ * 64 columns, not 128, with AVX-512: one register tile's width (4 vectors), so that a tile
+ * reads its panel front to back, 256 bytes a k, where in a panel of two tiles it read every
+ * other 256 bytes and the two tiles' panels evicted each other from the L1 ([197, 128] x
+ * [128, 3072] 71 -> 79% of the FMA peak, [197, 768] x [768, 3072] 68 -> 70%, on a Xeon,
+ * interleaved; whole transformers within noise); and the AVX2 level's panels (8 of its
+ * vectors) are then the same bytes, which a default object keeps once (ViT-B/16's default
+ * object 686 -> 346 MB, compiled in 10 s instead of 17). */
 static void distribute(Program *p, Kernel *k, Stmt *l);
 static void pack_panels(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1], **jat, *j, *red;
@@ -473,14 +480,17 @@ static void pack_panels(Program *p, Kernel *k) {
          * 6 + 6 + 2 per map row), and panels_outer weighs all of them */
         again = n >= 3 && loop_coalesce(p, k, *nest[n - 3], true);
     }
-    int64_t nd = trips(j), esz = (int64_t)dtype_size(o.b->dtype), pw = MIN(8 * p->vector_bytes / esz, 128);
+    int64_t nd = trips(j), esz = (int64_t)dtype_size(o.b->dtype), pw = MIN(8 * p->vector_bytes / esz, 64);
     int jd = o.transposed ? 0 : 1;
     if (pw < 4 || j->lo->i != 0 || o.b->dims[jd] != nd) return;
     /* a B beyond the L2 over a long K: narrower panels (down to 4 vectors, a register tile's
-     * width) that fit the L2 next to a block of rows, so that panels_outer can keep one there
-     * (ViT's [197, 3072] x [3072, 768]: 1.5 MB panels of 128 columns, 768 KB of 64) */
+     * width, and 256 bytes a k at least, so that every ISA level of a default object packs
+     * the same panels) that fit the L2 next to a block of rows, so that
+     * panels_outer can keep one there (ViT's [197, 3072] x [3072, 768]: 1.5 MB panels of 128
+     * columns, 768 KB of 64) */
     int64_t kd = o.b->dims[1 - jd];
-    while (kir_nbytes(o.b) > L2_BYTES && pw > 4 * p->vector_bytes / esz && kd * pw * esz > L2_BYTES / 2) pw /= 2;
+    while (kir_nbytes(o.b) > L2_BYTES && pw > MAX(4 * p->vector_bytes, 256) / esz && kd * pw * esz > L2_BYTES / 2)
+        pw /= 2;
     if (nd <= pw) {
         if (o.transposed && nd * esz >= 4 * p->vector_bytes) {
             PackDim pd[2] = {{1, 0, false}, {0, 0, false}};
