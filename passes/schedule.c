@@ -1148,7 +1148,7 @@ static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t, bool c_last) {
  * ~2.5 at the same speed (CPU time, rough). Then conv_channel_block and conv_pixel_tile shape
  * the register tile: BLOCK_VECTORS vectors of output channels by up to block_pixels
  * pixels. */
-enum { PAD_CHANNELS = 16, BLOCK_VECTORS = 2, SMALL_ROW_PIXELS = 8 };
+enum { PAD_CHANNELS = 16, BLOCK_VECTORS = 2, SMALL_ROW_PIXELS = 12 };
 
 static void mark_blocked(Stmt *s);
 
@@ -1393,11 +1393,13 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
     }
     /* A row of at most SMALL_ROW_PIXELS / 2 pixels, jammed whole, is too few accumulators
      * (4 pixels x 2 vectors: 8 FMAs per weight pair, one chain each, where the core keeps ~16
-     * in flight): the rows above it are jammed too, up to SMALL_ROW_PIXELS pixels. The 4x4
-     * maps of a DCGAN generator's second ConvTranspose (its phases: 2x2 taps over 512
-     * channels) went from ~45% of the FMA peak to ~XX%. */
+     * in flight, and each weight line from beyond the L2 feeds 8 FMAs): the rows above it are
+     * jammed too, up to SMALL_ROW_PIXELS pixels (24 accumulators; a 4x4 map: 3 rows, then 1),
+     * at most block_pixels (5 with 16 registers). The 4x4 phases of a DCGAN generator's second
+     * ConvTranspose (2x2 taps over 512 channels) went from ~44% of the FMA peak to ~52-56%;
+     * the rest is their 2 MB of weights per phase streaming from beyond the L2 (~15 GB/s). */
     Stmt **row = nest[r - 3];
-    int64_t u = SMALL_ROW_PIXELS / w;
+    int64_t u = MIN(SMALL_ROW_PIXELS, block_pixels(p)) / w;
     if (r >= 4 && u >= 2 && trips(*row) >= 2 && iterations_independent(p, k, *row) && body_private(p, k, *row))
         mark_blocked(loop_jam(p, k, row, (int)MIN(u, trips(*row)))->body);
 }
