@@ -77,6 +77,8 @@ cases = [
     ('ct_dcgan_1x1_k3_s2_outpad', [1, 24, 1, 1], 24, 32, [3, 3], [2, 2], [1, 1], [0, 1, 0, 0], [1, 0], 1, 'relu', {}, True),
     ('ct_1d_k4_s2_p1_wide', [1, 48, 13], 48, 32, [4], [2], [1], [1, 1], [0], 1, 'add', {}, True),
     ('ct_1d_k16_s8_wide', [1, 32, 5], 32, 16, [16], [8], [1], [4, 4], [0], 1, 'relu', {}, True),
+    # 8 phases interleaved by whole vectors (backend: interleave_vectors), with a rest
+    ('ct_1d_k16_s8_long', [1, 16, 41], 16, 16, [16], [8], [1], [4, 4], [0], 1, 'add', {}, True),
     ('ct_3d_k4_s2_p1_wide', [1, 32, 3, 4, 4], 32, 16, [4, 4, 4], [2, 2, 2], [1, 1, 1], [1, 1, 1, 1, 1, 1], [0, 0, 0], 1, 'bn_sigmoid', {}, True),
     ('ct_groups2_wide_4x4', [1, 64, 4, 4], 64, 64, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 2, 'relu', {}, True),
     # more than MAX_PHASES phases: the gather form
