@@ -1772,6 +1772,28 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
     return st;
 }
 
+/* A conv with at most FEW_CHANNELS output channels (an image generator's last layer to RGB,
+ * a vocoder's to one waveform), left in NCHW, vectorised along its columns: block_list jams
+ * its channels, all of them, which leaves that few accumulators per vector of columns (3: one
+ * FMA chain per channel, each 4 cycles long, ~25% of the FMA peak). The row loop just inside
+ * the channel block is jammed too, to FEW_CHANNEL_ACCS accumulators per vector (AVX-512 only:
+ * with 16 registers the tile already fills them). */
+enum { FEW_CHANNELS = 4, FEW_CHANNEL_ACCS = 8 };
+static void few_channel_rows(Program *p, Kernel *k) {
+    if (vregs(p) < 32 || lanes(p, k) < 2 || k->kclass != KC_CONTRACTION) return;
+    for (Stmt **at = &k->body; *at && !(*at)->next && (*at)->kind == S_LOOP; at = &(*at)->body) {
+        Stmt *t = *at, *row = t->body;
+        if (!(t->hints & LH_TILE)) continue;
+        if (t->step > FEW_CHANNELS || t->step < 2 || !row || row->next || row->kind != S_LOOP ||
+            (row->hints & (LH_TILE | LH_REDUCTION)) || !const_loop(row) || row->step != 1 || trips(row) < 2 ||
+            !row->body || row->body->kind != S_LOOP || (row->body->hints & LH_REDUCTION))
+            return;     /* rows with their columns inside (not a coalesced pixel loop to vectorise) */
+        int64_t u = MIN(trips(row), FEW_CHANNEL_ACCS / t->step);
+        if (u >= 2 && iterations_independent(p, k, row) && body_private(p, k, row)) loop_jam(p, k, &t->body, (int)u);
+        return;
+    }
+}
+
 /* Without float vectors (Cortex-M4): the picked loop J jammed by U (a divisor of J's extent
  * from SCALAR_COPIES down to 4, so that there is no rest loop and no padding; else
  * SCALAR_COPIES with the rest jammed as one block), so that each load that does not depend on
@@ -2027,6 +2049,7 @@ void schedule(Program *p) {
                 pick_loops(k->body, lanes(p, k) >= 2);
                 if (cb) conv_pixel_tile(p, k);
                 block_list(p, k, &k->body);
+                if (!cmw) few_channel_rows(p, k);
             }
             clear_shared(k->body);
             vector_list(p, k, &k->body);

@@ -71,6 +71,8 @@ cases = [
     # rows with the whole short row), 1x1 input k4 s1 p0 (a generator's first layer), 1-D k4
     # s2 p1 and k16 s8 wide, 3-D k4 s2 p1, grouped wide
     ('ct_dcgan_4x4_bn_relu', [1, 64, 4, 4], 64, 32, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'bn_relu', {}, True),
+    # to 3 channels (an image generator's last layer): rows jammed by few_channel_rows
+    ('ct_dcgan_rgb_k4_s2', [1, 32, 16, 19], 32, 3, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'add', {}, True),
     ('ct_dcgan_2x3_add', [2, 32, 2, 3], 32, 48, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'add', {}, True),
     ('ct_dcgan_1x1_k4_bn_relu', [2, 40, 1, 1], 40, 48, [4, 4], [1, 1], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'bn_relu', {}, True),
     ('ct_dcgan_1x1_k2x3_out', [3, 8, 1, 1], 8, 5, [2, 3], [2, 2], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'none', {}, True),
