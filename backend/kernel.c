@@ -337,7 +337,7 @@ static Expr **simple_idx(Emitter *e, const Buf *b, Expr **idx) {
 }
 
 /* Strides whose loads are contiguous vector loads and a shuffle rather than a gather. */
-enum { MAX_SHUFFLE_STRIDE = 4 };
+enum { MAX_SHUFFLE_STRIDE = 4, MAX_INTERLEAVE = 8 };
 
 /* Lanes of v0 and v1 (of n lanes each) picked by mask, as a vector of m lanes. */
 static LLVMValueRef pick(Emitter *e, LLVMValueRef v0, LLVMValueRef v1, const unsigned *mask, unsigned m) {
@@ -1941,12 +1941,33 @@ static bool reads_buf(const Expr *x, Buf *b) {
 }
 
 /* In a vector loop, c consecutive stores b[.., v*c + j] = val_j, j = 0 .. c-1, 2 <= c <=
- * MAX_SHUFFLE_STRIDE (the phases of a ConvTranspose side by side in its interleaving kernel,
+ * MAX_SHUFFLE_STRIDE or c = MAX_INTERLEAVE (the phases of a ConvTranspose side by side in its interleaving kernel,
  * tile rows of a phase conv): together they fill the c*w elements from the first one's, so
  * their values are interleaved by shuffles and written as c whole vectors, where each store
  * alone took c masked stores (a stride-2 ConvTranspose's interleave 4 masked stores per 2
  * vectors). Only float buffers stored as they are, and values that do not read b (the stores
  * then commute with them). Returns how many statements it wrote, 0 where it does not apply. */
+/* The c vectors v (c a power of two, w lanes each, w even), taken as c sequences, interleaved
+ * into out: out's element pos is v[pos % c]'s lane pos / c. The even and the odd sequences are
+ * interleaved first, then each output vector is one two-source shuffle of a vector of each:
+ * log2(c) * c shuffles (24 for the 8 phases of a stride-8 ConvTranspose), where one shuffle of
+ * all c vectors concatenated left LLVM a permute per source vector and output. */
+static void interleave_vectors(Emitter *e, LLVMValueRef *v, unsigned c, unsigned w, LLVMValueRef *out) {
+    if (c == 1) {
+        out[0] = v[0];
+        return;
+    }
+    LLVMValueRef ev[MAX_INTERLEAVE], od[MAX_INTERLEAVE], E[MAX_INTERLEAVE], O[MAX_INTERLEAVE], k[MAX_LANES];
+    for (unsigned j = 0; j < c / 2; j++) ev[j] = v[2 * j], od[j] = v[2 * j + 1];
+    interleave_vectors(e, ev, c / 2, w, E);
+    interleave_vectors(e, od, c / 2, w, O);
+    for (unsigned t = 0; t < c; t++) {
+        for (unsigned i = 0; i < w; i++)
+            k[i] = LLVMConstInt(e->i32, (i % 2 ? w : 0) + (t % 2) * (w / 2) + i / 2, 0);
+        out[t] = LLVMBuildShuffleVector(e->B, E[t / 2], O[t / 2], LLVMConstVector(k, w), "");
+    }
+}
+
 static int interleaved_stores(Emitter *e, Stmt *s) {
     Buf *b = s->buf;
     unsigned w = e->vw, align = elem_align(e, b->dtype);
@@ -1954,8 +1975,8 @@ static int interleaved_stores(Emitter *e, Stmt *s) {
     Expr **i0 = simple_idx(e, b, s->idx);
     int64_t c = lane_coef(e, b, i0);
     int last = b->rank - 1;
-    if (c == NOT_AFFINE || c < 2 || c > MAX_SHUFFLE_STRIDE) return 0;
-    Stmt *st[MAX_SHUFFLE_STRIDE] = {s};
+    if (c == NOT_AFFINE || c < 2 || (c > MAX_SHUFFLE_STRIDE && (c != MAX_INTERLEAVE || w % 2))) return 0;
+    Stmt *st[MAX_INTERLEAVE] = {s};
     for (int j = 1; j < c; j++) {
         Stmt *t = st[j - 1]->next;
         if (!t || t->kind != S_STORE || t->buf != b) return 0;
@@ -1967,8 +1988,19 @@ static int interleaved_stores(Emitter *e, Stmt *s) {
     }
     for (int j = 0; j < c; j++)
         if (reads_buf(st[j]->val, b) || !varying(e, st[j]->val)) return 0;
-    LLVMValueRef v[MAX_SHUFFLE_STRIDE], k[MAX_SHUFFLE_STRIDE * MAX_LANES];
+    LLVMValueRef v[MAX_INTERLEAVE], k[MAX_SHUFFLE_STRIDE * MAX_LANES];
     for (int j = 0; j < c; j++) v[j] = expr(e, st[j]->val, w);
+    LLVMTypeRef mt = be_mem_type(e, b->dtype);
+    LLVMValueRef base = elem_ptr(e, b, i0, 0);
+    if (c > MAX_SHUFFLE_STRIDE) {
+        LLVMValueRef out[MAX_INTERLEAVE];
+        interleave_vectors(e, v, (unsigned)c, w, out);
+        for (unsigned p = 0; p < (unsigned)c; p++) {
+            LLVMValueRef off = LLVMConstInt(e->idx, p * w, 0);
+            LLVMSetAlignment(LLVMBuildStore(e->B, out[p], LLVMBuildInBoundsGEP2(e->B, mt, base, &off, 1, "")), align);
+        }
+        return (int)c;
+    }
     /* the c vectors concatenated (a power-of-two count, poison past c) */
     for (unsigned i = 0; i < 2 * w; i++) k[i] = LLVMConstInt(e->i32, i, 0);
     LLVMValueRef lo = LLVMBuildShuffleVector(e->B, v[0], v[1], LLVMConstVector(k, 2 * w), ""), cat = lo;
@@ -1978,8 +2010,6 @@ static int interleaved_stores(Emitter *e, Stmt *s) {
         for (unsigned i = 0; i < 4 * w; i++) k[i] = LLVMConstInt(e->i32, i, 0);
         cat = LLVMBuildShuffleVector(e->B, lo, hi, LLVMConstVector(k, 4 * w), "");
     }
-    LLVMTypeRef mt = be_mem_type(e, b->dtype);
-    LLVMValueRef base = elem_ptr(e, b, i0, 0);
     for (unsigned p = 0; p < (unsigned)c; p++) {
         for (unsigned i = 0; i < w; i++) {
             unsigned pos = p * w + i;                 /* element pos: vector pos % c, lane pos / c */

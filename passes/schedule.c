@@ -1209,7 +1209,7 @@ static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t, bool c_last) {
  * ~2.5 at the same speed (CPU time, rough). Then conv_channel_block and conv_pixel_tile shape
  * the register tile: BLOCK_VECTORS vectors of output channels by up to block_pixels
  * pixels. */
-enum { PAD_CHANNELS = 16, BLOCK_VECTORS = 2 };
+enum { PAD_CHANNELS = 16, BLOCK_VECTORS = 2, SMALL_ROW_PIXELS = 12 };
 
 static void mark_blocked(Stmt *s);
 
@@ -1450,7 +1450,19 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
     if (main->next == c) {
         if (trips(c) >= 2) c = loop_jam(p, k, &main->next, (int)trips(c));
         mark_blocked(c->body);
+        return;
     }
+    /* A row of at most SMALL_ROW_PIXELS / 2 pixels, jammed whole, is too few accumulators
+     * (4 pixels x 2 vectors: 8 FMAs per weight pair, one chain each, where the core keeps ~16
+     * in flight, and each weight line from beyond the L2 feeds 8 FMAs): the rows above it are
+     * jammed too, up to SMALL_ROW_PIXELS pixels (24 accumulators; a 4x4 map: 3 rows, then 1),
+     * at most block_pixels (5 with 16 registers). The 4x4 phases of a DCGAN generator's second
+     * ConvTranspose (2x2 taps over 512 channels) went from ~44% of the FMA peak to ~52-56%;
+     * the rest is their 2 MB of weights per phase streaming from beyond the L2 (~15 GB/s). */
+    Stmt **row = nest[r - 3];
+    int64_t u = MIN(SMALL_ROW_PIXELS, block_pixels(p)) / w;
+    if (r >= 4 && u >= 2 && trips(*row) >= 2 && iterations_independent(p, k, *row) && body_private(p, k, *row))
+        mark_blocked(loop_jam(p, k, row, (int)MIN(u, trips(*row)))->body);
 }
 
 /* ---- contractions: a loop read through a division (grouped convolutions) ----
@@ -1821,6 +1833,28 @@ static int block_list(Program *p, Kernel *k, Stmt **at) {
     return st;
 }
 
+/* A conv with at most FEW_CHANNELS output channels (an image generator's last layer to RGB,
+ * a vocoder's to one waveform), left in NCHW, vectorised along its columns: block_list jams
+ * its channels, all of them, which leaves that few accumulators per vector of columns (3: one
+ * FMA chain per channel, each 4 cycles long, ~25% of the FMA peak). The row loop just inside
+ * the channel block is jammed too, to FEW_CHANNEL_ACCS accumulators per vector (AVX-512 only:
+ * with 16 registers the tile already fills them). */
+enum { FEW_CHANNELS = 4, FEW_CHANNEL_ACCS = 8 };
+static void few_channel_rows(Program *p, Kernel *k) {
+    if (vregs(p) < 32 || lanes(p, k) < 2 || k->kclass != KC_CONTRACTION) return;
+    for (Stmt **at = &k->body; *at && !(*at)->next && (*at)->kind == S_LOOP; at = &(*at)->body) {
+        Stmt *t = *at, *row = t->body;
+        if (!(t->hints & LH_TILE)) continue;
+        if (t->step > FEW_CHANNELS || t->step < 2 || !row || row->next || row->kind != S_LOOP ||
+            (row->hints & (LH_TILE | LH_REDUCTION)) || !const_loop(row) || row->step != 1 || trips(row) < 2 ||
+            !row->body || row->body->kind != S_LOOP || (row->body->hints & LH_REDUCTION))
+            return;     /* rows with their columns inside (not a coalesced pixel loop to vectorise) */
+        int64_t u = MIN(trips(row), FEW_CHANNEL_ACCS / t->step);
+        if (u >= 2 && iterations_independent(p, k, row) && body_private(p, k, row)) loop_jam(p, k, &t->body, (int)u);
+        return;
+    }
+}
+
 /* Without float vectors (Cortex-M4): the picked loop J jammed by U (a divisor of J's extent
  * from SCALAR_COPIES down to 4, so that there is no rest loop and no padding; else
  * SCALAR_COPIES with the rest jammed as one block), so that each load that does not depend on
@@ -2076,6 +2110,7 @@ void schedule(Program *p) {
                 pick_loops(k->body, lanes(p, k) >= 2);
                 if (cb) conv_pixel_tile(p, k);
                 block_list(p, k, &k->body);
+                if (!cmw) few_channel_rows(p, k);
             }
             clear_shared(k->body);
             vector_list(p, k, &k->body);

@@ -460,6 +460,52 @@ static Buf *merged_weights(Lower *L, Node *n, const Buf *wt, const Phase *phs, i
     return all;
 }
 
+/* A ConvTranspose of a 1x1 input (1 along every spatial dim), without padding, dilation or
+ * groups, whose output is its kernel (a DCGAN generator's first layer: 100 channels of 1x1 to
+ * 512 of 4x4): y[n, m, t...] = b[m] + sum_c x[n, c] * w[c, m, t...], a Gemm of x as [N, C]
+ * by w as [C, M*K] (K the taps), y's row-major order being w's. As one phase it was a K-tap
+ * conv of x padded to 2k-1, each output reading all K taps of which one is not padding: K
+ * times the multiply-adds and a weight stream read K times (DCGAN's: 250 us at ~6 GFLOP/s
+ * of useful work). Here the Gemm reads each weight once (the schedule's matrix-vector path).
+ * The bias, if constant, is expanded along the taps into the accumulator's start; y is a
+ * view of the Gemm's [N, M*K] result (a graph output gets a copy, lower_view). */
+static bool dense_form(const Program *p, const Window *tw, const Buf *x, const Buf *wt, const Buf *b, int64_t grp) {
+    if (direct_phases(p) || grp != 1 || wt->dtype != DT_FLOAT || x->dtype != DT_FLOAT || (b && (b->kind != B_CONST || !b->data || b->alias)))
+        return false;
+    for (int i = 0; i < tw->nsp; i++)
+        if (tw->in[i] != 1 || tw->pb[i] != 0 || tw->d[i] != 1 || tw->out[i] != tw->k[i]) return false;
+    return true;
+}
+
+static void lower_dense_form(Lower *L, Node *n, Buf *x, Buf *wt, Buf *b) {
+    Program *p = L->p;
+    int64_t nb = x->dims[0], c = x->dims[1], j = kir_numel(wt) / c, taps = j / wt->dims[1];
+    int64_t xd[2] = {nb, c}, wd[2] = {c, j}, yd[2] = {nb, j};
+    Buf *x2 = kir_view_new(p, x, arena_printf(p->arena, "%s.rows", x->name), 2, xd);
+    Buf *w2 = kir_view_new(p, wt, arena_printf(p->arena, "%s.mat", wt->name), 2, wd);
+    Buf *y2 = kir_buf_new(p, arena_printf(p->arena, "%s.mat", n->out[0]->name), DT_FLOAT, 2, yd, B_TEMP);
+    Buf *b2 = NULL;
+    if (b) {
+        b2 = kir_buf_new(p, arena_printf(p->arena, "%s.taps", b->name), DT_FLOAT, 1, &j, B_CONST);
+        float *bd = arena_alloc(p->arena, (size_t)j * sizeof(float));
+        for (int64_t e = 0; e < j; e++) bd[e] = ((const float *)b->data)[e / taps];
+        b2->data = bd;
+    }
+    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, b2 ? 3 : 2, (Buf *[]){x2, w2, b2}, y2, NULL, NULL);
+    int ov[2], kv, acc;
+    lower_vars(k, 2, ov);
+    kv = kir_var(k);
+    acc = kir_scalar(p, k, DT_FLOAT);
+    Expr *oi[2], *kx = kx_var(p, kv);
+    lower_var_idx(p, 2, ov, oi);
+    Expr *prod = kx_bin(p, K_MUL, kx_load(p, x2, (Expr *[]){oi[0], kx}), kx_load(p, w2, (Expr *[]){kx, oi[1]}));
+    Stmt *body = ks_set(p, acc, b2 ? kx_load(p, b2, (Expr *[]){oi[1]}) : kx_const(p, DT_FLOAT, 0));
+    ks_seq(body, ks_red_loop(p, kv, c, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
+    ks_seq(body, ks_store(p, y2, oi, kx_scalar(p, k, acc)));
+    k->body = lower_wrap(p, 2, yd, ov, body);
+    lower_view(L, n, 0, y2);
+}
+
 /* ConvTranspose as the stride-1 convolutions of its phases (Phase above), each a conv_nest
  * kernel with the bias in its accumulator, and one kernel interleaving their results into y
  * (none with stride 1 everywhere: the one phase is y; with direct_phases, only the phases
@@ -469,10 +515,14 @@ static Buf *merged_weights(Lower *L, Node *n, const Buf *wt, const Phase *phs, i
 void lower_convtranspose(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *x = lower_in(L, n, 0), *wt = lower_in(L, n, 1), *b = lower_in(L, n, 2);
-    Buf *y = lower_out(L, n, 0);
     int64_t grp = ir_attr_int(n, "group", 1), cg = x->dims[1] / grp, mg = wt->dims[1], nph = 1;
     Window tw;
     if (!twindow_init(NULL, n, &tw)) die("lower_convtranspose %s: node not checked", n->name);
+    if (dense_form(p, &tw, x, wt, b, grp)) {
+        lower_dense_form(L, n, x, wt, b);
+        return;
+    }
+    Buf *y = lower_out(L, n, 0);
     for (int i = 0; i < tw.nsp; i++) {
         if (tw.s[i] > MAX_PHASES || (nph *= tw.s[i]) > MAX_PHASES || !tw.k[i]) {  /* no overflow */
             gather_form(L, n, x, wt, b, y, &tw);

@@ -67,6 +67,22 @@ cases = [
     # 32 -> 32 channels: the phases take the vector conv paths (padded input, channel blocks)
     ('ct_s2_k4_wide_bn_sigmoid', [1, 32, 10, 21], 32, 32, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'bn_sigmoid', {}, True),
     ('ct_s2_k3_wide_add', [1, 24, 9, 13], 24, 40, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 1, 'add', {}, True),
+    # DCGAN/HiFi-GAN shapes: 4x4 and 2x3 maps (phases of 2x2 and 1x2 outputs: the schedule jams
+    # rows with the whole short row), 1x1 input k4 s1 p0 (a generator's first layer), 1-D k4
+    # s2 p1 and k16 s8 wide, 3-D k4 s2 p1, grouped wide
+    ('ct_dcgan_4x4_bn_relu', [1, 64, 4, 4], 64, 32, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'bn_relu', {}, True),
+    # to 3 channels (an image generator's last layer): rows jammed by few_channel_rows
+    ('ct_dcgan_rgb_k4_s2', [1, 32, 16, 19], 32, 3, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'add', {}, True),
+    ('ct_dcgan_2x3_add', [2, 32, 2, 3], 32, 48, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [0, 0], 1, 'add', {}, True),
+    ('ct_dcgan_1x1_k4_bn_relu', [2, 40, 1, 1], 40, 48, [4, 4], [1, 1], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'bn_relu', {}, True),
+    ('ct_dcgan_1x1_k2x3_out', [3, 8, 1, 1], 8, 5, [2, 3], [2, 2], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'none', {}, True),
+    ('ct_dcgan_1x1_k3_s2_outpad', [1, 24, 1, 1], 24, 32, [3, 3], [2, 2], [1, 1], [0, 1, 0, 0], [1, 0], 1, 'relu', {}, True),
+    ('ct_1d_k4_s2_p1_wide', [1, 48, 13], 48, 32, [4], [2], [1], [1, 1], [0], 1, 'add', {}, True),
+    ('ct_1d_k16_s8_wide', [1, 32, 5], 32, 16, [16], [8], [1], [4, 4], [0], 1, 'relu', {}, True),
+    # 8 phases interleaved by whole vectors (backend: interleave_vectors), with a rest
+    ('ct_1d_k16_s8_long', [1, 16, 41], 16, 16, [16], [8], [1], [4, 4], [0], 1, 'add', {}, True),
+    ('ct_3d_k4_s2_p1_wide', [1, 32, 3, 4, 4], 32, 16, [4, 4, 4], [2, 2, 2], [1, 1, 1], [1, 1, 1, 1, 1, 1], [0, 0, 0], 1, 'bn_sigmoid', {}, True),
+    ('ct_groups2_wide_4x4', [1, 64, 4, 4], 64, 64, [4, 4], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 2, 'relu', {}, True),
     # more than MAX_PHASES phases: the gather form
     ('ct_1d_s70_gather', [1, 2, 3], 2, 3, [3], [70], [1], [1, 0], [0], 1, 'relu', {}, True),
     # run-time weights: the phases read the ConvTranspose's own weights at their taps
@@ -102,14 +118,15 @@ for name, xs, C, M, ks, s, d, pads, op, grp, epi, extra, const_w in cases:
     if epi == 'relu':
         nodes.append(h.make_node('Relu', ['c'], ['y']))
         y = np.maximum(y, 0)
-    elif epi == 'bn_sigmoid':
+    elif epi in ('bn_sigmoid', 'bn_relu'):
         sc, sh, mu, var = (rng.uniform(0.5, 1.5, M), rng.standard_normal(M), rng.standard_normal(M), rng.uniform(0.5, 2, M))
         for n_, v in (('sc', sc), ('sh', sh), ('mu', mu), ('var', var)):
             inits.append(nh.from_array(v.astype(np.float32), n_))
         nodes += [h.make_node('BatchNormalization', ['c', 'sc', 'sh', 'mu', 'var'], ['bn']),
-                  h.make_node('Sigmoid', ['bn'], ['y'])]
+                  h.make_node('Sigmoid' if epi == 'bn_sigmoid' else 'Relu', ['bn'], ['y'])]
         ch = lambda a: a.astype(np.float32).astype(np.float64).reshape((1, M) + (1,) * nsp)
-        y = 1 / (1 + np.exp(-((y - ch(mu)) / np.sqrt(ch(var) + 1e-5) * ch(sc) + ch(sh))))
+        t = (y - ch(mu)) / np.sqrt(ch(var) + 1e-5) * ch(sc) + ch(sh)
+        y = 1 / (1 + np.exp(-t)) if epi == 'bn_sigmoid' else np.maximum(t, 0)
     elif epi == 'add':
         r = rng.standard_normal(y.shape).astype(np.float32)
         inputs.append(h.make_tensor_value_info('r', T.FLOAT, list(y.shape)))
