@@ -757,12 +757,104 @@ static bool elementwise_user(Kernel *k) {
     return true;
 }
 
+/* The variable of a loop index `v` or `v + c`, else -1. */
+static int index_var(const Expr *e) {
+    if (e->kind == E_VAR) return e->var;
+    if (e->kind == E_BIN && e->op == K_ADD && e->args[0]->kind == E_VAR && e->args[1]->kind == E_CONST)
+        return e->args[0]->var;
+    return -1;
+}
+
+/* The four loops of a perfect nest from s around one store (nest[0] outermost), or false. */
+static bool copy_nest(Stmt *s, Stmt **nest) {
+    for (int d = 0; d < 4; d++, s = s->body) {
+        if (!s || s->kind != S_LOOP || (d < 3 && (!s->body || s->body->next))) return false;
+        nest[d] = s;
+    }
+    return s && s->kind == S_STORE && !s->next;
+}
+
+/* A Concat of 4-d maps (and what fuse joined to it, elementwise): a list of perfect nests
+ * n, c, h, w, each around one store y[n, c + off, h, w] = f(x[n, c, h, w], ...), every 4-d
+ * operand read at the nest's loops in order. Like an elementwise kernel, it can take NHWC for
+ * all its 4-d operands at once (the consistency loop of channel_last_layouts), each nest then
+ * run in the store's order (concat_order). Without it a Concat kept every map it touches NCHW:
+ * SqueezeNet's fire modules, GoogLeNet's and Inception's blocks, DenseNet's dense layers. */
+static bool concat_operands(const Expr *e, const Stmt **nest) {
+    if (e->kind == E_LOAD && e->buf->rank == 4) {
+        for (int d = 0; d < 4; d++)
+            if (!is_var(e->args[d], nest[d]->var)) return false;
+        return true;
+    }
+    if (e->kind == E_LOAD) return e->buf->rank == 0;
+    for (int i = 0; i < e->nargs; i++)
+        if (!concat_operands(e->args[i], nest)) return false;
+    return e->kind != E_SCALAR;
+}
+
+static bool concat_user(Kernel *k) {
+    if (k->dead || k->kclass != KC_COPY || !k->body || !kernel_independent(k)) return false;
+    Buf *out = NULL;
+    for (Stmt *s = k->body; s; s = s->next) {
+        Stmt *nest[4];
+        if (!copy_nest(s, nest)) return false;
+        const Stmt *st = nest[3]->body;
+        if (st->buf->rank != 4 || (out && st->buf != out) || !activation_type(st->buf->dtype)) return false;
+        out = st->buf;
+        for (int d = 0; d < 4; d++)
+            if (index_var(st->idx[d]) != nest[d]->var || (d != 1 && !is_var(st->idx[d], nest[d]->var)) ||
+                !const_loop(nest[d]) || nest[d]->lo->i != 0 || nest[d]->step != 1)
+                return false;
+        if (!concat_operands(st->val, (const Stmt **)nest)) return false;
+    }
+    return out != NULL;
+}
+
+/* Whether every 4-d load in e reads its dims at the variables of y's indices, in y's order. */
+static bool loads_in_order(const Expr *e, const Stmt *st) {
+    if (e->kind == E_LOAD && e->buf->rank == 4) {
+        for (int d = 0; d < 4; d++)
+            if (!is_var(e->args[d], index_var(st->idx[d]))) return false;
+        return true;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!loads_in_order(e->args[i], st)) return false;
+    return true;
+}
+
+/* A concat_user whose operands channel_last_layouts made NHWC (indices y[n, h, w, c + off],
+ * x[n, h, w, c] inside loops n, c, h, w): each nest run in its store's order, as store_order
+ * runs an elementwise kernel's, so that c is innermost and every operand streams. */
+static void concat_order(Program *p, Kernel *k) {
+    if (k->dead || k->kclass != KC_COPY || !k->body) return;
+    for (Stmt *s = k->body; s; s = s->next) {
+        Stmt *nest[4];
+        if (!copy_nest(s, nest)) return;
+        const Stmt *st = nest[3]->body;
+        if (st->buf->rank != 4 || !loads_in_order(st->val, st)) return;
+        for (int d = 0; d < 4; d++)
+            if (index_var(st->idx[d]) < 0) return;
+    }
+    for (Stmt *s = k->body; s; s = s->next) {
+        Stmt *nest[4];
+        copy_nest(s, nest);
+        const Stmt *st = nest[3]->body;
+        for (int d = 0; d < 4; d++) {
+            int e = d;
+            while (e < 4 && index_var(st->idx[d]) != nest[e]->var) e++;
+            if (e == 4) return;
+            for (; e > d; e--)
+                if (!loop_interchange(p, k, nest[e - 1])) return;
+        }
+    }
+}
+
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
  * around reductions) that conv_layout or channelwise_layout run channel-innermost, or an
- * elementwise kernel (elementwise_user)? */
+ * elementwise kernel (elementwise_user) or a Concat (concat_user)? */
 static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
-    if (!k->dead && elementwise_user(k)) return true;
+    if (!k->dead && (elementwise_user(k) || concat_user(k))) return true;
     if (k->dead || k->kclass != KC_CONTRACTION || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
     const Stmt *st = first_store((*nest[3])->body);
     if (!st || st->buf->rank != 4 || !layout_type(k, st->buf->dtype)) return false;
@@ -1003,7 +1095,7 @@ static void channel_last_layouts(Program *p) {
              * Transpose+Add writing a graph output NCHW) reads one of them strided, as the
              * Transpose alone did: no reason to give up the NHWC chain before it */
             if (!user[i]) continue;
-            if (k->kclass == KC_ELEMENTWISE) {     /* all its moving 4-d operands alike */
+            if (k->kclass == KC_ELEMENTWISE || concat_user(k)) {     /* all its moving 4-d operands alike */
                 bool nhwc_side = false, nchw_side = false;
                 for (int j = 0; j < k->nparams; j++) {
                     Buf *b = kir_root(k->params[j]);
@@ -2123,6 +2215,7 @@ void schedule(Program *p) {
             }
         }
         store_order(p, k);
+        concat_order(p, k);
         if (k->kclass != KC_CONTRACTION && lanes(p, k) >= 2 && !p->fp_strict) row_jam(p, k, &k->body);
         if (k->kclass != KC_CONTRACTION && size_first(p, k)) coalesce_nest(p, k);
         strip_list(p, k, &k->body);

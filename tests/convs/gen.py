@@ -301,3 +301,30 @@ dead('split_s2',[1,8,29,29],[16,8,3,3],[2,2],[12,12],[12,12,12,12],0)
 # batch 2 distributes the batch loop too.
 dead('chunks_1x1',[1,256,30,40],[64,256,1,1],[1,1],[1,1],[0,0,0,0],1)
 dead('chunks_1x1_n2',[2,192,36,40],[40,192,1,1],[1,1],[1,1],[0,0,0,0],0)
+# Concats of conv outputs between convs (a SqueezeNet fire module twice; an Inception-style
+# block of three branches, one of them two convs deep): every map NHWC at -O2 on targets with
+# vectors, the Concat's nests run channel-innermost (passes/schedule.c, concat_user,
+# concat_order); before, a Concat kept every map it touched NCHW.
+def concat_block(name, xs):
+    ws = {}
+    nodes = []
+    x = rng.standard_normal(xs).astype(np.float32)
+    def conv(inp, out, cin, cout, k, v):
+        w = (rng.standard_normal([cout, cin, k, k]) / np.sqrt(cin * k * k)).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32) * 0.1
+        ws['W' + out], ws['B' + out] = w, b
+        nodes.append(h.make_node('Conv', [inp, 'W' + out, 'B' + out], [out + 'c'], pads=[k // 2] * 4))
+        nodes.append(h.make_node('Relu', [out + 'c'], [out]))
+        return np.maximum(ref(v, w.astype(np.float64), b, [1, 1], [1, 1], [k // 2] * 2, [k // 2] * 2), 0)
+    C = xs[1]
+    s1 = conv('x', 's1', C, 16, 1, x.astype(np.float64))
+    a = conv('s1', 'a', 16, 32, 1, s1); b = conv('s1', 'b', 16, 32, 3, s1)
+    nodes.append(h.make_node('Concat', ['a', 'b'], ['f1'], axis=1)); f1 = np.concatenate([a, b], 1)
+    s2 = conv('f1', 's2', 64, 16, 1, f1)
+    c = conv('s2', 'c', 16, 32, 1, s2); d0 = conv('s2', 'd0', 16, 16, 1, s2); d = conv('d0', 'd', 16, 48, 3, d0)
+    e = conv('s2', 'e', 16, 16, 3, s2)
+    nodes.append(h.make_node('Concat', ['c', 'd', 'e'], ['f2'], axis=1)); f2 = np.concatenate([c, d, e], 1)
+    y = conv('f2', 'y', 96, 32, 1, f2)
+    save(name, nodes, xs, x, [('y', y.astype(np.float32))], [nh.from_array(v, n) for n, v in ws.items()], 13)
+concat_block('concat_nhwc', [1, 24, 13, 15])
+concat_block('concat_nhwc_n2', [2, 8, 7, 9])
