@@ -1033,6 +1033,20 @@ static void concat_packed(Lower *L, Node *n) {
     L->vbuf[y->id] = out;
 }
 
+Expr *dyn_topk_bounds(Lower *L, Node *n, Kernel *k, int axis, Expr **len) {
+    Program *p = L->p;
+    Value *x = n->in[0];
+    int64_t cap = x->dims[axis];
+    *len = NULL;
+    if (!dyn_topk_k(n)) return NULL;
+    if (is_dyn_dim(x, axis)) {
+        kir_param(p, k, dims_buf(L, x), KP_IN);
+        *len = dyn_loop_bound(p, dims_buf(L, x), axis, cap);
+    }
+    Expr *kv = kx_cast(p, DT_INDEX, rule_load_first(p, k, lower_in(L, n, 1)));
+    return kx_bin(p, K_MAX, kx_index(p, 0), kx_bin(p, K_MIN, kv, *len ? kx_clone(p, *len) : kx_index(p, cap)));
+}
+
 Buf *dyn_lower_operands(Lower *L, Node *n) {
     /* a mean's rule writes a temporary that rescale_mean reads, not the graph output */
     Value *y = n->out[0];
