@@ -38,6 +38,11 @@ bool dyn_lower_shape(Lower *L, Node *n);
 /* If's output i, dyn: the branch's value v written into out at out's capacity strides (zero
  * past v's actual dims) and v's actual dims into the output's dims buffer. */
 void dyn_lower_branch_output(Lower *L, Node *n, int i, Value *v, Buf *out);
+/* TopK with a run-time k, in its kernel k: the picks to make at run time, min(max(k, 0), the
+ * axis' length), registering what k reads; *len the axis' run-time length to scan when the
+ * input is data-dependent along it, else NULL (both clamped to the capacity). NULL (and *len
+ * NULL) for a constant k. */
+Expr *dyn_topk_bounds(Lower *L, Node *n, Kernel *k, int axis, Expr **len);
 /* Whether n computes its dyn outputs at the capacity's strides from dyn inputs (not packed). */
 bool dyn_follows(const Node *n);
 /* A dyn graph output computed by a consumer of dyn values: packed into the output `out` and

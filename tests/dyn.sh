@@ -7,7 +7,8 @@
 # torchvision.ops.nms keeps, score filtering then NMS then gathers, and a detection
 # post-process: score and size filters, NMS or batched_nms (an If of two shapes), the first
 # k kept, gathers; score filtering then TopK with k = min(K, the survivors' count) then NMS
-# and full_like labels;
+# and full_like labels; SSD's per-class score filter and TopK joined by a Concat, then
+# batched_nms (NonMaxSuppression and TopK loop to the run-time counts);
 # and with onnx helpers TopK with k a graph input, Compress along axis 1, Unique with an axis, an If
 # whose branches give [2,3] and [3,2]), checked
 # in under tests/dyn/models/NAME/ with their test data (inputs, onnxruntime's outputs, some

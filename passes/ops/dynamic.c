@@ -60,6 +60,22 @@ static Stmt *finish_dyn(Program *p, Kernel *k, Buf *out, Buf *dims, Expr **actua
     return ks_seq(s, ks_loop(p, j, 0, kir_numel(out), 1, z));
 }
 
+/* for (var = 0; var < hi; var++) body, hi an index expression evaluated once before the loop
+ * (a run-time count: the loop runs over the valid part of a data-dependent value only) */
+static Stmt *dyn_loop(Program *p, int var, Expr *hi, Stmt *body) {
+    Stmt *s = ks_loop(p, var, 0, hi->kind == E_CONST ? hi->i : 1, 1, body);
+    if (hi->kind != E_CONST) s->hi = hi;
+    return s;
+}
+
+/* The run-time length of dim d of a data-dependent value (dims: its dims buffer), clamped to
+ * its capacity cap, so that a loop bounded by it never leaves the buffer whatever it holds. */
+static Expr *dyn_loop_bound(Program *p, Buf *dims, int d, int64_t cap) {
+    Expr *di = kx_index(p, d);
+    return kx_bin(p, K_MAX, kx_index(p, 0),
+                  kx_bin(p, K_MIN, kx_cast(p, DT_INDEX, kx_load(p, dims, &di)), kx_index(p, cap)));
+}
+
 static Expr *nonzero(Program *p, Expr *v) {
     return kx_bin(p, K_NE, v, kx_const(p, v->type, 0));
 }
@@ -438,13 +454,15 @@ void lower_nms(Lower *L, Node *n) {
     /* boxes from a data-dependent value (dyn_rules: along the box dim only): the first `have`
      * (boxes' count if both are dyn: ONNX wants them equal) */
     Value *dv = n->in[0]->dyn ? n->in[0] : n->in[1]->dyn ? n->in[1] : NULL;
+    /* every loop over boxes runs to that count at run time, not to the capacity: NMS is
+     * quadratic in it, and a post-process feeds it the concatenation of every class's
+     * candidates, whose capacity is many times what survives the score filters */
+    Expr *have = kx_index(p, nbox);
     if (dv) {
         kir_param(p, k, L->vdims[dv->id], KP_IN);
-        Expr *di = kx_index(p, dv == n->in[0] ? 1 : 2);
-        Expr *have = kx_cast(p, DT_INDEX, kx_load(p, L->vdims[dv->id], &di));
-        ok = kx_bin(p, K_AND, ok, kx_bin(p, K_LT, kx_var(p, jv), have));
+        have = dyn_loop_bound(p, L->vdims[dv->id], dv == n->in[0] ? 1 : 2, nbox);
     }
-    Stmt *cls = ks_loop(p, jv, 0, nbox, 1, ks_store(p, cand, &jj, ok));
+    Stmt *cls = dyn_loop(p, jv, kx_clone(p, have), ks_store(p, cand, &jj, ok));
     ks_seq(cls, ks_set(p, taken, kx_index(p, 0)));
     /* one selection per round */
     Expr *sj[3] = {kx_var(p, bv), kx_var(p, cv), kx_var(p, sv)};
@@ -456,7 +474,7 @@ void lower_nms(Lower *L, Node *n) {
     Stmt *scan = ks_if(p, better, ks_seq(ks_set(p, best, kx_var(p, sv)), ks_set(p, bs, sc)), NULL);
     Stmt *round = ks_set(p, best, kx_index(p, -1));
     ks_seq(round, ks_set(p, bs, kx_const(p, DT_FLOAT, 0)));
-    ks_seq(round, ks_loop(p, sv, 0, nbox, 1, scan));
+    ks_seq(round, dyn_loop(p, sv, kx_clone(p, have), scan));
     /* take it: a row (batch, class, box), and drop it and its overlaps from the candidates */
     Stmt *take = NULL;
     Expr *val[3] = {kx_var(p, bv), kx_var(p, cv), sreg(p, k, best)};
@@ -483,10 +501,13 @@ void lower_nms(Lower *L, Node *n) {
     Expr *cq = kx_var(p, qv), *cq2 = kx_var(p, qv);
     Expr *drop = kx_bin(p, K_OR, kx_bin(p, K_EQ, kx_var(p, qv), sreg(p, k, best)), over);
     Stmt *sup = ks_store(p, cand, &cq, kx_bin(p, K_AND, kx_load(p, cand, &cq2), kx_un(p, K_NOT, drop)));
-    ks_seq(take, ks_loop(p, qv, 0, nbox, 1, sup));
-    ks_seq(round, ks_if(p, kx_bin(p, K_AND, kx_bin(p, K_GE, sreg(p, k, best), kx_index(p, 0)),
-                                  kx_bin(p, K_LT, sreg(p, k, taken), sreg(p, k, lim))), take, NULL));
-    ks_seq(cls, ks_loop(p, tv, 0, nbox, 1, round));
+    ks_seq(take, dyn_loop(p, qv, kx_clone(p, have), sup));
+    /* a round that finds no candidate left ends the class: taken = lim skips the rounds after
+     * it (at most min(have, lim) rounds take a box), which would each scan the boxes again */
+    ks_seq(round, ks_if(p, kx_bin(p, K_GE, sreg(p, k, best), kx_index(p, 0)), take,
+                        ks_set(p, taken, sreg(p, k, lim))));
+    ks_seq(cls, dyn_loop(p, tv, kx_bin(p, K_MIN, have, sreg(p, k, lim)),
+                         ks_if(p, kx_bin(p, K_LT, sreg(p, k, taken), sreg(p, k, lim)), round, NULL)));
     Stmt *body = ks_set(p, total, kx_index(p, 0));
     ks_seq(body, ks_set(p, lim, kx_bin(p, K_MIN, maxout, kx_index(p, nms_per_class(n, nbox)))));
     ks_seq(body, ks_loop(p, bv, 0, nb, 1, ks_loop(p, cv, 0, ncls, 1, cls)));
@@ -1010,6 +1031,20 @@ static void concat_packed(Lower *L, Node *n) {
     }
     k->body = body;
     L->vbuf[y->id] = out;
+}
+
+Expr *dyn_topk_bounds(Lower *L, Node *n, Kernel *k, int axis, Expr **len) {
+    Program *p = L->p;
+    Value *x = n->in[0];
+    int64_t cap = x->dims[axis];
+    *len = NULL;
+    if (!dyn_topk_k(n)) return NULL;
+    if (is_dyn_dim(x, axis)) {
+        kir_param(p, k, dims_buf(L, x), KP_IN);
+        *len = dyn_loop_bound(p, dims_buf(L, x), axis, cap);
+    }
+    Expr *kv = kx_cast(p, DT_INDEX, rule_load_first(p, k, lower_in(L, n, 1)));
+    return kx_bin(p, K_MAX, kx_index(p, 0), kx_bin(p, K_MIN, kv, *len ? kx_clone(p, *len) : kx_index(p, cap)));
 }
 
 Buf *dyn_lower_operands(Lower *L, Node *n) {

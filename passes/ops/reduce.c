@@ -315,7 +315,13 @@ void lower_topk(Lower *L, Node *n) {
 
     Stmt *pick = ks_set(p, bi, kx_index(p, -1));
     ks_seq(pick, ks_set(p, bv, kx_scalar(p, k, pv)));
-    ks_seq(pick, ks_loop(p, tv, 0, x->dims[axis], 1, step));
+    /* a run-time k (dynamic.c): only its picks are made, each scanning the axis' valid part
+     * only (a post-process takes min(K, survivors) of each class: quadratic in the capacity
+     * otherwise); the rest of the capacity gets zeros, which nothing reports */
+    Expr *len, *cnt = dyn_topk_bounds(L, n, k, axis, &len);
+    Stmt *scan = ks_loop(p, tv, 0, x->dims[axis], 1, step);
+    if (len) scan->hi = len;
+    ks_seq(pick, scan);
     for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, jv) : kx_clone(p, xi[d]);
     ks_seq(pick, ks_store(p, vals, oi, kx_scalar(p, k, bv)));
     if (inds) ks_seq(pick, ks_store(p, inds, oi, kx_cast(p, DT_INT64, kx_scalar(p, k, bi))));
@@ -324,6 +330,17 @@ void lower_topk(Lower *L, Node *n) {
 
     Stmt *row = ks_set(p, pv, topk_start(p, t, largest));
     ks_seq(row, ks_set(p, pi, kx_index(p, -1)));
-    ks_seq(row, ks_loop(p, jv, 0, kk, 1, pick));
+    Stmt *picks = ks_loop(p, jv, 0, kk, 1, pick);
+    ks_seq(row, picks);
+    if (cnt) {
+        picks->hi = cnt;
+        int zv = kir_var(k);
+        for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, zv) : kx_clone(p, xi[d]);
+        Stmt *zero = ks_store(p, vals, oi, kx_const(p, t, 0));
+        if (inds) ks_seq(zero, ks_store(p, inds, oi, kx_int(p, DT_INT64, 0)));
+        Stmt *rest = ks_loop(p, zv, 0, kk, 1, zero);
+        rest->lo = kx_clone(p, cnt);
+        ks_seq(row, rest);
+    }
     k->body = lower_wrap(p, no, od, ov, row);
 }

@@ -113,6 +113,26 @@ def models():
             t, i = s.topk(3)
             return b, s, b.sum(0), b[i], b[1:4], b.max(0).values
 
+    class SsdPostprocess(torch.nn.Module):
+        # torchvision's SSD post-process: per class a score filter and topk with k = min(K,
+        # the survivors' count), the classes' results joined (Concat along the data-dependent
+        # dim: its capacity is every class's capacity), batched_nms over them, the first 10;
+        # NonMaxSuppression and TopK loop to the run-time counts, not the capacities
+        def forward(self, boxes, scores):
+            from torchvision.models.detection import _utils as det_utils
+            bs, ss, ls = [], [], []
+            for c in range(1, scores.shape[1]):
+                s = scores[:, c]
+                keep = s > 0.3
+                s, b = s[keep], boxes[keep]
+                s, i = s.topk(det_utils._topk_min(s, 8, 0))
+                bs.append(b[i])
+                ss.append(s)
+                ls.append(torch.full_like(s, c, dtype=torch.int64))
+            b, s, lab = torch.cat(bs, 0), torch.cat(ss, 0), torch.cat(ls, 0)
+            keep = torchvision.ops.batched_nms(b, s, lab, 0.45)[:10]
+            return b[keep], s[keep], lab[keep]
+
     rng = np.random.default_rng(17)
 
     def boxes(n):
@@ -158,6 +178,10 @@ def models():
         [boxes(10), rng.uniform(0, 1, 10).astype(np.float32), boxes(2)],
         [boxes(10), rng.uniform(0.25, 0.5, 10).astype(np.float32), boxes(2)],   # none of the second
         [boxes(10), rng.uniform(0.65, 1, 10).astype(np.float32), boxes(2)]]     # all of both
+    yield "ssd_postprocess", SsdPostprocess(), [
+        [boxes(40), rng.uniform(0, 1, (40, 5)).astype(np.float32)],
+        [boxes(40) / 4, rng.uniform(0, 0.31, (40, 5)).astype(np.float32)],    # few per class
+        [boxes(40) / 2, rng.uniform(0.35, 1, (40, 5)).astype(np.float32)]]    # all kept, k = 8
 
 
 def onnx_models():
