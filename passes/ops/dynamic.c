@@ -759,7 +759,8 @@ static bool dyn_rules(Graph *g, Node *n, int o, DimRule *rules) {
         return true;
     case DK_TRANSPOSE: {
         Attr *a = ir_attr(n, "perm");
-        for (int d = 0; d < y->rank; d++) follow(n, rules, d, 0, a ? (int)a->ints[d] : y->rank - 1 - d);
+        bool perm = a && a->type == A_INTS && a->n == y->rank;  /* else the default reversal */
+        for (int d = 0; d < y->rank; d++) follow(n, rules, d, 0, perm ? (int)a->ints[d] : y->rank - 1 - d);
         return true;
     }
     case DK_GATHER: {

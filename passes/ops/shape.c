@@ -60,7 +60,8 @@ void infer_flatten(Graph *g, Node *n) {
     }
     if (axis < 0) axis += x->rank;
     int64_t dims[2] = {1, 1};
-    for (int d = 0; d < x->rank; d++) dims[d >= axis] *= x->dims[d];
+    /* saturating: with a dim of 0 the others may be huge (the size check then refuses it) */
+    for (int d = 0; d < x->rank; d++) dims[d >= axis] = sz_mul(dims[d >= axis], x->dims[d]);
     ir_set_shape(n->out[0], x->dtype, 2, dims);
 }
 
