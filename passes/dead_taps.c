@@ -21,12 +21,6 @@
 
 enum { MAX_SP = MAX_RANK - 2 };
 
-/* Whether tap t of a dim reads the input for some output q in [0, out). */
-static bool tap_live(int64_t t, int64_t in, int64_t out, int64_t s, int64_t d, int64_t pb) {
-    int64_t first = t * d - pb;                     /* the position of output 0 */
-    int64_t q = first >= 0 ? 0 : (-first + s - 1) / s;    /* the first output at >= 0 */
-    return q < out && first + q * s < in;
-}
 
 /* The end padding that gives `out` outputs with begin padding nb and k taps (*ne; NULL: only
  * asked whether there is one): the least that reaches the last output's window, when that
@@ -91,6 +85,20 @@ static bool geometry(const Node *n, Geom *G) {
     return true;
 }
 
+/* The outputs q of dim i whose tap t reads the input (0 <= q*s + t*d - pb < in): [*L, *R],
+ * empty when *L > *R. */
+static void tap_outputs(const Geom *G, int i, int64_t t, int64_t *L, int64_t *R) {
+    int64_t first = t * G->d[i] - G->pb[i], last = G->in[i] - 1 - first;
+    *L = first >= 0 ? 0 : (-first + G->s[i] - 1) / G->s[i];
+    *R = last < 0 ? -1 : MIN(last / G->s[i], G->out[i] - 1);
+}
+
+static bool tap_live(const Geom *G, int i, int64_t t) {
+    int64_t L, R;
+    tap_outputs(G, i, t, &L, &R);
+    return L <= R;
+}
+
 static void cut(Graph *g, Node *n) {
     Geom G;
     if (!geometry(n, &G)) return;
@@ -101,9 +109,9 @@ static void cut(Graph *g, Node *n) {
     for (int i = 0; i < nsp; i++) {
         int64_t k = G.k[i];
         lo[i] = 0, hi[i] = k - 1;
-        while (lo[i] < k && !tap_live(lo[i], G.in[i], G.out[i], G.s[i], G.d[i], G.pb[i])) lo[i]++;
+        while (lo[i] < k && !tap_live(&G, i, lo[i])) lo[i]++;
         if (lo[i] == k) return;     /* no tap reads the input: leave it (the bias alone) */
-        while (!tap_live(hi[i], G.in[i], G.out[i], G.s[i], G.d[i], G.pb[i])) hi[i]--;
+        while (!tap_live(&G, i, hi[i])) hi[i]--;
         if (!conv_pads(G.in[i], G.out[i], G.s[i], G.d[i], G.pb[i] - lo[i] * G.d[i], hi[i] - lo[i] + 1, NULL))
             lo[i] = 0, hi[i] = k - 1;   /* would need a crop: keep the dim */
         any |= lo[i] > 0 || hi[i] < k - 1;
@@ -151,10 +159,7 @@ static int spans(const Geom *G, int i, Span *sp) {
     if (k > MAX_TAPS) return -1;
     cuts[nc++] = 0, cuts[nc++] = G->out[i];
     for (int64_t t = 0; t < k; t++) {
-        /* outputs q whose tap t reads 0 <= q*s + first < in */
-        int64_t first = t * G->d[i] - G->pb[i], last = G->in[i] - 1 - first;
-        L[t] = first >= 0 ? 0 : (-first + G->s[i] - 1) / G->s[i];
-        R[t] = last < 0 ? -1 : MIN(last / G->s[i], G->out[i] - 1);
+        tap_outputs(G, i, t, &L[t], &R[t]);
         if (L[t] <= R[t]) cuts[nc++] = L[t], cuts[nc++] = R[t] + 1;
     }
     for (int x = 1; x < nc; x++)            /* sorted */
