@@ -735,6 +735,15 @@ static void control(Parser *P, KernelCtl c) {
     kir_ctl_new(P->p, name, c, counter, trip, ntrip, cond, max);
 }
 
+/* A header field "WORD N", N a byte count in 1..1024. */
+static int byte_field(Parser *P, const char *word, const char *what, const char *bad) {
+    expect(P, word);
+    const char *at = (skip_sp(P), P->s);
+    int64_t v = integer(P, what);
+    if (v <= 0 || v > 1024) { P->s = at; perr(P, "%s", bad); }
+    return (int)v;
+}
+
 static void header(Parser *P) {
     if (!next_line(P)) perr(P, "empty: expected 'program NAME (arena N bytes, align A)'");
     expect(P, "program");
@@ -755,18 +764,10 @@ static void header(Parser *P) {
     while (accept(P, ",")) {
         skip_sp(P);
         if (!vec && !share && !p->ram_first && strncmp(P->s, "vector", 6) == 0) {
-            expect(P, "vector");
-            at = (skip_sp(P), P->s);
-            int64_t v = integer(P, "the vector width in bytes");
-            if (v <= 0 || v > 1024) { P->s = at; perr(P, "bad vector width"); }
-            p->vector_bytes = (int)v;
+            p->vector_bytes = byte_field(P, "vector", "the vector width in bytes", "bad vector width");
             vec = true;
         } else if (!share && !p->ram_first && strncmp(P->s, "share", 5) == 0) {
-            expect(P, "share");
-            at = (skip_sp(P), P->s);
-            int64_t v = integer(P, "the shared panel width in bytes");
-            if (v <= 0 || v > 1024) { P->s = at; perr(P, "bad shared panel width"); }
-            p->share_bytes = (int)v;
+            p->share_bytes = byte_field(P, "share", "the shared panel width in bytes", "bad shared panel width");
             share = true;
         } else {
             expect(P, "ram-first");
