@@ -400,13 +400,20 @@ bool kir_byte_kernel(const Kernel *k) {
     return false;
 }
 
-const Stmt *kir_parallel_loop(const Kernel *k) {
-    for (const Stmt *s = k->body; s && s->kind == S_LOOP; s = s->body) {
-        if (s->hints & LH_PARALLEL) return s;
-        if (s->next) break;
+/* The whole kernel is searched, not only the chain of single loops down from its body: a
+ * group below a list of several statements (a kernel of several parts) is found too. */
+static const Stmt *first_parallel(const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_LOOP && (s->hints & LH_PARALLEL)) return s;
+        const Stmt *t = first_parallel(s->body);
+        if (!t) t = first_parallel(s->then);
+        if (!t) t = first_parallel(s->els);
+        if (t) return t;
     }
     return NULL;
 }
+
+const Stmt *kir_parallel_loop(const Kernel *k) { return first_parallel(k->body); }
 
 int64_t kir_parallel_step(const Stmt *s) { return s->hints & LH_VECTOR ? s->hi->i - s->lo->i : s->step; }
 

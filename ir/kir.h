@@ -394,9 +394,8 @@ void kir_interpret(Program *p, const void *const *inputs, void *const *outputs);
  * Multiply-accumulates per run (a float MUL under a float ADD/SUB, times the trip counts of its
  * loops; both sides of an if at the larger one) and the bytes of the kernel's params. */
 void kir_kernel_cost(const Kernel *k, int64_t *macs, int64_t *bytes);
-/* The first loop of k's LH_PARALLEL group (down the chain of loops that are the only statement
- * of their parent, from the body: passes/parallelize.c), or NULL. The group is that loop and
- * the loops after it in its list. */
+/* The first loop of k's LH_PARALLEL group (anywhere in the kernel; passes/parallelize.c marks
+ * at most one group), or NULL. The group is that loop and the loops after it in its list. */
 const Stmt *kir_parallel_loop(const Kernel *k);
 /* The tasks' ranges of the group starting at `first`: task t runs, of each of its loops, the
  * values of the variable from cuts[t] to cuts[t + 1] (first->tasks + 1 of them; each cut lies

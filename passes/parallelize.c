@@ -105,6 +105,94 @@ static bool stores_own_rows(const Stmt *s, int var, int64_t step) {
     return true;
 }
 
+/* ---- a Concat's parts: each loop over its own range of the output ----
+ * A fused Concat (DenseNet's Concat+BatchNormalization+Relu) is a loop per input side by side,
+ * each from 0, storing at its variable plus the input's offset in the output's channels
+ * (`out[n, c + 64, ...]`): not its own rows, and the cuts, on the loops' common range, would
+ * give the first tasks a part of every input and the last ones nothing. Such a loop is moved
+ * by the offset instead (its variable runs over the output channels it writes, the input's
+ * index becoming the variable minus the offset), so that its stores are its own rows and the
+ * parts lie end to end: the cuts then split the output's channels evenly. */
+static bool var_plus(const Expr *x, int var, int64_t *c) {
+    if (x->kind == E_VAR && x->var == var) return *c = 0, true;
+    if (x->kind != E_BIN || x->op != K_ADD) return false;
+    const Expr *a = x->args[0], *b = x->args[1];
+    if (a->kind == E_CONST) a = x->args[1], b = x->args[0];
+    if (a->kind != E_VAR || a->var != var || b->kind != E_CONST) return false;
+    *c = b->i;
+    return true;
+}
+
+/* The offset of the first store under s whose index is var + c (c >= step), or 0. */
+static int64_t store_offset(const Stmt *s, int var, int64_t step) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE) {
+            for (int d = 0; d < s->buf->rank; d++) {
+                int64_t c;
+                if (var_plus(s->idx[d], var, &c) && c >= step) return c;
+            }
+            return 0;
+        }
+        int64_t c = store_offset(s->body, var, step);
+        if (!c) c = store_offset(s->then, var, step);
+        if (!c) c = store_offset(s->els, var, step);
+        if (c) return c;
+    }
+    return 0;
+}
+
+/* Every store under s indexes a dimension by var + off + c, 0 <= c < step. */
+static bool stores_rows_at(const Stmt *s, int var, int64_t step, int64_t off) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE) {
+            bool own = false;
+            for (int d = 0; d < s->buf->rank && !own; d++) {
+                int64_t c;
+                own = var_plus(s->idx[d], var, &c) && c - off >= 0 && c - off < step;
+            }
+            if (!own) return false;
+        }
+        if (!stores_rows_at(s->body, var, step, off) || !stores_rows_at(s->then, var, step, off) ||
+            !stores_rows_at(s->els, var, step, off))
+            return false;
+    }
+    return true;
+}
+
+/* e with var replaced by var - off (var + c becoming var + (c - off)). */
+static Expr *shift_expr(Program *p, Expr *e, int var, int64_t off) {
+    if (!e) return e;
+    int64_t c;
+    if (var_plus(e, var, &c)) return kx_addc(p, kx_var(p, var), c - off);
+    for (int i = 0; i < e->nargs; i++) e->args[i] = shift_expr(p, e->args[i], var, off);
+    return e;
+}
+
+static void shift_stmts(Program *p, Stmt *s, int var, int64_t off) {
+    for (; s; s = s->next) {
+        s->lo = shift_expr(p, s->lo, var, off);
+        s->hi = shift_expr(p, s->hi, var, off);
+        s->val = shift_expr(p, s->val, var, off);
+        s->cond = shift_expr(p, s->cond, var, off);
+        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++) s->idx[i] = shift_expr(p, s->idx[i], var, off);
+        shift_stmts(p, s->body, var, off);
+        shift_stmts(p, s->then, var, off);
+        shift_stmts(p, s->els, var, off);
+    }
+}
+
+/* Moves the loops of the group l whose stores are their rows at an offset (above). */
+static void align_parts(Program *p, Stmt *l) {
+    for (Stmt *s = l; s; s = s->next) {
+        if (s->hints & LH_VECTOR) continue;
+        int64_t off = store_offset(s->body, s->var, s->step);
+        if (!off || !stores_rows_at(s->body, s->var, s->step, off)) continue;
+        shift_stmts(p, s->body, s->var, off);
+        s->lo = kx_index(p, s->lo->i + off);
+        s->hi = kx_index(p, s->hi->i + off);
+    }
+}
+
 /* ---- registers set before read in every iteration ---- */
 static bool expr_reads_unset(const Expr *e, const bool *set) {
     if (!e) return false;
@@ -250,6 +338,7 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     merge_one_trip_loops(k);
     Stmt *l = pick_group(k);
     if (!l) return;
+    if (generic) align_parts(p, l);
     bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
     stored_roots(k->body, st);
     if (stmt_loads(k->body, st)) return;

@@ -126,3 +126,24 @@ bd = rng.standard_normal(1000).astype(np.float32)
 save('dense', [helper.make_node('Gemm', ['x', 'w', 'b'], ['y'], transB=1)],
      [vi('x', xd.shape)], [vi('y', (1, 1000))], [arr(wd, 'w'), arr(bd, 'b')],
      [('x', xd)], [('y', xd.astype(np.float64) @ wd.T + bd)])
+
+# DenseNet's dense block: Concat of three inputs (64 + 32 + 32 channels) fused with a
+# BatchNormalization and a Relu into one kernel, a loop per input: parallelize moves each loop
+# to the output channels it writes and splits them (a 1x1 conv reads the result)
+c0 = rng.standard_normal((1, 64, 28, 28)).astype(np.float32)
+c1 = rng.standard_normal((1, 32, 28, 28)).astype(np.float32)
+c2 = rng.standard_normal((1, 32, 28, 28)).astype(np.float32)
+gs = (rng.random(128) + 0.5).astype(np.float32); bs = rng.standard_normal(128).astype(np.float32) * 0.1
+mu = rng.standard_normal(128).astype(np.float32) * 0.1; va = (rng.random(128) + 0.5).astype(np.float32)
+w5 = (rng.standard_normal((32, 128, 1, 1)) * 0.1).astype(np.float32); b5 = rng.standard_normal(32).astype(np.float32) * 0.1
+cc = np.concatenate([c0, c1, c2], axis=1).astype(np.float64)
+bn = (cc - mu.reshape(1, -1, 1, 1)) / np.sqrt(va.reshape(1, -1, 1, 1) + 1e-5) * gs.reshape(1, -1, 1, 1) + bs.reshape(1, -1, 1, 1)
+rl = np.maximum(bn, 0)
+save('densecat', [
+    helper.make_node('Concat', ['c0', 'c1', 'c2'], ['cc'], axis=1),
+    helper.make_node('BatchNormalization', ['cc', 'gs', 'bs', 'mu', 'va'], ['bn'], epsilon=1e-5),
+    helper.make_node('Relu', ['bn'], ['y0']),
+    helper.make_node('Conv', ['y0', 'w5', 'b5'], ['y1']),
+], [vi('c0', c0.shape), vi('c1', c1.shape), vi('c2', c2.shape)], [vi('y0', rl.shape), vi('y1', (1, 32, 28, 28))],
+    [arr(gs, 'gs'), arr(bs, 'bs'), arr(mu, 'mu'), arr(va, 'va'), arr(w5, 'w5'), arr(b5, 'b5')],
+    [('c0', c0), ('c1', c1), ('c2', c2)], [('y0', rl), ('y1', conv2d(rl, w5, b5))])
