@@ -525,6 +525,39 @@ static void pack_panels(Program *p, Kernel *k) {
  * stores where the channel-last form would store each output pixel M floats apart. */
 static void pixel_chunks(Program *p, Kernel *k);
 static bool has_conds(const Stmt *s);
+
+/* The trips of the reduction loops nested at the top of list s (a conv's C x kh x kw). */
+static int64_t reduction_trips(const Stmt *s) {
+    int64_t n = 1;
+    while (s && !(s->kind == S_LOOP && (s->hints & LH_REDUCTION))) s = s->next;
+    for (; s && s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s); s = s->body) n = sat_mul(n, trips(s));
+    return n;
+}
+
+/* Whether a 1x1 conv is better left to conv_layout's channel-innermost form (output channels
+ * as vectors, each input pixel broadcast, the weights packed) than coalesced into a GEMM along
+ * its pixels: where the pixels of a channel plane are no whole number of vectors, the pixel
+ * vectors either leave lanes idle (7x7 = 49 pixels: 4 AVX-512 vectors for 3.06 of work) or
+ * start each channel's row off a vector boundary, every load split across two cache lines
+ * (35x35, 17x17, 14x14); with a long reduction (WIDTH_TAPS channels or more), the one
+ * scattered store per output vector that the channel form pays is small next to it. Measured
+ * alone, one thread, AVX-512 (Xeon, onnxcc bench): 2048 -> 512 on 7x7 55 -> 61% of the FMA
+ * peak, 512 -> 2048 on 7x7 50 -> 59%, 1024 -> 256 on 14x14 65 -> 75%, 768 -> 192 on 17x17
+ * 61 -> 67%; but 32 -> 64 on 35x35 (short reduction) 58 -> 43% and 288 -> 64 on 36x36
+ * (whole vectors) 68 -> 48%, which stay coalesced, and so do convs of fewer than 8 vectors of
+ * output channels (InceptionV3's 288 -> 64 on 35x35: 54% alone either way, in the model 48 ->
+ * 39%). AVX-512 only: with AVX2's 32-byte vectors
+ * (a split load one in two, fewer idle lanes) the same six convs ran 5-20% slower so. */
+static bool channels_over_pixels(const Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = parallel_nest(k, nest);
+    int w = lanes(p, k);
+    if (r < 4 || p->vector_bytes < 64 || int_acc_size(k) || p->fp_strict || !has_reduction_child((*nest[r - 1])->body))
+        return false;
+    int64_t plane = trips(*nest[r - 2]) * trips(*nest[r - 1]), m = trips(*nest[r - 3]);
+    return plane % w != 0 && m >= 8 * w && reduction_trips((*nest[r - 1])->body) >= WIDTH_TAPS;
+}
+
 static void coalesce_pixels(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
@@ -2178,7 +2211,9 @@ void schedule(Program *p) {
         Kernel *k = p->kernels[i];
         if (k->dead) continue;
         if (k->kclass == KC_CONTRACTION) {
-            coalesce_pixels(p, k);
+            /* a 1x1 conv that may prefer its channels as vectors tries conv_layout first */
+            bool defer = channels_over_pixels(p, k);
+            if (!defer) coalesce_pixels(p, k);
             Buf *cmw = NULL;
             Kernel *pad = NULL;
             int64_t cb = 0, group = 0;
@@ -2195,6 +2230,7 @@ void schedule(Program *p) {
                     if (cmw) cb = conv_channel_block(p, k, cmw, group);
                     if (cmw && !cb && !group) coalesce_channel_last(p, k), weight_chunks(p, k, cmw);
                 }
+                if (!cmw && defer && !group && !pad) coalesce_pixels(p, k), defer = false;
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
             }
             if (!cmw && !group && kernel_independent(k)) group_split(p, k, 1);

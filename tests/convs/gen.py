@@ -301,6 +301,12 @@ dead('split_s2',[1,8,29,29],[16,8,3,3],[2,2],[12,12],[12,12,12,12],0)
 # batch 2 distributes the batch loop too.
 dead('chunks_1x1',[1,256,30,40],[64,256,1,1],[1,1],[1,1],[0,0,0,0],1)
 dead('chunks_1x1_n2',[2,192,36,40],[40,192,1,1],[1,1],[1,1],[0,0,0,0],0)
+# 1x1 convs of a long reduction on maps of no whole number of AVX-512 vectors (7x7, 15x9) and
+# at least 8 vectors of output channels: channel-innermost (passes/schedule.c,
+# channels_over_pixels), batch 2 and a Relu; 64 output channels stay coalesced.
+dead('cm_1x1_7x7',[1,256,7,7],[144,256,1,1],[1,1],[1,1],[0,0,0,0],1)
+dead('cm_1x1_n2',[2,320,15,9],[128,320,1,1],[1,1],[1,1],[0,0,0,0],0)
+dead('cm_1x1_64',[1,288,5,7],[64,288,1,1],[1,1],[1,1],[0,0,0,0],1)
 # Concats of conv outputs between convs (a SqueezeNet fire module twice; an Inception-style
 # block of three branches, one of them two convs deep): every map NHWC at -O2 on targets with
 # vectors, the Concat's nests run channel-innermost (passes/schedule.c, concat_user,
