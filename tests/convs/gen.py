@@ -56,6 +56,9 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('pad_wide_2d',[1,16,6,64],[32,16,3,3],[1,1],[1,1],[1,1,1,1],0),
        # more taps, but channel planes a multiple of 4 KiB apart: along the width too
        ('pad_wide_4k_plane',[1,32,8,128],[32,32,3,3],[1,1],[1,1],[1,1,1,1],1),
+       # an input beyond half the L2 (655 KB): the channel tiles inside the rows
+       # (passes/schedule.c, rows_outside_tiles), 40 channels as tiles and a rest
+       ('wide_rows_outer',[1,16,64,160],[40,16,3,3],[1,1],[1,1],[1,1,1,1],1),
        # the same with AVX2's 8 lanes (the default CPU): tiles of at most 5 pixels by blocks
        # of 16 channels, a row of 26 as 5 x 5 and 1; a row of 11 as 4 + 4 + 3 by 3 blocks;
        # 24 channels, not a whole block: padded, the pixels blocked by block_list
