@@ -310,6 +310,11 @@ dead('chunks_1x1_n2',[2,192,36,40],[40,192,1,1],[1,1],[1,1],[0,0,0,0],0)
 dead('cm_1x1_7x7',[1,256,7,7],[144,256,1,1],[1,1],[1,1],[0,0,0,0],1)
 dead('cm_1x1_n2',[2,320,15,9],[128,320,1,1],[1,1],[1,1],[0,0,0,0],0)
 dead('cm_1x1_64',[1,288,5,7],[64,288,1,1],[1,1],[1,1],[0,0,0,0],1)
+# Block weights past the L2 (2048 x 3 x 3 x two vectors of channels): a sum of convs over
+# chunks of the input channels, a bias in the first and the Relu after the last
+# (passes/split_channels.c); a 3-D one, strided.
+dead('chunk_in_2048',[1,2048,6,5],[48,2048,3,3],[1,1],[1,1],[1,1,1,1],1)
+dead('chunk_in_3d',[1,1024,3,4,3],[40,1024,2,3,3],[1,2,1],[1,1,1],[0,1,1,1,0,1],0)
 # Concats of conv outputs between convs (a SqueezeNet fire module twice; an Inception-style
 # block of three branches, one of them two convs deep): every map NHWC at -O2 on targets with
 # vectors, the Concat's nests run channel-innermost (passes/schedule.c, concat_user,
