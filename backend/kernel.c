@@ -570,10 +570,17 @@ static LLVMValueRef window_load(Emitter *e, Buf *b, Expr **idx, unsigned w) {
         for (unsigned j = 0; j < w; j++) m[j] = LLVMConstInt(e->i32, off[j] == lo ? j : w + j, 0);
         return LLVMBuildShuffleVector(e->B, v[0], v[1], LLVMConstVector(m, w), "");
     }
-    LLVMValueRef at = LLVMConstInt(e->idx, (unsigned long long)lo, 1);
+    /* a whole vector (or two) loaded under a mask of the span's lanes: one load and one
+     * permute, where a load of the span alone (13 elements for 4 groups of 4) became
+     * broadcasts and two inserts (AVX-512); masked-off lanes never fault */
+    LLVMValueRef at = LLVMConstInt(e->idx, (unsigned long long)lo, 1), on[2 * MAX_LANES];
     if (lo) base = LLVMBuildInBoundsGEP2(e->B, mt, base, &at, 1, "");
-    LLVMValueRef v = LLVMBuildLoad2(e->B, LLVMVectorType(mt, span), base, "");
-    LLVMSetAlignment(v, elem_align(e, b->dtype));
+    unsigned n = span <= w ? w : 2 * w;
+    for (unsigned j = 0; j < n; j++) on[j] = LLVMConstInt(e->i1, j < span, 0);
+    LLVMTypeRef tys[2] = {LLVMVectorType(mt, n), LLVMTypeOf(base)};
+    LLVMValueRef args[4] = {base, LLVMConstInt(e->i32, elem_align(e, b->dtype), 0), LLVMConstVector(on, n),
+                            LLVMGetPoison(tys[0])};
+    LLVMValueRef v = call_intrinsic(e, "llvm.masked.load", tys, 2, args, 4);
     for (unsigned j = 0; j < w; j++) m[j] = LLVMConstInt(e->i32, (unsigned long long)(off[j] - lo), 0);
     return LLVMBuildShuffleVector(e->B, v, LLVMGetPoison(LLVMTypeOf(v)), LLVMConstVector(m, w), "");
 }
