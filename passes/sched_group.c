@@ -50,9 +50,24 @@ static bool has_loop(const Stmt *s) {
     return false;
 }
 
+/* A reduction over the group's input channels c around the taps' rows kh: kh taken outside
+ * c, so that the c steps of one row of taps read one input row, which stays in L1 from one c
+ * to the next. With c outside, each c step read the three rows of the tile's pixels again:
+ * at 256 channels (1 KiB a pixel, 2 KiB at stride 2) those lines fall in 4 of L1's 64 sets,
+ * which three rows of a 12-pixel tile overflowed. Reassociates the sums (not --fp-strict). */
+static void rows_outer(Program *p, Kernel *k, Stmt *s) {
+    Stmt *t = s->body;
+    if (p->fp_strict || !t || t->next || t->kind != S_LOOP || !(t->hints & LH_REDUCTION) || !has_loop(t->body) ||
+        !const_loop(s) || !const_loop(t))
+        return;
+    loop_interchange(p, k, s);
+}
+
 static void unroll_taps(Program *p, Kernel *k, Stmt **at, bool in_vector) {
     for (; *at; at = &(*at)->next) {
         Stmt *s = *at;
+        if (in_vector && s->kind == S_LOOP && (s->hints & LH_REDUCTION)) rows_outer(p, k, s);
+        s = *at;
         if (s->kind == S_IF) {
             unroll_taps(p, k, &s->then, in_vector);
             unroll_taps(p, k, &s->els, in_vector);
