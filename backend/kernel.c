@@ -12,8 +12,10 @@
  * expressions that do not depend on the lane stay scalars and are splatted where they meet
  * vectors; a load or store whose linear index has lane coefficient 1 is one contiguous vector
  * access, coefficient 0 a scalar one, a load with a small stride (2..4, or -4..-2) contiguous
- * vector loads and shuffles, a store with a stride of 2..4 shuffles and masked contiguous
- * stores, anything else a masked gather/scatter. Indices are first rid of
+ * vector loads and shuffles, a load whose lanes lie at constant offsets from lane 0 within
+ * 2 vectors (a grouped conv's input: window_load) a load of that span and a shuffle, a store
+ * with a stride of 2..4 shuffles and masked contiguous stores, anything else a masked
+ * gather/scatter. Indices are first rid of
  * the divisions and remainders that the loops' constant ranges prove away (ir/krange.h). Loops and ifs
  * inside it have uniform headers and stay ordinary control flow carrying vector registers.
  * At -O2 and above float add/sub/mul carry the `contract` flag (FMA) unless --fp-strict.

@@ -52,7 +52,9 @@
  *     output channels) is split by D, so that the channels of one group, which share the
  *     input loads, are blocked like a dense conv's (group_split); where a group's channels
  *     are whole vectors, the split comes first, and each group is then padded, laid out and
- *     blocked as a dense conv (conv_nest passes over the groups' loop);
+ *     blocked as a dense conv (conv_nest passes over the groups' loop); groups of fewer
+ *     channels than a vector's lanes run channel-last like the depthwise convs, several groups
+ *     a vector (channelwise; passes/sched_group.c);
  *   - in other kernels, with vectors and without --fp-strict, a loop over rows whose body
  *     reduces each row along a loop that becomes a vector reduction (below) is jammed by 4
  *     rows (row_jam: softmax, LayerNorm, reductions over the last axis);
