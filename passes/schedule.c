@@ -52,7 +52,9 @@
  *     output channels) is split by D, so that the channels of one group, which share the
  *     input loads, are blocked like a dense conv's (group_split); where a group's channels
  *     are whole vectors, the split comes first, and each group is then padded, laid out and
- *     blocked as a dense conv (conv_nest passes over the groups' loop);
+ *     blocked as a dense conv (conv_nest passes over the groups' loop); groups of fewer
+ *     channels than a vector's lanes run channel-last like the depthwise convs, several groups
+ *     a vector (channelwise; passes/sched_group.c);
  *   - in other kernels, with vectors and without --fp-strict, a loop over rows whose body
  *     reduces each row along a loop that becomes a vector reduction (below) is jammed by 4
  *     rows (row_jam: softmax, LayerNorm, reductions over the last axis);
@@ -85,6 +87,7 @@
 #include "loops.h"
 #include "pipeline.h"
 #include "sched_tile.h"
+#include "sched_group.h"
 #include "tune.h"
 
 /* The register block of a target without float vectors: SCALAR_COPIES (at most) side by side
@@ -799,7 +802,9 @@ static bool loads_only(const Stmt *s, const Buf *b) {
  * read at channel m + c, c a reduction of one iteration): a depthwise convolution (constant
  * float weights w[m, c, kh, kw] with one input channel per group, returned in *w) or a pool
  * (no other operand, *w NULL); the input load in *x. `last`: the input and output
- * channel-last. */
+ * channel-last. Also a grouped conv of fewer output channels a group than a vector's lanes
+ * (input channel m / Mg * Cg + c: passes/sched_group.c), which runs the same way, several
+ * groups a vector. */
 static bool channelwise(Program *p, Kernel *k, bool last, const Expr **x, Buf **w) {
     Stmt **nest[MAX_RANK + 1];
     if (k->kclass != KC_CONTRACTION || parallel_nest(k, nest) != 4) return false;
@@ -812,11 +817,14 @@ static bool channelwise(Program *p, Kernel *k, bool last, const Expr **x, Buf **
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, col->body, rv, false, m->var, -1, col->var, &o);
-    if (o.b && (o.b->rank != 4 || o.b->dims[1] != 1 || !o.other_reads)) return false;
+    if (o.b && (o.b->rank != 4 || !o.other_reads)) return false;
     *w = o.b;
     *x = channel_load_in(col->body, o.b, m->var, last);
-    return *x && (*x)->buf->rank == 4 && expr_coef((*x)->args[last ? 3 : 1], m->var) == 1 &&
-           (o.b || loads_only(col->body, (*x)->buf));
+    if (!*x || (*x)->buf->rank != 4) return false;
+    /* depthwise (input channel m), or few channels a group (passes/sched_group.c) */
+    const Expr *chan = (*x)->args[last ? 3 : 1];
+    bool depthwise = expr_coef(chan, m->var) == 1 && (!o.b || o.b->dims[1] == 1);
+    return (depthwise || group_narrow(chan, m->var, o.b, lanes(p, k))) && (o.b || loads_only(col->body, (*x)->buf));
 }
 
 /* An elementwise kernel over a 4-d output in its canonical nest (n, c, h, w, one store
@@ -1234,10 +1242,11 @@ static void clear_shared(Stmt *s) {
  * depthwise conv's weights are packed [1, kh, kw, M] (`cm`) and its columns marked SHARED,
  * so that block_list blocks pixels around the channel vectors: each weight vector loaded
  * then feeds several FMAs, where alone every FMA waited on two loads. */
-static bool channelwise_layout(Program *p, Kernel *k) {
+static bool channelwise_layout(Program *p, Kernel *k, bool *grouped) {
     const Expr *x;
     Buf *w;
     if (!channelwise(p, k, true, &x, &w)) return false;
+    *grouped = w && w->dims[1] > 1;
     Stmt **nest[MAX_RANK + 1];
     parallel_nest(k, nest);
     PackDim pd[4];
@@ -1954,6 +1963,14 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     }
     int u = vector_copies(p, k, inner, true);
     int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
+    int64_t gr = group_rows(inner, lanes(p, k), vregs(p));
+    if (gr) {                       /* few channels a group: passes/sched_group.c */
+        set_tile_u(l->body, 1);
+        v = MIN(gr, l->hi->i - l->lo->i);
+        while (v > 1 && (int64_t)stmt_size(l->body) * v > MAX_JAM_NODES) v--;
+        sched_note(p, k, "group_rows(%lld)", (long long)v);
+        return (int)v;
+    }
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
     /* the register tile: this hand-written choice, or a clearly cheaper one of the space
      * (sched_tile.c) */
@@ -2263,10 +2280,10 @@ void schedule(Program *p) {
             Buf *cmw = NULL;
             Kernel *pad = NULL;
             int64_t cb = 0, group = 0;
-            bool c_last = false;
+            bool c_last = false, narrow = false;
             if (kernel_independent(k)) {   /* the interchanges there assume so */
                 /* a depthwise conv's weights are a few rows of M, its tiles up to 8 vectors */
-                if (!channelwise_layout(p, k)) {
+                if (!channelwise_layout(p, k, &narrow)) {
                     /* groups of whole vectors of channels: split first, each group then
                      * laid out and blocked as a dense conv (conv_nest passes the groups) */
                     group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k)) : 0;
@@ -2289,6 +2306,7 @@ void schedule(Program *p) {
             }
             clear_shared(k->body);
             vector_list(p, k, &k->body);
+            if (narrow) group_unroll_taps(p, k);
             if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
             /* a group's channels are a tile: each group streams its own weights */
             if (cmw) conv_tiles(p, k, cmw, cb ? cb : group ? group : lanes(p, k) * (vregs(p) >= 32 ? 4 : 2), c_last);

@@ -260,6 +260,38 @@ def se_block(name,xs,c,e):
     save(name,nodes,xs,x,[('y',y)],[nh.from_array(v,n) for n,v in ws.items()],14)
 se_block('se_block',[2,3,11,13],16,4)
 se_block('se_block_24',[1,3,9,20],24,6)
+# Grouped convs of fewer output channels a group than a vector's lanes (ResNeXt's 4 and 8,
+# RegNet's 8) between 1x1 convs, as in those models' blocks: their temporaries go NHWC and the
+# grouped conv runs its output channels as lanes, several groups a vector, the input permuted
+# in registers (passes/sched_group.c, backend/kernel.c window_load). 2, 4 and 8 channels a
+# group, Cg != Mg, strided, odd maps, channels that leave a part vector, batch 2, and a
+# squeeze-excite (RegNetY: global pool, 1x1 convs, Sigmoid, Mul) after the grouped conv.
+def grp_block(name,xs,cm,g,s,se=False,cout=None):
+    ws={}; nodes=[]
+    def conv(inp,out,cin,cout,k,s,g,x,relu=True):
+        w=rng.standard_normal([cout,cin//g,k,k]).astype(np.float32)/np.sqrt(cin//g*k*k); b=rng.standard_normal(cout).astype(np.float32)*0.1
+        ws['W'+out],ws['B'+out]=w,b
+        nodes.append(h.make_node('Conv',[inp,'W'+out,'B'+out],[out+'c' if relu else out],pads=[k//2]*4,strides=[s,s],group=g))
+        y=gref(x,w.astype(np.float64),b,[s,s],[1,1],[k//2]*2,[k//2]*2,g)
+        if relu: nodes.append(h.make_node('Relu',[out+'c'],[out])); y=np.maximum(y,0)
+        return y
+    x=rng.standard_normal(xs).astype(np.float32)
+    cout=cout or cm
+    a=conv('x','a',xs[1],cm,1,1,1,x.astype(np.float64))
+    b=conv('a','b',cm,cout,3,s,g,a)
+    if se:
+        nodes.append(h.make_node('GlobalAveragePool',['b'],['q'])); q=b.mean(axis=(2,3),keepdims=True)
+        q=conv('q','f1',cout,8,1,1,1,q)
+        q=conv('f1','f2',8,cout,1,1,1,q,False); nodes.append(h.make_node('Sigmoid',['f2'],['f2s']))
+        nodes.append(h.make_node('Mul',['b','f2s'],['bm'])); b=b*(1/(1+np.exp(-q)))
+    y=conv('bm' if se else 'b','y',cout,24,1,1,1,b,False).astype(np.float32)
+    save(name,nodes,xs,x,[('y',y)],[nh.from_array(v,n) for n,v in ws.items()],13)
+grp_block('grp_blk_m8',[1,8,9,11],40,5,1)
+grp_block('grp_blk_m8_se_b2',[2,8,7,10],48,6,1,True)
+grp_block('grp_blk_m4_s2',[1,8,13,11],48,12,2)
+grp_block('grp_blk_m2',[1,8,7,9],32,16,1)
+grp_block('grp_blk_m4_c8',[1,8,8,13],64,8,1,False,32)
+grp_block('grp_blk_m8_s2_7x7',[1,8,14,14],104,13,2)
 # A classifier head (SqueezeNet's: a 1x1 conv to many channels + Relu + GlobalAveragePool):
 # the conv's output is NHWC at -O2, its pixels coalesced into one loop, and its weights (600 KB,
 # beyond half the L2) cut into chunks of output channels, the chunk loop outermost, the rest of

@@ -79,6 +79,30 @@ save('cnn', [
     [arr(w1, 'w1'), arr(b1, 'b1'), arr(wd, 'wd'), arr(bd, 'bd'), arr(wp, 'wp'), arr(bp, 'bp'), arr(wf, 'wf'), arr(bf, 'bf')],
     [('x', x)], [('y', yo)])
 
+# a ResNeXt/RegNet-like block: 1x1 conv, 3x3 grouped conv of 8 and of 4 channels a group
+# (fewer than an AVX-512 vector's lanes: output channels across groups as lanes,
+# passes/sched_group.c), 1x1 conv, global average pool
+xq = rng.standard_normal((1, 16, 40, 40)).astype(np.float32)
+wa = (rng.standard_normal((48, 16, 1, 1)) * 0.25).astype(np.float32); ba = rng.standard_normal(48).astype(np.float32) * 0.1
+wg = (rng.standard_normal((48, 8, 3, 3)) * 0.1).astype(np.float32); bg = rng.standard_normal(48).astype(np.float32) * 0.1
+wh = (rng.standard_normal((48, 4, 3, 3)) * 0.15).astype(np.float32); bh = rng.standard_normal(48).astype(np.float32) * 0.1
+wz = (rng.standard_normal((32, 48, 1, 1)) * 0.15).astype(np.float32); bz = rng.standard_normal(32).astype(np.float32) * 0.1
+ya = np.maximum(conv2d(xq.astype(np.float64), wa, ba), 0)
+yb = np.maximum(conv2d(ya, wg, bg, 1, 1, 6), 0)
+yc = np.maximum(conv2d(yb, wh, bh, 2, 1, 12), 0)
+yz = conv2d(yc, wz, bz).mean(axis=(2, 3), keepdims=True)
+save('grouped', [
+    helper.make_node('Conv', ['x', 'wa', 'ba'], ['ca']), helper.make_node('Relu', ['ca'], ['ra']),
+    helper.make_node('Conv', ['ra', 'wg', 'bg'], ['cg'], pads=[1, 1, 1, 1], group=6),
+    helper.make_node('Relu', ['cg'], ['rg']),
+    helper.make_node('Conv', ['rg', 'wh', 'bh'], ['ch'], pads=[1, 1, 1, 1], strides=[2, 2], group=12),
+    helper.make_node('Relu', ['ch'], ['rh']),
+    helper.make_node('Conv', ['rh', 'wz', 'bz'], ['cz']),
+    helper.make_node('GlobalAveragePool', ['cz'], ['y']),
+], [vi('x', xq.shape)], [vi('y', yz.shape)],
+    [arr(wa, 'wa'), arr(ba, 'ba'), arr(wg, 'wg'), arr(bg, 'bg'), arr(wh, 'wh'), arr(bh, 'bh'), arr(wz, 'wz'), arr(bz, 'bz')],
+    [('x', xq)], [('y', yz)])
+
 # attention-like: q = x Wq, k = x Wk, softmax(q k^T / 8) (x Wv), a dense layer with GELU-ish tanh
 T, D = 128, 192
 xa = rng.standard_normal((1, T, D)).astype(np.float32)
