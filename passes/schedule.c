@@ -1201,8 +1201,10 @@ static void channel_last_layouts(Program *p) {
                 /* a side whose NHWC order is its memory order ([N, C, 1, 1]: a global
                  * pool's output, a graph output too) reads the same either way */
                 Buf *in = kir_root(x->buf);
-                bool in_last = state[in->id] == 2 || !permute_moves_data(in, nhwc);
-                bool out_last = state[out->id] == 2 || !permute_moves_data(out, nhwc);
+                /* (nhwc permutes 4 dims: a side of another rank, MaxViT's 6-d windows of a
+                 * depthwise conv's neighbour, is not channel-last) */
+                bool in_last = state[in->id] == 2 || (in->rank == 4 && !permute_moves_data(in, nhwc));
+                bool out_last = state[out->id] == 2 || (out->rank == 4 && !permute_moves_data(out, nhwc));
                 if (in_last != out_last && (state[in->id] == 2 || state[out->id] == 2))
                     state[in->id] = state[out->id] = 1, changed = true;
                 continue;

@@ -374,3 +374,22 @@ def concat_block(name, xs):
     save(name, nodes, xs, x, [('y', y.astype(np.float32))], [nh.from_array(v, n) for n, v in ws.items()], 13)
 concat_block('concat_nhwc', [1, 24, 13, 15])
 concat_block('concat_nhwc_n2', [2, 8, 7, 9])
+# MaxViT's window partition after an MBConv block: a depthwise conv (its maps NHWC at -O2),
+# an Add, then Reshape to [N, C, 1, H, 1, W], a Transpose of 6 dims to [N, 1, 1, H, W, C], a
+# Reshape to [N, 1, HW, C] and a ReduceMean over C: the ReduceMean reads a 6-d map, which
+# channel_last_layouts took for a 4-d one (a crash at -O2, passes/schedule.c).
+def window_reduce(name):
+    C, H, W = 32, 7, 7
+    x = rng.standard_normal([1, C, H, W]).astype(np.float32)
+    w = rng.standard_normal([C, 1, 3, 3]).astype(np.float32)
+    d = ref(x.astype(np.float64), w.astype(np.float64).reshape(C, 1, 3, 3) * np.eye(C)[:, :, None, None], np.zeros(C), [1, 1], [1, 1], [1, 1], [1, 1])
+    a = d + x
+    t = a.reshape(1, C, 1, H, 1, W).transpose(0, 2, 4, 3, 5, 1).reshape(1, 1, H * W, C)
+    y = t.mean(axis=-1, keepdims=True)
+    c = lambda n, v: nh.from_array(np.array(v, np.int64), n)
+    nodes = [h.make_node('Conv', ['x', 'W'], ['d'], group=C, pads=[1, 1, 1, 1]), h.make_node('Add', ['d', 'x'], ['a']),
+             h.make_node('Reshape', ['a', 's6'], ['r6']), h.make_node('Transpose', ['r6'], ['t6'], perm=[0, 2, 4, 3, 5, 1]),
+             h.make_node('Reshape', ['t6', 's4'], ['r4']), h.make_node('ReduceMean', ['r4'], ['y'], axes=[-1])]
+    save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))],
+         [nh.from_array(w, 'W'), c('s6', [1, C, 1, H, 1, W]), c('s4', [1, 1, H * W, C])], 13)
+window_reduce('window_reduce_6d')
