@@ -420,17 +420,27 @@ static bool lane0_even(const Emitter *e, const Buf *b, Expr **idx) {
     return true;
 }
 
-static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int64_t c) {
-    LLVMBuilderRef B = e->B;
-    bool sign = b->dtype == DT_INT8;
-    LLVMValueRef base = param_ptr(e, b);
-    unsigned lw = c == 1 ? 0 : w;   /* the index as a scalar (lane 0's) or a vector */
+/* The row-major position of b[idx], as a scalar (lw 0) or in lw lanes. */
+static LLVMValueRef linear_index(Emitter *e, Buf *b, Expr **idx, unsigned lw) {
     LLVMTypeRef it = wide(e->idx, lw);
     LLVMValueRef lin = kint(it, 0);
     for (int d = 0; d < b->rank; d++) {
         LLVMValueRef i = expr(e, idx[d], lw);
-        lin = d == 0 ? i : LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, lin, kint(it, (unsigned long long)b->dims[d]), ""), i, "");
+        lin = d == 0 ? i : LLVMBuildNSWAdd(e->B, LLVMBuildNSWMul(e->B, lin, kint(it, (unsigned long long)b->dims[d]), ""), i, "");
     }
+    return lin;
+}
+
+static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int64_t c) {
+    LLVMBuilderRef B = e->B;
+    bool sign = b->dtype == DT_INT8;
+    LLVMValueRef base = param_ptr(e, b);
+    /* the bytes past the end that a contiguous vector reads exist only after a constant
+     * (NIBBLE_PAD): a caller's input or output is read byte by byte */
+    if (c == 1 && kir_root(b)->kind != B_CONST) c = 2;
+    unsigned lw = c == 1 ? 0 : w;   /* the index as a scalar (lane 0's) or a vector */
+    LLVMTypeRef it = wide(e->idx, lw);
+    LLVMValueRef lin = linear_index(e, b, idx, lw);
     LLVMValueRef at = LLVMBuildLShr(B, lin, kint(it, 1), "");
     /* 4 for a low nibble (moved up by 4), 0 for a high one */
     LLVMValueRef odd = LLVMBuildAnd(B, lin, kint(it, 1), "");
@@ -471,6 +481,34 @@ static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int6
     if (sign) x = LLVMBuildAShr(B, LLVMBuildShl(B, x, LLVMBuildAdd(B, u, kint(v32, 24), ""), ""), kint(v32, 28), "");
     else x = LLVMBuildAnd(B, LLVMBuildLShr(B, x, LLVMBuildSub(B, kint(v32, 4), u, ""), ""), kint(v32, 15), "");
     return LLVMBuildTrunc(B, x, vt, "");
+}
+
+/* A store into a 4-bit output (Buf.nibbles): each lane replaces its nibble of its byte, read,
+ * masked and written back, lane after lane (a later lane at the same element wins, as in a
+ * scalar loop). The element past the last one of an odd count has no value: storing the last
+ * element clears it, so that the unused high nibble of the last byte is zero. v holds the
+ * value (8-bit, or w lanes of it when c is not 0). */
+static void nibble_store(Emitter *e, Buf *b, Expr **idx, LLVMValueRef v, unsigned w, int64_t c) {
+    LLVMBuilderRef B = e->B;
+    unsigned lw = c == 0 ? 0 : w;
+    LLVMValueRef base = param_ptr(e, b), lin = linear_index(e, b, idx, lw);
+    int64_t n = kir_numel(kir_root(b));
+    for (unsigned l = 0; l < (lw ? lw : 1); l++) {
+        LLVMValueRef li = lw ? LLVMBuildExtractElement(B, lin, LLVMConstInt(e->i32, l, 0), "") : lin;
+        LLVMValueRef vi = lw ? LLVMBuildExtractElement(B, v, LLVMConstInt(e->i32, l, 0), "") : v;
+        LLVMValueRef at = LLVMBuildLShr(B, li, kint(e->idx, 1), "");
+        LLVMValueRef up = LLVMBuildTrunc(B, LLVMBuildShl(B, LLVMBuildAnd(B, li, kint(e->idx, 1), ""), kint(e->idx, 2), ""), e->i8, "");
+        LLVMValueRef ptr = LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, "");
+        LLVMValueRef old = LLVMBuildLoad2(B, e->i8, ptr, "");
+        LLVMSetAlignment(old, 1);
+        LLVMValueRef keep = LLVMBuildNot(B, LLVMBuildShl(B, kint(e->i8, 15), up, ""), "");
+        if (n % 2)
+            keep = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, li, kint(e->idx, (unsigned long long)(n - 1)), ""),
+                                   kint(e->i8, 0), keep, "");
+        LLVMValueRef nib = LLVMBuildShl(B, LLVMBuildAnd(B, vi, kint(e->i8, 15), ""), up, "");
+        LLVMValueRef st = LLVMBuildStore(B, LLVMBuildOr(B, LLVMBuildAnd(B, old, keep, ""), nib, ""), ptr);
+        LLVMSetAlignment(st, 1);
+    }
 }
 
 static LLVMValueRef run_load(Emitter *e, const Expr *x);
@@ -2039,6 +2077,10 @@ static void store(Emitter *e, Stmt *s) {
     if (b->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, like(v, e->i8), "");
     if (is_half(b->dtype)) v = float_to_half(e, b->dtype, v);
     if (dtype_is_float8(b->dtype)) v = f8_to_bits(e, b->dtype, v);
+    if (kir_root(b)->nibbles) {
+        nibble_store(e, b, idx, v, w, c);
+        return;
+    }
     if (c == 0 || c == 1) {
         LLVMValueRef st = LLVMBuildStore(e->B, v, elem_ptr(e, b, idx, 0));
         LLVMSetAlignment(st, align);

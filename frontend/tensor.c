@@ -23,10 +23,9 @@ ProtobufCAllocator fe_pb_allocator(Arena *a) {
 const char *fe_type_name(int dt) {
     const char *s = dtype_name((DType)dt);
     if (strcmp(s, "undefined") == 0 && dt != 0) return "an unknown data type";
-    if (dt >= 21 && dt <= 26) {     /* README, "Types" */
+    if (dt >= 23 && dt <= 26) {     /* README, "Types" */
         static char buf[128];
-        snprintf(buf, sizeof buf, "%s (onnxcc has 4-bit integers only as constant weights, no "
-                 "float4, float8e8m0 or 2-bit types)", s);
+        snprintf(buf, sizeof buf, "%s (onnxcc has no float4, float8e8m0 or 2-bit types)", s);
         return buf;
     }
     return s;
@@ -159,12 +158,10 @@ static bool read_shape(const Onnx__TensorProto *tp, const char *where, const cha
  * low nibble, in raw_data, in external data, or one packed byte per int32_data element. They
  * become int8/uint8 tensors of one value a byte, sign- or zero-extended, marked `nibbles`:
  * every pass computes on them as 8-bit integers, and the backend stores them two a byte again
- * (ir.h, Value.nibbles). */
-enum { ONNX_UINT4 = 21, ONNX_INT4 = 22 };
-
+ * (ir.h, Value.nibbles). (ir.h names the numbers, DT_UINT4 and DT_INT4.) */
 static bool nibbles_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *model_path,
                                const char *where, const char *what, Tensor *t) {
-    bool sign = tp->data_type == ONNX_INT4;
+    bool sign = tp->data_type == DT_INT4;
     t->dtype = sign ? DT_INT8 : DT_UINT8;
     t->nibbles = true;
     if (tp->segment) {
@@ -210,7 +207,7 @@ bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *mod
     memset(t, 0, sizeof *t);
     t->name = arena_strdup(a, tp->name ? tp->name : "");
     t->dtype = tp->has_data_type ? (DType)tp->data_type : DT_UNDEF;
-    if (tp->has_data_type && (tp->data_type == ONNX_UINT4 || tp->data_type == ONNX_INT4))
+    if (tp->has_data_type && (tp->data_type == DT_UINT4 || tp->data_type == DT_INT4))
         return nibbles_from_proto(a, tp, model_path, where, what, t);
     if (!tp->has_data_type || dtype_size(t->dtype) == 0) {
         error(where, "%s has unsupported element type %s", what, fe_type_name(tp->data_type));

@@ -68,6 +68,13 @@ bool dtype_supported(DType t) {
 
 bool dtype_known(DType t) { return dtype_supported(t) || t == DT_STRING; }
 
+DType dtype_nibbles(int onnx) { return onnx == DT_INT4 ? DT_INT8 : onnx == DT_UINT4 ? DT_UINT8 : DT_UNDEF; }
+
+int dtype_onnx(DType t, bool nibbles) {
+    if (nibbles && (t == DT_INT8 || t == DT_UINT8)) return t == DT_INT8 ? DT_INT4 : DT_UINT4;
+    return (int)t;
+}
+
 Graph *ir_graph_new(Arena *a) {
     Graph *g = ARENA_NEW(a, Graph);
     g->arena = a;

@@ -31,6 +31,9 @@ typedef enum DType {
     DT_INT32 = 6, DT_INT64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11,
     DT_UINT32 = 12, DT_UINT64 = 13, DT_BFLOAT16 = 16,
     DT_FLOAT8E4M3FN = 17, DT_FLOAT8E4M3FNUZ = 18, DT_FLOAT8E5M2 = 19, DT_FLOAT8E5M2FNUZ = 20,
+    /* ONNX numbers only, never a Value's or a Buf's dtype: an int4/uint4 tensor is int8/uint8
+     * marked `nibbles` (Value.nibbles, Buf.nibbles) */
+    DT_UINT4 = 21, DT_INT4 = 22,
     DT_INDEX = 100,
 } DType;
 size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported;
@@ -46,6 +49,11 @@ bool dtype_is_float(DType t);
 bool dtype_is_unsigned(DType t);
 bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
 bool dtype_known(DType t);         /* supported, or a string (which only some ops take: OPF_STRINGS) */
+/* The 4-bit integers (ONNX 21 uint4, 22 int4) are computed as the 8-bit ones: dtype_nibbles
+ * gives int8/uint8 for an ONNX number of int4/uint4 (DT_UNDEF for the others), dtype_onnx the
+ * ONNX number of an int8/uint8 value or buffer that holds nibbles (t itself otherwise). */
+DType dtype_nibbles(int onnx);
+int dtype_onnx(DType t, bool nibbles);
 /* The 8-bit floats (ir/float8.c): stored as bytes, held as float32 in registers and
  * computed in float32 like the 16-bit floats. */
 bool dtype_is_float8(DType t);
@@ -129,9 +137,11 @@ typedef struct Value {
     unsigned dynmask;               /* with dyn: bit d set if dim d is data-dependent (the others
                                        are exact); 0 means every dim is */
     int nuses;                      /* filled by ir_count_uses */
-    bool nibbles;                   /* a constant read from an int4/uint4 tensor: dtype is
-                                       int8/uint8, data one value a byte, every value in 4 bits;
-                                       its Buf is stored two values a byte (Buf.nibbles) */
+    bool nibbles;                   /* an int4/uint4 tensor stored two values a byte (Buf.nibbles):
+                                       a constant read from one (dtype int8/uint8, data one value
+                                       a byte, every value in 4 bits), or a graph input or output
+                                       declared int4/uint4. Values computed inside the graph are
+                                       int8/uint8 unmarked, one a byte in the arena */
     /* A sequence or optional (passes/ops/sequence.c) is resolved at compile time: its
      * elements are tensor Values (an optional's may be a sequence), listed in elems; dtype is
      * the element type and rank 0. Nothing is lowered for it: the rules rewrite its consumers

@@ -74,6 +74,22 @@ Buf *kir_view_new(Program *p, Buf *of, const char *name, int rank, const int64_t
 
 int kir_io_rank(const Buf *b) { return b->rank - b->string; }
 
+size_t kir_io_nbytes(const Buf *b) { return b->nibbles ? ((size_t)kir_numel(b) + 1) / 2 : kir_nbytes(b); }
+
+int kir_io_dtype(const Buf *b) { return b->string ? DT_STRING : dtype_onnx(b->dtype, b->nibbles); }
+
+void kir_nibbles_pack(uint8_t *packed, const uint8_t *v, size_t n) {
+    memset(packed, 0, (n + 1) / 2);
+    for (size_t i = 0; i < n; i++) packed[i / 2] |= (uint8_t)((v[i] & 15) << (4 * (i % 2)));
+}
+
+void kir_nibbles_unpack(uint8_t *v, const uint8_t *packed, size_t n, bool sign) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned x = (packed[i / 2] >> (4 * (i % 2))) & 15;
+        v[i] = (uint8_t)(sign && x >= 8 ? x + 0xf0 : x);
+    }
+}
+
 int kir_dims_output(const Program *p, const Buf *b) {
     for (int i = 0; i < p->noutputs; i++)
         if (p->outputs[i]->dims_of == b) return i;

@@ -45,10 +45,13 @@ typedef struct Buf {
     struct Buf *dims_of;            /* B_OUTPUT int64[rank of dims_of]: run() writes here the
                                        actual dims of output dims_of, a data-dependent shape
                                        whose dims above are its capacity (text: "dims of %x") */
-    bool nibbles;                   /* B_CONST int8/uint8 whose values fit in 4 bits (an int4/uint4
-                                       weight): data holds a value a byte, the object stores two
-                                       a byte, low nibble first, and loads sign- or zero-extend
-                                       them (backend/kernel.c, nibble_load) */
+    bool nibbles;                   /* an int8/uint8 B_CONST, B_INPUT or B_OUTPUT whose values fit
+                                       in 4 bits (an int4/uint4 tensor): stored two a byte, low
+                                       nibble first (a constant's data holds a value a byte, the
+                                       object packs it); loads sign- or zero-extend them, stores
+                                       replace their nibble (backend/kernel.c, nibble_load and
+                                       nibble_store), so no two threads may store into one
+                                       (parallelize.c). The caller's buffer is kir_io_nbytes. */
     int64_t offset;                 /* B_TEMP roots: byte offset in the arena (bufferize); -1 before */
     int first, last;                /* B_TEMP roots: live range in kernel indices (bufferize) */
 } Buf;
@@ -325,6 +328,13 @@ int64_t kir_numel(const Buf *b);
 bool kir_byte_kernel(const Kernel *k);
 size_t kir_nbytes(const Buf *b);
 int kir_io_rank(const Buf *b);                  /* rank of the ONNX shape (a string's less one) */
+size_t kir_io_nbytes(const Buf *b);             /* bytes of an input or output as the caller
+                                                   holds it (4-bit values two a byte) */
+int kir_io_dtype(const Buf *b);                 /* its ONNX type number (int4: 22, string: 8) */
+/* 4-bit values (Buf.nibbles) between one a byte (int8/uint8) and two a byte, low nibble first:
+ * pack writes (n + 1) / 2 bytes, a last high nibble zero; unpack sign-extends when `sign`. */
+void kir_nibbles_pack(uint8_t *packed, const uint8_t *v, size_t n);
+void kir_nibbles_unpack(uint8_t *v, const uint8_t *packed, size_t n, bool sign);
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);
 void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+out=inout) */
 /* Appends the n ONNX node names to k->nodes (a fused kernel adds those of the one it took). */

@@ -248,6 +248,9 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
         if (accept(P, "string")) {
             if (t != DT_UINT8 || rank < 1) { P->s = at; perr(P, "a string buffer must be uint8 with a last dim of bytes"); }
             b->string = true;
+        } else if (accept(P, "nibbles")) {
+            if (t != DT_INT8 && t != DT_UINT8) { P->s = at; perr(P, "a nibbles buffer must be int8 or uint8"); }
+            b->nibbles = true;
         }
         if (io && accept(P, "dims")) {
             expect(P, "of");

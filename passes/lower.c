@@ -215,6 +215,7 @@ Program *lower(Graph *g, const Options *o) {
         Value *v = g->inputs[i];
         Buf *b = lower_value_buf(p, v, B_INPUT);
         b->io_index = i;
+        b->nibbles = v->nibbles;    /* int4/uint4: read two values a byte (kir.h) */
         p->inputs[i] = L.vbuf[v->id] = b;
     }
     p->noutputs = g->noutputs;
@@ -226,6 +227,7 @@ Program *lower(Graph *g, const Options *o) {
         Value *v = g->outputs[i];
         Buf *b = lower_value_buf(p, v, B_OUTPUT);
         b->io_index = i;
+        b->nibbles = v->nibbles;    /* int4/uint4: stored two values a byte (kir.h) */
         p->outputs[i] = b;
         if (L.vbuf[v->id]) src[i] = L.vbuf[v->id];          /* also an input or an earlier output */
         else if (v->data) src[i] = const_buf(&L, v);

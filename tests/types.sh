@@ -2,7 +2,11 @@
 # tests/types.sh [--ort | --bench] - the ONNX types that Debian's test data and onnx 1.12's helpers
 # lack (tests/types/gen.py writes them as raw TensorProtos): int4/uint4 weights behind
 # DequantizeLinear-21 (blocked, per axis, per tensor; raw_data and int32_data; odd counts),
-# read by MatMul and Gemm, against numpy references, with `onnxcc check --atol 1e-4` at -O0
+# read by MatMul and Gemm; int4/uint4 graph inputs and outputs (packed, odd counts), Cast and
+# CastLike to and from them, QuantizeLinear-21 to them (ties, saturation, per tensor, per
+# axis, blocked; `onnxcc check` fills 4-bit outputs with ones first, so an unwritten nibble
+# or an odd count's last nibble left set shows); the float8 types and BitCast;
+# against numpy references, with `onnxcc check --atol 1e-4` at -O0
 # and -O2 and at both x86 ISA levels of the object (--isa 0 and 1, where the host has them).
 # --bench: the weight-only int4 decoder stack against the float model of the same weights:
 # flash (NAME_FLASH_SIZE) and `onnxcc bench` latency, interleaved.

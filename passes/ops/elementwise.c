@@ -103,13 +103,22 @@ void infer_cast(Graph *g, Node *n) {
         infer_cast_string(g, n, to);
         return;
     }
+    if (dtype_nibbles(to) != DT_UNDEF) to = dtype_nibbles(to);     /* int4/uint4: cast_nibbles */
     if (!dtype_supported(to)) {
         error(ir_where(g, n), "cast to unsupported type %s (%d)%s", dtype_name(to), (int)to,
-              to >= 21 && to <= 26 ? ": onnxcc has no float4, float8e8m0 or 2-bit types, and 4-bit "
-              "integers only as constant weights" : "");
+              to >= 23 && to <= 26 ? ": onnxcc has no float4, float8e8m0 or 2-bit types" : "");
         return;
     }
     ir_set_shape(n->out[0], to, x->rank, x->dims);
+}
+
+/* Whether a Cast or CastLike gives int4/uint4 (to 22 or 21, or a `like` of such a type that
+ * is stored as one: ir.h, Value.nibbles): the 8-bit result then keeps only its low 4 bits,
+ * sign-extended for int4 (the spec's "discard higher bits" of fixed point; a float is first
+ * truncated toward zero, as into int8). */
+static bool cast_nibbles(const Node *n) {
+    if (n->op == OP_CastLike) return n->in[1]->nibbles;
+    return dtype_nibbles((int)ir_attr_int(n, "to", DT_UNDEF)) != DT_UNDEF;
 }
 
 /* BitCast (opset 26): the bits of each element read as `to`, of the same size (as the
@@ -233,6 +242,11 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Cast: case OP_CastLike:     /* `saturate` (opset 19) applies to float8 targets */
         if (dtype_is_float8(n->out[0]->dtype))
             return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0);
+        if (cast_nibbles(n)) {      /* int4: ((v & 15) ^ 8) - 8, uint4: v & 15 */
+            DType o = n->out[0]->dtype;
+            Expr *q = kx_bin(p, K_AND, kx_cast(p, o, x), kx_const(p, o, 15));
+            return o == DT_UINT8 ? q : kx_bin(p, K_SUB, kx_bin(p, K_XOR, q, kx_const(p, o, 8)), kx_const(p, o, 8));
+        }
         return kx_cast(p, n->out[0]->dtype, x);
     case OP_Relu: return kx_bin(p, K_MAX, x, cst(L, t, 0));
     case OP_LeakyRelu: {

@@ -313,15 +313,19 @@ def opsets():
     compile_case("opset_27", model([helper.make_node("Relu", ["x"], ["y"])],
                                    [f32("x", [2])], [f32("y", None)], opset=27), "1 to 26")
     # the types of opsets 19 to 25 that onnxcc has not (TensorProto numbers: onnx 1.12
-    # predates their names): a float4e2m1 graph input, an int4 graph input (int4 is read
-    # only as constant weights), a Cast to float8e8m0; and an int4 initializer whose packed
-    # bytes are too few
+    # predates their names): a float4e2m1 graph input, a Cast to float8e8m0; a graph output
+    # declared int4 that a float fills, a sequence of int4 (4-bit tensors are supported, not
+    # in sequences); and an int4 initializer whose packed bytes are too few
     compile_case("float4_input_23", model([helper.make_node("Identity", ["x"], ["y"])],
                                           [f32("x", [2], 23)], [f32("y", None, 0)], opset=23),
-                 "input 'x' has unsupported element type float4e2m1 (onnxcc has 4-bit integers only as constant weights")
-    compile_case("int4_input_21", model([helper.make_node("Identity", ["x"], ["y"])],
-                                        [f32("x", [2], 22)], [f32("y", None, 0)], opset=21),
-                 "input 'x' has unsupported element type int4")
+                 "input 'x' has unsupported element type float4e2m1 (onnxcc has no float4")
+    compile_case("int4_output_float_21", model([helper.make_node("Identity", ["x"], ["y"])],
+                                               [f32("x", [3])], [f32("y", None, 22)], opset=21),
+                 "output 'y' is declared int4 or uint4 but is float32")
+    seq = helper.make_tensor_sequence_value_info("s", 22, [2])
+    compile_case("int4_sequence_input_21", model([helper.make_node("SequenceAt", ["s", "i"], ["y"])],
+                                                 [seq, f32("i", [], TensorProto.INT64)], [f32("y", None, 0)], opset=21),
+                 "input 's' is a sequence or optional of int4")
     w = TensorProto(name="w", data_type=22, dims=[5], raw_data=b"\x12\x34")
     compile_case("int4_weight_short_21", model(
         [helper.make_node("DequantizeLinear", ["w", "s"], ["y"])], [], [f32("y", None)],

@@ -285,3 +285,125 @@ save('dq_int4_folded_per_tensor', [h.make_node('DequantizeLinear', ['w', 's'], [
                                    h.make_node('Add', ['x', 'wf'], ['y'])],
      [('x', x)], [('y', (x + w.astype(np.float32) * np.float32(0.25)).astype(np.float32))], 21,
      [nibbles('w', w, True), ('s', np.array(0.25, np.float32))])
+
+# ---- int4/uint4 graph inputs and outputs, Cast and QuantizeLinear-21 to them ----
+# Inputs and outputs travel packed (nibbles()); numpy references from the spec: Cast to a
+# 4-bit type keeps the low 4 bits of the integer (a float truncated toward zero first),
+# sign-extended for int4; QuantizeLinear is saturate(rint(x / scale) + zero point) into
+# [-8, 7] or [0, 15], x / scale in float32 (ties to even).
+NP4 = {INT4: np.int8, UINT4: np.uint8}
+
+
+def wrap4(a, signed):
+    """The low 4 bits of the integers a, sign-extended when signed."""
+    v = np.asarray(a).astype(np.int64) & 15
+    return (np.where(v >= 8, v - 16, v) if signed else v).astype(np.int8 if signed else np.uint8)
+
+
+def quant4(x, s, zp, signed):
+    """QuantizeLinear to int4/uint4: s and zp already broadcast to x. (The reference's
+    rint(x / s) of an infinity has no integer: it saturates, as a value past the range.)"""
+    r = np.clip((x.astype(np.float32) / s.astype(np.float32)).astype(np.float32), -1e6, 1e6)
+    q = np.rint(r).astype(np.int64) + zp
+    return np.clip(q, -8 if signed else 0, 7 if signed else 15).astype(np.int8 if signed else np.uint8)
+
+
+def save4(name, nodes, ins, outs, opset=21, inits=()):
+    """ins/outs: lists of (name, array, type number): 4-bit types written with nibbles(), the
+    others with numpy_helper. No meta.json (tests/opsets/ort.js has no 4-bit tensors)."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d + '/test_data_set_0', exist_ok=True)
+    vi = lambda n, a, t: h.make_tensor_value_info(n, t, list(a.shape))
+    g = h.make_graph(nodes, name, [vi(*i) for i in ins], [vi(*o) for o in outs],
+                     [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 10
+    onnx.save(m, d + '/model.onnx')
+    for kind, vals in (('input', ins), ('output', outs)):
+        for k, (n, a, t) in enumerate(vals):
+            tp = nibbles(n, a, t == INT4) if t in NP4 else nh.from_array(a, n)
+            open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tp.SerializeToString())
+
+
+# every nibble value, odd counts (a last half byte), in and out unchanged: through a view
+# (Identity), a Transpose (strided loads and stores) and a Reshape
+a = np.arange(-8, 7, dtype=np.int8).reshape(3, 5)
+save4('io_int4_identity', [h.make_node('Identity', ['x'], ['y'])], [('x', a, INT4)], [('y', a, INT4)])
+u = rng.integers(0, 16, (7, 9)).astype(np.uint8)
+u.flat[:16] = np.arange(16)
+save4('io_uint4_transpose', [h.make_node('Transpose', ['x'], ['y'], perm=[1, 0])], [('x', u, UINT4)],
+      [('y', u.T.copy(), UINT4)])
+a = q4((2, 3, 11), True)
+save4('io_int4_reshape_two_outputs', [h.make_node('Reshape', ['x', 'sh'], ['y']), h.make_node('Identity', ['x'], ['z'])],
+      [('x', a, INT4)], [('y', a.reshape(6, 11), INT4), ('z', a, INT4)], 21,
+      [('sh', np.array([6, 11], np.int64))])
+
+# 4-bit inputs read by a computation: Cast to float (negative nibbles), Cast to int8/uint8
+a = q4((5, 13), True)
+save4('cast_int4_to_float', [h.make_node('Cast', ['x'], ['c'], to=T.FLOAT), h.make_node('Mul', ['c', 'h'], ['y'])],
+      [('x', a, INT4)], [('y', a.astype(np.float32) * np.float32(0.5), T.FLOAT)], 21,
+      [('h', np.array(0.5, np.float32))])
+save4('cast_int4_to_int8', [h.make_node('Cast', ['x'], ['y'], to=T.INT8)], [('x', a, INT4)], [('y', a, T.INT8)])
+u = q4((3, 7), False)
+save4('cast_uint4_to_uint8_int32', [h.make_node('Cast', ['x'], ['y'], to=T.UINT8), h.make_node('Cast', ['x'], ['z'], to=T.INT32)],
+      [('x', u, UINT4)], [('y', u, T.UINT8), ('z', u.astype(np.int32), T.INT32)])
+
+# Cast to int4/uint4: integers keep their low 4 bits (-9 -> 7, 8 -> -8, 200 -> -8 for int4);
+# floats in range are truncated toward zero (2.7 -> 2, -2.7 -> -2, -0.5 -> 0)
+i = np.concatenate([np.arange(-20, 21), [200, -200, 127, -128, 1000, 2 ** 31 - 1, -2 ** 31]]).astype(np.int32)
+for t, tn in ((INT4, 'int4'), (UINT4, 'uint4')):
+    save4(f'cast_int32_to_{tn}', [h.make_node('Cast', ['x'], ['y'], to=t)], [('x', i, T.INT32)],
+          [('y', wrap4(i, t == INT4), t)])
+f = np.array([0, -0.0, 0.4, -0.5, 2.7, -2.7, 6.99, 7, -8, -7.9, 3.5, -3.5, 1e-30, 5.25, 0.99], np.float32)
+save4('cast_float_to_int4', [h.make_node('Cast', ['x'], ['y'], to=INT4)], [('x', f, T.FLOAT)],
+      [('y', wrap4(np.trunc(f), True), INT4)])
+fu = np.abs(f) * 2
+fu[fu > 15.5] = 15
+save4('cast_float_to_uint4', [h.make_node('Cast', ['x'], ['y'], to=UINT4)], [('x', fu, T.FLOAT)],
+      [('y', wrap4(np.trunc(fu), False), UINT4)])
+# CastLike to the type of a 4-bit input; a Cast of a constant folded at compile time
+like = q4((1,), True)
+save4('castlike_int4', [h.make_node('CastLike', ['x', 'l'], ['y'])], [('x', i, T.INT32), ('l', like, INT4)],
+      [('y', wrap4(i, True), INT4)])
+c = np.array([-9, 8, 15, 16, -1, 3, 100], np.int32)
+save4('cast_int4_folded', [h.make_node('Cast', ['c'], ['c4'], to=INT4), h.make_node('Cast', ['c4'], ['cf'], to=T.FLOAT),
+                           h.make_node('Add', ['x', 'cf'], ['y'])],
+      [('x', np.zeros(7, np.float32), T.FLOAT)], [('y', wrap4(c, True).astype(np.float32), T.FLOAT)], 21, [('c', c)])
+
+# QuantizeLinear-21 to int4/uint4: per tensor with ties (x / s = k + 0.5) and saturation,
+# per axis, blocked with a shorter last block; int4 zero points as constants and as inputs
+x = np.array([0, 0.25, 0.75, -0.25, -0.75, 1.25, -1.25, 1.75, 3.4, -3.6, 100, -100, np.inf, -np.inf, 3.75], np.float32)
+s = np.array(0.5, np.float32)
+zp = np.array(1, np.int8)
+save4('quant_int4_per_tensor', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'])], [('x', x, T.FLOAT)],
+      [('y', quant4(x, s, 1, True), INT4)], 21, [('s', s), nibbles('z', zp, True)])
+save4('quant_uint4_output_dtype', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=UINT4)],
+      [('x', x, T.FLOAT)], [('y', quant4(x, s, 0, False), UINT4)], 21, [('s', s)])
+x = randn(4, 9) * 4
+s = rng.uniform(0.3, 1, 9).astype(np.float32)
+zp = q4((9,), False)
+save4('quant_uint4_axis1', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'], axis=1)], [('x', x, T.FLOAT)],
+      [('y', quant4(x, s[None, :], zp[None, :].astype(np.int64), False), UINT4)], 21, [('s', s), nibbles('z', zp, False)])
+x = randn(5, 3, 7) * 3
+s = rng.uniform(0.3, 1, (5, 3, 3)).astype(np.float32)
+zp = q4((5, 3, 3), True)
+sb, zb = np.repeat(s, 3, axis=2)[:, :, :7], np.repeat(zp, 3, axis=2)[:, :, :7].astype(np.int64)
+save4('quant_int4_blocked_short', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'], axis=2, block_size=3)],
+      [('x', x, T.FLOAT), ('z', zp, INT4)], [('y', quant4(x, sb, zb, True), INT4)], 21, [('s', s)])
+# a 4-bit value inside the graph (the arena holds it a byte a value): Q -> DQ per axis
+x = randn(6, 10) * 2
+s = rng.uniform(0.2, 0.5, 6).astype(np.float32)
+zp = q4((6,), True)
+q = quant4(x, s[:, None], zp[:, None].astype(np.int64), True)
+save4('qdq_int4_axis0', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['q'], axis=0),
+                         h.make_node('DequantizeLinear', ['q', 's', 'z'], ['y'], axis=0)],
+      [('x', x, T.FLOAT)], [('y', ((q.astype(np.float32) - zp[:, None]) * s[:, None]).astype(np.float32), T.FLOAT)],
+      21, [('s', s), nibbles('z', zp, True)])
+# large enough for vector loops and threads: [64, 129] in, quantized out, and read back
+x = randn(64, 129) * 3
+s = np.array(0.75, np.float32)
+save4('quant_int4_large', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=INT4)],
+      [('x', x, T.FLOAT)], [('y', quant4(x, s, 0, True), INT4)], 21, [('s', s)])
+a = q4((64, 129), False)
+save4('dq_uint4_input_large', [h.make_node('DequantizeLinear', ['x', 's'], ['y'])], [('x', a, UINT4)],
+      [('y', (a.astype(np.float32) * s).astype(np.float32), T.FLOAT)], 21, [('s', s)])
