@@ -38,6 +38,7 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
     case DT_DOUBLE: return e->f64;
     case DT_BOOL: case DT_INT8: case DT_UINT8: return e->i8;
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return e->i8;
+    case DT_FLOAT4E2M1: return e->i8;
     case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return e->i16;
     case DT_INT32: case DT_UINT32: return e->i32;
     case DT_INT64: case DT_UINT64: return e->i64;
@@ -47,12 +48,12 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
 }
 
 LLVMTypeRef be_reg_type(Emitter *e, DType t) {
-    if (t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_float8(t)) return e->f32;
+    if (t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_minifloat(t)) return e->f32;
     return t == DT_BOOL ? e->i1 : be_mem_type(e, t);
 }
 
 static bool is_half(DType t) { return t == DT_FLOAT16 || t == DT_BFLOAT16; }
-static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE || is_half(t) || dtype_is_float8(t); }
+static bool is_float(DType t) { return t == DT_FLOAT || t == DT_DOUBLE || is_half(t) || dtype_is_minifloat(t); }
 static bool is_unsigned(DType t) {
     return t == DT_UINT8 || t == DT_UINT16 || t == DT_UINT32 || t == DT_UINT64 || t == DT_BOOL;
 }
@@ -137,7 +138,7 @@ static LLVMValueRef f8_to_bits(Emitter *e, DType t, LLVMValueRef v) {
     int emin = 1 - f.bias;
     unsigned sh = 23 - (unsigned)f.mbits, cb = (unsigned)(127 + emin - f.mbits + 23) << 23;
     LLVMValueRef u = LLVMBuildBitCast(B, v, I, "");
-    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, u, k32(24), ""), k32(0x80), "");
+    LLVMValueRef sign = LLVMBuildAnd(B, LLVMBuildLShr(B, u, k32(31 - (unsigned)f.sbit), ""), k32(1u << f.sbit), "");
     LLVMValueRef a = LLVMBuildAnd(B, u, k32(0x7fffffff), "");
     LLVMValueRef s = LLVMBuildFAdd(B, LLVMBuildBitCast(B, a, F, ""), LLVMBuildBitCast(B, k32(cb), F, ""), "");
     LLVMValueRef ms = LLVMBuildSub(B, LLVMBuildBitCast(B, s, I, ""), k32(cb), "");
@@ -148,7 +149,7 @@ static LLVMValueRef f8_to_bits(Emitter *e, DType t, LLVMValueRef v) {
     mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, mag, k32(f.maxmag), ""), k32(f.maxmag), mag, "");
     if (f.inf) mag = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, a, k32(0x7f800000), ""), k32(0x7c), mag, "");
     if (f.uz) sign = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, mag, k32(0), ""), k32(0), sign, "");
-    LLVMValueRef nan = f.uz ? k32(0x80) : LLVMBuildOr(B, sign, k32(f.nan), "");
+    LLVMValueRef nan = f.uz || f.nonan ? k32(f.nan) : LLVMBuildOr(B, sign, k32(f.nan), "");
     LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntUGT, a, k32(0x7f800000), ""), nan,
                                        LLVMBuildOr(B, sign, mag, ""), "");
     return LLVMBuildTrunc(B, res, like(v, e->i8), "");
@@ -519,6 +520,7 @@ static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
         Expr **idx = simple_idx(e, b, x->args);
         int64_t c = w ? lane_coef(e, b, idx) : 0;
         LLVMValueRef v = nibble_load(e, b, idx, c == 0 ? 0 : w, c);
+        if (b->dtype == DT_FLOAT4E2M1) v = f8_to_float(e, b->dtype, v);   /* its code */
         return c == 0 ? splat(e, v, w) : v;
     }
     LLVMValueRef r = !w && e->nruns ? run_load(e, x) : NULL;
@@ -543,7 +545,7 @@ static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
         v = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
     }
     if (is_half(b->dtype)) v = half_to_float(e, b->dtype, v);
-    if (dtype_is_float8(b->dtype)) v = f8_to_float(e, b->dtype, v);
+    if (dtype_is_minifloat(b->dtype)) v = f8_to_float(e, b->dtype, v);
     if (b->dtype == DT_BOOL) v = LLVMBuildICmp(e->B, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
     return c == 0 ? splat(e, v, w) : v;
 }
@@ -552,11 +554,11 @@ static LLVMValueRef cast(Emitter *e, LLVMValueRef v, DType from, DType to) {
     LLVMBuilderRef B = e->B;
     LLVMTypeRef ty = like(v, be_reg_type(e, to));
     if (from == to) return v;
-    if (dtype_is_float8(to)) {  /* rounded and saturated as a store would (kir.h) */
+    if (dtype_is_minifloat(to)) {  /* rounded and saturated as a store would (kir.h) */
         v = cast(e, v, from, DT_FLOAT);
         return f8_to_float(e, to, f8_to_bits(e, to, v));
     }
-    if (dtype_is_float8(from)) {
+    if (dtype_is_minifloat(from)) {
         if (to == DT_FLOAT) return v;
         from = DT_FLOAT;
     }
@@ -1713,7 +1715,7 @@ static void rloop(Emitter *e, Stmt *s) {
         if (acc[r] != K_COUNT) {
             DType t = k->scalars[r];
             nacc++;
-            esz = MAX(esz, is_half(t) || dtype_is_float8(t) ? 4 : (int)dtype_size(t));
+            esz = MAX(esz, is_half(t) || dtype_is_minifloat(t) ? 4 : (int)dtype_size(t));
             exact |= is_float(t) && !e->contract;     /* -O0/-O1, --fp-strict: in order */
         }
     unsigned w = 1;
@@ -2076,7 +2078,7 @@ static void store(Emitter *e, Stmt *s) {
         v = LLVMBuildExtractElement(e->B, expr(e, s->val, w), LLVMConstInt(e->i32, w - 1, 0), "");
     if (b->dtype == DT_BOOL) v = LLVMBuildZExt(e->B, v, like(v, e->i8), "");
     if (is_half(b->dtype)) v = float_to_half(e, b->dtype, v);
-    if (dtype_is_float8(b->dtype)) v = f8_to_bits(e, b->dtype, v);
+    if (dtype_is_minifloat(b->dtype)) v = f8_to_bits(e, b->dtype, v);
     if (kir_root(b)->nibbles) {
         nibble_store(e, b, idx, v, w, c);
         return;

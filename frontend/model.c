@@ -126,7 +126,7 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
     v->kind = kind;
     v->elem_kind = elem;
     if (tt->has_elem_type && dtype_nibbles(tt->elem_type) != DT_UNDEF) {
-        /* int4/uint4: int8/uint8 inside, two values a byte at the interface (ir.h) */
+        /* int4/uint4 (int8/uint8 inside) and float4e2m1: two values a byte at the interface (ir.h) */
         if (kind != VK_TENSOR) {
             error(p->path, "%s '%s' is a sequence or optional of %s, which onnxcc does not "
                   "support (4-bit tensors are)", what, v->name, dtype_name((DType)tt->elem_type));

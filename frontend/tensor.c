@@ -23,9 +23,9 @@ ProtobufCAllocator fe_pb_allocator(Arena *a) {
 const char *fe_type_name(int dt) {
     const char *s = dtype_name((DType)dt);
     if (strcmp(s, "undefined") == 0 && dt != 0) return "an unknown data type";
-    if (dt >= 23 && dt <= 26) {     /* README, "Types" */
+    if (dt >= 24 && dt <= 26) {     /* README, "Types" */
         static char buf[128];
-        snprintf(buf, sizeof buf, "%s (onnxcc has no float4, float8e8m0 or 2-bit types)", s);
+        snprintf(buf, sizeof buf, "%s (onnxcc has no float8e8m0 or 2-bit types)", s);
         return buf;
     }
     return s;
@@ -153,16 +153,16 @@ static bool read_shape(const Onnx__TensorProto *tp, const char *where, const cha
     return true;
 }
 
-/* int4 and uint4 (ONNX 21 and 22, which Debian's onnx.proto predates: data_type is a plain
+/* int4, uint4 and float4e2m1 (ONNX 21 to 23, which Debian's onnx.proto predates: data_type is a plain
  * int32 there, so the numbers arrive all the same) travel two values a byte, the first in the
  * low nibble, in raw_data, in external data, or one packed byte per int32_data element. They
- * become int8/uint8 tensors of one value a byte, sign- or zero-extended, marked `nibbles`:
- * every pass computes on them as 8-bit integers, and the backend stores them two a byte again
- * (ir.h, Value.nibbles). (ir.h names the numbers, DT_UINT4 and DT_INT4.) */
+ * become int8/uint8 tensors of one value a byte, sign- or zero-extended (float4e2m1 tensors
+ * of one code a byte), marked `nibbles`: every pass computes on them as 8-bit integers (or
+ * as float8 codes), and the backend stores them two a byte again (ir.h, Value.nibbles). */
 static bool nibbles_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *model_path,
                                const char *where, const char *what, Tensor *t) {
     bool sign = tp->data_type == DT_INT4;
-    t->dtype = sign ? DT_INT8 : DT_UINT8;
+    t->dtype = dtype_nibbles(tp->data_type);    /* int8, uint8, or float4e2m1's codes */
     t->nibbles = true;
     if (tp->segment) {
         error(where, "%s is a segment of a larger tensor, which onnxcc does not support", what);
@@ -207,7 +207,7 @@ bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *mod
     memset(t, 0, sizeof *t);
     t->name = arena_strdup(a, tp->name ? tp->name : "");
     t->dtype = tp->has_data_type ? (DType)tp->data_type : DT_UNDEF;
-    if (tp->has_data_type && (tp->data_type == DT_UINT4 || tp->data_type == DT_INT4))
+    if (tp->has_data_type && dtype_nibbles(tp->data_type) != DT_UNDEF)
         return nibbles_from_proto(a, tp, model_path, where, what, t);
     if (!tp->has_data_type || dtype_size(t->dtype) == 0) {
         error(where, "%s has unsupported element type %s", what, fe_type_name(tp->data_type));

@@ -34,6 +34,9 @@ typedef enum DType {
     /* ONNX numbers only, never a Value's or a Buf's dtype: an int4/uint4 tensor is int8/uint8
      * marked `nibbles` (Value.nibbles, Buf.nibbles) */
     DT_UINT4 = 21, DT_INT4 = 22,
+    /* float4e2m1 (opset 23): a code a byte (in the low nibble) in the arena, like the float8
+     * types; two a byte, as int4 (`nibbles`), in constants, graph inputs and outputs */
+    DT_FLOAT4E2M1 = 23,
     DT_INDEX = 100,
 } DType;
 size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported;
@@ -49,14 +52,17 @@ bool dtype_is_float(DType t);
 bool dtype_is_unsigned(DType t);
 bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
 bool dtype_known(DType t);         /* supported, or a string (which only some ops take: OPF_STRINGS) */
-/* The 4-bit integers (ONNX 21 uint4, 22 int4) are computed as the 8-bit ones: dtype_nibbles
- * gives int8/uint8 for an ONNX number of int4/uint4 (DT_UNDEF for the others), dtype_onnx the
- * ONNX number of an int8/uint8 value or buffer that holds nibbles (t itself otherwise). */
+/* The 4-bit types (ONNX 21 uint4, 22 int4, 23 float4e2m1) are stored two a byte at the
+ * interface (`nibbles`); the integers are computed as the 8-bit ones. dtype_nibbles gives the
+ * DType of a 4-bit ONNX number (int8, uint8, float4e2m1; DT_UNDEF for the others), dtype_onnx
+ * the ONNX number of a value or buffer of dtype t that holds nibbles (t itself otherwise). */
 DType dtype_nibbles(int onnx);
 int dtype_onnx(DType t, bool nibbles);
 /* The 8-bit floats (ir/float8.c): stored as bytes, held as float32 in registers and
- * computed in float32 like the 16-bit floats. */
+ * computed in float32 like the 16-bit floats. dtype_is_minifloat: those and float4e2m1,
+ * which is handled the same way, a code a byte (its sign at bit 3, F8Format.sbit). */
 bool dtype_is_float8(DType t);
+bool dtype_is_minifloat(DType t);
 typedef struct F8Format {
     int mbits, bias;
     unsigned maxmag, nan;           /* the largest finite magnitude's bits; NaN's (with sign
@@ -65,6 +71,8 @@ typedef struct F8Format {
     float overflow;                 /* |x| from which (or, !overflow_ge, past which) rounding
                                        passes the largest finite value */
     bool overflow_ge;
+    int sbit;                       /* the sign's bit: 7, or 3 for float4e2m1 */
+    bool nonan;                     /* float4e2m1: no NaN, which is encoded as +max (`nan`) */
 } F8Format;
 F8Format f8_format(DType t);
 float f8_decode(DType t, uint8_t b);

@@ -96,6 +96,8 @@ typedef enum ExprKind {
  *   float32 values in expressions, as the halves. A store and a K_CAST to them round to
  *   nearest even and saturate a finite value past the largest to it (an infinity stays one
  *   in e5m2 and saturates in the others); Cast's `saturate` is the rules' (ir/float8.c).
+ *   float4e2m1 (DT_FLOAT4E2M1) likewise, a code a byte: rounded to nearest even, saturated
+ *   to +-6, infinities too, and NaN to +6 (it has neither).
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers).
  * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
  *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of

@@ -249,7 +249,7 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
             if (t != DT_UINT8 || rank < 1) { P->s = at; perr(P, "a string buffer must be uint8 with a last dim of bytes"); }
             b->string = true;
         } else if (accept(P, "nibbles")) {
-            if (t != DT_INT8 && t != DT_UINT8) { P->s = at; perr(P, "a nibbles buffer must be int8 or uint8"); }
+            if (t != DT_INT8 && t != DT_UINT8 && t != DT_FLOAT4E2M1) { P->s = at; perr(P, "a nibbles buffer must be int8, uint8 or float4e2m1"); }
             b->nibbles = true;
         }
         if (io && accept(P, "dims")) {
@@ -264,7 +264,7 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
         }
     } else if (kind == B_TEMP) temp_place(P, b);
     else if (kind == B_CONST && accept(P, "nibbles")) {
-        if (t != DT_INT8 && t != DT_UINT8) perr(P, "a nibbles constant must be int8 or uint8");
+        if (t != DT_INT8 && t != DT_UINT8 && t != DT_FLOAT4E2M1) perr(P, "a nibbles constant must be int8, uint8 or float4e2m1");
         b->nibbles = true;
     }
     expect_end(P);

@@ -106,7 +106,7 @@ void infer_cast(Graph *g, Node *n) {
     if (dtype_nibbles(to) != DT_UNDEF) to = dtype_nibbles(to);     /* int4/uint4: cast_nibbles */
     if (!dtype_supported(to)) {
         error(ir_where(g, n), "cast to unsupported type %s (%d)%s", dtype_name(to), (int)to,
-              to >= 23 && to <= 26 ? ": onnxcc has no float4, float8e8m0 or 2-bit types" : "");
+              to >= 24 && to <= 26 ? ": onnxcc has no float8e8m0 or 2-bit types" : "");
         return;
     }
     ir_set_shape(n->out[0], to, x->rank, x->dims);
@@ -117,6 +117,7 @@ void infer_cast(Graph *g, Node *n) {
  * sign-extended for int4 (the spec's "discard higher bits" of fixed point; a float is first
  * truncated toward zero, as into int8). */
 static bool cast_nibbles(const Node *n) {
+    if (n->out[0]->dtype != DT_INT8 && n->out[0]->dtype != DT_UINT8) return false;
     if (n->op == OP_CastLike) return n->in[1]->nibbles;
     return dtype_nibbles((int)ir_attr_int(n, "to", DT_UNDEF)) != DT_UNDEF;
 }
@@ -127,8 +128,8 @@ static bool cast_nibbles(const Node *n) {
 void infer_bitcast(Graph *g, Node *n) {
     Value *x = n->in[0];
     DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
-    DType bad = !dtype_supported(to) || to == DT_BOOL || dtype_is_float8(to) ? to
-              : x->dtype == DT_BOOL || dtype_is_float8(x->dtype) || x->dtype == DT_STRING ? x->dtype : DT_UNDEF;
+    DType bad = !dtype_supported(to) || to == DT_BOOL || dtype_is_minifloat(to) ? to
+              : x->dtype == DT_BOOL || dtype_is_minifloat(x->dtype) || x->dtype == DT_STRING ? x->dtype : DT_UNDEF;
     if (bad != DT_UNDEF) {
         error(ir_where(g, n), "bitcast of %s to %s: %s is not supported (numbers of 8 to 64 bits "
               "but bool and float8 are)", dtype_name(x->dtype), dtype_name(to), dtype_name(bad));
@@ -240,8 +241,9 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Sign: return kx_un(p, K_SIGN, x);
     case OP_BitCast: return kx_bitcast(p, n->out[0]->dtype, x);
     case OP_Cast: case OP_CastLike:     /* `saturate` (opset 19) applies to float8 targets */
-        if (dtype_is_float8(n->out[0]->dtype))
-            return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0);
+        if (dtype_is_minifloat(n->out[0]->dtype))     /* float4e2m1: always saturated */
+            return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0 ||
+                                    n->out[0]->dtype == DT_FLOAT4E2M1);
         if (cast_nibbles(n)) {      /* int4: ((v & 15) ^ 8) - 8, uint4: v & 15 */
             DType o = n->out[0]->dtype;
             Expr *q = kx_bin(p, K_AND, kx_cast(p, o, x), kx_const(p, o, 15));

@@ -125,7 +125,7 @@ static void quant_map(Lower *L, Node *n, const QLayout *q, MapFn build) {
     lower_map(L, n, y, zp ? 3 : 2, ins, build, NULL);
 }
 
-/* A float8 quantization's zero point must be absent or zeros (the reference refuses others):
+/* A float8 (or float4e2m1) quantization's zero point must be absent or zeros (the reference refuses others):
  * x / scale is cast to float8 as it is, no zero added (which would turn a -0 into +0). */
 static bool zero_point_zero(Graph *g, Node *n) {
     Value *zp = n->nin > 2 ? n->in[2] : NULL;
@@ -156,12 +156,12 @@ void infer_quantize(Graph *g, Node *n) {
               dtype_name(zp->dtype));
         return;
     }
-    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16 && !dtype_is_float8(t)) {
-        error(ir_where(g, n), "quantizing to %s is not supported (uint8, int8, uint16, int16 and "
-              "the float8 types are)", dtype_name(t));
+    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16 && !dtype_is_minifloat(t)) {
+        error(ir_where(g, n), "quantizing to %s is not supported (uint8, int8, uint16, int16, "
+              "int4, uint4, the float8 types and float4e2m1 are)", dtype_name(t));
         return;
     }
-    if (dtype_is_float8(t) && !zero_point_zero(g, n)) return;
+    if (dtype_is_minifloat(t) && !zero_point_zero(g, n)) return;
     int64_t prec = ir_attr_int(n, "precision", 0);
     if (prec != 0 && prec != DT_FLOAT) {
         error(ir_where(g, n), "precision %s is not supported (onnxcc divides in float32)",
@@ -183,8 +183,10 @@ static Expr *map_quantize(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
     Expr *x = kx_cast(p, DT_FLOAT, v[0]), *s = v[1]->type == DT_FLOAT ? v[1] : kx_cast(p, DT_FLOAT, v[1]);
     DType t = n->out[0]->dtype;     /* 16-bit outputs: opset 21 */
-    if (dtype_is_float8(t))         /* opset 19: rounded to nearest even, `saturate` */
-        return rule_float8_cast(p, kx_bin(p, K_DIV, x, s), t, ir_attr_int(n, "saturate", 1) != 0);
+    if (dtype_is_minifloat(t))      /* opset 19: rounded to nearest even, `saturate` (float4e2m1,
+                                       opset 23: always saturated) */
+        return rule_float8_cast(p, kx_bin(p, K_DIV, x, s), t, ir_attr_int(n, "saturate", 1) != 0 ||
+                                t == DT_FLOAT4E2M1);
     double lo = t == DT_INT8 ? -128 : t == DT_INT16 ? -32768 : 0;
     double hi = t == DT_INT8 ? 127 : t == DT_UINT8 ? 255 : t == DT_INT16 ? 32767 : 65535;
     if (quant_nibbles(n)) {
@@ -206,7 +208,7 @@ void infer_dequantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     QLayout q;
     bool xok = rule_quant_type(x->dtype) || x->dtype == DT_INT32 || x->dtype == DT_INT16 ||
-               x->dtype == DT_UINT16 || dtype_is_float8(x->dtype);
+               x->dtype == DT_UINT16 || dtype_is_minifloat(x->dtype);
     DType t = (DType)ir_attr_int(n, "output_dtype", 0);
     if (!t) t = s->dtype;
     if (!xok || !dtype_is_float(s->dtype) || s->dtype == DT_DOUBLE || (zp && zp->dtype != x->dtype)) {
@@ -219,7 +221,7 @@ void infer_dequantize(Graph *g, Node *n) {
         error(ir_where(g, n), "output_dtype %s is not float, float16 or bfloat16", dtype_name(t));
         return;
     }
-    if (dtype_is_float8(x->dtype) && !zero_point_zero(g, n)) return;
+    if (dtype_is_minifloat(x->dtype) && !zero_point_zero(g, n)) return;
     if (!quant_layout(g, n, x, &q)) return;
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
@@ -228,7 +230,7 @@ void infer_dequantize(Graph *g, Node *n) {
 static Expr *map_dequantize(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
     Expr *s = v[1]->type == DT_FLOAT ? v[1] : kx_cast(p, DT_FLOAT, v[1]);
-    if (dtype_is_float8(v[0]->type)) {  /* x * scale (the zero point is 0) */
+    if (dtype_is_minifloat(v[0]->type)) {  /* x * scale (the zero point is 0) */
         Expr *y = kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v[0]), s);
         return n->out[0]->dtype == DT_FLOAT ? y : kx_cast(p, n->out[0]->dtype, y);
     }

@@ -407,3 +407,95 @@ save4('quant_int4_large', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], outp
 a = q4((64, 129), False)
 save4('dq_uint4_input_large', [h.make_node('DequantizeLinear', ['x', 's'], ['y'])], [('x', a, UINT4)],
       [('y', (a.astype(np.float32) * s).astype(np.float32), T.FLOAT)], 21, [('s', s)])
+
+# ---- float4e2m1 (opset 23): constants, inputs and outputs (two codes a byte), Cast, and
+# QuantizeLinear/DequantizeLinear, from ONNX's float4 document: sign bit 3, values 0, 0.5, 1,
+# 1.5, 2, 3, 4, 6 (codes 0 to 7); rounded to nearest, ties to the even code; past 6 and
+# infinities +-6, NaN +6 ----
+F4 = 23
+F4V = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6])
+
+
+def f4_round(x):
+    """Cast to float4e2m1, as its value (float32; the sign of zero kept)."""
+    y = np.empty(x.shape, np.float32)
+    for i, xi in enumerate(x.astype(np.float64).flat):
+        if np.isnan(xi):
+            y.flat[i] = 6
+            continue
+        a = min(abs(xi), 6.0)
+        j = int(np.searchsorted(F4V, a))
+        if F4V[j] == a:
+            r = a
+        else:
+            lo, hi = F4V[j - 1], F4V[j]
+            r = lo if a - lo < hi - a or (a - lo == hi - a and (j - 1) % 2 == 0) else hi
+        y.flat[i] = -r if np.signbit(xi) else r
+    return y
+
+
+def f4_codes(v):
+    """The codes of float4e2m1 values v (exactly representable)."""
+    return np.array([(8 if np.signbit(a) else 0) | int(np.where(F4V == abs(a))[0][0]) for a in v.flat],
+                    np.uint8).reshape(v.shape)
+
+
+def f4_tensor(name, v):
+    tp = nibbles(name, f4_codes(v), False)
+    tp.data_type = F4
+    return tp
+
+
+def save_f4(name, nodes, ins, outs, opset=23, inits=()):
+    """As save4, float4e2m1 arrays (of exact values) marked with type F4."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d + '/test_data_set_0', exist_ok=True)
+    vi = lambda n, a, t: h.make_tensor_value_info(n, t, list(a.shape))
+    g = h.make_graph(nodes, name, [vi(*i) for i in ins], [vi(*o) for o in outs],
+                     [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 11
+    onnx.save(m, d + '/model.onnx')
+    for kind, vals in (('input', ins), ('output', outs)):
+        for k, (n, a, t) in enumerate(vals):
+            tp = f4_tensor(n, a) if t == F4 else nibbles(n, a, t == INT4) if t in NP4 else nh.from_array(a, n)
+            open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tp.SerializeToString())
+
+
+# Cast to float4e2m1: every tie (midpoints of neighbours), saturation, infinities, NaN, -0,
+# values below the smallest; out as float4 (odd count) and back to float
+mids = (F4V[1:] + F4V[:-1]) / 2
+x = np.concatenate([[0, -0.0, 0.1, 0.25, -0.25, 0.26, 5, 5.01, 6, 6.5, 7, 100, -7, np.inf, -np.inf, np.nan, 1e-30, -1e-30],
+                    mids, -mids, rng.standard_normal(20) * 3]).astype(np.float32)
+save_f4('cast_float_to_f4e2m1', [h.make_node('Cast', ['x'], ['y'], to=F4), h.make_node('Cast', ['y'], ['z'], to=T.FLOAT)],
+        [('x', x, T.FLOAT)], [('y', f4_round(x), F4), ('z', f4_round(x), T.FLOAT)])
+# float4 in: every code (with -0), read as float (Mul) and moved (Transpose) back out
+v = np.concatenate([F4V, -F4V]).astype(np.float32)
+v[8] = -0.0
+a = rng.choice(v, (5, 7)).astype(np.float32)
+a.flat[:16] = v
+save_f4('io_f4e2m1', [h.make_node('Cast', ['x'], ['c'], to=T.FLOAT), h.make_node('Mul', ['c', 'k'], ['y']),
+                      h.make_node('Transpose', ['x'], ['t'], perm=[1, 0])],
+        [('x', a, F4)], [('y', a * np.float32(1.5), T.FLOAT), ('t', a.T.copy(), F4)], 23, [('k', np.array(1.5, np.float32))])
+# ONNX's QuantizeLinear example (per axis), and QuantizeLinear -> DequantizeLinear blocked
+x = np.array([[0.0, 2.5, 4.8, 8.6], [-30, -20, 6, 9], [-0.0, -2.5, -4.8, -8.6]], np.float32)
+s = np.array([2.0, 3.0, 4.0], np.float32)
+zp = f4_tensor('z', np.zeros(3, np.float32))
+save_f4('quant_f4e2m1_axis0', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'], axis=0)], [('x', x, T.FLOAT)],
+        [('y', np.array([0, 1, 2, 4, -6, -6, 2, 3, -0.0, -0.5, -1, -2], np.float32).reshape(3, 4), F4)], 23, [('s', s), zp])
+x = randn(3, 10) * 4
+s = rng.uniform(0.5, 2, (3, 4)).astype(np.float32)
+sb = np.repeat(s, 3, axis=1)[:, :10]
+q = f4_round((x / sb).astype(np.float32))
+save_f4('qdq_f4e2m1_blocked', [h.make_node('QuantizeLinear', ['x', 's'], ['q'], axis=1, block_size=3, output_dtype=F4),
+                               h.make_node('DequantizeLinear', ['q', 's'], ['y'], axis=1, block_size=3)],
+        [('x', x, T.FLOAT)], [('y', (q * sb).astype(np.float32), T.FLOAT)], 23, [('s', s)])
+# float4 weights behind DequantizeLinear (blocked), read by MatMul: kept 4-bit, like int4
+w = rng.choice(v, (64, 24)).astype(np.float32)
+x = randn(2, 64)
+s = rng.uniform(0.01, 0.1, (2, 24)).astype(np.float32)
+wf = w.astype(np.float64) * np.repeat(s, 32, axis=0)
+save_f4('dq_f4e2m1_matmul_blocked', [h.make_node('DequantizeLinear', ['w', 's'], ['wf'], axis=0, block_size=32),
+                                     h.make_node('MatMul', ['x', 'wf'], ['y'])],
+        [('x', x, T.FLOAT)], [('y', (x.astype(np.float64) @ wf).astype(np.float32), T.FLOAT)], 23,
+        [f4_tensor('w', w), ('s', s)])
