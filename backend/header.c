@@ -49,7 +49,7 @@ static void put_shape(FILE *f, const Buf *b) {
     for (int d = 0; d < rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)b->dims[d]);
     fputc(']', f);
     if (b->string) fprintf(f, " (char[%lld] each)", (long long)b->dims[rank]);
-    if (b->nibbles) fputs(" (two a byte, the first in the low nibble)", f);
+    if (b->nibbles) fputs(b->crumbs ? " (four a byte, the first in the lowest two bits)" : " (two a byte, the first in the low nibble)", f);
 }
 
 static bool has_strings(const Program *p) {

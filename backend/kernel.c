@@ -391,12 +391,14 @@ static LLVMValueRef strided_load(Emitter *e, Buf *b, Expr **idx, int64_t c, unsi
  * would load. Lanes at consecutive elements (a panel of packed weights) load w bytes (the
  * object pads each such constant with NIBBLE_PAD bytes, so the bytes past its end that a
  * vector reads exist) and pick each lane's byte and nibble with a shuffle, two patterns
- * selected by whether lane 0's element is odd; other lanes gather their bytes. */
-static LLVMValueRef nibble_bits(Emitter *e, bool sign, LLVMValueRef byte, LLVMValueRef up) {
+ * selected by whether lane 0's element is odd; other lanes gather their bytes.
+ * 2-bit values (Buf.crumbs: int2/uint2, value i in bits 2 (i % 4) of byte i / 4) the same
+ * way, each lane's byte loaded or gathered on its own. */
+static LLVMValueRef nibble_bits(Emitter *e, bool sign, LLVMValueRef byte, LLVMValueRef up, unsigned bits) {
     LLVMTypeRef t = LLVMTypeOf(byte);
-    LLVMValueRef four = kint(t, 4);
-    if (sign) return LLVMBuildAShr(e->B, LLVMBuildShl(e->B, byte, up, ""), four, "");
-    return LLVMBuildAnd(e->B, LLVMBuildLShr(e->B, byte, LLVMBuildSub(e->B, four, up, ""), ""), kint(t, 15), "");
+    LLVMValueRef top = kint(t, 8 - bits);
+    if (sign) return LLVMBuildAShr(e->B, LLVMBuildShl(e->B, byte, up, ""), top, "");
+    return LLVMBuildAnd(e->B, LLVMBuildLShr(e->B, byte, LLVMBuildSub(e->B, top, up, ""), ""), kint(t, (1u << bits) - 1), "");
 }
 
 /* Is lane 0's linear element index of b[idx] even wherever it is evaluated (a row of even
@@ -438,15 +440,17 @@ static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int6
     LLVMValueRef base = param_ptr(e, b);
     /* the bytes past the end that a contiguous vector reads exist only after a constant
      * (NIBBLE_PAD): a caller's input or output is read byte by byte */
-    if (c == 1 && kir_root(b)->kind != B_CONST) c = 2;
+    unsigned bits = (unsigned)kir_pack_bits(kir_root(b)), lg = bits == 4 ? 1 : 2;
+    if (c == 1 && (kir_root(b)->kind != B_CONST || bits != 4)) c = 2;
     unsigned lw = c == 1 ? 0 : w;   /* the index as a scalar (lane 0's) or a vector */
     LLVMTypeRef it = wide(e->idx, lw);
     LLVMValueRef lin = linear_index(e, b, idx, lw);
-    LLVMValueRef at = LLVMBuildLShr(B, lin, kint(it, 1), "");
-    /* 4 for a low nibble (moved up by 4), 0 for a high one */
-    LLVMValueRef odd = LLVMBuildAnd(B, lin, kint(it, 1), "");
+    LLVMValueRef at = LLVMBuildLShr(B, lin, kint(it, lg), "");
+    LLVMValueRef odd = LLVMBuildAnd(B, lin, kint(it, (1u << lg) - 1), "");   /* the position in the byte */
     if (c != 1) {
-        LLVMValueRef up = LLVMBuildTrunc(B, LLVMBuildShl(B, LLVMBuildXor(B, odd, kint(it, 1), ""), kint(it, 2), ""), wide(e->i8, w), "");
+        /* how far up the value moves to the top of its byte: 8 - bits - bits * position */
+        LLVMValueRef up = LLVMBuildTrunc(B, LLVMBuildSub(B, kint(it, 8 - bits), LLVMBuildMul(B, odd, kint(it, bits), ""), ""),
+                                         wide(e->i8, w), "");
         LLVMValueRef byte;
         if (!w) {
             byte = LLVMBuildLoad2(B, e->i8, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
@@ -457,7 +461,7 @@ static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int6
             LLVMValueRef args[4] = {ptrs, LLVMConstInt(e->i32, 1, 0), all_lanes(e, w), LLVMGetPoison(tys[0])};
             byte = call_intrinsic(e, "llvm.masked.gather", tys, 2, args, 4);
         }
-        return nibble_bits(e, sign, byte, up);
+        return nibble_bits(e, sign, byte, up, bits);
     }
     LLVMTypeRef vt = LLVMVectorType(e->i8, w);
     LLVMValueRef bytes = LLVMBuildLoad2(B, vt, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
@@ -484,29 +488,31 @@ static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int6
     return LLVMBuildTrunc(B, x, vt, "");
 }
 
-/* A store into a 4-bit output (Buf.nibbles): each lane replaces its nibble of its byte, read,
- * masked and written back, lane after lane (a later lane at the same element wins, as in a
- * scalar loop). The element past the last one of an odd count has no value: storing the last
- * element clears it, so that the unused high nibble of the last byte is zero. v holds the
+/* A store into a 4-bit output (Buf.nibbles; 2-bit, crumbs): each lane replaces its nibble of
+ * its byte, read, masked and written back, lane after lane (a later lane at the same element
+ * wins, as in a scalar loop). The bits past the last element have no value: storing the last
+ * element clears them, so that the unused high bits of the last byte are zero. v holds the
  * value (8-bit, or w lanes of it when c is not 0). */
 static void nibble_store(Emitter *e, Buf *b, Expr **idx, LLVMValueRef v, unsigned w, int64_t c) {
     LLVMBuilderRef B = e->B;
     unsigned lw = c == 0 ? 0 : w;
+    unsigned bits = (unsigned)kir_pack_bits(kir_root(b)), lg = bits == 4 ? 1 : 2, mask = (1u << bits) - 1;
     LLVMValueRef base = param_ptr(e, b), lin = linear_index(e, b, idx, lw);
-    int64_t n = kir_numel(kir_root(b));
+    int64_t n = kir_numel(kir_root(b)), per = 8 / bits;
     for (unsigned l = 0; l < (lw ? lw : 1); l++) {
         LLVMValueRef li = lw ? LLVMBuildExtractElement(B, lin, LLVMConstInt(e->i32, l, 0), "") : lin;
         LLVMValueRef vi = lw ? LLVMBuildExtractElement(B, v, LLVMConstInt(e->i32, l, 0), "") : v;
-        LLVMValueRef at = LLVMBuildLShr(B, li, kint(e->idx, 1), "");
-        LLVMValueRef up = LLVMBuildTrunc(B, LLVMBuildShl(B, LLVMBuildAnd(B, li, kint(e->idx, 1), ""), kint(e->idx, 2), ""), e->i8, "");
+        LLVMValueRef at = LLVMBuildLShr(B, li, kint(e->idx, lg), "");
+        /* the value's lowest bit in its byte: bits * position */
+        LLVMValueRef up = LLVMBuildTrunc(B, LLVMBuildMul(B, LLVMBuildAnd(B, li, kint(e->idx, (1u << lg) - 1), ""), kint(e->idx, bits), ""), e->i8, "");
         LLVMValueRef ptr = LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, "");
         LLVMValueRef old = LLVMBuildLoad2(B, e->i8, ptr, "");
         LLVMSetAlignment(old, 1);
-        LLVMValueRef keep = LLVMBuildNot(B, LLVMBuildShl(B, kint(e->i8, 15), up, ""), "");
-        if (n % 2)
+        LLVMValueRef keep = LLVMBuildNot(B, LLVMBuildShl(B, kint(e->i8, mask), up, ""), "");
+        if (n % per)    /* the last element: the bits above it are cleared, the ones below kept */
             keep = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, li, kint(e->idx, (unsigned long long)(n - 1)), ""),
-                                   kint(e->i8, 0), keep, "");
-        LLVMValueRef nib = LLVMBuildShl(B, LLVMBuildAnd(B, vi, kint(e->i8, 15), ""), up, "");
+                                   LLVMBuildSub(B, LLVMBuildShl(B, kint(e->i8, 1), up, ""), kint(e->i8, 1), ""), keep, "");
+        LLVMValueRef nib = LLVMBuildShl(B, LLVMBuildAnd(B, vi, kint(e->i8, mask), ""), up, "");
         LLVMValueRef st = LLVMBuildStore(B, LLVMBuildOr(B, LLVMBuildAnd(B, old, keep, ""), nib, ""), ptr);
         LLVMSetAlignment(st, 1);
     }

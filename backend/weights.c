@@ -22,10 +22,10 @@ const void *be_const_bytes(Program *p, const Buf *b, size_t *n) {
         *n = kir_nbytes(b);
         return b->data;
     }
-    size_t numel = kir_numel(b), packed = (numel + 1) / 2;
+    size_t numel = kir_numel(b), packed = kir_io_nbytes(b);
     uint8_t *d = arena_alloc(p->arena, packed + NIBBLE_PAD);
     memset(d, 0, packed + NIBBLE_PAD);
-    if (b->data) kir_nibbles_pack(d, b->data, numel);
+    if (b->data) kir_nibbles_pack(d, b->data, numel, kir_pack_bits(b));
     *n = packed + NIBBLE_PAD;
     return d;
 }

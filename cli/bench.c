@@ -107,7 +107,7 @@ void bench_prepare(Arena *a, Bench *b, const char *dir) {
             if (t.dtype != x->dtype || t.nbytes != kir_nbytes(x))
                 fatal(path, "input %d ('%s'): the data is %s with %zu bytes, the model wants %s with %zu",
                       i, x->name, dtype_name(t.dtype), t.nbytes, dtype_name(x->dtype), kir_nbytes(x));
-            if (x->nibbles) kir_nibbles_pack(d, t.data, t.nbytes);   /* int4: two a byte */
+            if (x->nibbles) kir_nibbles_pack(d, t.data, t.nbytes, kir_pack_bits(x));   /* int4: two a byte */
             else memcpy(d, t.data, t.nbytes);
         } else {
             fill_random(x, d);

@@ -314,15 +314,15 @@ static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const
 /* A 4-bit output's values, one a byte, for compare (*got, replaced); false after a message
  * if the unused high nibble of an odd count's last byte is not zero. */
 static bool nibbles_out(Arena *a, const char *set, const Buf *b, const void **got) {
-    size_t n = (size_t)kir_numel(b);
+    size_t n = (size_t)kir_numel(b), bits = (size_t)kir_pack_bits(b), per = 8 / bits;
     const uint8_t *packed = *got;
-    if (n % 2 && packed[n / 2] >> 4) {
-        printf("  %s: output '%s': MISMATCH: the unused high nibble of the last byte is %d, not 0\n",
-               set, b->name, packed[n / 2] >> 4);
+    if (n % per && packed[n / per] >> (bits * (n % per))) {
+        printf("  %s: output '%s': MISMATCH: the unused high bits of the last byte are %d, not 0\n",
+               set, b->name, packed[n / per] >> (bits * (n % per)));
         return false;
     }
     uint8_t *v = arena_alloc(a, n + 1);
-    kir_nibbles_unpack(v, packed, n, b->dtype == DT_INT8);
+    kir_nibbles_unpack(v, packed, n, b->dtype == DT_INT8, (int)bits);
     *got = v;
     return true;
 }
@@ -353,9 +353,10 @@ static bool inputs_fit(const Program *p, const DataSet *d, bool *unread) {
                   dtype_name(d->in[i].dtype), b->string ? "string" : dtype_name(b->dtype));
             return false;
         }
-        if (d->in[i].nibbles != b->nibbles) {
+        int dbits = d->in[i].nibbles ? d->in[i].crumbs ? 2 : 4 : 0;
+        if (dbits != kir_pack_bits(b)) {
             error(d->path, "input %d ('%s'): the data is %s, the model wants %s", i, b->name,
-                  dtype_name((DType)dtype_onnx(d->in[i].dtype, d->in[i].nibbles)), dtype_name((DType)kir_io_dtype(b)));
+                  dtype_name((DType)dtype_onnx(d->in[i].dtype, dbits)), dtype_name((DType)kir_io_dtype(b)));
             return false;
         }
         Tensor t = as_bytes(&d->in[i]);
@@ -388,7 +389,7 @@ static int run_set(Arena *a, const Cli *c, Program *p, RunFn run, const DataSet 
                            : aligned_copy(d->in[i].data, d->in[i].nbytes, align);
         if (b->nibbles && !unread[i]) {     /* the data set's values, one a byte, packed */
             uint8_t *v = aligned_copy(d->in[i].data, d->in[i].nbytes, align);
-            kir_nibbles_pack((uint8_t *)ins[i], v, (size_t)kir_numel(b));
+            kir_nibbles_pack((uint8_t *)ins[i], v, (size_t)kir_numel(b), kir_pack_bits(b));
             free(v);
         }
     }

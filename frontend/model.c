@@ -134,6 +134,7 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
         }
         v->dtype = dtype_nibbles(tt->elem_type);
         v->nibbles = true;
+        v->crumbs = dtype_pack_bits(tt->elem_type) == 2;
     } else if (tt->has_elem_type && tt->elem_type != 0) {
         if (!dtype_known((DType)tt->elem_type)) {
             error(p->path, "%s '%s' has unsupported element type %s", what, v->name,
@@ -170,6 +171,7 @@ static Value *make_const(Parser *p, const Onnx__TensorProto *tp, const char *whe
     ir_set_shape(v, t.dtype, t.rank, t.dims);
     v->data = t.data;
     v->nibbles = t.nibbles;
+    v->crumbs = t.crumbs;
     return v;
 }
 
@@ -464,9 +466,9 @@ static void read_outputs(Parser *p, const Onnx__GraphProto *gp) {
             const Onnx__TypeProto *tp = vi->type;
             int32_t et = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
                                  tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0;
-            if (et && et != (int32_t)dtype_onnx(v->dtype, v->nibbles))
+            if (et && et != (int32_t)dtype_onnx(v->dtype, ir_pack_bits(v)))
                 error(p->path, "graph output '%s' is declared %s, but is the %s of type %s", name, fe_type_name(et),
-                      v->data ? "initializer" : "graph input", dtype_name((DType)dtype_onnx(v->dtype, v->nibbles)));
+                      v->data ? "initializer" : "graph input", dtype_name((DType)dtype_onnx(v->dtype, ir_pack_bits(v))));
         } else {
             read_type(p, v, vi->type, "output");
         }

@@ -71,11 +71,21 @@ bool dtype_supported(DType t) {
 bool dtype_known(DType t) { return dtype_supported(t) || t == DT_STRING; }
 
 DType dtype_nibbles(int onnx) {
-    return onnx == DT_INT4 ? DT_INT8 : onnx == DT_UINT4 ? DT_UINT8 : onnx == DT_FLOAT4E2M1 ? DT_FLOAT4E2M1 : DT_UNDEF;
+    switch (onnx) {
+    case DT_INT4: case DT_INT2: return DT_INT8;
+    case DT_UINT4: case DT_UINT2: return DT_UINT8;
+    case DT_FLOAT4E2M1: return DT_FLOAT4E2M1;
+    default: return DT_UNDEF;
+    }
 }
 
-int dtype_onnx(DType t, bool nibbles) {
-    if (nibbles && (t == DT_INT8 || t == DT_UINT8)) return t == DT_INT8 ? DT_INT4 : DT_UINT4;
+int dtype_pack_bits(int onnx) {
+    return onnx == DT_INT2 || onnx == DT_UINT2 ? 2 : dtype_nibbles(onnx) != DT_UNDEF ? 4 : 0;
+}
+
+int dtype_onnx(DType t, int bits) {
+    if (bits && (t == DT_INT8 || t == DT_UINT8))
+        return bits == 2 ? (t == DT_INT8 ? DT_INT2 : DT_UINT2) : (t == DT_INT8 ? DT_INT4 : DT_UINT4);
     return (int)t;
 }
 

@@ -37,6 +37,8 @@ typedef enum DType {
     /* float4e2m1 (opset 23): a code a byte (in the low nibble) in the arena, like the float8
      * types; two a byte, as int4 (`nibbles`), in constants, graph inputs and outputs */
     DT_FLOAT4E2M1 = 23,
+    /* ONNX numbers only, as int4: int8/uint8 marked `nibbles` and `crumbs`, four a byte */
+    DT_UINT2 = 25, DT_INT2 = 26,
     DT_INDEX = 100,
 } DType;
 size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported;
@@ -53,11 +55,14 @@ bool dtype_is_unsigned(DType t);
 bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
 bool dtype_known(DType t);         /* supported, or a string (which only some ops take: OPF_STRINGS) */
 /* The 4-bit types (ONNX 21 uint4, 22 int4, 23 float4e2m1) are stored two a byte at the
- * interface (`nibbles`); the integers are computed as the 8-bit ones. dtype_nibbles gives the
- * DType of a 4-bit ONNX number (int8, uint8, float4e2m1; DT_UNDEF for the others), dtype_onnx
- * the ONNX number of a value or buffer of dtype t that holds nibbles (t itself otherwise). */
+ * interface (`nibbles`), the 2-bit ones (25 uint2, 26 int2) four a byte (`nibbles` and
+ * `crumbs`); the integers are computed as the 8-bit ones. dtype_nibbles gives the DType of a
+ * packed ONNX number (int8, uint8, float4e2m1; DT_UNDEF for the others), dtype_pack_bits its
+ * bits (4, 2; 0 for the others), dtype_onnx the ONNX number of a value or buffer of dtype t
+ * packed `bits` to a value (t itself when 0). */
 DType dtype_nibbles(int onnx);
-int dtype_onnx(DType t, bool nibbles);
+int dtype_pack_bits(int onnx);
+int dtype_onnx(DType t, int bits);
 /* The 8-bit floats (ir/float8.c): stored as bytes, held as float32 in registers and
  * computed in float32 like the 16-bit floats. dtype_is_minifloat: those and float4e2m1,
  * which is handled the same way, a code a byte (its sign at bit 3, F8Format.sbit). */
@@ -150,6 +155,7 @@ typedef struct Value {
                                        a byte, every value in 4 bits), or a graph input or output
                                        declared int4/uint4. Values computed inside the graph are
                                        int8/uint8 unmarked, one a byte in the arena */
+    bool crumbs;                    /* with nibbles: int2/uint2, four values a byte */
     /* A sequence or optional (passes/ops/sequence.c) is resolved at compile time: its
      * elements are tensor Values (an optional's may be a sequence), listed in elems; dtype is
      * the element type and rank 0. Nothing is lowered for it: the rules rewrite its consumers
@@ -211,6 +217,9 @@ struct Graph {
     Graph *parent;
     Node *owner;
 };
+
+/* The bits a value is packed to at the interface (Value.nibbles): 4, 2, or 0 (a byte each) */
+static inline int ir_pack_bits(const Value *v) { return v->nibbles ? v->crumbs ? 2 : 4 : 0; }
 
 /* ---- building and editing (ir/ir.c) ---- */
 Graph *ir_graph_new(Arena *a);

@@ -52,6 +52,8 @@ typedef struct Buf {
                                        replace their nibble (backend/kernel.c, nibble_load and
                                        nibble_store), so no two threads may store into one
                                        (parallelize.c). The caller's buffer is kir_io_nbytes. */
+    bool crumbs;                    /* with nibbles: int2/uint2, four values a byte, lowest bits
+                                       first (text: "crumbs" instead of "nibbles") */
     int64_t offset;                 /* B_TEMP roots: byte offset in the arena (bufferize); -1 before */
     int first, last;                /* B_TEMP roots: live range in kernel indices (bufferize) */
 } Buf;
@@ -333,10 +335,12 @@ int kir_io_rank(const Buf *b);                  /* rank of the ONNX shape (a str
 size_t kir_io_nbytes(const Buf *b);             /* bytes of an input or output as the caller
                                                    holds it (4-bit values two a byte) */
 int kir_io_dtype(const Buf *b);                 /* its ONNX type number (int4: 22, string: 8) */
-/* 4-bit values (Buf.nibbles) between one a byte (int8/uint8) and two a byte, low nibble first:
- * pack writes (n + 1) / 2 bytes, a last high nibble zero; unpack sign-extends when `sign`. */
-void kir_nibbles_pack(uint8_t *packed, const uint8_t *v, size_t n);
-void kir_nibbles_unpack(uint8_t *v, const uint8_t *packed, size_t n, bool sign);
+/* bits-bit values (4: Buf.nibbles, 2: and crumbs) between one a byte (int8/uint8) and 8/bits a
+ * byte, lowest bits first: pack writes (n * bits + 7) / 8 bytes, the unused bits of the last
+ * zero; unpack sign-extends when `sign`. */
+void kir_nibbles_pack(uint8_t *packed, const uint8_t *v, size_t n, int bits);
+void kir_nibbles_unpack(uint8_t *v, const uint8_t *packed, size_t n, bool sign, int bits);
+static inline int kir_pack_bits(const Buf *b) { return b->nibbles ? b->crumbs ? 2 : 4 : 0; }
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);
 void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+out=inout) */
 /* Appends the n ONNX node names to k->nodes (a fused kernel adds those of the one it took). */

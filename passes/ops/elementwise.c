@@ -103,23 +103,24 @@ void infer_cast(Graph *g, Node *n) {
         infer_cast_string(g, n, to);
         return;
     }
-    if (dtype_nibbles(to) != DT_UNDEF) to = dtype_nibbles(to);     /* int4/uint4: cast_nibbles */
+    if (dtype_nibbles(to) != DT_UNDEF) to = dtype_nibbles(to);     /* int4, int2: cast_bits */
     if (!dtype_supported(to)) {
         error(ir_where(g, n), "cast to unsupported type %s (%d)%s", dtype_name(to), (int)to,
-              to >= 24 && to <= 26 ? ": onnxcc has no float8e8m0 or 2-bit types" : "");
+              to == 24 ? ": onnxcc has no float8e8m0" : "");
         return;
     }
     ir_set_shape(n->out[0], to, x->rank, x->dims);
 }
 
-/* Whether a Cast or CastLike gives int4/uint4 (to 22 or 21, or a `like` of such a type that
- * is stored as one: ir.h, Value.nibbles): the 8-bit result then keeps only its low 4 bits,
- * sign-extended for int4 (the spec's "discard higher bits" of fixed point; a float is first
- * truncated toward zero, as into int8). */
-static bool cast_nibbles(const Node *n) {
-    if (n->out[0]->dtype != DT_INT8 && n->out[0]->dtype != DT_UINT8) return false;
-    if (n->op == OP_CastLike) return n->in[1]->nibbles;
-    return dtype_nibbles((int)ir_attr_int(n, "to", DT_UNDEF)) != DT_UNDEF;
+/* The bits of a Cast's or CastLike's result when it is int4/uint4 or int2/uint2 (to 22, 21,
+ * 26 or 25, or a `like` of such a type that is stored as one: ir.h, Value.nibbles), else 0:
+ * the 8-bit result then keeps only its low 4 (2) bits, sign-extended for int4 (int2) (the
+ * spec's "discard higher bits" of fixed point; a float is first truncated toward zero, as
+ * into int8). */
+static int cast_bits(const Node *n) {
+    if (n->out[0]->dtype != DT_INT8 && n->out[0]->dtype != DT_UINT8) return 0;
+    if (n->op == OP_CastLike) return ir_pack_bits(n->in[1]);
+    return dtype_pack_bits((int)ir_attr_int(n, "to", DT_UNDEF));
 }
 
 /* BitCast (opset 26): the bits of each element read as `to`, of the same size (as the
@@ -244,10 +245,12 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
         if (dtype_is_minifloat(n->out[0]->dtype))     /* float4e2m1: always saturated */
             return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0 ||
                                     n->out[0]->dtype == DT_FLOAT4E2M1);
-        if (cast_nibbles(n)) {      /* int4: ((v & 15) ^ 8) - 8, uint4: v & 15 */
+        if (cast_bits(n)) {         /* int4: ((v & 15) ^ 8) - 8, uint4: v & 15; int2: 3 and 2 */
             DType o = n->out[0]->dtype;
-            Expr *q = kx_bin(p, K_AND, kx_cast(p, o, x), kx_const(p, o, 15));
-            return o == DT_UINT8 ? q : kx_bin(p, K_SUB, kx_bin(p, K_XOR, q, kx_const(p, o, 8)), kx_const(p, o, 8));
+            int bits = cast_bits(n);
+            Expr *q = kx_bin(p, K_AND, kx_cast(p, o, x), kx_const(p, o, (1 << bits) - 1));
+            Expr *half = kx_const(p, o, 1 << (bits - 1));
+            return o == DT_UINT8 ? q : kx_bin(p, K_SUB, kx_bin(p, K_XOR, q, half), kx_clone(p, half));
         }
         return kx_cast(p, n->out[0]->dtype, x);
     case OP_Relu: return kx_bin(p, K_MAX, x, cst(L, t, 0));

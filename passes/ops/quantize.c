@@ -143,7 +143,7 @@ void infer_quantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     QLayout q;
     DType od = (DType)ir_attr_int(n, "output_dtype", 0), t;
-    if (dtype_nibbles(od) != DT_UNDEF && (!zp || zp->nibbles)) od = dtype_nibbles(od);  /* quant_nibbles */
+    if (dtype_nibbles(od) != DT_UNDEF && (!zp || zp->nibbles)) od = dtype_nibbles(od);  /* quant_bits */
     t = zp ? zp->dtype : od ? od : DT_UINT8;
     if ((!dtype_is_float(x->dtype) && x->dtype != DT_INT32) || !dtype_is_float(s->dtype) ||
         s->dtype == DT_DOUBLE) {
@@ -172,11 +172,12 @@ void infer_quantize(Graph *g, Node *n) {
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
 
-/* Whether y is int4/uint4 (opset 21): its zero point is (a constant or graph input of that
- * type: ir.h, Value.nibbles), or output_dtype says so. Saturated to [-8, 7] or [0, 15]. */
-static bool quant_nibbles(const Node *n) {
+/* The bits of y when it is int4/uint4 (opset 21) or int2/uint2 (opset 25), else 0: its zero
+ * point is (a constant or graph input of that type: ir.h, Value.nibbles), or output_dtype
+ * says so. Saturated to [-8, 7] or [0, 15], [-2, 1] or [0, 3]. */
+static int quant_bits(const Node *n) {
     const Value *zp = n->nin > 2 ? n->in[2] : NULL;
-    return zp ? zp->nibbles : dtype_nibbles((int)ir_attr_int(n, "output_dtype", 0)) != DT_UNDEF;
+    return zp ? ir_pack_bits(zp) : dtype_pack_bits((int)ir_attr_int(n, "output_dtype", 0));
 }
 
 static Expr *map_quantize(Lower *L, Node *n, Expr **v, void *ctx) {
@@ -189,9 +190,10 @@ static Expr *map_quantize(Lower *L, Node *n, Expr **v, void *ctx) {
                                 t == DT_FLOAT4E2M1);
     double lo = t == DT_INT8 ? -128 : t == DT_INT16 ? -32768 : 0;
     double hi = t == DT_INT8 ? 127 : t == DT_UINT8 ? 255 : t == DT_INT16 ? 32767 : 65535;
-    if (quant_nibbles(n)) {
-        lo = t == DT_INT8 ? -8 : 0;
-        hi = t == DT_INT8 ? 7 : 15;
+    int bits = quant_bits(n);
+    if (bits) {
+        lo = t == DT_INT8 ? -(1 << (bits - 1)) : 0;
+        hi = t == DT_INT8 ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
     }
     return rule_quantize_in(p, kx_bin(p, K_DIV, x, s), n->nin > 2 && n->in[2] ? v[2] : NULL, t, lo, hi);
 }

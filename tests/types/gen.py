@@ -321,8 +321,39 @@ def save4(name, nodes, ins, outs, opset=21, inits=()):
     onnx.save(m, d + '/model.onnx')
     for kind, vals in (('input', ins), ('output', outs)):
         for k, (n, a, t) in enumerate(vals):
-            tp = nibbles(n, a, t == INT4) if t in NP4 else nh.from_array(a, n)
+            tp = nibbles(n, a, t == INT4) if t in NP4 else crumbs(n, a, t == INT2) if t in NP2 else nh.from_array(a, n)
             open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tp.SerializeToString())
+
+
+UINT2, INT2 = 25, 26
+NP2 = {INT2: np.int8, UINT2: np.uint8}
+
+
+def crumbs(name, a, signed):
+    """An int2 (signed) or uint2 TensorProto of the integer array a, four values a byte, the
+    first in the lowest two bits (raw_data)."""
+    lo, hi = (-2, 1) if signed else (0, 3)
+    assert a.min() >= lo and a.max() <= hi
+    flat = (a.reshape(-1).astype(np.int64) & 3).astype(np.uint8)
+    flat = np.append(flat, np.zeros(-flat.size % 4, np.uint8))
+    packed = (flat[0::4] | (flat[1::4] << 2) | (flat[2::4] << 4) | (flat[3::4] << 6)).astype(np.uint8)
+    t = T()
+    t.name, t.data_type = name, INT2 if signed else UINT2
+    t.dims.extend(a.shape)
+    t.raw_data = packed.tobytes()
+    return t
+
+
+def wrap2(a, signed):
+    """The low 2 bits of the integers a, sign-extended when signed."""
+    v = np.asarray(a).astype(np.int64) & 3
+    return (np.where(v >= 2, v - 4, v) if signed else v).astype(np.int8 if signed else np.uint8)
+
+
+def quant2(x, s, zp, signed):
+    r = np.clip((x.astype(np.float32) / s.astype(np.float32)).astype(np.float32), -1e6, 1e6)
+    q = np.rint(r).astype(np.int64) + zp
+    return np.clip(q, -2 if signed else 0, 1 if signed else 3).astype(np.int8 if signed else np.uint8)
 
 
 # every nibble value, odd counts (a last half byte), in and out unchanged: through a view
@@ -499,3 +530,39 @@ save_f4('dq_f4e2m1_matmul_blocked', [h.make_node('DequantizeLinear', ['w', 's'],
                                      h.make_node('MatMul', ['x', 'wf'], ['y'])],
         [('x', x, T.FLOAT)], [('y', (x.astype(np.float64) @ wf).astype(np.float32), T.FLOAT)], 23,
         [f4_tensor('w', w), ('s', s)])
+
+# ---- int2/uint2 (opset 25): four values a byte, lowest bits first; as int4 otherwise ----
+# counts of 4k + 1, + 2, + 3 (the unused bits of the last byte), every value, Transpose
+for n in (5, 6, 7):
+    a = np.resize(np.array([-2, -1, 0, 1], np.int8), (n, 3)).copy()
+    save4(f'io_int2_transpose_{n}x3', [h.make_node('Transpose', ['x'], ['y'], perm=[1, 0]),
+                                       h.make_node('Cast', ['x'], ['z'], to=T.FLOAT)],
+          [('x', a, INT2)], [('y', a.T.copy(), INT2), ('z', a.astype(np.float32), T.FLOAT)], 25)
+u = rng.integers(0, 4, (3, 11)).astype(np.uint8)
+save4('io_uint2_identity', [h.make_node('Identity', ['x'], ['y'])], [('x', u, UINT2)], [('y', u, UINT2)], 25)
+# Cast to int2/uint2: the low 2 bits (-3 -> 1, 2 -> -2 for int2), floats truncated first
+i = np.concatenate([np.arange(-9, 10), [200, -200, 127, -128]]).astype(np.int32)
+for t, tn in ((INT2, 'int2'), (UINT2, 'uint2')):
+    save4(f'cast_int32_to_{tn}', [h.make_node('Cast', ['x'], ['y'], to=t)], [('x', i, T.INT32)],
+          [('y', wrap2(i, t == INT2), t)], 25)
+f = np.array([0, -0.0, 0.9, -0.9, 1.5, -1.5, -2, 1, 0.3], np.float32)
+save4('cast_float_to_int2', [h.make_node('Cast', ['x'], ['y'], to=INT2)], [('x', f, T.FLOAT)],
+      [('y', wrap2(np.trunc(f), True), INT2)], 25)
+# QuantizeLinear to int2 (ties, saturation) per tensor with an int2 zero point; to uint2 per
+# axis with output_dtype; int2 weights behind DequantizeLinear read by MatMul
+x = np.array([0, 0.25, 0.75, -0.25, -0.75, 1.25, -1.25, 3, -3, np.inf, -np.inf], np.float32)
+s = np.array(0.5, np.float32)
+save4('quant_int2_per_tensor', [h.make_node('QuantizeLinear', ['x', 's', 'z'], ['y'])], [('x', x, T.FLOAT)],
+      [('y', quant2(x, s, -1, True), INT2)], 25, [('s', s), crumbs('z', np.array(-1, np.int8), True)])
+x = randn(5, 6) * 2
+s = rng.uniform(0.3, 1, 6).astype(np.float32)
+save4('quant_uint2_axis1', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], axis=1, output_dtype=UINT2)],
+      [('x', x, T.FLOAT)], [('y', quant2(x, s[None, :], 0, False), UINT2)], 25, [('s', s)])
+w = rng.integers(-2, 2, (48, 20)).astype(np.int8)
+x = randn(3, 48)
+s = rng.uniform(0.05, 0.2, (3, 20)).astype(np.float32)
+wf = w.astype(np.float64) * np.repeat(s, 16, axis=0)
+save4('dq_int2_matmul_blocked', [h.make_node('DequantizeLinear', ['w', 's'], ['wf'], axis=0, block_size=16),
+                                 h.make_node('MatMul', ['x', 'wf'], ['y'])],
+      [('x', x, T.FLOAT)], [('y', (x.astype(np.float64) @ wf).astype(np.float32), T.FLOAT)], 25,
+      [crumbs('w', w, True), ('s', s)])
