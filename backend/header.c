@@ -20,7 +20,7 @@ static const char *ctype(DType t) {
     case DT_INT8: return "int8_t";
     case DT_UINT8: case DT_BOOL: return "uint8_t";
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return "uint8_t";
-    case DT_FLOAT4E2M1: return "uint8_t";
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0: return "uint8_t";
     case DT_INT16: return "int16_t";
     case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return "uint16_t";
     case DT_INT32: return "int32_t";

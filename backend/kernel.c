@@ -38,7 +38,7 @@ LLVMTypeRef be_mem_type(Emitter *e, DType t) {
     case DT_DOUBLE: return e->f64;
     case DT_BOOL: case DT_INT8: case DT_UINT8: return e->i8;
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return e->i8;
-    case DT_FLOAT4E2M1: return e->i8;
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0: return e->i8;
     case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return e->i16;
     case DT_INT32: case DT_UINT32: return e->i32;
     case DT_INT64: case DT_UINT64: return e->i64;
@@ -133,8 +133,19 @@ static LLVMValueRef f8_to_float(Emitter *e, DType t, LLVMValueRef b) {
 
 static LLVMValueRef f8_to_bits(Emitter *e, DType t, LLVMValueRef v) {
     LLVMBuilderRef B = e->B;
-    F8Format f = f8_format(t);
     LLVMTypeRef I = like(v, e->i32), F = like(v, e->f32);
+    if (t == DT_FLOAT8E8M0) {   /* e8m0_encode, rounding up, saturated: the exponent field,
+                                   plus one if a fraction and below 0xfe; 0xff stays */
+        LLVMValueRef u = LLVMBuildBitCast(B, v, I, "");
+        LLVMValueRef ex = LLVMBuildAnd(B, LLVMBuildLShr(B, u, k32(23), ""), k32(0xff), "");
+        LLVMValueRef frac = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, u, k32(0x7fffff), ""), k32(0), "");
+        LLVMValueRef up = LLVMBuildAnd(B, frac, LLVMBuildICmp(B, LLVMIntULT, ex, k32(0xfe), ""), "");
+        /* but 2^-127, code 0's value, stays code 0 (e8m0_encode) */
+        LLVMValueRef min = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, u, k32(0x7fffffff), ""), k32(0x00400000), "");
+        up = LLVMBuildAnd(B, up, LLVMBuildNot(B, min, ""), "");
+        return LLVMBuildTrunc(B, LLVMBuildAdd(B, ex, LLVMBuildZExt(B, up, I, ""), ""), like(v, e->i8), "");
+    }
+    F8Format f = f8_format(t);
     int emin = 1 - f.bias;
     unsigned sh = 23 - (unsigned)f.mbits, cb = (unsigned)(127 + emin - f.mbits + 23) << 23;
     LLVMValueRef u = LLVMBuildBitCast(B, v, I, "");

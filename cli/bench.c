@@ -67,7 +67,7 @@ static void fill_random(const Buf *b, void *dst) {
         }
         case DT_FLOAT16: ((uint16_t *)dst)[i] = x > 0 ? 0x3800 : 0xb800; break;   /* +-0.5 */
         case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
-        case DT_FLOAT4E2M1:
+        case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
             ((uint8_t *)dst)[i] = f8_encode(b->dtype, (float)x);
             break;
         default: break;

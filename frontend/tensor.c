@@ -94,6 +94,7 @@ static void from_typed(const Onnx__TensorProto *tp, Tensor *t, size_t n) {
         /* float16 and bfloat16 travel as their bit patterns in the low 16 bits */
         /* the float8 types as their bit patterns in the low 8 bits */
         case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+        case DT_FLOAT8E8M0:
             ((uint8_t *)d)[i] = (uint8_t)tp->int32_data[i];
             break;
         case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16:

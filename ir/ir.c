@@ -14,6 +14,7 @@ size_t dtype_size(DType t) {
     case DT_INT8: case DT_UINT8: case DT_BOOL: return 1;
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return 1;
     case DT_FLOAT4E2M1: return 1;  /* in the arena; two a byte in constants and I/O */
+    case DT_FLOAT8E8M0: return 1;
     default: return 0;
     }
 }
@@ -62,7 +63,7 @@ bool dtype_supported(DType t) {
     case DT_INT32: case DT_UINT32: case DT_INT64: case DT_UINT64: case DT_BOOL: return true;
     case DT_FLOAT16: case DT_BFLOAT16: return true;    /* stored 16-bit, computed in float32 */
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
-    case DT_FLOAT4E2M1:
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
         return true;                                    /* stored 8-bit, computed in float32 */
     default: return false;
     }
@@ -329,7 +330,7 @@ int64_t ir_const_int(const Value *v, int64_t i) {
     case DT_UINT8: case DT_BOOL: return ((const uint8_t *)p)[i];
     case DT_FLOAT: case DT_DOUBLE: case DT_FLOAT16: case DT_BFLOAT16:
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
-    case DT_FLOAT4E2M1:
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
         return float_int(ir_const_float(v, i));
     default: die("ir_const_int of %s", dtype_name(v->dtype));
     }

@@ -37,6 +37,9 @@ typedef enum DType {
     /* float4e2m1 (opset 23): a code a byte (in the low nibble) in the arena, like the float8
      * types; two a byte, as int4 (`nibbles`), in constants, graph inputs and outputs */
     DT_FLOAT4E2M1 = 23,
+    /* float8e8m0 (opset 24): an unsigned power of two 2^(code - 127), 0xff NaN; a code a byte,
+     * held as float32 like the float8 types (ir/float8.c) */
+    DT_FLOAT8E8M0 = 24,
     /* ONNX numbers only, as int4: int8/uint8 marked `nibbles` and `crumbs`, four a byte */
     DT_UINT2 = 25, DT_INT2 = 26,
     DT_INDEX = 100,
@@ -64,8 +67,9 @@ DType dtype_nibbles(int onnx);
 int dtype_pack_bits(int onnx);
 int dtype_onnx(DType t, int bits);
 /* The 8-bit floats (ir/float8.c): stored as bytes, held as float32 in registers and
- * computed in float32 like the 16-bit floats. dtype_is_minifloat: those and float4e2m1,
- * which is handled the same way, a code a byte (its sign at bit 3, F8Format.sbit). */
+ * computed in float32 like the 16-bit floats. dtype_is_minifloat: those, float4e2m1 and
+ * float8e8m0, which are handled the same way, a code a byte (float4e2m1's sign at bit 3,
+ * F8Format.sbit; float8e8m0 has no F8Format: e8m0_encode). */
 bool dtype_is_float8(DType t);
 bool dtype_is_minifloat(DType t);
 typedef struct F8Format {
@@ -82,6 +86,13 @@ typedef struct F8Format {
 F8Format f8_format(DType t);
 float f8_decode(DType t, uint8_t b);
 uint8_t f8_encode(DType t, float x);
+/* float8e8m0 from float: the float32 exponent field, raised by one when round_mode asks
+ * (E8M0_UP: any fraction, the default; E8M0_NEAREST: a fraction of a half or more (at the
+ * smallest exponent, more than a half); E8M0_DOWN: never), unless `saturate` and already the
+ * largest (0xfe); infinities and NaN are NaN (0xff), the sign is ignored (as onnx's
+ * reference numpy_helper.to_float8e8m0). A store and K_CAST use E8M0_UP and saturate. */
+enum { E8M0_UP, E8M0_DOWN, E8M0_NEAREST };
+uint8_t e8m0_encode(float x, bool saturate, int round_mode);
 
 #define MAX_RANK 8
 

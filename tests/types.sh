@@ -8,7 +8,8 @@
 # or an odd count's last nibble left set shows); float4e2m1 (Cast with every tie, saturation,
 # infinities, NaN; inputs and outputs; QuantizeLinear/DequantizeLinear-23 per axis and
 # blocked; weights behind DequantizeLinear read by MatMul); int2/uint2 likewise (counts of
-# 4k + 1 to 3); the float8 types and BitCast;
+# 4k + 1 to 3); float8e8m0 (Cast by every round_mode, with and without saturate, around
+# 2^-127, 2^127 and the ties; every code in); the float8 types and BitCast;
 # against numpy references, with `onnxcc check --roundtrip-kir --atol 1e-4` at -O0
 # and -O2 and at both x86 ISA levels of the object (--isa 0 and 1, where the host has them).
 # --bench: the weight-only int4 decoder stack against the float model of the same weights:

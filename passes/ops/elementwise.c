@@ -96,6 +96,13 @@ void infer_unary(Graph *g, Node *n) {
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
 
+/* Cast-24's `round_mode`, which applies to float8e8m0 only: E8M0_UP, _DOWN or _NEAREST, -1
+ * if it names none of them. */
+static int e8m0_mode(const Node *n) {
+    const char *m = ir_attr_str(n, "round_mode", "up");
+    return !strcmp(m, "up") ? E8M0_UP : !strcmp(m, "down") ? E8M0_DOWN : !strcmp(m, "nearest") ? E8M0_NEAREST : -1;
+}
+
 void infer_cast(Graph *g, Node *n) {
     Value *x = n->in[0];
     DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
@@ -105,8 +112,11 @@ void infer_cast(Graph *g, Node *n) {
     }
     if (dtype_nibbles(to) != DT_UNDEF) to = dtype_nibbles(to);     /* int4, int2: cast_bits */
     if (!dtype_supported(to)) {
-        error(ir_where(g, n), "cast to unsupported type %s (%d)%s", dtype_name(to), (int)to,
-              to == 24 ? ": onnxcc has no float8e8m0" : "");
+        error(ir_where(g, n), "cast to unsupported type %s (%d)", dtype_name(to), (int)to);
+        return;
+    }
+    if (to == DT_FLOAT8E8M0 && e8m0_mode(n) < 0) {
+        error(ir_where(g, n), "round_mode '%s' is not up, down or nearest", ir_attr_str(n, "round_mode", ""));
         return;
     }
     ir_set_shape(n->out[0], to, x->rank, x->dims);
@@ -242,6 +252,8 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Sign: return kx_un(p, K_SIGN, x);
     case OP_BitCast: return kx_bitcast(p, n->out[0]->dtype, x);
     case OP_Cast: case OP_CastLike:     /* `saturate` (opset 19) applies to float8 targets */
+        if (n->out[0]->dtype == DT_FLOAT8E8M0)
+            return rule_e8m0_cast(p, x, ir_attr_int(n, "saturate", 1) != 0, e8m0_mode(n));
         if (dtype_is_minifloat(n->out[0]->dtype))     /* float4e2m1: always saturated */
             return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0 ||
                                     n->out[0]->dtype == DT_FLOAT4E2M1);

@@ -156,7 +156,7 @@ void infer_quantize(Graph *g, Node *n) {
               dtype_name(zp->dtype));
         return;
     }
-    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16 && !dtype_is_minifloat(t)) {
+    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16 && (!dtype_is_minifloat(t) || t == DT_FLOAT8E8M0)) {
         error(ir_where(g, n), "quantizing to %s is not supported (uint8, int8, uint16, int16, "
               "int4, uint4, the float8 types and float4e2m1 are)", dtype_name(t));
         return;
@@ -210,7 +210,7 @@ void infer_dequantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     QLayout q;
     bool xok = rule_quant_type(x->dtype) || x->dtype == DT_INT32 || x->dtype == DT_INT16 ||
-               x->dtype == DT_UINT16 || dtype_is_minifloat(x->dtype);
+               x->dtype == DT_UINT16 || (dtype_is_minifloat(x->dtype) && x->dtype != DT_FLOAT8E8M0);
     DType t = (DType)ir_attr_int(n, "output_dtype", 0);
     if (!t) t = s->dtype;
     if (!xok || !dtype_is_float(s->dtype) || s->dtype == DT_DOUBLE || (zp && zp->dtype != x->dtype)) {

@@ -566,3 +566,70 @@ save4('dq_int2_matmul_blocked', [h.make_node('DequantizeLinear', ['w', 's'], ['w
                                  h.make_node('MatMul', ['x', 'wf'], ['y'])],
       [('x', x, T.FLOAT)], [('y', (x.astype(np.float64) @ wf).astype(np.float32), T.FLOAT)], 25,
       [crumbs('w', w, True), ('s', s)])
+
+# ---- float8e8m0 (opset 24): 2^(code - 127), 0xff NaN; Cast-24 by round_mode and saturate,
+# from the bits of the float32 as onnx's reference computes it (numpy_helper.to_float8e8m0):
+# the exponent field, plus one when up (any fraction) or nearest (a half or more; at
+# exponent 0 more than a half), unless saturating at 0xfe; infinities and NaN NaN ----
+E8M0 = 24
+
+
+def e8m0_codes(x, saturate, mode):
+    u = x.astype(np.float32).view(np.uint32).astype(np.int64)
+    e, frac = (u >> 23) & 0xff, u & 0x7fffff
+    if mode == 'up':
+        up = frac != 0
+    elif mode == 'nearest':
+        up = ((frac >> 22) & 1).astype(bool) & (((frac & 0x3fffff) != 0) | (e > 0))
+    else:
+        up = np.zeros(e.shape, bool)
+    if saturate:
+        up &= e != 0xfe
+    up &= (u & 0x7fffffff) != 0x00400000    # 2^-127 stays code 0 (README: the reference rounds it up)
+    return np.where(e == 0xff, 0xff, np.minimum(e + up, 0xff)).astype(np.uint8)
+
+
+def e8m0_values(c):
+    return np.where(c == 0xff, np.nan, np.ldexp(1.0, c.astype(np.int64) - 127)).astype(np.float32)
+
+
+def e8m0_tensor(name, c):
+    tp = T()
+    tp.name, tp.data_type = name, E8M0
+    tp.dims.extend(c.shape)
+    tp.raw_data = c.astype(np.uint8).tobytes()
+    return tp
+
+
+def save_e8m0(name, nodes, ins, outs, opset=24, inits=()):
+    """ins/outs: (name, array, type); E8M0 arrays are codes (uint8)."""
+    d = os.path.join(OUT, name)
+    os.makedirs(d + '/test_data_set_0', exist_ok=True)
+    vi = lambda n, a, t: h.make_tensor_value_info(n, t, list(a.shape))
+    g = h.make_graph(nodes, name, [vi(*i) for i in ins], [vi(*o) for o in outs],
+                     [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
+    m.ir_version = 11
+    onnx.save(m, d + '/model.onnx')
+    for kind, vals in (('input', ins), ('output', outs)):
+        for k, (n, a, t) in enumerate(vals):
+            tp = e8m0_tensor(n, a) if t == E8M0 else nh.from_array(a, n)
+            open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tp.SerializeToString())
+
+
+p2 = lambda k: np.ldexp(np.float32(1), k)
+x = np.array([1, 2, 1.5, 1.4999999, 1.5000001, 1.75, 3, 0.75, 0.1, 1e10, 0, 1e-40, 1e-39, p2(-127),
+              p2(-127) * 1.5, p2(-126), p2(-126) * 1.5, p2(127), p2(127) * 1.5, p2(127) * 1.9, 3.4e38,
+              np.inf, np.nan, 6.5, 48, 0.3], np.float32)
+for mode in ('up', 'down', 'nearest'):
+    for sat in (1, 0):
+        c = e8m0_codes(x, sat, mode)
+        save_e8m0(f'cast_e8m0_{mode}_sat{sat}',
+                  [h.make_node('Cast', ['x'], ['c'], to=E8M0, saturate=sat, round_mode=mode),
+                   h.make_node('Cast', ['c'], ['y'], to=T.FLOAT), h.make_node('Identity', ['c'], ['z'])],
+                  [('x', x, T.FLOAT)], [('y', e8m0_values(c), T.FLOAT), ('z', c, E8M0)])
+# float8e8m0 in: every code (0 to 0xff), read as float and scaled by a power of two
+c = np.arange(256, dtype=np.uint8)
+save_e8m0('io_e8m0', [h.make_node('Cast', ['x'], ['f'], to=T.FLOAT), h.make_node('Mul', ['f', 'k'], ['y'])],
+          [('x', c, E8M0)], [('y', (e8m0_values(c).astype(np.float64) * 2.0 ** -10).astype(np.float32), T.FLOAT)],
+          24, [('k', np.array(2.0 ** -10, np.float32))])
