@@ -633,3 +633,20 @@ c = np.arange(256, dtype=np.uint8)
 save_e8m0('io_e8m0', [h.make_node('Cast', ['x'], ['f'], to=T.FLOAT), h.make_node('Mul', ['f', 'k'], ['y'])],
           [('x', c, E8M0)], [('y', (e8m0_values(c).astype(np.float64) * 2.0 ** -10).astype(np.float32), T.FLOAT)],
           24, [('k', np.array(2.0 ** -10, np.float32))])
+# a 4-bit output that the graph reads too (DequantizeLinear loads it back from the caller's
+# packed buffer), and an int4 input that is also an output
+x = randn(7, 5) * 2
+s = np.array(0.4, np.float32)
+q = quant4(x, s, 0, True)
+a = q4((3, 3), True)
+save4('qdq_int4_output_read', [h.make_node('QuantizeLinear', ['x', 's'], ['q'], output_dtype=INT4),
+                               h.make_node('DequantizeLinear', ['q', 's'], ['y'])],
+      [('x', x, T.FLOAT), ('a', a, INT4)], [('q', q, INT4), ('y', (q.astype(np.float32) * s).astype(np.float32), T.FLOAT), ('a', a, INT4)],
+      21, [('s', s)])
+# rows of even length: whole vectors of pairs stored at once (kernel.c, nibble_store)
+x = randn(16, 256) * 3
+s = np.array(0.5, np.float32)
+save4('quant_int4_even_rows', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], output_dtype=INT4)],
+      [('x', x, T.FLOAT)], [('y', quant4(x, s, 0, True), INT4)], 21, [('s', s)])
+x = randn(8, 128) * 4
+save_f4('cast_f4e2m1_even_rows', [h.make_node('Cast', ['x'], ['y'], to=F4)], [('x', x, T.FLOAT)], [('y', f4_round(x), F4)])
