@@ -452,7 +452,9 @@ static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int6
     /* the bytes past the end that a contiguous vector reads exist only after a constant
      * (NIBBLE_PAD): a caller's input or output is read byte by byte */
     unsigned bits = (unsigned)kir_pack_bits(kir_root(b)), lg = bits == 4 ? 1 : 2;
-    if (c == 1 && (kir_root(b)->kind != B_CONST || bits != 4)) c = 2;
+    /* from an even element, w lanes read exactly w / 2 bytes: a caller's buffer has them */
+    bool whole = c == 1 && bits == 4 && w >= 2 && w % 2 == 0 && kir_root(b)->kind != B_CONST && lane0_even(e, b, idx);
+    if (c == 1 && !whole && (kir_root(b)->kind != B_CONST || bits != 4)) c = 2;
     unsigned lw = c == 1 ? 0 : w;   /* the index as a scalar (lane 0's) or a vector */
     LLVMTypeRef it = wide(e->idx, lw);
     LLVMValueRef lin = linear_index(e, b, idx, lw);
@@ -475,7 +477,7 @@ static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int6
         return nibble_bits(e, sign, byte, up, bits);
     }
     LLVMTypeRef vt = LLVMVectorType(e->i8, w);
-    LLVMValueRef bytes = LLVMBuildLoad2(B, vt, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
+    LLVMValueRef bytes = LLVMBuildLoad2(B, whole ? LLVMVectorType(e->i8, w / 2) : vt, LLVMBuildInBoundsGEP2(B, e->i8, base, &at, 1, ""), "");
     LLVMSetAlignment(bytes, 1);
     LLVMValueRef me[MAX_LANES], mo[MAX_LANES], ue[MAX_LANES], uo[MAX_LANES];
     for (unsigned i = 0; i < w; i++) {
@@ -484,9 +486,9 @@ static LLVMValueRef nibble_load(Emitter *e, Buf *b, Expr **idx, unsigned w, int6
         ue[i] = LLVMConstInt(e->i8, i % 2 ? 0 : 4, 0);
         uo[i] = LLVMConstInt(e->i8, i % 2 ? 4 : 0, 0);
     }
-    LLVMValueRef isodd = lane0_even(e, b, idx) ? LLVMConstInt(e->i1, 0, 0) : LLVMBuildICmp(B, LLVMIntNE, odd, kint(it, 0), "");
-    LLVMValueRef even_b = LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(vt), LLVMConstVector(me, w), "");
-    LLVMValueRef odd_b = LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(vt), LLVMConstVector(mo, w), "");
+    LLVMValueRef isodd = whole || lane0_even(e, b, idx) ? LLVMConstInt(e->i1, 0, 0) : LLVMBuildICmp(B, LLVMIntNE, odd, kint(it, 0), "");
+    LLVMValueRef even_b = LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(LLVMTypeOf(bytes)), LLVMConstVector(me, w), "");
+    LLVMValueRef odd_b = whole ? even_b : LLVMBuildShuffleVector(B, bytes, LLVMGetPoison(vt), LLVMConstVector(mo, w), "");
     LLVMValueRef byte = LLVMBuildSelect(B, isodd, odd_b, even_b, "");
     LLVMValueRef up = LLVMBuildSelect(B, isodd, LLVMConstVector(uo, w), LLVMConstVector(ue, w), "");
     /* in 32-bit lanes, where x86 has shifts by a vector (AVX2's vpsllvd/vpsravd; bytes have

@@ -650,3 +650,9 @@ save4('quant_int4_even_rows', [h.make_node('QuantizeLinear', ['x', 's'], ['y'], 
       [('x', x, T.FLOAT)], [('y', quant4(x, s, 0, True), INT4)], 21, [('s', s)])
 x = randn(8, 128) * 4
 save_f4('cast_f4e2m1_even_rows', [h.make_node('Cast', ['x'], ['y'], to=F4)], [('x', x, T.FLOAT)], [('y', f4_round(x), F4)])
+# ... and read: a vector from an even element loads its w / 2 bytes (kernel.c, nibble_load)
+a = q4((16, 256), True)
+save4('dq_int4_input_even_rows', [h.make_node('DequantizeLinear', ['x', 's'], ['y'])], [('x', a, INT4)],
+      [('y', (a.astype(np.float32) * np.float32(0.5)).astype(np.float32), T.FLOAT)], 21, [('s', np.array(0.5, np.float32))])
+a = rng.choice(v, (8, 128)).astype(np.float32)
+save_f4('io_f4e2m1_even_rows', [h.make_node('Cast', ['x'], ['y'], to=T.FLOAT)], [('x', a, F4)], [('y', a, T.FLOAT)])
