@@ -99,7 +99,9 @@ typedef enum ExprKind {
  *   nearest even and saturate a finite value past the largest to it (an infinity stays one
  *   in e5m2 and saturates in the others); Cast's `saturate` is the rules' (ir/float8.c).
  *   float4e2m1 (DT_FLOAT4E2M1) likewise, a code a byte: rounded to nearest even, saturated
- *   to +-6, infinities too, and NaN to +6 (it has neither).
+ *   to +-6, infinities too, and NaN to +6 (it has neither). float8e8m0 (DT_FLOAT8E8M0): the
+ *   exponent of the float32 rounded up, saturated at 2^127, infinities and NaN NaN, 2^-127
+ *   kept (e8m0_encode); Cast's other round_modes are the rules' (rule_e8m0_cast).
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers).
  * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
  *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of
