@@ -656,3 +656,18 @@ save4('dq_int4_input_even_rows', [h.make_node('DequantizeLinear', ['x', 's'], ['
       [('y', (a.astype(np.float32) * np.float32(0.5)).astype(np.float32), T.FLOAT)], 21, [('s', np.array(0.5, np.float32))])
 a = rng.choice(v, (8, 128)).astype(np.float32)
 save_f4('io_f4e2m1_even_rows', [h.make_node('Cast', ['x'], ['y'], to=T.FLOAT)], [('x', a, F4)], [('y', a, T.FLOAT)])
+
+# ---- onnxruntime's view of the 2- and 4-bit results (tests/types.sh --ort): tests/opsets/ort.js
+# has no 4- or 2-bit tensors, so these twins cast the result to int32 for it (and are checked
+# by onnxcc too). onnxruntime 1.30 has no CPU float4e2m1 Cast or QuantizeLinear, and rounds a
+# float cast to int4 (2.7 -> 3) where onnxcc truncates (README): neither is here. ----
+xq = np.array([0, 0.25, 0.75, -0.25, -0.75, 1.25, -1.25, 1.75, 3.4, -3.6, 100, -100, 3.75, 0.5], np.float32)
+sq = np.array(0.5, np.float32)
+for od, tn, ref in ((INT4, 'int4', lambda: quant4(xq, sq, 0, True)), (UINT4, 'uint4', lambda: quant4(xq, sq, 0, False)),
+                    (INT2, 'int2', lambda: quant2(xq, sq, 0, True)), (UINT2, 'uint2', lambda: quant2(xq, sq, 0, False))):
+    save(f'ort_quant_{tn}', [h.make_node('QuantizeLinear', ['x', 's'], ['q'], output_dtype=od),
+                             h.make_node('Cast', ['q'], ['y'], to=T.INT32)],
+         [('x', xq)], [('y', ref().astype(np.int32))], 25 if od in NP2 else 21, [('s', sq)])
+for t, tn, ref in ((INT4, 'int4', wrap4), (UINT4, 'uint4', wrap4), (INT2, 'int2', wrap2), (UINT2, 'uint2', wrap2)):
+    save(f'ort_cast_int32_{tn}', [h.make_node('Cast', ['x'], ['c'], to=t), h.make_node('Cast', ['c'], ['y'], to=T.INT32)],
+         [('x', i)], [('y', ref(i, t in (INT4, INT2)).astype(np.int32))], 25 if t in NP2 else 21)
