@@ -205,7 +205,9 @@ void lower_quantize(Lower *L, Node *n) {
 }
 
 /* x uint8, int8, int16, uint16 (opset 21) or int32, a zero point of x's type; y the type of
- * the scale (float, float16, bfloat16), or output_dtype (opset 23). */
+ * the scale (float, float16, bfloat16), or output_dtype (opset 23). A float8e8m0 scale
+ * (opset 25: the MX formats, float4e2m1 or float8 x with a power of two a block) is read as
+ * float; y is then output_dtype's. */
 void infer_dequantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     QLayout q;
@@ -219,7 +221,8 @@ void infer_dequantize(Graph *g, Node *n) {
               dtype_name(s->dtype), zp ? " and " : "", zp ? dtype_name(zp->dtype) : "");
         return;
     }
-    if (!dtype_is_float(t) || t == DT_DOUBLE) {
+    if (!dtype_is_float(t) || t == DT_DOUBLE || dtype_is_minifloat(t)) {   /* a float8e8m0 scale
+                                                                        (opset 25) needs it */
         error(ir_where(g, n), "output_dtype %s is not float, float16 or bfloat16", dtype_name(t));
         return;
     }

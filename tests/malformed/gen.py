@@ -324,6 +324,12 @@ def opsets():
                                                     [f32("x", [2])], [f32("y", None, 0)],
                                                     [const("s", np.float32(0.5))], opset=24),
                  "quantizing to float8e8m0 is not supported")
+    # a float8e8m0 scale (opset 25) gives no output type of its own: output_dtype is needed
+    e8 = TensorProto(name="s", data_type=24, dims=[], raw_data=b"\x7f")
+    compile_case("dequantize_e8m0_scale_no_dtype_25", model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"])],
+                                                            [f32("x", [2], TensorProto.INT8)], [f32("y", None, 0)],
+                                                            [e8], opset=25),
+                 "output_dtype float8e8m0 is not float, float16 or bfloat16")
     compile_case("int4_output_float_21", model([helper.make_node("Identity", ["x"], ["y"])],
                                                [f32("x", [3])], [f32("y", None, 22)], opset=21),
                  "output 'y' is declared int4, uint4 or float4e2m1 but is float32")

@@ -671,3 +671,15 @@ for od, tn, ref in ((INT4, 'int4', lambda: quant4(xq, sq, 0, True)), (UINT4, 'ui
 for t, tn, ref in ((INT4, 'int4', wrap4), (UINT4, 'uint4', wrap4), (INT2, 'int2', wrap2), (UINT2, 'uint2', wrap2)):
     save(f'ort_cast_int32_{tn}', [h.make_node('Cast', ['x'], ['c'], to=t), h.make_node('Cast', ['c'], ['y'], to=T.INT32)],
          [('x', i)], [('y', ref(i, t in (INT4, INT2)).astype(np.int32))], 25 if t in NP2 else 21)
+
+# MXFP4 (DequantizeLinear-25): float4e2m1 weights with float8e8m0 scales, one per block of 32
+# along K, output_dtype float, read by MatMul (kept 4-bit, dequantised in its loads)
+w = rng.choice(v, (64, 24)).astype(np.float32)
+x = randn(2, 64)
+sc = rng.integers(120, 130, (2, 24)).astype(np.uint8)
+sf = np.ldexp(1.0, sc.astype(np.int64) - 127)
+wf = w.astype(np.float64) * np.repeat(sf, 32, axis=0)
+save_f4('dq_mxfp4_matmul', [h.make_node('DequantizeLinear', ['w', 's'], ['wf'], axis=0, block_size=32, output_dtype=T.FLOAT),
+                            h.make_node('MatMul', ['x', 'wf'], ['y'])],
+        [('x', x, T.FLOAT)], [('y', (x.astype(np.float64) @ wf).astype(np.float32), T.FLOAT)], 25,
+        [f4_tensor('w', w), e8m0_tensor('s', sc)])
