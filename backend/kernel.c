@@ -101,7 +101,9 @@ static LLVMValueRef splat(Emitter *e, LLVMValueRef s, unsigned w) {
  * A byte -> float through a 256-entry table of f8_decode's values (one per type and module:
  * exact, and a load, or a gather in vector code, where the bit arithmetic of four formats
  * with subnormals, NaNs and no -0 would be a dozen instructions); float -> byte as
- * f8_encode's integer steps, which vectorise. */
+ * f8_encode's integer steps, which vectorise. float4e2m1 and float8e8m0, whose bits map to
+ * a float's in a few operations, decode with them instead (MXFP4 weights in a product's
+ * inner loop). */
 static LLVMValueRef f8_to_float(Emitter *e, DType t, LLVMValueRef b) {
     LLVMBuilderRef B = e->B;
     if (t == DT_FLOAT4E2M1 || t == DT_FLOAT8E8M0) {
