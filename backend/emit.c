@@ -536,9 +536,9 @@ static LLVMValueRef tensor_infos(Emitter *e, InfoTypes *it, Buf **bufs, int n, c
             dims = private_const(e, LLVMConstArray2(e->i64, d, (uint64_t)rank), "dims", 8);
         }
         LLVMValueRef f[6] = {
-            cstring(e, b->name), LLVMConstInt(e->i32, (unsigned long long)(b->string ? DT_STRING : b->dtype), 0),
+            cstring(e, b->name), LLVMConstInt(e->i32, (unsigned long long)kir_io_dtype(b), 0),
             LLVMConstInt(e->i32, (unsigned long long)rank, 0), dims,
-            LLVMConstInt(it->size, kir_nbytes(b), 0),
+            LLVMConstInt(it->size, kir_io_nbytes(b), 0),
             LLVMConstInt(e->i32, (unsigned long long)(int64_t)kir_dims_output(e->p, b), 1),
         };
         elems[i] = LLVMConstNamedStruct(it->tensor, f, 6);

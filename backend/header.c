@@ -20,6 +20,7 @@ static const char *ctype(DType t) {
     case DT_INT8: return "int8_t";
     case DT_UINT8: case DT_BOOL: return "uint8_t";
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return "uint8_t";
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0: return "uint8_t";
     case DT_INT16: return "int16_t";
     case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return "uint16_t";
     case DT_INT32: return "int32_t";
@@ -29,6 +30,9 @@ static const char *ctype(DType t) {
     default: return "void";
     }
 }
+
+/* ... of an input or output: a string's chars, 4-bit values' packed bytes */
+static const char *io_ctype(const Buf *b) { return b->string ? "char" : b->nibbles ? "uint8_t" : ctype(b->dtype); }
 
 /* A value name inside a C comment: nothing that could close or break the comment. */
 static void put_name(FILE *f, const char *s) {
@@ -41,10 +45,11 @@ static void put_name(FILE *f, const char *s) {
 
 static void put_shape(FILE *f, const Buf *b) {
     int rank = kir_io_rank(b);
-    fprintf(f, "%s[", b->string ? "string" : dtype_name(b->dtype));
+    fprintf(f, "%s[", dtype_name((DType)kir_io_dtype(b)));
     for (int d = 0; d < rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)b->dims[d]);
     fputc(']', f);
     if (b->string) fprintf(f, " (char[%lld] each)", (long long)b->dims[rank]);
+    if (b->nibbles) fputs(b->crumbs ? " (four a byte, the first in the lowest two bits)" : " (two a byte, the first in the low nibble)", f);
 }
 
 static bool has_strings(const Program *p) {
@@ -65,7 +70,7 @@ static void io_doc(FILE *f, Program *p) {
             put_name(f, bufs[i]->name);
             fputs("\"  ", f);
             put_shape(f, bufs[i]);
-            fprintf(f, "  %zu bytes", kir_nbytes(bufs[i]));
+            fprintf(f, "  %zu bytes", kir_io_nbytes(bufs[i]));
             int d = io ? kir_dims_output(p, bufs[i]) : -1;
             if (d >= 0) fprintf(f, " at most: the shape depends on the data, its dims go to output %d", d);
             if (bufs[i]->dims_of) fprintf(f, ": the actual dims of output %d", bufs[i]->dims_of->io_index);
@@ -82,10 +87,10 @@ static void io_macros(FILE *f, Program *p) {
         for (int i = 0; i < n; i++) {
             Buf *b = bufs[i];
             int64_t bytes = b->string ? b->dims[b->rank - 1] : 1;
-            fprintf(f, "#define %s_%s_%d_DTYPE %d\n", p->name, kind, i, (int)(b->string ? DT_STRING : b->dtype));
+            fprintf(f, "#define %s_%s_%d_DTYPE %d\n", p->name, kind, i, kir_io_dtype(b));
             fprintf(f, "#define %s_%s_%d_RANK %d\n", p->name, kind, i, kir_io_rank(b));
             fprintf(f, "#define %s_%s_%d_NUMEL %lld\n", p->name, kind, i, (long long)(kir_numel(b) / bytes));
-            fprintf(f, "#define %s_%s_%d_SIZE %zu\n", p->name, kind, i, kir_nbytes(b));
+            fprintf(f, "#define %s_%s_%d_SIZE %zu\n", p->name, kind, i, kir_io_nbytes(b));
         }
     }
 }
@@ -94,12 +99,12 @@ static void typed_run(FILE *f, Program *p) {
     fprintf(f, "/* The same as %s_run%s with one typed pointer per tensor. */\n", p->name, p->weights_external ? "_w" : "");
     fprintf(f, "static inline int %s_run_typed(", p->name);
     for (int i = 0; i < p->ninputs; i++) {
-        fprintf(f, "\n    const %s *in_%d /* \"", p->inputs[i]->string ? "char" : ctype(p->inputs[i]->dtype), i);
+        fprintf(f, "\n    const %s *in_%d /* \"", io_ctype(p->inputs[i]), i);
         put_name(f, p->inputs[i]->name);
         fputs("\" */,", f);
     }
     for (int i = 0; i < p->noutputs; i++) {
-        fprintf(f, "\n    %s *out_%d /* \"", p->outputs[i]->string ? "char" : ctype(p->outputs[i]->dtype), i);
+        fprintf(f, "\n    %s *out_%d /* \"", io_ctype(p->outputs[i]), i);
         put_name(f, p->outputs[i]->name);
         fputs("\" */,", f);
     }

@@ -867,7 +867,7 @@ static LLVMValueRef int_pow_lanes(Emitter *e, DType t, LLVMValueRef a, LLVMValue
 }
 
 LLVMValueRef be_math(Emitter *e, KOp op, DType t, LLVMValueRef a, LLVMValueRef b) {
-    if (t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_float8(t)) t = DT_FLOAT;   /* held as float (kir.h) */
+    if (t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_minifloat(t)) t = DT_FLOAT;   /* held as float (kir.h) */
     LLVMTypeRef ty = LLVMTypeOf(a);
     unsigned w = LLVMGetTypeKind(ty) == LLVMVectorTypeKind ? LLVMGetVectorSize(ty) : 0;
     if (op == K_POW && t != DT_FLOAT && t != DT_DOUBLE && t != DT_BOOL)

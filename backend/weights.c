@@ -22,11 +22,10 @@ const void *be_const_bytes(Program *p, const Buf *b, size_t *n) {
         *n = kir_nbytes(b);
         return b->data;
     }
-    size_t numel = kir_numel(b), packed = (numel + 1) / 2;
-    const uint8_t *v = b->data;
+    size_t numel = kir_numel(b), packed = kir_io_nbytes(b);
     uint8_t *d = arena_alloc(p->arena, packed + NIBBLE_PAD);
     memset(d, 0, packed + NIBBLE_PAD);
-    for (size_t i = 0; v && i < numel; i++) d[i / 2] |= (uint8_t)((v[i] & 15) << (4 * (i % 2)));
+    if (b->data) kir_nibbles_pack(d, b->data, numel, kir_pack_bits(b));
     *n = packed + NIBBLE_PAD;
     return d;
 }

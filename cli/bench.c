@@ -67,6 +67,7 @@ static void fill_random(const Buf *b, void *dst) {
         }
         case DT_FLOAT16: ((uint16_t *)dst)[i] = x > 0 ? 0x3800 : 0xb800; break;   /* +-0.5 */
         case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+        case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
             ((uint8_t *)dst)[i] = f8_encode(b->dtype, (float)x);
             break;
         default: break;
@@ -106,7 +107,8 @@ void bench_prepare(Arena *a, Bench *b, const char *dir) {
             if (t.dtype != x->dtype || t.nbytes != kir_nbytes(x))
                 fatal(path, "input %d ('%s'): the data is %s with %zu bytes, the model wants %s with %zu",
                       i, x->name, dtype_name(t.dtype), t.nbytes, dtype_name(x->dtype), kir_nbytes(x));
-            memcpy(d, t.data, t.nbytes);
+            if (x->nibbles) kir_nibbles_pack(d, t.data, t.nbytes, kir_pack_bits(x));   /* int4: two a byte */
+            else memcpy(d, t.data, t.nbytes);
         } else {
             fill_random(x, d);
         }

@@ -311,6 +311,22 @@ static bool compare(Arena *a, const Cli *c, const char *set, const Buf *b, const
     return false;
 }
 
+/* A 4-bit output's values, one a byte, for compare (*got, replaced); false after a message
+ * if the unused high nibble of an odd count's last byte is not zero. */
+static bool nibbles_out(Arena *a, const char *set, const Buf *b, const void **got) {
+    size_t n = (size_t)kir_numel(b), bits = (size_t)kir_pack_bits(b), per = 8 / bits;
+    const uint8_t *packed = *got;
+    if (n % per && packed[n / per] >> (bits * (n % per))) {
+        printf("  %s: output '%s': MISMATCH: the unused high bits of the last byte are %d, not 0\n",
+               set, b->name, packed[n / per] >> (bits * (n % per)));
+        return false;
+    }
+    uint8_t *v = arena_alloc(a, n + 1);
+    kir_nibbles_unpack(v, packed, n, b->dtype == DT_INT8, (int)bits);
+    *got = v;
+    return true;
+}
+
 /* Whether some kernel reads input b (or a view of it). */
 static bool input_read(const Program *p, const Buf *b) {
     for (int k = 0; k < p->nkernels; k++)
@@ -337,6 +353,12 @@ static bool inputs_fit(const Program *p, const DataSet *d, bool *unread) {
                   dtype_name(d->in[i].dtype), b->string ? "string" : dtype_name(b->dtype));
             return false;
         }
+        int dbits = d->in[i].nibbles ? d->in[i].crumbs ? 2 : 4 : 0;
+        if (dbits != kir_pack_bits(b)) {
+            error(d->path, "input %d ('%s'): the data is %s, the model wants %s", i, b->name,
+                  dtype_name((DType)dtype_onnx(d->in[i].dtype, dbits)), dtype_name((DType)kir_io_dtype(b)));
+            return false;
+        }
         Tensor t = as_bytes(&d->in[i]);
         if (data_dtype(&t, b->dtype) == b->dtype && d->in[i].nbytes != kir_nbytes(b) && !input_read(p, b)) {
             printf("  %s: input '%s' is not read by the compiled code: zeros instead of its data "
@@ -361,10 +383,22 @@ static int run_set(Arena *a, const Cli *c, Program *p, RunFn run, const DataSet 
     size_t align = (size_t)MAX(p->arena_align, 64);
     const void **ins = ARENA_ARRAY(a, const void *, p->ninputs + 1);
     void **outs = ARENA_ARRAY(a, void *, p->noutputs + 1);
-    for (int i = 0; i < p->ninputs; i++)
-        ins[i] = unread[i] ? aligned_copy(NULL, kir_nbytes(p->inputs[i]), align)
+    for (int i = 0; i < p->ninputs; i++) {
+        const Buf *b = p->inputs[i];
+        ins[i] = unread[i] ? aligned_copy(NULL, kir_nbytes(b), align)
                            : aligned_copy(d->in[i].data, d->in[i].nbytes, align);
-    for (int i = 0; i < p->noutputs; i++) outs[i] = aligned_copy(NULL, kir_nbytes(p->outputs[i]), align);
+        if (b->nibbles && !unread[i]) {     /* the data set's values, one a byte, packed */
+            uint8_t *v = aligned_copy(d->in[i].data, d->in[i].nbytes, align);
+            kir_nibbles_pack((uint8_t *)ins[i], v, (size_t)kir_numel(b), kir_pack_bits(b));
+            free(v);
+        }
+    }
+    for (int i = 0; i < p->noutputs; i++) {
+        outs[i] = aligned_copy(NULL, kir_nbytes(p->outputs[i]), align);
+        /* ones, so that a nibble run() leaves unwritten shows (the header promises every one
+         * written, the unused half of an odd count's last byte zeroed) */
+        if (p->outputs[i]->nibbles) memset(outs[i], 0xff, kir_io_nbytes(p->outputs[i]));
+    }
     void *arena = aligned_copy(NULL, (size_t)p->arena_size, align);
     int rc = run(ins, outs, arena), failed = 0, ntensors = 0;
     for (int i = 0; i < p->noutputs; i++) ntensors += !p->outputs[i]->dims_of;
@@ -384,7 +418,12 @@ static int run_set(Arena *a, const Cli *c, Program *p, RunFn run, const DataSet 
             printf("  %s: output '%s': no expected data: skipped\n", d->name, p->outputs[i]->name);
             continue;
         }
-        if (compare(a, c, d->name, p->outputs[i], outs[i], dj >= 0 ? outs[dj] : NULL, &d->out[i])) ++*passed;
+        const void *got = outs[i];
+        if (p->outputs[i]->nibbles && !nibbles_out(a, d->name, p->outputs[i], &got)) {
+            failed++;
+            continue;
+        }
+        if (compare(a, c, d->name, p->outputs[i], got, dj >= 0 ? outs[dj] : NULL, &d->out[i])) ++*passed;
         else failed++;
     }
     for (int i = 0; i < p->ninputs; i++) free((void *)ins[i]);

@@ -33,7 +33,9 @@ typedef struct Tensor {
     int64_t dims[MAX_RANK];
     void *data;                     /* packed, native order */
     size_t nbytes;
-    bool nibbles;                   /* an int4/uint4 tensor, widened to int8/uint8 (dtype) */
+    bool nibbles;                   /* an int4/uint4 tensor, widened to int8/uint8 (dtype), or
+                                       float4e2m1 (a code a byte) */
+    bool crumbs;                    /* with nibbles: int2/uint2, widened to int8/uint8 */
 } Tensor;
 /* Parse a TensorProto (test_data_set_N/input_K.pb). Returns false with an error() on failure. */
 bool fe_parse_tensor(Arena *a, const uint8_t *buf, size_t size, const char *path, Tensor *t);

@@ -125,7 +125,17 @@ static void read_type(Parser *p, Value *v, const Onnx__TypeProto *tp, const char
     }
     v->kind = kind;
     v->elem_kind = elem;
-    if (tt->has_elem_type && tt->elem_type != 0) {
+    if (tt->has_elem_type && dtype_nibbles(tt->elem_type) != DT_UNDEF) {
+        /* int4/uint4 (int8/uint8 inside) and float4e2m1: two values a byte at the interface (ir.h) */
+        if (kind != VK_TENSOR) {
+            error(p->path, "%s '%s' is a sequence or optional of %s, which onnxcc does not "
+                  "support (4-bit tensors are)", what, v->name, dtype_name((DType)tt->elem_type));
+            return;
+        }
+        v->dtype = dtype_nibbles(tt->elem_type);
+        v->nibbles = true;
+        v->crumbs = dtype_pack_bits(tt->elem_type) == 2;
+    } else if (tt->has_elem_type && tt->elem_type != 0) {
         if (!dtype_known((DType)tt->elem_type)) {
             error(p->path, "%s '%s' has unsupported element type %s", what, v->name,
                   fe_type_name(tt->elem_type));
@@ -161,6 +171,7 @@ static Value *make_const(Parser *p, const Onnx__TensorProto *tp, const char *whe
     ir_set_shape(v, t.dtype, t.rank, t.dims);
     v->data = t.data;
     v->nibbles = t.nibbles;
+    v->crumbs = t.crumbs;
     return v;
 }
 
@@ -455,9 +466,9 @@ static void read_outputs(Parser *p, const Onnx__GraphProto *gp) {
             const Onnx__TypeProto *tp = vi->type;
             int32_t et = tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type &&
                                  tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0;
-            if (et && et != (int32_t)v->dtype)
+            if (et && et != (int32_t)dtype_onnx(v->dtype, ir_pack_bits(v)))
                 error(p->path, "graph output '%s' is declared %s, but is the %s of type %s", name, fe_type_name(et),
-                      v->data ? "initializer" : "graph input", dtype_name(v->dtype));
+                      v->data ? "initializer" : "graph input", dtype_name((DType)dtype_onnx(v->dtype, ir_pack_bits(v))));
         } else {
             read_type(p, v, vi->type, "output");
         }

@@ -23,10 +23,9 @@ ProtobufCAllocator fe_pb_allocator(Arena *a) {
 const char *fe_type_name(int dt) {
     const char *s = dtype_name((DType)dt);
     if (strcmp(s, "undefined") == 0 && dt != 0) return "an unknown data type";
-    if (dt >= 21 && dt <= 26) {     /* README, "Types" */
+    if (dt == 24) {                 /* README, "Types" */
         static char buf[128];
-        snprintf(buf, sizeof buf, "%s (onnxcc has 4-bit integers only as constant weights, no "
-                 "float4, float8e8m0 or 2-bit types)", s);
+        snprintf(buf, sizeof buf, "%s (onnxcc has no float8e8m0)", s);
         return buf;
     }
     return s;
@@ -95,6 +94,7 @@ static void from_typed(const Onnx__TensorProto *tp, Tensor *t, size_t n) {
         /* float16 and bfloat16 travel as their bit patterns in the low 16 bits */
         /* the float8 types as their bit patterns in the low 8 bits */
         case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+        case DT_FLOAT8E8M0:
             ((uint8_t *)d)[i] = (uint8_t)tp->int32_data[i];
             break;
         case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16:
@@ -154,25 +154,27 @@ static bool read_shape(const Onnx__TensorProto *tp, const char *where, const cha
     return true;
 }
 
-/* int4 and uint4 (ONNX 21 and 22, which Debian's onnx.proto predates: data_type is a plain
+/* int4, uint4 and float4e2m1 (ONNX 21 to 23, which Debian's onnx.proto predates: data_type is a plain
  * int32 there, so the numbers arrive all the same) travel two values a byte, the first in the
  * low nibble, in raw_data, in external data, or one packed byte per int32_data element. They
- * become int8/uint8 tensors of one value a byte, sign- or zero-extended, marked `nibbles`:
- * every pass computes on them as 8-bit integers, and the backend stores them two a byte again
- * (ir.h, Value.nibbles). */
-enum { ONNX_UINT4 = 21, ONNX_INT4 = 22 };
-
+ * become int8/uint8 tensors of one value a byte, sign- or zero-extended (float4e2m1 tensors
+ * of one code a byte), marked `nibbles`: every pass computes on them as 8-bit integers (or
+ * as float8 codes), and the backend stores them two a byte again (ir.h, Value.nibbles).
+ * int2 and uint2 (25, 26) the same way, four values a byte, the first in the lowest two bits
+ * (`crumbs` too). */
 static bool nibbles_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *model_path,
                                const char *where, const char *what, Tensor *t) {
-    bool sign = tp->data_type == ONNX_INT4;
-    t->dtype = sign ? DT_INT8 : DT_UINT8;
+    bool sign = tp->data_type == DT_INT4 || tp->data_type == DT_INT2;
+    int bits = dtype_pack_bits(tp->data_type), per = 8 / bits;
+    t->dtype = dtype_nibbles(tp->data_type);    /* int8, uint8, or float4e2m1's codes */
     t->nibbles = true;
+    t->crumbs = bits == 2;
     if (tp->segment) {
         error(where, "%s is a segment of a larger tensor, which onnxcc does not support", what);
         return false;
     }
     if (!read_shape(tp, where, what, t)) return false;
-    size_t numel = t->nbytes, packed = (numel + 1) / 2;
+    size_t numel = t->nbytes, packed = (numel + (size_t)per - 1) / (size_t)per;
     const uint8_t *src;
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         t->nbytes = packed;
@@ -181,15 +183,15 @@ static bool nibbles_from_proto(Arena *a, const Onnx__TensorProto *tp, const char
         src = t->data;
     } else if (tp->has_raw_data && (tp->raw_data.len > 0 || tp->n_int32_data == 0)) {
         if (tp->raw_data.len != packed) {
-            error(where, "%s: raw_data holds %zu bytes, its %zu 4-bit values need %zu", what,
-                  tp->raw_data.len, numel, packed);
+            error(where, "%s: raw_data holds %zu bytes, its %zu %d-bit values need %zu", what,
+                  tp->raw_data.len, numel, bits, packed);
             return false;
         }
         src = tp->raw_data.data;
     } else {
         if (tp->n_int32_data != packed) {
-            error(where, "%s holds %zu packed bytes, its %zu 4-bit values need %zu", what,
-                  tp->n_int32_data, numel, packed);
+            error(where, "%s holds %zu packed bytes, its %zu %d-bit values need %zu", what,
+                  tp->n_int32_data, numel, bits, packed);
             return false;
         }
         uint8_t *b = arena_alloc(a, packed ? packed : 1);
@@ -197,9 +199,10 @@ static bool nibbles_from_proto(Arena *a, const Onnx__TensorProto *tp, const char
         src = b;
     }
     uint8_t *d = arena_alloc(a, numel ? numel : 1);
+    unsigned mask = (1u << bits) - 1, half = 1u << (bits - 1);
     for (size_t i = 0; i < numel; i++) {
-        unsigned v = (src[i / 2] >> (4 * (i % 2))) & 15;
-        d[i] = (uint8_t)(sign && v >= 8 ? v - 16 : v);
+        unsigned v = (src[i / (size_t)per] >> (bits * (int)(i % (size_t)per))) & mask;
+        d[i] = (uint8_t)(sign && v >= half ? v + (0x100 - (1u << bits)) : v);
     }
     t->data = d;
     return true;
@@ -210,7 +213,7 @@ bool fe_tensor_from_proto(Arena *a, const Onnx__TensorProto *tp, const char *mod
     memset(t, 0, sizeof *t);
     t->name = arena_strdup(a, tp->name ? tp->name : "");
     t->dtype = tp->has_data_type ? (DType)tp->data_type : DT_UNDEF;
-    if (tp->has_data_type && (tp->data_type == ONNX_UINT4 || tp->data_type == ONNX_INT4))
+    if (tp->has_data_type && dtype_nibbles(tp->data_type) != DT_UNDEF)
         return nibbles_from_proto(a, tp, model_path, where, what, t);
     if (!tp->has_data_type || dtype_size(t->dtype) == 0) {
         error(where, "%s has unsupported element type %s", what, fe_type_name(tp->data_type));

@@ -13,6 +13,8 @@ size_t dtype_size(DType t) {
     case DT_INT16: case DT_UINT16: case DT_FLOAT16: case DT_BFLOAT16: return 2;
     case DT_INT8: case DT_UINT8: case DT_BOOL: return 1;
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ: return 1;
+    case DT_FLOAT4E2M1: return 1;  /* in the arena; two a byte in constants and I/O */
+    case DT_FLOAT8E8M0: return 1;
     default: return 0;
     }
 }
@@ -48,7 +50,7 @@ const char *dtype_name(DType t) {
 }
 
 bool dtype_is_float(DType t) {
-    return t == DT_FLOAT || t == DT_DOUBLE || t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_float8(t);
+    return t == DT_FLOAT || t == DT_DOUBLE || t == DT_FLOAT16 || t == DT_BFLOAT16 || dtype_is_minifloat(t);
 }
 
 bool dtype_is_unsigned(DType t) {
@@ -61,12 +63,32 @@ bool dtype_supported(DType t) {
     case DT_INT32: case DT_UINT32: case DT_INT64: case DT_UINT64: case DT_BOOL: return true;
     case DT_FLOAT16: case DT_BFLOAT16: return true;    /* stored 16-bit, computed in float32 */
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
         return true;                                    /* stored 8-bit, computed in float32 */
     default: return false;
     }
 }
 
 bool dtype_known(DType t) { return dtype_supported(t) || t == DT_STRING; }
+
+DType dtype_nibbles(int onnx) {
+    switch (onnx) {
+    case DT_INT4: case DT_INT2: return DT_INT8;
+    case DT_UINT4: case DT_UINT2: return DT_UINT8;
+    case DT_FLOAT4E2M1: return DT_FLOAT4E2M1;
+    default: return DT_UNDEF;
+    }
+}
+
+int dtype_pack_bits(int onnx) {
+    return onnx == DT_INT2 || onnx == DT_UINT2 ? 2 : dtype_nibbles(onnx) != DT_UNDEF ? 4 : 0;
+}
+
+int dtype_onnx(DType t, int bits) {
+    if (bits && (t == DT_INT8 || t == DT_UINT8))
+        return bits == 2 ? (t == DT_INT8 ? DT_INT2 : DT_UINT2) : (t == DT_INT8 ? DT_INT4 : DT_UINT4);
+    return (int)t;
+}
 
 Graph *ir_graph_new(Arena *a) {
     Graph *g = ARENA_NEW(a, Graph);
@@ -308,6 +330,7 @@ int64_t ir_const_int(const Value *v, int64_t i) {
     case DT_UINT8: case DT_BOOL: return ((const uint8_t *)p)[i];
     case DT_FLOAT: case DT_DOUBLE: case DT_FLOAT16: case DT_BFLOAT16:
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
         return float_int(ir_const_float(v, i));
     default: die("ir_const_int of %s", dtype_name(v->dtype));
     }
@@ -318,7 +341,7 @@ double ir_const_float(const Value *v, int64_t i) {
     if (v->dtype == DT_DOUBLE) return ((const double *)v->data)[i];
     if (v->dtype == DT_FLOAT16 || v->dtype == DT_BFLOAT16)
         return half_to_double(v->dtype, ((const uint16_t *)v->data)[i]);
-    if (dtype_is_float8(v->dtype)) return f8_decode(v->dtype, ((const uint8_t *)v->data)[i]);
+    if (dtype_is_minifloat(v->dtype)) return f8_decode(v->dtype, ((const uint8_t *)v->data)[i]);
     return (double)ir_const_int(v, i);
 }
 

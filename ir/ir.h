@@ -31,6 +31,17 @@ typedef enum DType {
     DT_INT32 = 6, DT_INT64 = 7, DT_STRING = 8, DT_BOOL = 9, DT_FLOAT16 = 10, DT_DOUBLE = 11,
     DT_UINT32 = 12, DT_UINT64 = 13, DT_BFLOAT16 = 16,
     DT_FLOAT8E4M3FN = 17, DT_FLOAT8E4M3FNUZ = 18, DT_FLOAT8E5M2 = 19, DT_FLOAT8E5M2FNUZ = 20,
+    /* ONNX numbers only, never a Value's or a Buf's dtype: an int4/uint4 tensor is int8/uint8
+     * marked `nibbles` (Value.nibbles, Buf.nibbles) */
+    DT_UINT4 = 21, DT_INT4 = 22,
+    /* float4e2m1 (opset 23): a code a byte (in the low nibble) in the arena, like the float8
+     * types; two a byte, as int4 (`nibbles`), in constants, graph inputs and outputs */
+    DT_FLOAT4E2M1 = 23,
+    /* float8e8m0 (opset 24): an unsigned power of two 2^(code - 127), 0xff NaN; a code a byte,
+     * held as float32 like the float8 types (ir/float8.c) */
+    DT_FLOAT8E8M0 = 24,
+    /* ONNX numbers only, as int4: int8/uint8 marked `nibbles` and `crumbs`, four a byte */
+    DT_UINT2 = 25, DT_INT2 = 26,
     DT_INDEX = 100,
 } DType;
 size_t dtype_size(DType t);        /* bytes per element in memory; 0 for unsupported;
@@ -46,9 +57,21 @@ bool dtype_is_float(DType t);
 bool dtype_is_unsigned(DType t);
 bool dtype_supported(DType t);     /* can onnxcc compute with it (float32, int64, int32, bool, ...) */
 bool dtype_known(DType t);         /* supported, or a string (which only some ops take: OPF_STRINGS) */
+/* The 4-bit types (ONNX 21 uint4, 22 int4, 23 float4e2m1) are stored two a byte at the
+ * interface (`nibbles`), the 2-bit ones (25 uint2, 26 int2) four a byte (`nibbles` and
+ * `crumbs`); the integers are computed as the 8-bit ones. dtype_nibbles gives the DType of a
+ * packed ONNX number (int8, uint8, float4e2m1; DT_UNDEF for the others), dtype_pack_bits its
+ * bits (4, 2; 0 for the others), dtype_onnx the ONNX number of a value or buffer of dtype t
+ * packed `bits` to a value (t itself when 0). */
+DType dtype_nibbles(int onnx);
+int dtype_pack_bits(int onnx);
+int dtype_onnx(DType t, int bits);
 /* The 8-bit floats (ir/float8.c): stored as bytes, held as float32 in registers and
- * computed in float32 like the 16-bit floats. */
+ * computed in float32 like the 16-bit floats. dtype_is_minifloat: those, float4e2m1 and
+ * float8e8m0, which are handled the same way, a code a byte (float4e2m1's sign at bit 3,
+ * F8Format.sbit; float8e8m0 has no F8Format: e8m0_encode). */
 bool dtype_is_float8(DType t);
+bool dtype_is_minifloat(DType t);
 typedef struct F8Format {
     int mbits, bias;
     unsigned maxmag, nan;           /* the largest finite magnitude's bits; NaN's (with sign
@@ -57,10 +80,19 @@ typedef struct F8Format {
     float overflow;                 /* |x| from which (or, !overflow_ge, past which) rounding
                                        passes the largest finite value */
     bool overflow_ge;
+    int sbit;                       /* the sign's bit: 7, or 3 for float4e2m1 */
+    bool nonan;                     /* float4e2m1: no NaN, which is encoded as +max (`nan`) */
 } F8Format;
 F8Format f8_format(DType t);
 float f8_decode(DType t, uint8_t b);
 uint8_t f8_encode(DType t, float x);
+/* float8e8m0 from float: the float32 exponent field, raised by one when round_mode asks
+ * (E8M0_UP: any fraction, the default; E8M0_NEAREST: a fraction of a half or more (at the
+ * smallest exponent, more than a half); E8M0_DOWN: never), unless `saturate` and already the
+ * largest (0xfe); infinities and NaN are NaN (0xff), the sign is ignored (as onnx's
+ * reference numpy_helper.to_float8e8m0). A store and K_CAST use E8M0_UP and saturate. */
+enum { E8M0_UP, E8M0_DOWN, E8M0_NEAREST };
+uint8_t e8m0_encode(float x, bool saturate, int round_mode);
 
 #define MAX_RANK 8
 
@@ -129,9 +161,12 @@ typedef struct Value {
     unsigned dynmask;               /* with dyn: bit d set if dim d is data-dependent (the others
                                        are exact); 0 means every dim is */
     int nuses;                      /* filled by ir_count_uses */
-    bool nibbles;                   /* a constant read from an int4/uint4 tensor: dtype is
-                                       int8/uint8, data one value a byte, every value in 4 bits;
-                                       its Buf is stored two values a byte (Buf.nibbles) */
+    bool nibbles;                   /* an int4/uint4 tensor stored two values a byte (Buf.nibbles):
+                                       a constant read from one (dtype int8/uint8, data one value
+                                       a byte, every value in 4 bits), or a graph input or output
+                                       declared int4/uint4. Values computed inside the graph are
+                                       int8/uint8 unmarked, one a byte in the arena */
+    bool crumbs;                    /* with nibbles: int2/uint2, four values a byte */
     /* A sequence or optional (passes/ops/sequence.c) is resolved at compile time: its
      * elements are tensor Values (an optional's may be a sequence), listed in elems; dtype is
      * the element type and rank 0. Nothing is lowered for it: the rules rewrite its consumers
@@ -193,6 +228,9 @@ struct Graph {
     Graph *parent;
     Node *owner;
 };
+
+/* The bits a value is packed to at the interface (Value.nibbles): 4, 2, or 0 (a byte each) */
+static inline int ir_pack_bits(const Value *v) { return v->nibbles ? v->crumbs ? 2 : 4 : 0; }
 
 /* ---- building and editing (ir/ir.c) ---- */
 Graph *ir_graph_new(Arena *a);

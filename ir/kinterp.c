@@ -143,6 +143,7 @@ static Val load(DType t, const unsigned char *a) {
     case DT_INT64: case DT_UINT64: memcpy(&v.i, a, 8); break;
     case DT_FLOAT16: case DT_BFLOAT16: { uint16_t x; memcpy(&x, a, 2); v.f = half_value(t, x); break; }
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
         v.f = f8_decode(t, *a);
         break;
     default: die("interpreter: load of %s", dtype_name(t));
@@ -160,6 +161,7 @@ static void store(DType t, unsigned char *a, Val v) {
     case DT_INT64: case DT_UINT64: memcpy(a, &v.i, 8); break;
     case DT_FLOAT16: case DT_BFLOAT16: { uint16_t x = float_to_half(t, (float)v.f); memcpy(a, &x, 2); break; }
     case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+    case DT_FLOAT4E2M1: case DT_FLOAT8E8M0:
         *a = f8_encode(t, (float)v.f);
         break;
     default: die("interpreter: store of %s", dtype_name(t));
@@ -174,7 +176,7 @@ static Val cast(DType to, DType from, Val v) {
         /* to a 16-bit float through float32, as the backend does (double->float16 thus
          * rounds twice; see kir.h) */
         Val r = fval(to, ff ? v.f : from == DT_UINT64 ? (double)v.u : (double)v.i);
-        if (dtype_is_float8(to)) {  /* rounded as a store would (kir.h) */
+        if (dtype_is_minifloat(to)) {  /* rounded as a store would (kir.h) */
             r.f = f8_decode(to, f8_encode(to, (float)r.f));
             return r;
         }

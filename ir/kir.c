@@ -74,6 +74,29 @@ Buf *kir_view_new(Program *p, Buf *of, const char *name, int rank, const int64_t
 
 int kir_io_rank(const Buf *b) { return b->rank - b->string; }
 
+size_t kir_io_nbytes(const Buf *b) {
+    int bits = kir_pack_bits(b);
+    return bits ? ((size_t)kir_numel(b) * (size_t)bits + 7) / 8 : kir_nbytes(b);
+}
+
+int kir_io_dtype(const Buf *b) { return b->string ? DT_STRING : dtype_onnx(b->dtype, kir_pack_bits(b)); }
+
+void kir_nibbles_pack(uint8_t *packed, const uint8_t *v, size_t n, int bits) {
+    size_t per = 8 / (size_t)bits;
+    unsigned mask = (1u << bits) - 1;
+    memset(packed, 0, (n + per - 1) / per);
+    for (size_t i = 0; i < n; i++) packed[i / per] |= (uint8_t)((v[i] & mask) << (bits * (int)(i % per)));
+}
+
+void kir_nibbles_unpack(uint8_t *v, const uint8_t *packed, size_t n, bool sign, int bits) {
+    size_t per = 8 / (size_t)bits;
+    unsigned mask = (1u << bits) - 1, half = 1u << (bits - 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned x = (packed[i / per] >> (bits * (int)(i % per))) & mask;
+        v[i] = (uint8_t)(sign && x >= half ? x + (0x100 - (1u << bits)) : x);
+    }
+}
+
 int kir_dims_output(const Program *p, const Buf *b) {
     for (int i = 0; i < p->noutputs; i++)
         if (p->outputs[i]->dims_of == b) return i;

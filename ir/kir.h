@@ -45,10 +45,15 @@ typedef struct Buf {
     struct Buf *dims_of;            /* B_OUTPUT int64[rank of dims_of]: run() writes here the
                                        actual dims of output dims_of, a data-dependent shape
                                        whose dims above are its capacity (text: "dims of %x") */
-    bool nibbles;                   /* B_CONST int8/uint8 whose values fit in 4 bits (an int4/uint4
-                                       weight): data holds a value a byte, the object stores two
-                                       a byte, low nibble first, and loads sign- or zero-extend
-                                       them (backend/kernel.c, nibble_load) */
+    bool nibbles;                   /* an int8/uint8 B_CONST, B_INPUT or B_OUTPUT whose values fit
+                                       in 4 bits (an int4/uint4 tensor): stored two a byte, low
+                                       nibble first (a constant's data holds a value a byte, the
+                                       object packs it); loads sign- or zero-extend them, stores
+                                       replace their nibble (backend/kernel.c, nibble_load and
+                                       nibble_store), so no two threads may store into one
+                                       (parallelize.c). The caller's buffer is kir_io_nbytes. */
+    bool crumbs;                    /* with nibbles: int2/uint2, four values a byte, lowest bits
+                                       first (text: "crumbs" instead of "nibbles") */
     int64_t offset;                 /* B_TEMP roots: byte offset in the arena (bufferize); -1 before */
     int first, last;                /* B_TEMP roots: live range in kernel indices (bufferize) */
 } Buf;
@@ -93,6 +98,10 @@ typedef enum ExprKind {
  *   float32 values in expressions, as the halves. A store and a K_CAST to them round to
  *   nearest even and saturate a finite value past the largest to it (an infinity stays one
  *   in e5m2 and saturates in the others); Cast's `saturate` is the rules' (ir/float8.c).
+ *   float4e2m1 (DT_FLOAT4E2M1) likewise, a code a byte: rounded to nearest even, saturated
+ *   to +-6, infinities too, and NaN to +6 (it has neither). float8e8m0 (DT_FLOAT8E8M0): the
+ *   exponent of the float32 rounded up, saturated at 2^127, infinities and NaN NaN, 2^-127
+ *   kept (e8m0_encode); Cast's other round_modes are the rules' (rule_e8m0_cast).
  * - K_NOT, K_AND, K_OR, K_XOR: on DT_BOOL (K_AND/OR/XOR also bitwise on integers).
  * - K_DOT4: on DT_INT32 only; each operand holds four bytes (byte j = bits 8j..8j+7), the
  *   sum over j of a's byte j as unsigned times b's byte j as signed, in int32: one lane of
@@ -325,6 +334,15 @@ int64_t kir_numel(const Buf *b);
 bool kir_byte_kernel(const Kernel *k);
 size_t kir_nbytes(const Buf *b);
 int kir_io_rank(const Buf *b);                  /* rank of the ONNX shape (a string's less one) */
+size_t kir_io_nbytes(const Buf *b);             /* bytes of an input or output as the caller
+                                                   holds it (4-bit values two a byte) */
+int kir_io_dtype(const Buf *b);                 /* its ONNX type number (int4: 22, string: 8) */
+/* bits-bit values (4: Buf.nibbles, 2: and crumbs) between one a byte (int8/uint8) and 8/bits a
+ * byte, lowest bits first: pack writes (n * bits + 7) / 8 bytes, the unused bits of the last
+ * zero; unpack sign-extends when `sign`. */
+void kir_nibbles_pack(uint8_t *packed, const uint8_t *v, size_t n, int bits);
+void kir_nibbles_unpack(uint8_t *v, const uint8_t *packed, size_t n, bool sign, int bits);
+static inline int kir_pack_bits(const Buf *b) { return b->nibbles ? b->crumbs ? 2 : 4 : 0; }
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);
 void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+out=inout) */
 /* Appends the n ONNX node names to k->nodes (a fused kernel adds those of the one it took). */

@@ -248,6 +248,12 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
         if (accept(P, "string")) {
             if (t != DT_UINT8 || rank < 1) { P->s = at; perr(P, "a string buffer must be uint8 with a last dim of bytes"); }
             b->string = true;
+        } else if (accept(P, "nibbles")) {
+            if (t != DT_INT8 && t != DT_UINT8 && t != DT_FLOAT4E2M1) { P->s = at; perr(P, "a nibbles buffer must be int8, uint8 or float4e2m1"); }
+            b->nibbles = true;
+        } else if (accept(P, "crumbs")) {
+            if (t != DT_INT8 && t != DT_UINT8) { P->s = at; perr(P, "a crumbs buffer must be int8 or uint8"); }
+            b->nibbles = b->crumbs = true;
         }
         if (io && accept(P, "dims")) {
             expect(P, "of");
@@ -261,8 +267,11 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
         }
     } else if (kind == B_TEMP) temp_place(P, b);
     else if (kind == B_CONST && accept(P, "nibbles")) {
-        if (t != DT_INT8 && t != DT_UINT8) perr(P, "a nibbles constant must be int8 or uint8");
+        if (t != DT_INT8 && t != DT_UINT8 && t != DT_FLOAT4E2M1) perr(P, "a nibbles constant must be int8, uint8 or float4e2m1");
         b->nibbles = true;
+    } else if (kind == B_CONST && accept(P, "crumbs")) {
+        if (t != DT_INT8 && t != DT_UINT8) perr(P, "a crumbs constant must be int8 or uint8");
+        b->nibbles = b->crumbs = true;
     }
     expect_end(P);
 }

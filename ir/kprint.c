@@ -39,7 +39,7 @@ static void print_buf(FILE *f, const Buf *b) {
     fprintf(f, " %s", kir_bufkind_name[b->kind]);
     if (b->kind == B_INPUT || b->kind == B_OUTPUT) fprintf(f, " %d", b->io_index);
     if (b->string) fputs(" string", f);
-    if (b->nibbles) fputs(" nibbles", f);
+    if (b->nibbles) fputs(b->crumbs ? " crumbs" : " nibbles", f);
     if (b->dims_of) fprintf(f, " dims of %%%s", b->dims_of->name);
     if (b->kind == B_TEMP) {
         if (b->offset < 0) fputs(" @?", f);

@@ -52,7 +52,7 @@ static void check_un(Check *c, const Expr *e) {
     if (e->op == K_CAST) return;
     if (e->op == K_BITCAST) {
         if (dtype_size(e->type) != dtype_size(a) || e->type == DT_BOOL || a == DT_BOOL ||
-            dtype_is_float8(e->type) || dtype_is_float8(a))
+            dtype_is_minifloat(e->type) || dtype_is_minifloat(a))
             fail(c, "bitcast: %s to %s", dtype_name(a), dtype_name(e->type));
         return;
     }

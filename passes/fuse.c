@@ -167,7 +167,7 @@ static bool rewrite(const Fusion *f, Stmt *s) {
         if (s->buf != f->b) break;
         Expr *val = s->val;
         /* A 16-bit float store rounds; the forwarded value must round the same way. */
-        if (f->b->dtype == DT_FLOAT16 || f->b->dtype == DT_BFLOAT16 || dtype_is_float8(f->b->dtype))
+        if (f->b->dtype == DT_FLOAT16 || f->b->dtype == DT_BFLOAT16 || dtype_is_minifloat(f->b->dtype))
             val = s->val = kx_cast(f->p, f->b->dtype, kx_cast(f->p, DT_FLOAT, val));
         /* A costly value read several times by C is computed once into a register. */
         if (f->uses > 1 && !cheap(val)) {

@@ -50,6 +50,10 @@ static bool quant_of(Node *n, Op op, Quant *q) {
     q->zp = n->nin > 2 ? n->in[2] : NULL;
     q->axis = -1;
     if (!q->scale->data || (q->zp && !q->zp->data)) return false;
+    /* a quantization to int4/uint4 saturates to 4 bits, which the integer forms do not */
+    if (op == OP_QuantizeLinear && ((q->zp && q->zp->nibbles) ||
+                                    dtype_nibbles((int)ir_attr_int(n, "output_dtype", 0)) != DT_UNDEF))
+        return false;
     /* the forms of opset 13: float32 scale and data, 8-bit quantized values (int32 for a
      * DequantizeLinear's bias), the zero point's type or uint8, not blocked (the newer forms
      * stay as they are) */

@@ -121,6 +121,19 @@ void infer_node(Graph *g, Node *n) {
             return;
         }
         if (v && !size_ok(g, ir_where(g, n), v)) return;
+        /* a graph output declared int4/uint4/float4e2m1 (ir.h, Value.nibbles) is stored two
+         * values a byte: what computes it must give 8-bit integers or float4e2m1, of a shape
+         * known at compile time */
+        if (v && v->nibbles && v->dtype != DT_INT8 && v->dtype != DT_UINT8 && v->dtype != DT_FLOAT4E2M1) {
+            error(ir_where(g, n), "output '%s' is declared int4, uint4 or float4e2m1 but is %s", v->name,
+                  dtype_name(v->dtype));
+            return;
+        }
+        if (v && v->nibbles && v->dyn) {
+            error(ir_where(g, n), "output '%s' is a 4-bit tensor whose shape depends on the data, "
+                  "which onnxcc does not support", v->name);
+            return;
+        }
     }
     /* DequantizeLinear of constant weights is left for fuse_qdq, which keeps the 8-bit data;
      * fold_constants folds what it does not take */

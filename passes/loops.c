@@ -790,7 +790,8 @@ Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const Pack
         }
         nb->data = dst;
     }
-    nb->nibbles = b->nibbles;       /* padding is 0, which fits in 4 bits */
+    nb->nibbles = b->nibbles;       /* padding is 0, which fits in 4 bits (or 2) */
+    nb->crumbs = b->crumbs;
     return nb;
 }
 

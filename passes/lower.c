@@ -29,6 +29,7 @@ static Buf *const_buf(Lower *L, Value *v) {
     Buf *b = lower_value_buf(L->p, v, B_CONST);
     b->data = v->data;
     b->nibbles = v->nibbles;
+    b->crumbs = v->crumbs;
     return b;
 }
 
@@ -215,6 +216,8 @@ Program *lower(Graph *g, const Options *o) {
         Value *v = g->inputs[i];
         Buf *b = lower_value_buf(p, v, B_INPUT);
         b->io_index = i;
+        b->nibbles = v->nibbles;    /* int4/uint4: read two values a byte (kir.h) */
+        b->crumbs = v->crumbs;      /* int2/uint2: four */
         p->inputs[i] = L.vbuf[v->id] = b;
     }
     p->noutputs = g->noutputs;
@@ -226,6 +229,8 @@ Program *lower(Graph *g, const Options *o) {
         Value *v = g->outputs[i];
         Buf *b = lower_value_buf(p, v, B_OUTPUT);
         b->io_index = i;
+        b->nibbles = v->nibbles;    /* int4/uint4: stored two values a byte (kir.h) */
+        b->crumbs = v->crumbs;      /* int2/uint2: four */
         p->outputs[i] = b;
         if (L.vbuf[v->id]) src[i] = L.vbuf[v->id];          /* also an input or an earlier output */
         else if (v->data) src[i] = const_buf(&L, v);

@@ -193,6 +193,8 @@ Expr *rule_quantize_in(Program *p, Expr *v, Expr *zp, DType t, double lo, double
  * rounds and saturates the finite values; saturating, e5m2's infinities become its largest
  * value too; not, what rounds past the largest value is infinity (e5m2) or NaN. */
 Expr *rule_float8_cast(Program *p, Expr *v, DType t, bool saturate);
+/* ... to float8e8m0 as Cast-24 with `saturate` and `round_mode` (E8M0_UP, ...: ir.h) */
+Expr *rule_e8m0_cast(Program *p, Expr *v, bool saturate, int round_mode);
 /* lo <= v <= hi (float v; a NaN passes through) */
 Expr *rule_clamp(Program *p, Expr *v, double lo, double hi);
 

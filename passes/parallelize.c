@@ -331,6 +331,10 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     if (k->dead || k->ctl) return;
     bool generic = k->kclass == KC_GENERIC;
     if (k->kclass != KC_ELEMENTWISE && k->kclass != KC_CONTRACTION && k->kclass != KC_COPY && !generic) return;
+    /* a 4-bit output is stored a nibble at a time, by reading and writing back its byte:
+     * two threads at the two halves of one byte would lose one (kir.h, Buf.nibbles) */
+    for (int i = 0; i < k->nparams; i++)
+        if ((k->modes[i] & KP_OUT) && kir_root(k->params[i])->nibbles) return;
     /* the work: multiply-accumulates, or bytes moved (work_bytes) */
     int64_t macs, bytes = work_bytes(k), unused;
     kir_kernel_cost(k, &macs, &unused);

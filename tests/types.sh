@@ -2,7 +2,15 @@
 # tests/types.sh [--ort | --bench] - the ONNX types that Debian's test data and onnx 1.12's helpers
 # lack (tests/types/gen.py writes them as raw TensorProtos): int4/uint4 weights behind
 # DequantizeLinear-21 (blocked, per axis, per tensor; raw_data and int32_data; odd counts),
-# read by MatMul and Gemm, against numpy references, with `onnxcc check --atol 1e-4` at -O0
+# read by MatMul and Gemm; int4/uint4 graph inputs and outputs (packed, odd counts), Cast and
+# CastLike to and from them, QuantizeLinear-21 to them (ties, saturation, per tensor, per
+# axis, blocked; `onnxcc check` fills 4-bit outputs with ones first, so an unwritten nibble
+# or an odd count's last nibble left set shows); float4e2m1 (Cast with every tie, saturation,
+# infinities, NaN; inputs and outputs; QuantizeLinear/DequantizeLinear-23 per axis and
+# blocked; weights behind DequantizeLinear read by MatMul); int2/uint2 likewise (counts of
+# 4k + 1 to 3); float8e8m0 (Cast by every round_mode, with and without saturate, around
+# 2^-127, 2^127 and the ties; every code in); the float8 types and BitCast;
+# against numpy references, with `onnxcc check --roundtrip-kir --atol 1e-4` at -O0
 # and -O2 and at both x86 ISA levels of the object (--isa 0 and 1, where the host has them).
 # --bench: the weight-only int4 decoder stack against the float model of the same weights:
 # flash (NAME_FLASH_SIZE) and `onnxcc bench` latency, interleaved.
@@ -30,7 +38,7 @@ for m in $OUT/*/; do
     for o in O0 O2-isa0 O2-isa1; do echo "${m%/} $o"; done
 done | xargs -P ${JOBS:-2} -L 1 sh -c 'name=${0##*/}
     case $1 in O0) f=-O0;; O2-isa0) f="-O2 --isa 0";; *) f="-O2 --isa 1";; esac
-    if $ONNXCC check $f --atol 1e-4 $0/model.onnx >$0.$1.log 2>&1; then echo "ok   $name $1"
+    if $ONNXCC check --roundtrip-kir $f --atol 1e-4 $0/model.onnx >$0.$1.log 2>&1; then echo "ok   $name $1"
     elif grep -q "and this CPU runs up to" $0.$1.log; then echo "skip $name $1 (this CPU lacks the level)"
     else echo "FAIL $name $1"; tail -n 5 $0.$1.log; fi' >$OUT/check.out
 tally $OUT/check.out

@@ -96,6 +96,13 @@ void infer_unary(Graph *g, Node *n) {
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
 
+/* Cast-24's `round_mode`, which applies to float8e8m0 only: E8M0_UP, _DOWN or _NEAREST, -1
+ * if it names none of them. */
+static int e8m0_mode(const Node *n) {
+    const char *m = ir_attr_str(n, "round_mode", "up");
+    return !strcmp(m, "up") ? E8M0_UP : !strcmp(m, "down") ? E8M0_DOWN : !strcmp(m, "nearest") ? E8M0_NEAREST : -1;
+}
+
 void infer_cast(Graph *g, Node *n) {
     Value *x = n->in[0];
     DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
@@ -103,13 +110,27 @@ void infer_cast(Graph *g, Node *n) {
         infer_cast_string(g, n, to);
         return;
     }
+    if (dtype_nibbles(to) != DT_UNDEF) to = dtype_nibbles(to);     /* int4, int2: cast_bits */
     if (!dtype_supported(to)) {
-        error(ir_where(g, n), "cast to unsupported type %s (%d)%s", dtype_name(to), (int)to,
-              to >= 21 && to <= 26 ? ": onnxcc has no float4, float8e8m0 or 2-bit types, and 4-bit "
-              "integers only as constant weights" : "");
+        error(ir_where(g, n), "cast to unsupported type %s (%d)", dtype_name(to), (int)to);
+        return;
+    }
+    if (to == DT_FLOAT8E8M0 && e8m0_mode(n) < 0) {
+        error(ir_where(g, n), "round_mode '%s' is not up, down or nearest", ir_attr_str(n, "round_mode", ""));
         return;
     }
     ir_set_shape(n->out[0], to, x->rank, x->dims);
+}
+
+/* The bits of a Cast's or CastLike's result when it is int4/uint4 or int2/uint2 (to 22, 21,
+ * 26 or 25, or a `like` of such a type that is stored as one: ir.h, Value.nibbles), else 0:
+ * the 8-bit result then keeps only its low 4 (2) bits, sign-extended for int4 (int2) (the
+ * spec's "discard higher bits" of fixed point; a float is first truncated toward zero, as
+ * into int8). */
+static int cast_bits(const Node *n) {
+    if (n->out[0]->dtype != DT_INT8 && n->out[0]->dtype != DT_UINT8) return 0;
+    if (n->op == OP_CastLike) return ir_pack_bits(n->in[1]);
+    return dtype_pack_bits((int)ir_attr_int(n, "to", DT_UNDEF));
 }
 
 /* BitCast (opset 26): the bits of each element read as `to`, of the same size (as the
@@ -118,8 +139,8 @@ void infer_cast(Graph *g, Node *n) {
 void infer_bitcast(Graph *g, Node *n) {
     Value *x = n->in[0];
     DType to = (DType)ir_attr_int(n, "to", DT_UNDEF);
-    DType bad = !dtype_supported(to) || to == DT_BOOL || dtype_is_float8(to) ? to
-              : x->dtype == DT_BOOL || dtype_is_float8(x->dtype) || x->dtype == DT_STRING ? x->dtype : DT_UNDEF;
+    DType bad = !dtype_supported(to) || to == DT_BOOL || dtype_is_minifloat(to) ? to
+              : x->dtype == DT_BOOL || dtype_is_minifloat(x->dtype) || x->dtype == DT_STRING ? x->dtype : DT_UNDEF;
     if (bad != DT_UNDEF) {
         error(ir_where(g, n), "bitcast of %s to %s: %s is not supported (numbers of 8 to 64 bits "
               "but bool and float8 are)", dtype_name(x->dtype), dtype_name(to), dtype_name(bad));
@@ -231,8 +252,18 @@ static Expr *map_unary(Lower *L, Node *n, Expr **v, void *ctx) {
     case OP_Sign: return kx_un(p, K_SIGN, x);
     case OP_BitCast: return kx_bitcast(p, n->out[0]->dtype, x);
     case OP_Cast: case OP_CastLike:     /* `saturate` (opset 19) applies to float8 targets */
-        if (dtype_is_float8(n->out[0]->dtype))
-            return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0);
+        if (n->out[0]->dtype == DT_FLOAT8E8M0)
+            return rule_e8m0_cast(p, x, ir_attr_int(n, "saturate", 1) != 0, e8m0_mode(n));
+        if (dtype_is_minifloat(n->out[0]->dtype))     /* float4e2m1: always saturated */
+            return rule_float8_cast(p, x, n->out[0]->dtype, ir_attr_int(n, "saturate", 1) != 0 ||
+                                    n->out[0]->dtype == DT_FLOAT4E2M1);
+        if (cast_bits(n)) {         /* int4: ((v & 15) ^ 8) - 8, uint4: v & 15; int2: 3 and 2 */
+            DType o = n->out[0]->dtype;
+            int bits = cast_bits(n);
+            Expr *q = kx_bin(p, K_AND, kx_cast(p, o, x), kx_const(p, o, (1 << bits) - 1));
+            Expr *half = kx_const(p, o, 1 << (bits - 1));
+            return o == DT_UINT8 ? q : kx_bin(p, K_SUB, kx_bin(p, K_XOR, q, half), kx_clone(p, half));
+        }
         return kx_cast(p, n->out[0]->dtype, x);
     case OP_Relu: return kx_bin(p, K_MAX, x, cst(L, t, 0));
     case OP_LeakyRelu: {

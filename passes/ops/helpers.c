@@ -425,6 +425,35 @@ Expr *rule_float8_cast(Program *p, Expr *v, DType t, bool saturate) {
     return kx_select(p, over, out, c);
 }
 
+/* v cast to float8e8m0 as Cast-24 with `saturate` and `round_mode` (e8m0_encode). K_CAST
+ * rounds up and saturates; the other modes compute the code from the float32 bits (the
+ * exponent field, plus one by the mode) and cast the power of two it stands for (2^-127 is
+ * bits 0x00400000, a code past 0xfe NaN), which K_CAST keeps as it is. */
+Expr *rule_e8m0_cast(Program *p, Expr *v, bool saturate, int round_mode) {
+    Expr *x = v->type == DT_FLOAT ? v : kx_cast(p, DT_FLOAT, v);
+    if (round_mode == E8M0_UP && saturate) return kx_cast(p, DT_FLOAT8E8M0, x);
+#define U(c) kx_const(p, DT_UINT32, (c))
+    Expr *u = kx_bitcast(p, DT_UINT32, x);
+    Expr *e = kx_bin(p, K_AND, kx_bin(p, K_DIV, u, U(8388608)), U(255));
+    Expr *frac = kx_bin(p, K_AND, kx_clone(p, u), U(0x7fffff));
+    Expr *up;
+    if (round_mode == E8M0_UP)      /* a fraction; 2^-127 itself stays (e8m0_encode) */
+        up = kx_bin(p, K_AND, kx_bin(p, K_NE, frac, U(0)),
+                    kx_bin(p, K_NE, kx_bin(p, K_AND, kx_clone(p, u), U(0x7fffffff)), U(0x00400000)));
+    else if (round_mode == E8M0_NEAREST)     /* a half or more; at exponent 0 more than a half */
+        up = kx_bin(p, K_AND, kx_bin(p, K_GE, frac, U(0x400000)),
+                    kx_bin(p, K_OR, kx_bin(p, K_NE, kx_bin(p, K_AND, kx_clone(p, frac), U(0x3fffff)), U(0)),
+                           kx_bin(p, K_GT, kx_clone(p, e), U(0))));
+    else up = kx_const(p, DT_BOOL, 0);
+    if (saturate) up = kx_bin(p, K_AND, up, kx_bin(p, K_NE, kx_clone(p, e), U(254)));
+    Expr *code = kx_bin(p, K_ADD, kx_clone(p, e), kx_cast(p, DT_UINT32, up));
+    Expr *bits = kx_select(p, kx_bin(p, K_GE, kx_clone(p, code), U(255)), U(0x7fc00000),
+                           kx_bin(p, K_MUL, kx_clone(p, code), U(8388608)));
+    bits = kx_select(p, kx_bin(p, K_EQ, code, U(0)), U(0x00400000), bits);
+#undef U
+    return kx_cast(p, DT_FLOAT8E8M0, kx_bitcast(p, DT_FLOAT, bits));
+}
+
 Value *rule_opt_in(const Node *n, int i) { return i < n->nin ? n->in[i] : NULL; }
 
 /* An operand element as int32 minus its zero point (zi: the zero point's index when it is

@@ -125,7 +125,7 @@ static void quant_map(Lower *L, Node *n, const QLayout *q, MapFn build) {
     lower_map(L, n, y, zp ? 3 : 2, ins, build, NULL);
 }
 
-/* A float8 quantization's zero point must be absent or zeros (the reference refuses others):
+/* A float8 (or float4e2m1) quantization's zero point must be absent or zeros (the reference refuses others):
  * x / scale is cast to float8 as it is, no zero added (which would turn a -0 into +0). */
 static bool zero_point_zero(Graph *g, Node *n) {
     Value *zp = n->nin > 2 ? n->in[2] : NULL;
@@ -142,7 +142,9 @@ static bool zero_point_zero(Graph *g, Node *n) {
 void infer_quantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     QLayout q;
-    DType od = (DType)ir_attr_int(n, "output_dtype", 0), t = zp ? zp->dtype : od ? od : DT_UINT8;
+    DType od = (DType)ir_attr_int(n, "output_dtype", 0), t;
+    if (dtype_nibbles(od) != DT_UNDEF && (!zp || zp->nibbles)) od = dtype_nibbles(od);  /* quant_bits */
+    t = zp ? zp->dtype : od ? od : DT_UINT8;
     if ((!dtype_is_float(x->dtype) && x->dtype != DT_INT32) || !dtype_is_float(s->dtype) ||
         s->dtype == DT_DOUBLE) {
         error(ir_where(g, n), "needs float/float16/bfloat16/int32 x and a float/float16/bfloat16 "
@@ -154,12 +156,12 @@ void infer_quantize(Graph *g, Node *n) {
               dtype_name(zp->dtype));
         return;
     }
-    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16 && !dtype_is_float8(t)) {
-        error(ir_where(g, n), "quantizing to %s is not supported (uint8, int8, uint16, int16 and "
-              "the float8 types are)", dtype_name(t));
+    if (!rule_quant_type(t) && t != DT_INT16 && t != DT_UINT16 && (!dtype_is_minifloat(t) || t == DT_FLOAT8E8M0)) {
+        error(ir_where(g, n), "quantizing to %s is not supported (uint8, int8, uint16, int16, "
+              "int4, uint4, the float8 types and float4e2m1 are)", dtype_name(t));
         return;
     }
-    if (dtype_is_float8(t) && !zero_point_zero(g, n)) return;
+    if (dtype_is_minifloat(t) && !zero_point_zero(g, n)) return;
     int64_t prec = ir_attr_int(n, "precision", 0);
     if (prec != 0 && prec != DT_FLOAT) {
         error(ir_where(g, n), "precision %s is not supported (onnxcc divides in float32)",
@@ -170,14 +172,29 @@ void infer_quantize(Graph *g, Node *n) {
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
 
+/* The bits of y when it is int4/uint4 (opset 21) or int2/uint2 (opset 25), else 0: its zero
+ * point is (a constant or graph input of that type: ir.h, Value.nibbles), or output_dtype
+ * says so. Saturated to [-8, 7] or [0, 15], [-2, 1] or [0, 3]. */
+static int quant_bits(const Node *n) {
+    const Value *zp = n->nin > 2 ? n->in[2] : NULL;
+    return zp ? ir_pack_bits(zp) : dtype_pack_bits((int)ir_attr_int(n, "output_dtype", 0));
+}
+
 static Expr *map_quantize(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
     Expr *x = kx_cast(p, DT_FLOAT, v[0]), *s = v[1]->type == DT_FLOAT ? v[1] : kx_cast(p, DT_FLOAT, v[1]);
     DType t = n->out[0]->dtype;     /* 16-bit outputs: opset 21 */
-    if (dtype_is_float8(t))         /* opset 19: rounded to nearest even, `saturate` */
-        return rule_float8_cast(p, kx_bin(p, K_DIV, x, s), t, ir_attr_int(n, "saturate", 1) != 0);
+    if (dtype_is_minifloat(t))      /* opset 19: rounded to nearest even, `saturate` (float4e2m1,
+                                       opset 23: always saturated) */
+        return rule_float8_cast(p, kx_bin(p, K_DIV, x, s), t, ir_attr_int(n, "saturate", 1) != 0 ||
+                                t == DT_FLOAT4E2M1);
     double lo = t == DT_INT8 ? -128 : t == DT_INT16 ? -32768 : 0;
     double hi = t == DT_INT8 ? 127 : t == DT_UINT8 ? 255 : t == DT_INT16 ? 32767 : 65535;
+    int bits = quant_bits(n);
+    if (bits) {
+        lo = t == DT_INT8 ? -(1 << (bits - 1)) : 0;
+        hi = t == DT_INT8 ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+    }
     return rule_quantize_in(p, kx_bin(p, K_DIV, x, s), n->nin > 2 && n->in[2] ? v[2] : NULL, t, lo, hi);
 }
 
@@ -188,12 +205,14 @@ void lower_quantize(Lower *L, Node *n) {
 }
 
 /* x uint8, int8, int16, uint16 (opset 21) or int32, a zero point of x's type; y the type of
- * the scale (float, float16, bfloat16), or output_dtype (opset 23). */
+ * the scale (float, float16, bfloat16), or output_dtype (opset 23). A float8e8m0 scale
+ * (opset 25: the MX formats, float4e2m1 or float8 x with a power of two a block) is read as
+ * float; y is then output_dtype's. */
 void infer_dequantize(Graph *g, Node *n) {
     Value *x = n->in[0], *s = n->in[1], *zp = n->nin > 2 ? n->in[2] : NULL;
     QLayout q;
     bool xok = rule_quant_type(x->dtype) || x->dtype == DT_INT32 || x->dtype == DT_INT16 ||
-               x->dtype == DT_UINT16 || dtype_is_float8(x->dtype);
+               x->dtype == DT_UINT16 || (dtype_is_minifloat(x->dtype) && x->dtype != DT_FLOAT8E8M0);
     DType t = (DType)ir_attr_int(n, "output_dtype", 0);
     if (!t) t = s->dtype;
     if (!xok || !dtype_is_float(s->dtype) || s->dtype == DT_DOUBLE || (zp && zp->dtype != x->dtype)) {
@@ -202,11 +221,12 @@ void infer_dequantize(Graph *g, Node *n) {
               dtype_name(s->dtype), zp ? " and " : "", zp ? dtype_name(zp->dtype) : "");
         return;
     }
-    if (!dtype_is_float(t) || t == DT_DOUBLE) {
+    if (!dtype_is_float(t) || t == DT_DOUBLE || dtype_is_minifloat(t)) {   /* a float8e8m0 scale
+                                                                        (opset 25) needs it */
         error(ir_where(g, n), "output_dtype %s is not float, float16 or bfloat16", dtype_name(t));
         return;
     }
-    if (dtype_is_float8(x->dtype) && !zero_point_zero(g, n)) return;
+    if (dtype_is_minifloat(x->dtype) && !zero_point_zero(g, n)) return;
     if (!quant_layout(g, n, x, &q)) return;
     ir_set_shape(n->out[0], t, x->rank, x->dims);
 }
@@ -215,7 +235,7 @@ void infer_dequantize(Graph *g, Node *n) {
 static Expr *map_dequantize(Lower *L, Node *n, Expr **v, void *ctx) {
     Program *p = L->p;
     Expr *s = v[1]->type == DT_FLOAT ? v[1] : kx_cast(p, DT_FLOAT, v[1]);
-    if (dtype_is_float8(v[0]->type)) {  /* x * scale (the zero point is 0) */
+    if (dtype_is_minifloat(v[0]->type)) {  /* x * scale (the zero point is 0) */
         Expr *y = kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, v[0]), s);
         return n->out[0]->dtype == DT_FLOAT ? y : kx_cast(p, n->out[0]->dtype, y);
     }

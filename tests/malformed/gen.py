@@ -312,23 +312,38 @@ def opsets():
     compile_case("training_opset_99999", m, "99999")
     compile_case("opset_27", model([helper.make_node("Relu", ["x"], ["y"])],
                                    [f32("x", [2])], [f32("y", None)], opset=27), "1 to 26")
-    # the types of opsets 19 to 25 that onnxcc has not (TensorProto numbers: onnx 1.12
-    # predates their names): a float4e2m1 graph input, an int4 graph input (int4 is read
-    # only as constant weights), a Cast to float8e8m0; and an int4 initializer whose packed
-    # bytes are too few
-    compile_case("float4_input_23", model([helper.make_node("Identity", ["x"], ["y"])],
-                                          [f32("x", [2], 23)], [f32("y", None, 0)], opset=23),
-                 "input 'x' has unsupported element type float4e2m1 (onnxcc has 4-bit integers only as constant weights")
-    compile_case("int4_input_21", model([helper.make_node("Identity", ["x"], ["y"])],
-                                        [f32("x", [2], 22)], [f32("y", None, 0)], opset=21),
-                 "input 'x' has unsupported element type int4")
+    # the types of opsets 19 to 25 (TensorProto numbers: onnx 1.12 predates their names) where
+    # onnxcc refuses them: a complex64 graph input, a Cast to float8e8m0 with a round_mode
+    # that is none of the three, a QuantizeLinear to float8e8m0 (not a quantized type); a
+    # graph output declared int4 that a float fills, a sequence of int4 (4-bit tensors are
+    # supported, not in sequences); and an int4 initializer whose packed bytes are too few
+    compile_case("complex64_input_24", model([helper.make_node("Identity", ["x"], ["y"])],
+                                             [f32("x", [2], 14)], [f32("y", None, 0)], opset=24),
+                 "input 'x' has unsupported element type complex64")
+    compile_case("quantize_to_float8e8m0_24", model([helper.make_node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=24)],
+                                                    [f32("x", [2])], [f32("y", None, 0)],
+                                                    [const("s", np.float32(0.5))], opset=24),
+                 "quantizing to float8e8m0 is not supported")
+    # a float8e8m0 scale (opset 25) gives no output type of its own: output_dtype is needed
+    e8 = TensorProto(name="s", data_type=24, dims=[], raw_data=b"\x7f")
+    compile_case("dequantize_e8m0_scale_no_dtype_25", model([helper.make_node("DequantizeLinear", ["x", "s"], ["y"])],
+                                                            [f32("x", [2], TensorProto.INT8)], [f32("y", None, 0)],
+                                                            [e8], opset=25),
+                 "output_dtype float8e8m0 is not float, float16 or bfloat16")
+    compile_case("int4_output_float_21", model([helper.make_node("Identity", ["x"], ["y"])],
+                                               [f32("x", [3])], [f32("y", None, 22)], opset=21),
+                 "output 'y' is declared int4, uint4 or float4e2m1 but is float32")
+    seq = helper.make_tensor_sequence_value_info("s", 22, [2])
+    compile_case("int4_sequence_input_21", model([helper.make_node("SequenceAt", ["s", "i"], ["y"])],
+                                                 [seq, f32("i", [], TensorProto.INT64)], [f32("y", None, 0)], opset=21),
+                 "input 's' is a sequence or optional of int4")
     w = TensorProto(name="w", data_type=22, dims=[5], raw_data=b"\x12\x34")
     compile_case("int4_weight_short_21", model(
         [helper.make_node("DequantizeLinear", ["w", "s"], ["y"])], [], [f32("y", None)],
         [w, const("s", np.float32(0.5))], opset=21), "initializer 'w': raw_data holds 2 bytes, its 5 4-bit values need 3")
-    compile_case("cast_to_float8e8m0_24", model([helper.make_node("Cast", ["x"], ["y"], to=24)],
-                                                [f32("x", [2])], [f32("y", None, 0)], opset=24),
-                 r"node 'Cast_0' (Cast, opset 24): cast to unsupported type float8e8m0")
+    compile_case("cast_to_float8e8m0_round_24", model([helper.make_node("Cast", ["x"], ["y"], to=24, round_mode="sideways")],
+                                                      [f32("x", [2])], [f32("y", None, 0)], opset=24),
+                 r"node 'Cast_0' (Cast, opset 24): round_mode 'sideways' is not up, down or nearest")
     compile_case("bitcast_sizes_26", model([helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT16)],
                                            [f32("x", [2])], [f32("y", None, 0)], opset=26),
                  r"node 'BitCast_0' (BitCast, opset 26): bitcast of float32 to int16: the sizes differ")
