@@ -393,3 +393,24 @@ def window_reduce(name):
     save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))],
          [nh.from_array(w, 'W'), c('s6', [1, C, 1, H, 1, W]), c('s4', [1, 1, H * W, C])], 13)
 window_reduce('window_reduce_6d')
+# RegNetY-800MF's block4: a 1x1 conv of 784 -> 784 channels on 7x7 (2.5 MB of weights)
+# reading an NHWC map (after a depthwise conv) and writing NCHW for the grouped conv of 16
+# channels a group after it: its weights cut in chunks of output channels that fit the L2
+# though its output is not channel-last (passes/schedule.c, weight_chunks).
+def chunks_nchw_out(name):
+    C, H, W, G = 784, 7, 7, 49
+    x = rng.standard_normal([1, C, H, W]).astype(np.float32)
+    wd = rng.standard_normal([C, 1, 3, 3]).astype(np.float32)
+    w1 = (rng.standard_normal([C, C, 1, 1]) / 28).astype(np.float32)
+    wg = rng.standard_normal([C, C // G, 3, 3]).astype(np.float32)
+    x64 = x.astype(np.float64)
+    d = ref(x64, wd.astype(np.float64) * np.eye(C)[:, :, None, None], np.zeros(C), [1, 1], [1, 1], [1, 1], [1, 1])
+    a = np.maximum(ref(d, w1.astype(np.float64), np.zeros(C), [1, 1], [1, 1], [0, 0], [0, 0]), 0)
+    cg = C // G
+    y = np.concatenate([ref(a[:, g * cg:(g + 1) * cg], wg[g * cg:(g + 1) * cg].astype(np.float64), np.zeros(cg), [1, 1], [1, 1], [1, 1], [1, 1])
+                        for g in range(G)], axis=1)
+    nodes = [h.make_node('Conv', ['x', 'Wd'], ['d'], group=C, pads=[1, 1, 1, 1]), h.make_node('Conv', ['d', 'W1'], ['c']),
+             h.make_node('Relu', ['c'], ['a']), h.make_node('Conv', ['a', 'Wg'], ['y'], group=G, pads=[1, 1, 1, 1])]
+    save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))],
+         [nh.from_array(wd, 'Wd'), nh.from_array(w1, 'W1'), nh.from_array(wg, 'Wg')], 13)
+chunks_nchw_out('chunks_nchw_out')
