@@ -308,21 +308,28 @@ def quant4(x, s, zp, signed):
     return np.clip(q, -8 if signed else 0, 7 if signed else 15).astype(np.int8 if signed else np.uint8)
 
 
-def save4(name, nodes, ins, outs, opset=21, inits=()):
-    """ins/outs: lists of (name, array, type number): 4-bit types written with nibbles(), the
-    others with numpy_helper. No meta.json (tests/opsets/ort.js has no 4-bit tensors)."""
+def save_packed(name, nodes, ins, outs, opset, inits, ir_version, tensor):
+    """ins/outs: lists of (name, array, type number), each written as tensor(name, array, type)
+    makes it; inits: TensorProtos or (name, array) pairs."""
     d = os.path.join(OUT, name)
     os.makedirs(d + '/test_data_set_0', exist_ok=True)
     vi = lambda n, a, t: h.make_tensor_value_info(n, t, list(a.shape))
     g = h.make_graph(nodes, name, [vi(*i) for i in ins], [vi(*o) for o in outs],
                      [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
     m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
-    m.ir_version = 10
+    m.ir_version = ir_version
     onnx.save(m, d + '/model.onnx')
     for kind, vals in (('input', ins), ('output', outs)):
         for k, (n, a, t) in enumerate(vals):
-            tp = nibbles(n, a, t == INT4) if t in NP4 else crumbs(n, a, t == INT2) if t in NP2 else nh.from_array(a, n)
-            open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tp.SerializeToString())
+            open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tensor(n, a, t).SerializeToString())
+
+
+def save4(name, nodes, ins, outs, opset=21, inits=()):
+    """4-bit and 2-bit types written with nibbles() and crumbs(), the others with numpy_helper.
+    No meta.json (tests/opsets/ort.js has no 4-bit tensors)."""
+    save_packed(name, nodes, ins, outs, opset, inits, 10,
+                lambda n, a, t: nibbles(n, a, t == INT4) if t in NP4 else crumbs(n, a, t == INT2) if t in NP2
+                else nh.from_array(a, n))
 
 
 UINT2, INT2 = 25, 26
@@ -479,18 +486,9 @@ def f4_tensor(name, v):
 
 def save_f4(name, nodes, ins, outs, opset=23, inits=()):
     """As save4, float4e2m1 arrays (of exact values) marked with type F4."""
-    d = os.path.join(OUT, name)
-    os.makedirs(d + '/test_data_set_0', exist_ok=True)
-    vi = lambda n, a, t: h.make_tensor_value_info(n, t, list(a.shape))
-    g = h.make_graph(nodes, name, [vi(*i) for i in ins], [vi(*o) for o in outs],
-                     [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
-    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
-    m.ir_version = 11
-    onnx.save(m, d + '/model.onnx')
-    for kind, vals in (('input', ins), ('output', outs)):
-        for k, (n, a, t) in enumerate(vals):
-            tp = f4_tensor(n, a) if t == F4 else nibbles(n, a, t == INT4) if t in NP4 else nh.from_array(a, n)
-            open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tp.SerializeToString())
+    save_packed(name, nodes, ins, outs, opset, inits, 11,
+                lambda n, a, t: f4_tensor(n, a) if t == F4 else nibbles(n, a, t == INT4) if t in NP4
+                else nh.from_array(a, n))
 
 
 # Cast to float4e2m1: every tie (midpoints of neighbours), saturation, infinities, NaN, -0,
@@ -603,18 +601,8 @@ def e8m0_tensor(name, c):
 
 def save_e8m0(name, nodes, ins, outs, opset=24, inits=()):
     """ins/outs: (name, array, type); E8M0 arrays are codes (uint8)."""
-    d = os.path.join(OUT, name)
-    os.makedirs(d + '/test_data_set_0', exist_ok=True)
-    vi = lambda n, a, t: h.make_tensor_value_info(n, t, list(a.shape))
-    g = h.make_graph(nodes, name, [vi(*i) for i in ins], [vi(*o) for o in outs],
-                     [i if isinstance(i, T) else nh.from_array(i[1], i[0]) for i in inits])
-    m = h.make_model(g, opset_imports=[h.make_opsetid('', opset)])
-    m.ir_version = 11
-    onnx.save(m, d + '/model.onnx')
-    for kind, vals in (('input', ins), ('output', outs)):
-        for k, (n, a, t) in enumerate(vals):
-            tp = e8m0_tensor(n, a) if t == E8M0 else nh.from_array(a, n)
-            open(f'{d}/test_data_set_0/{kind}_{k}.pb', 'wb').write(tp.SerializeToString())
+    save_packed(name, nodes, ins, outs, opset, inits, 11,
+                lambda n, a, t: e8m0_tensor(n, a) if t == E8M0 else nh.from_array(a, n))
 
 
 p2 = lambda k: np.ldexp(np.float32(1), k)
