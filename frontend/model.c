@@ -381,9 +381,15 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
     /* graphs only where an op reads them (passes/ops/control.c, sequence.c): another op's would
      * never be inferred, and ONNX's checker refuses an attribute the schema does not name */
     bool takes = n->op == OP_If || n->op == OP_Loop || n->op == OP_Scan || n->op == OP_SequenceMap;
-    for (int i = 0; i < n->nattrs; i++)
-        if (n->attrs[i].type == A_GRAPH && !takes)
-            error(where, "attribute '%s' is a graph, and %s takes none", n->attrs[i].name, n->op_type);
+    for (int i = 0; i < n->nattrs; i++) {
+        const char *an = n->attrs[i].name;
+        if (n->attrs[i].type != A_GRAPH) continue;
+        if (!takes)
+            error(where, "attribute '%s' is a graph, and %s takes none", an, n->op_type);
+        else if (n->op == OP_If ? strcmp(an, "then_branch") && strcmp(an, "else_branch") : strcmp(an, "body") != 0)
+            error(where, "attribute '%s' is a graph that %s does not take (its graphs: %s)", an, n->op_type,
+                  n->op == OP_If ? "then_branch, else_branch" : "body");
+    }
 }
 
 static void read_node(Parser *p, const Onnx__NodeProto *np, int index) {

@@ -282,6 +282,14 @@ def operands():
         [helper.make_node("Abs", ["x"], ["y"], then_branch=helper.make_graph(
             [helper.make_node("Constant", [], ["c"], value_float=1.0)], "t", [], [f32("c", [])]))],
         [f32("x", [2])], [f32("y", [2])], opset=13), "attribute 'then_branch' is a graph, and Abs takes none")
+    # an If whose then branch is misnamed, its condition a constant taking else_branch: the
+    # misnamed graph was never inferred and the verifier aborted (structure-aware fuzzing)
+    compile_case("if_misnamed_branch", model(
+        [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("cv", TensorProto.BOOL, [], [False])),
+         helper.make_node("If", ["c"], ["y"], else_branch=helper.make_graph(
+             [helper.make_node("Neg", ["x"], ["e"])], "e", [], [f32("e", [2])]), thenbranch=helper.make_graph(
+             [helper.make_node("Abs", ["x"], ["t"])], "t", [], [f32("t", [2])]))],
+        [f32("x", [2])], [f32("y", [2])], opset=13), "attribute 'thenbranch' is a graph that If does not take")
     compile_case("deformconv_group_int64_max", model(
         [helper.make_node("DeformConv", ["x", "w", "o"], ["y"], group=(1 << 63) - 1)],
         [f32("x", [1, 2, 3, 3]), f32("w", [1, 2, 3, 3]), f32("o", [1, 18, 1, 1])], [f32("y", None)], opset=22),
