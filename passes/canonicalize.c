@@ -31,11 +31,16 @@ static Value *const_scalar(Graph *g, Node *n, const char *what, double x) {
     return v;
 }
 
-/* Make n have exactly `nin` inputs: new slots are absent (NULL), extra ones must be. */
+/* Make n have exactly `nin` inputs: new slots are absent (NULL), extra ones must be: a model
+ * giving more inputs than its op's version reads (an opset-2 Pad with four, which the op
+ * table's count for Pad-18 lets through) is refused. */
 static void set_nin(Graph *g, Node *n, int nin) {
     if (nin <= n->nin) {
         for (int i = nin; i < n->nin; i++)
-            if (n->in[i]) die("%s: dropping a present input", n->name);
+            if (n->in[i]) {
+                error(ir_where(g, n), "%s-%d does not read input %d, which is given", n->op_type, n->opset, i);
+                break;
+            }
         n->nin = nin;
         return;
     }
@@ -50,6 +55,9 @@ static void ints_attr_to_input(Graph *g, Node *n, const char *attr, int slot) {
     const int64_t *v;
     int count = ir_attr_ints(n, attr, &v);
     if (slot >= n->nin) set_nin(g, n, slot + 1);
+    else if (v && n->in[slot])
+        error(ir_where(g, n), "%s-%d takes %s as an attribute, and input %d is given too", n->op_type, n->opset, attr,
+              slot);
     if (v) n->in[slot] = const_ints(g, n, attr, v, count);
     ir_attr_remove(n, attr);
 }

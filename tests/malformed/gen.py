@@ -290,6 +290,16 @@ def operands():
              [helper.make_node("Neg", ["x"], ["e"])], "e", [], [f32("e", [2])]), thenbranch=helper.make_graph(
              [helper.make_node("Abs", ["x"], ["t"])], "t", [], [f32("t", [2])]))],
         [f32("x", [2])], [f32("y", [2])], opset=13), "attribute 'thenbranch' is a graph that If does not take")
+    # an opset-10 Pad (pads an attribute) given four inputs, as Pad-18 reads: the canonical form
+    # dropped a present input (internal error; structure-aware fuzzing)
+    compile_case("pad10_four_inputs", model(
+        [helper.make_node("Pad", ["x", "p", "v", "a"], ["y"])],
+        [f32("x", [2]), f32("p", [2], TensorProto.INT64), f32("v", []), f32("a", [1], TensorProto.INT64)],
+        [f32("y", [2])], opset=10), "Pad-10 does not read input 3, which is given")
+    compile_case("pad10_pads_twice", model(
+        [helper.make_node("Pad", ["x", "p"], ["y"], pads=[0, 0])],
+        [f32("x", [2]), f32("p", [2], TensorProto.INT64)], [f32("y", [2])], opset=10),
+        "Pad-10 takes pads as an attribute, and input 1 is given too")
     compile_case("deformconv_group_int64_max", model(
         [helper.make_node("DeformConv", ["x", "w", "o"], ["y"], group=(1 << 63) - 1)],
         [f32("x", [1, 2, 3, 3]), f32("w", [1, 2, 3, 3]), f32("o", [1, 18, 1, 1])], [f32("y", None)], opset=22),
