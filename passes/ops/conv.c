@@ -176,7 +176,9 @@ void lower_conv(Lower *L, Node *n) {
 
 /* ---- ConvTranspose ---- */
 
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+/* a / b rounded down, b > 0, without overflow for any a (-a + b - 1 overflowed for a near
+ * -2^63: a ConvTranspose of INT64_MAX-sized padding, structure-aware fuzzing under UBSan) */
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
 
 /* Geometry of a ConvTranspose: output size and begin padding per spatial dim, from the
  * weights' kernel shape, strides, dilations, pads, output_padding, output_shape and auto_pad.
