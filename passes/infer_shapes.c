@@ -158,6 +158,15 @@ void infer_shapes(Graph *g) {
     exit_if_errors();
     infer_graph(g);
     exit_if_errors();
+    /* a 4-bit output no node computes (a Constant or an initializer: infer_node's check never
+     * sees it) must hold the 8-bit integers or float4e2m1 values its stores pack */
+    for (int i = 0; i < g->noutputs; i++) {
+        const Value *v = g->outputs[i];
+        if (v->nibbles && v->dtype != DT_INT8 && v->dtype != DT_UINT8 && v->dtype != DT_FLOAT4E2M1)
+            error(g->path, "output '%s' is declared int4, uint4 or float4e2m1 but is %s", v->name,
+                  dtype_name(v->dtype));
+    }
+    exit_if_errors();
     expand_containers(g);
     exit_if_errors();
 }

@@ -351,6 +351,12 @@ def opsets():
     compile_case("int4_output_float_21", model([helper.make_node("Identity", ["x"], ["y"])],
                                                [f32("x", [3])], [f32("y", None, 22)], opset=21),
                  "output 'y' is declared int4, uint4 or float4e2m1 but is float32")
+    # the same declared of a Constant node's output, which no node's inference sees (the
+    # fuzzer's float16 Constant as a uint4 output: the backend built an invalid module)
+    c16 = helper.make_tensor("v", TensorProto.FLOAT16, [2], [1.0, 2.0])
+    compile_case("uint4_output_constant_float16", model([helper.make_node("Constant", [], ["y"], value=c16)],
+                                                        [], [f32("y", [2], 21)], opset=21),
+                 "output 'y' is declared int4, uint4 or float4e2m1 but is float16")
     seq = helper.make_tensor_sequence_value_info("s", 22, [2])
     compile_case("int4_sequence_input_21", model([helper.make_node("SequenceAt", ["s", "i"], ["y"])],
                                                  [seq, f32("i", [], TensorProto.INT64)], [f32("y", None, 0)], opset=21),
