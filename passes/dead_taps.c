@@ -14,7 +14,8 @@
  * (a stride larger than the input) stay. The result is the same sum without terms that are
  * exactly zero (lowering's guarded taps never read the padding either, so a weight that is
  * not finite gives what it gives at -O0, and loop_pad pads only finite weights). Float Convs with constant weights and
- * explicit padding (auto_pad NOTSET) only; anything else is left for lowering as it is. */
+ * explicit padding (auto_pad NOTSET) only; anything else is left for lowering as it is.
+ * Taps live for some outputs only split the conv into regions or a sum of taps (below). */
 #include <string.h>
 
 #include "pipeline.h"
@@ -142,7 +143,9 @@ static void cut(Graph *g, Node *n) {
  * conv does 324 of its 1764 taps x pixels per channel pair, the 10x10 interior a 1x1 conv,
  * and reads 25 of its 9 taps' weights (the 2x2 corners read 4 taps for 4 pixels each): cost
  * 824 against 1944; measured 7.0 -> 4.3 ms on one AVX-512 core. The regions' weights are
- * copies (DeepLabV3's 8.8 MB become 24.6 MB of flash). */
+ * copies (DeepLabV3's 8.8 MB become 24.6 MB of flash). The tap sums below cost less there
+ * (504) and are taken instead, but at --fp-strict, and where the input channels are few
+ * (their Pads and Adds then weigh more). */
 enum { MAX_SPANS = 3, MAX_REGIONS = 27, MAX_TAPS = 16 };
 /* A weight streamed from memory costs about as much as this many multiply-adds (10 GB/s
  * against 50 G multiply-adds/s, AVX-512 at half its peak): a region of few pixels is bound by
@@ -266,33 +269,166 @@ static Value *join(Split *S, int level) {
     return cat->out[0];
 }
 
-static void split(Graph *g, Node *n) {
+/* ---- tap sums ----
+ * The regions read a copy of their taps' weights each, which costs where a map is small and
+ * the weights are many: DeepLabV3's dilation-12 conv (960 -> 256 channels on 14x14) reads 25
+ * of its 9 taps' 0.98 MB, and its 2x2 corners read four taps each for 4 pixels. As a sum of
+ * 1x1 convs, one per live tap over the outputs that tap reads the input for, each tap's
+ * weights are read once and the multiply-adds are the same 324 of 1764: the tap that reads
+ * the input for every output (the centre) is a conv over the whole map that carries the
+ * bias, and each other tap's conv over its window of outputs is padded to the map with zeros
+ * and added (Pad + Add, which fuse into one kernel). Cost per channel pair: each tap's pixels
+ * plus WEIGHT_MACS, and the Pad and Add of a whole map for each tap but the first (PAD_ADD
+ * per output element, spread over the input channels). The sum is reassociated (tap by tap),
+ * so not with --fp-strict, which keeps the regions. DeepLabV3's conv, one AVX-512 core
+ * (onnxcc bench): regions 3.7 ms, tap sums 2.1 ms (onnxruntime's whole conv: 2.2 ms). */
+enum { PAD_ADD = 4 };
+
+typedef struct Tap { int64_t t[MAX_SP], q0[MAX_SP], q1[MAX_SP]; } Tap;
+
+/* The live taps (their count; -1: too many, or none reads the input for every output) with
+ * their windows of outputs [q0, q1), the one reading it for all of them first. */
+static int live_taps(const Geom *G, Tap *tp, int max) {
+    int64_t taps = 1;
+    for (int i = 0; i < G->nsp; i++) taps *= G->k[i];
+    int n = 1;
+    bool base = false;
+    for (int64_t e = 0; e < taps; e++) {
+        Tap t;
+        bool live = true, whole = true;
+        int64_t r = e;
+        for (int i = G->nsp - 1; i >= 0; r /= G->k[i], i--) {
+            int64_t L, R;
+            t.t[i] = r % G->k[i];
+            tap_outputs(G, i, t.t[i], &L, &R);
+            live &= L <= R;
+            whole &= L == 0 && R == G->out[i] - 1;
+            t.q0[i] = L, t.q1[i] = R + 1;
+        }
+        if (!live) continue;
+        if (whole && !base) {
+            tp[0] = t, base = true;
+        } else {
+            if (n == max) return -1;
+            tp[n++] = t;
+        }
+    }
+    return base ? n : -1;
+}
+
+/* The 1x1 conv of tap T over its window of outputs (with the bias when `bias`). */
+static Value *tap_conv(Split *S, const Tap *T, bool bias) {
+    Graph *g = S->g;
+    Node *n = S->n;
+    const Geom *G = S->G;
+    int nsp = G->nsp;
+    int64_t st[MAX_SP], en[MAX_SP], ax[MAX_SP], ones[MAX_SP], pads[2 * MAX_SP] = {0};
+    bool whole = true;
+    const char *name = arena_printf(g->arena, "%s_t%d", n->name, S->count++);
+    for (int i = 0; i < nsp; i++) {
+        ax[i] = 2 + i, ones[i] = 1;
+        st[i] = T->q0[i] * G->s[i] + T->t[i] * G->d[i] - G->pb[i];
+        en[i] = (T->q1[i] - 1) * G->s[i] + T->t[i] * G->d[i] - G->pb[i] + 1;
+        whole &= st[i] == 0 && en[i] == G->in[i];
+    }
+    Value *x = n->in[0];
+    if (!whole) {
+        Node *sl = before_conv(S, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
+        sl->in[0] = x;
+        sl->in[1] = ints(g, arena_printf(g->arena, "%s_in_starts", name), st, nsp);
+        sl->in[2] = ints(g, arena_printf(g->arena, "%s_in_ends", name), en, nsp);
+        sl->in[3] = ints(g, arena_printf(g->arena, "%s_in_axes", name), ax, nsp);
+        op_info[OP_Slice].infer(g, sl);
+        x = sl->out[0];
+    }
+    int nin = bias ? n->nin : 2;
+    Node *c = before_conv(S, OP_Conv, name, nin);
+    c->op_type = n->op_type, c->domain = n->domain, c->opset = n->opset;
+    c->nattrs = n->nattrs;
+    c->attrs = ARENA_ARRAY(g->arena, Attr, n->nattrs + 3);
+    if (n->nattrs) memcpy(c->attrs, n->attrs, sizeof(Attr) * (size_t)n->nattrs);
+    ir_attr_set_ints(g, c, "kernel_shape", ones, nsp);
+    ir_attr_set_ints(g, c, "pads", pads, 2 * nsp);
+    ir_attr_set_ints(g, c, "dilations", ones, nsp);
+    c->in[0] = x;
+    c->in[1] = slice_taps(g, n->in[1], T->t, T->t, arena_printf(g->arena, "t%d", S->count - 1));
+    for (int j = 2; j < nin; j++) c->in[j] = n->in[j];
+    op_info[OP_Conv].infer(g, c);
+    for (int i = 0; i < nsp; i++)
+        if (c->out[0]->rank != nsp + 2 || c->out[0]->dims[2 + i] != T->q1[i] - T->q0[i])
+            die("dead_taps: tap conv %s of %s has the wrong size", name, n->name);
+    return c->out[0];
+}
+
+/* The sum of the taps' convs, each padded to the map (the first is the whole map). */
+static Value *tap_sum(Split *S, const Tap *tp, int ntaps) {
+    Graph *g = S->g;
+    Node *n = S->n;
+    int nsp = S->G->nsp, rank = nsp + 2;
+    Value *sum = tap_conv(S, &tp[0], true);
+    for (int k = 1; k < ntaps; k++) {
+        Value *c = tap_conv(S, &tp[k], false);
+        int64_t pads[2 * MAX_RANK] = {0};
+        for (int i = 0; i < nsp; i++) {
+            pads[2 + i] = tp[k].q0[i];
+            pads[rank + 2 + i] = S->G->out[i] - tp[k].q1[i];
+        }
+        const char *name = arena_printf(g->arena, "%s_p%d", n->name, S->count++);
+        Node *pd = before_conv(S, OP_Pad, name, 2);
+        pd->in[0] = c;
+        pd->in[1] = ints(g, arena_printf(g->arena, "%s_pads", name), pads, 2 * rank);
+        op_info[OP_Pad].infer(g, pd);
+        Node *add = before_conv(S, OP_Add, arena_printf(g->arena, "%s_sum", name), 2);
+        add->in[0] = sum;
+        add->in[1] = pd->out[0];
+        op_info[OP_Add].infer(g, add);
+        sum = add->out[0];
+    }
+    const Value *y = n->out[0];
+    if (sum->rank != y->rank || memcmp(sum->dims, y->dims, sizeof(int64_t) * (size_t)y->rank))
+        die("dead_taps: the taps of %s sum to another shape", n->name);
+    return sum;
+}
+
+/* The conv as regions or as tap sums, whichever costs less, where that is at most half the
+ * whole conv's cost; `exact`: regions only. */
+static void split(Graph *g, Node *n, bool exact) {
     Geom G;
     if (!geometry(n, &G)) return;
     Split S = {.g = g, .n = n, .G = &G};
-    int regions = 1;
-    for (int i = 0; i < G.nsp; i++) {
-        if ((S.ns[i] = spans(&G, i, S.sp[i])) < 1) return;
-        regions *= S.ns[i];
-    }
-    if (regions < 2 || regions > MAX_REGIONS) return;
     /* the cost of a conv of P pixels and T taps, per input-output channel pair: T * (P +
      * WEIGHT_MACS), each weight streamed once besides its multiply-adds */
-    double full, live = 0, taps = 1;
-    for (int i = 0; i < G.nsp; i++) taps *= G.k[i];
-    double px = 1;
-    for (int i = 0; i < G.nsp; i++) px *= G.out[i];
+    double full, taps = 1, px = 1;
+    for (int i = 0; i < G.nsp; i++) taps *= (double)G.k[i], px *= (double)G.out[i];
     full = taps * (px + WEIGHT_MACS);
-    for (int r = 0; r < regions; r++) {
-        double rp = 1, rt = 1;
-        for (int i = G.nsp - 1, q = r; i >= 0; q /= S.ns[i], i--) {
-            const Span *sp = &S.sp[i][q % S.ns[i]];
-            rp *= (double)(sp->q1 - sp->q0), rt *= (double)(sp->b - sp->a + 1);
+    int regions = 1;
+    for (int i = 0; i < G.nsp && regions > 0; i++)
+        regions = (S.ns[i] = spans(&G, i, S.sp[i])) < 1 ? 0 : regions * S.ns[i];
+    double live = full;
+    if (regions >= 2 && regions <= MAX_REGIONS) {
+        live = 0;
+        for (int r = 0; r < regions; r++) {
+            double rp = 1, rt = 1;
+            for (int i = G.nsp - 1, q = r; i >= 0; q /= S.ns[i], i--) {
+                const Span *sp = &S.sp[i][q % S.ns[i]];
+                rp *= (double)(sp->q1 - sp->q0), rt *= (double)(sp->b - sp->a + 1);
+            }
+            live += rt * (rp + WEIGHT_MACS);
         }
-        live += rt * (rp + WEIGHT_MACS);
     }
-    if (2 * live > full) return;
-    Value *y = n->out[0], *top = join(&S, 0);
+    Tap tp[MAX_REGIONS + 1];
+    int ntaps = exact ? -1 : live_taps(&G, tp, MAX_REGIONS + 1);
+    double sums = full;
+    if (ntaps >= 2) {
+        sums = (ntaps - 1) * PAD_ADD * px / (double)n->in[0]->dims[1];
+        for (int k = 0; k < ntaps; k++) {
+            double tpx = 1;
+            for (int i = 0; i < G.nsp; i++) tpx *= (double)(tp[k].q1[i] - tp[k].q0[i]);
+            sums += tpx + WEIGHT_MACS;
+        }
+    }
+    if (2 * MIN(live, sums) > full) return;
+    Value *y = n->out[0], *top = sums < live ? tap_sum(&S, tp, ntaps) : join(&S, 0);
     Node *last = top->producer;     /* it writes the conv's output */
     last->out[0] = y;
     y->producer = last;
@@ -300,7 +436,7 @@ static void split(Graph *g, Node *n) {
     n->dead = true;
 }
 
-void dead_taps(Graph *g) {
+void dead_taps(Graph *g, const Options *o) {
     int nconv = 0;
     for (int i = 0; i < g->nnodes; i++) nconv += !g->nodes[i]->dead && g->nodes[i]->op == OP_Conv;
     Node **convs = ARENA_ARRAY(g->arena, Node *, nconv + 1);
@@ -310,7 +446,7 @@ void dead_taps(Graph *g) {
             convs[nconv++] = g->nodes[i];
     for (int i = 0; i < nconv; i++) {
         cut(g, convs[i]);
-        split(g, convs[i]);
+        split(g, convs[i], o->fp_strict);
     }
     ir_compact(g);
 }

@@ -23,7 +23,7 @@ const Pass passes[] = {
     {"simplify", 0, PASS_GRAPH, {.graph = simplify}, "drop Identity, Dropout, no-op reshapes"},
     {"fuse_qdq", 1, PASS_GRAPH, {.graph = fuse_qdq}, "DQ -> Conv/Gemm/MaxPool... -> Q as integer ops"},
     {"fuse_batchnorm", 1, PASS_GRAPH, {.graph = fuse_batchnorm}, "BN into Conv/ConvTranspose/Gemm weights"},
-    {"dead_taps", 1, PASS_GRAPH, {.graph = dead_taps}, "Conv taps that only ever read padding cut off"},
+    {"dead_taps", 1, PASS_GRAPH_OPTS, {.graph_opts = dead_taps}, "Conv taps that only ever read padding cut off"},
     {"split_channels", 2, PASS_GRAPH_OPTS, {.graph_opts = split_channels},
      "Convs with block weights past the L2 as sums over input channel chunks"},
     {"fold_constants", 0, PASS_GRAPH, {.graph = fold_constants}, "whatever became constant since"},

@@ -414,3 +414,11 @@ def chunks_nchw_out(name):
     save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))],
          [nh.from_array(wd, 'Wd'), nh.from_array(w1, 'W1'), nh.from_array(wg, 'Wg')], 13)
 chunks_nchw_out('chunks_nchw_out')
+# Where the regions would read their taps' weights many times over (many input channels on a
+# small map), a sum of 1x1 convs, one per live tap over the outputs it reads the input for,
+# each padded to the map and added (passes/dead_taps.c, tap sums): ASPP's dilation 12 on
+# 14x14 with a Relu, an odd map, strided, and 3-D.
+dead('tapsum_aspp12',[1,192,14,14],[48,192,3,3],[1,1],[12,12],[12,12,12,12],1)
+dead('tapsum_odd',[1,160,9,11],[40,160,3,3],[1,1],[7,8],[7,8,7,8],0)
+dead('tapsum_s2',[1,128,27,27],[32,128,3,3],[2,2],[24,24],[24,24,24,24],0)
+dead('tapsum_3d',[1,96,5,6,6],[16,96,3,3,3],[1,1,1],[4,5,5],[4,5,5,4,5,5],0)
