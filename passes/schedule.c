@@ -1364,7 +1364,10 @@ static bool sink_channels(Program *p, Kernel *k, const Buf *w) {
  * channels of one blocked vector tile: each tile's reduction then streams its weights front
  * to back, where in [.., M] it read t floats every M (2 KiB apart at M = 512, a new page every
  * other tap). ResNet-18 layer4 3x3 convs (9.4 MB of weights) ~10% faster (rough). Done after
- * the vector tiles exist, so that the tile loop's step proves the division away. */
+ * the vector tiles exist, so that the tile loop's step proves the division away. M need not
+ * be a multiple of t: the last tile is padded with zeros that no loop reads (SqueezeNet's
+ * 512 -> 1000 1x1 conv on 13x13 read rows 4000 bytes apart, a new page at almost every step
+ * of the reduction: the model 5.58 -> 5.14 ms, interleaved, one AVX-512 core). */
 static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t, bool c_last) {
     int r = w->rank;
     /* several ISA levels in one object: panels of the baseline's width at every level, so the
@@ -1372,7 +1375,7 @@ static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t, bool c_last) {
      * default object: 94 MB of flash to 49) */
     int64_t es = (int64_t)dtype_size(w->dtype), share = es ? p->share_bytes / es : 0;
     if (share > 0 && t > share && t % share == 0) t = share;
-    if (t <= 0 || w->dims[r - 1] % t || w->dims[r - 1] <= t) return;
+    if (t <= 0 || w->dims[r - 1] <= t) return;
     PackDim pd[MAX_RANK + 1];
     pd[0] = (PackDim){r - 1, t, false};
     for (int d = 0; d < r - 1; d++) pd[d + 1] = (PackDim){c_last ? (d + 1) % (r - 1) : d, 0, false};
