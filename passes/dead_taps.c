@@ -205,22 +205,20 @@ static Node *before_conv(Split *S, Op op, const char *name, int nin) {
     return c;
 }
 
-/* The conv of the region S->pick. */
-static Value *region(Split *S) {
+/* A conv of the original's attributes over the input window [st, en) of every spatial dim
+ * (a Slice unless that is all of it), without padding, with the taps [lo, hi] of its
+ * weights, kernel ks and dilations dl; the bias when nin says so. Its output has `size`
+ * along each spatial dim. */
+static Value *part_conv(Split *S, const char *name, const int64_t *st, const int64_t *en, const int64_t *lo,
+                        const int64_t *hi, const int64_t *ks, const int64_t *dl, int nin, const int64_t *size) {
     Graph *g = S->g;
     Node *n = S->n;
-    const Geom *G = S->G;
-    int nsp = G->nsp;
-    int64_t lo[MAX_SP], hi[MAX_SP], st[MAX_SP], en[MAX_SP], ax[MAX_SP], ks[MAX_SP], dl[MAX_SP], pads[2 * MAX_SP] = {0};
+    int nsp = S->G->nsp;
+    int64_t ax[MAX_SP], pads[2 * MAX_SP] = {0};
     bool whole = true;
-    const char *name = arena_printf(g->arena, "%s_r%d", n->name, S->count++);
     for (int i = 0; i < nsp; i++) {
-        const Span *p = &S->sp[i][S->pick[i]];
-        lo[i] = p->a, hi[i] = p->b, ax[i] = 2 + i;
-        st[i] = p->q0 * G->s[i] + p->a * G->d[i] - G->pb[i];
-        en[i] = (p->q1 - 1) * G->s[i] + p->b * G->d[i] - G->pb[i] + 1;
-        ks[i] = p->b - p->a + 1, dl[i] = ks[i] == 1 ? 1 : G->d[i];
-        whole &= st[i] == 0 && en[i] == G->in[i];
+        ax[i] = 2 + i;
+        whole &= st[i] == 0 && en[i] == S->G->in[i];
     }
     Value *x = n->in[0];
     if (!whole) {
@@ -232,7 +230,7 @@ static Value *region(Split *S) {
         op_info[OP_Slice].infer(g, sl);
         x = sl->out[0];
     }
-    Node *c = before_conv(S, OP_Conv, name, n->nin);
+    Node *c = before_conv(S, OP_Conv, name, nin);
     c->op_type = n->op_type, c->domain = n->domain, c->opset = n->opset;
     c->nattrs = n->nattrs;
     c->attrs = ARENA_ARRAY(g->arena, Attr, n->nattrs + 3);
@@ -241,15 +239,28 @@ static Value *region(Split *S) {
     ir_attr_set_ints(g, c, "pads", pads, 2 * nsp);
     ir_attr_set_ints(g, c, "dilations", dl, nsp);
     c->in[0] = x;
-    c->in[1] = slice_taps(g, n->in[1], lo, hi, arena_printf(g->arena, "r%d", S->count - 1));
-    for (int j = 2; j < n->nin; j++) c->in[j] = n->in[j];
+    c->in[1] = slice_taps(g, n->in[1], lo, hi, name + strlen(n->name) + 1);
+    for (int j = 2; j < nin; j++) c->in[j] = n->in[j];
     op_info[OP_Conv].infer(g, c);
-    for (int i = 0; i < nsp; i++) {
-        const Span *p = &S->sp[i][S->pick[i]];
-        if (c->out[0]->rank != nsp + 2 || c->out[0]->dims[2 + i] != p->q1 - p->q0)
-            die("dead_taps: region %s of %s has the wrong size", name, n->name);
-    }
+    for (int i = 0; i < nsp; i++)
+        if (c->out[0]->rank != nsp + 2 || c->out[0]->dims[2 + i] != size[i])
+            die("dead_taps: part %s of %s has the wrong size", name, n->name);
     return c->out[0];
+}
+
+/* The conv of the region S->pick. */
+static Value *region(Split *S) {
+    const Geom *G = S->G;
+    int64_t lo[MAX_SP], hi[MAX_SP], st[MAX_SP], en[MAX_SP], ks[MAX_SP], dl[MAX_SP], size[MAX_SP];
+    for (int i = 0; i < G->nsp; i++) {
+        const Span *p = &S->sp[i][S->pick[i]];
+        lo[i] = p->a, hi[i] = p->b, size[i] = p->q1 - p->q0;
+        st[i] = p->q0 * G->s[i] + p->a * G->d[i] - G->pb[i];
+        en[i] = (p->q1 - 1) * G->s[i] + p->b * G->d[i] - G->pb[i] + 1;
+        ks[i] = p->b - p->a + 1, dl[i] = ks[i] == 1 ? 1 : G->d[i];
+    }
+    return part_conv(S, arena_printf(S->g->arena, "%s_r%d", S->n->name, S->count++), st, en, lo, hi, ks, dl,
+                     S->n->nin, size);
 }
 
 /* The regions of the spans picked before `level`, joined along dims level and after. */
@@ -318,46 +329,15 @@ static int live_taps(const Geom *G, Tap *tp, int max) {
 
 /* The 1x1 conv of tap T over its window of outputs (with the bias when `bias`). */
 static Value *tap_conv(Split *S, const Tap *T, bool bias) {
-    Graph *g = S->g;
-    Node *n = S->n;
     const Geom *G = S->G;
-    int nsp = G->nsp;
-    int64_t st[MAX_SP], en[MAX_SP], ax[MAX_SP], ones[MAX_SP], pads[2 * MAX_SP] = {0};
-    bool whole = true;
-    const char *name = arena_printf(g->arena, "%s_t%d", n->name, S->count++);
-    for (int i = 0; i < nsp; i++) {
-        ax[i] = 2 + i, ones[i] = 1;
+    int64_t st[MAX_SP], en[MAX_SP], ones[MAX_SP], size[MAX_SP];
+    for (int i = 0; i < G->nsp; i++) {
+        ones[i] = 1, size[i] = T->q1[i] - T->q0[i];
         st[i] = T->q0[i] * G->s[i] + T->t[i] * G->d[i] - G->pb[i];
         en[i] = (T->q1[i] - 1) * G->s[i] + T->t[i] * G->d[i] - G->pb[i] + 1;
-        whole &= st[i] == 0 && en[i] == G->in[i];
     }
-    Value *x = n->in[0];
-    if (!whole) {
-        Node *sl = before_conv(S, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
-        sl->in[0] = x;
-        sl->in[1] = ints(g, arena_printf(g->arena, "%s_in_starts", name), st, nsp);
-        sl->in[2] = ints(g, arena_printf(g->arena, "%s_in_ends", name), en, nsp);
-        sl->in[3] = ints(g, arena_printf(g->arena, "%s_in_axes", name), ax, nsp);
-        op_info[OP_Slice].infer(g, sl);
-        x = sl->out[0];
-    }
-    int nin = bias ? n->nin : 2;
-    Node *c = before_conv(S, OP_Conv, name, nin);
-    c->op_type = n->op_type, c->domain = n->domain, c->opset = n->opset;
-    c->nattrs = n->nattrs;
-    c->attrs = ARENA_ARRAY(g->arena, Attr, n->nattrs + 3);
-    if (n->nattrs) memcpy(c->attrs, n->attrs, sizeof(Attr) * (size_t)n->nattrs);
-    ir_attr_set_ints(g, c, "kernel_shape", ones, nsp);
-    ir_attr_set_ints(g, c, "pads", pads, 2 * nsp);
-    ir_attr_set_ints(g, c, "dilations", ones, nsp);
-    c->in[0] = x;
-    c->in[1] = slice_taps(g, n->in[1], T->t, T->t, arena_printf(g->arena, "t%d", S->count - 1));
-    for (int j = 2; j < nin; j++) c->in[j] = n->in[j];
-    op_info[OP_Conv].infer(g, c);
-    for (int i = 0; i < nsp; i++)
-        if (c->out[0]->rank != nsp + 2 || c->out[0]->dims[2 + i] != T->q1[i] - T->q0[i])
-            die("dead_taps: tap conv %s of %s has the wrong size", name, n->name);
-    return c->out[0];
+    return part_conv(S, arena_printf(S->g->arena, "%s_t%d", S->n->name, S->count++), st, en, T->t, T->t, ones,
+                     ones, bias ? S->n->nin : 2, size);
 }
 
 /* The sum of the taps' convs, each padded to the map (the first is the whole map). */
