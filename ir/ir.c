@@ -159,6 +159,11 @@ Value *ir_const_new(Graph *g, const char *name, DType t, int rank, const int64_t
     return v;
 }
 
+Value *ir_const_ints(Graph *g, const char *name, const int64_t *v, int n) {
+    int64_t len = n;
+    return ir_const_new(g, name, DT_INT64, 1, &len, v);
+}
+
 static Node *node_make(Graph *g, Op op, const char *name, int nin, int nout) {
     Node *n = ARENA_NEW(g->arena, Node);
     n->op = op;
@@ -192,6 +197,14 @@ Node *ir_node_insert_before(Graph *g, Node *before, Op op, const char *name, int
     g->nodes[at] = n;
     for (int i = 0; i < g->nnodes; i++) g->nodes[i]->id = i;
     return n;
+}
+
+Node *ir_node_insert_op(Graph *g, Node *before, Op op, const char *name, int nin) {
+    Node *c = ir_node_insert_before(g, before, op, name, nin, 1);
+    if (c->opset < 13) c->opset = 13;
+    c->out[0] = ir_value_new(g, arena_printf(g->arena, "%s_out", name));
+    c->out[0]->producer = c;
+    return c;
 }
 
 void ir_replace_uses(Graph *g, Value *from, Value *to) {

@@ -237,9 +237,14 @@ Graph *ir_graph_new(Arena *a);
 Value *ir_value_new(Graph *g, const char *name);        /* dtype UNDEF, rank -1 */
 Value *ir_const_new(Graph *g, const char *name, DType t, int rank, const int64_t *dims,
                     const void *data);                    /* copies data */
+/* A 1-d int64 constant of the n values v (Slice's starts, Pad's pads, ...). */
+Value *ir_const_ints(Graph *g, const char *name, const int64_t *v, int n);
 Node *ir_node_new(Graph *g, Op op, const char *name, int nin, int nout); /* appended at end */
 /* Insert a node right before `before` (keeps topological order when before is a consumer). */
 Node *ir_node_insert_before(Graph *g, Node *before, Op op, const char *name, int nin, int nout);
+/* The same with one output, a new value "<name>_out" it produces, at opset 13 or later (the
+ * input forms of Slice, Pad and Split that graph passes build). */
+Node *ir_node_insert_op(Graph *g, Node *before, Op op, const char *name, int nin);
 /* All node inputs and graph outputs, in subgraphs too. */
 void ir_replace_uses(Graph *g, Value *from, Value *to);
 /* Fills Value.nuses over the whole model (from the root; outputs count, and so does a

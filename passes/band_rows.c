@@ -169,20 +169,15 @@ static Value *new_value(Graph *g, const char *name, const Value *like, Rows r) {
     return v;
 }
 
-static Value *i64(Graph *g, const char *name, int64_t x) {
-    int64_t one = 1;
-    return ir_const_new(g, name, DT_INT64, 1, &one, &x);
-}
-
 /* Rows [want] of v, which holds rows [have] of the original map. */
 static Value *slice_rows(Graph *g, Node *before, Value *v, Rows have, Rows want, const char *name) {
     if (have.lo == want.lo && have.hi == want.hi) return v;
     Node *s = ir_node_insert_before(g, before, OP_Slice, name, 4, 1);
     if (s->opset < 13) s->opset = 13;
     s->in[0] = v;
-    s->in[1] = i64(g, arena_printf(g->arena, "%s_starts", name), want.lo - have.lo);
-    s->in[2] = i64(g, arena_printf(g->arena, "%s_ends", name), want.hi - have.lo);
-    s->in[3] = i64(g, arena_printf(g->arena, "%s_axes", name), 2);
+    s->in[1] = ir_const_ints(g, arena_printf(g->arena, "%s_starts", name), &(int64_t){want.lo - have.lo}, 1);
+    s->in[2] = ir_const_ints(g, arena_printf(g->arena, "%s_ends", name), &(int64_t){want.hi - have.lo}, 1);
+    s->in[3] = ir_const_ints(g, arena_printf(g->arena, "%s_axes", name), &(int64_t){2}, 1);
     s->out[0] = new_value(g, arena_printf(g->arena, "%s_out", name), v, want);
     s->out[0]->producer = s;
     return s->out[0];

@@ -17,8 +17,7 @@
 /* ---- helpers ---- */
 
 static Value *const_ints(Graph *g, Node *n, const char *what, const int64_t *v, int count) {
-    int64_t dims[1] = {count};
-    return ir_const_new(g, arena_printf(g->arena, "%s_%s", n->name, what), DT_INT64, 1, dims, v);
+    return ir_const_ints(g, arena_printf(g->arena, "%s_%s", n->name, what), v, count);
 }
 
 /* A scalar of the dtype of n's first input when that is already known (graph inputs and

@@ -191,20 +191,6 @@ typedef struct Split {
     int ns[MAX_SP], pick[MAX_SP], count;
 } Split;
 
-static Value *ints(Graph *g, const char *name, const int64_t *v, int n) {
-    int64_t len = n;
-    return ir_const_new(g, name, DT_INT64, 1, &len, v);
-}
-
-/* A node of op `op` before the conv, its one output a new value (inferred, then checked). */
-static Node *before_conv(Split *S, Op op, const char *name, int nin) {
-    Node *c = ir_node_insert_before(S->g, S->n, op, name, nin, 1);
-    if (c->opset < 13) c->opset = 13;
-    c->out[0] = ir_value_new(S->g, arena_printf(S->g->arena, "%s_out", name));
-    c->out[0]->producer = c;
-    return c;
-}
-
 /* A conv of the original's attributes over the input window [st, en) of every spatial dim
  * (a Slice unless that is all of it), without padding, with the taps [lo, hi] of its
  * weights, kernel ks and dilations dl; the bias when nin says so. Its output has `size`
@@ -222,15 +208,15 @@ static Value *part_conv(Split *S, const char *name, const int64_t *st, const int
     }
     Value *x = n->in[0];
     if (!whole) {
-        Node *sl = before_conv(S, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
+        Node *sl = ir_node_insert_op(g, n, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
         sl->in[0] = x;
-        sl->in[1] = ints(g, arena_printf(g->arena, "%s_in_starts", name), st, nsp);
-        sl->in[2] = ints(g, arena_printf(g->arena, "%s_in_ends", name), en, nsp);
-        sl->in[3] = ints(g, arena_printf(g->arena, "%s_in_axes", name), ax, nsp);
+        sl->in[1] = ir_const_ints(g, arena_printf(g->arena, "%s_in_starts", name), st, nsp);
+        sl->in[2] = ir_const_ints(g, arena_printf(g->arena, "%s_in_ends", name), en, nsp);
+        sl->in[3] = ir_const_ints(g, arena_printf(g->arena, "%s_in_axes", name), ax, nsp);
         op_info[OP_Slice].infer(g, sl);
         x = sl->out[0];
     }
-    Node *c = before_conv(S, OP_Conv, name, nin);
+    Node *c = ir_node_insert_op(g, n, OP_Conv, name, nin);
     c->op_type = n->op_type, c->domain = n->domain, c->opset = n->opset;
     c->nattrs = n->nattrs;
     c->attrs = ARENA_ARRAY(g->arena, Attr, n->nattrs + 3);
@@ -273,7 +259,7 @@ static Value *join(Split *S, int level) {
         parts[j] = join(S, level + 1);
     }
     if (m == 1) return parts[0];
-    Node *cat = before_conv(S, OP_Concat, arena_printf(S->g->arena, "%s_cat%d", S->n->name, S->count++), m);
+    Node *cat = ir_node_insert_op(S->g, S->n, OP_Concat, arena_printf(S->g->arena, "%s_cat%d", S->n->name, S->count++), m);
     for (int j = 0; j < m; j++) cat->in[j] = parts[j];
     ir_attr_set_int(S->g, cat, "axis", 2 + level);
     op_info[OP_Concat].infer(S->g, cat);
@@ -354,11 +340,11 @@ static Value *tap_sum(Split *S, const Tap *tp, int ntaps) {
             pads[rank + 2 + i] = S->G->out[i] - tp[k].q1[i];
         }
         const char *name = arena_printf(g->arena, "%s_p%d", n->name, S->count++);
-        Node *pd = before_conv(S, OP_Pad, name, 2);
+        Node *pd = ir_node_insert_op(g, n, OP_Pad, name, 2);
         pd->in[0] = c;
-        pd->in[1] = ints(g, arena_printf(g->arena, "%s_pads", name), pads, 2 * rank);
+        pd->in[1] = ir_const_ints(g, arena_printf(g->arena, "%s_pads", name), pads, 2 * rank);
         op_info[OP_Pad].infer(g, pd);
-        Node *add = before_conv(S, OP_Add, arena_printf(g->arena, "%s_sum", name), 2);
+        Node *add = ir_node_insert_op(g, n, OP_Add, arena_printf(g->arena, "%s_sum", name), 2);
         add->in[0] = sum;
         add->in[1] = pd->out[0];
         op_info[OP_Add].infer(g, add);

@@ -23,20 +23,6 @@
 /* The block weights a chunk may have: half of the 1 MiB that the schedule takes for the L2. */
 enum { CHUNK_BYTES = 1 << 19 };
 
-static Value *ints(Graph *g, const char *name, const int64_t *v, int n) {
-    int64_t len = n;
-    return ir_const_new(g, name, DT_INT64, 1, &len, v);
-}
-
-/* A node before n, its one output a new value named after it. */
-static Node *before(Graph *g, Node *n, Op op, const char *name, int nin) {
-    Node *c = ir_node_insert_before(g, n, op, name, nin, 1);
-    if (c->opset < 13) c->opset = 13;
-    c->out[0] = ir_value_new(g, arena_printf(g->arena, "%s_out", name));
-    c->out[0]->producer = c;
-    return c;
-}
-
 /* w [M, C, k...] cut to input channels [c0, c0 + cc): a new constant. */
 static Value *weight_chunk(Graph *g, const Value *w, int64_t c0, int64_t cc, const char *name) {
     int64_t dims[MAX_RANK], taps = 1;
@@ -72,14 +58,14 @@ static void split(Graph *g, Node *n, int64_t cc) {
     int64_t c = w->dims[1], axis = 1;
     for (int64_t c0 = 0, i = 0; c0 < c; c0 += cc, i++) {
         const char *name = arena_printf(g->arena, "%s_c%lld", n->name, (long long)i);
-        Node *sl = before(g, n, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
+        Node *sl = ir_node_insert_op(g, n, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
         int64_t end = c0 + cc;
         sl->in[0] = x;
-        sl->in[1] = ints(g, arena_printf(g->arena, "%s_starts", name), &c0, 1);
-        sl->in[2] = ints(g, arena_printf(g->arena, "%s_ends", name), &end, 1);
-        sl->in[3] = ints(g, arena_printf(g->arena, "%s_axes", name), &axis, 1);
+        sl->in[1] = ir_const_ints(g, arena_printf(g->arena, "%s_starts", name), &c0, 1);
+        sl->in[2] = ir_const_ints(g, arena_printf(g->arena, "%s_ends", name), &end, 1);
+        sl->in[3] = ir_const_ints(g, arena_printf(g->arena, "%s_axes", name), &axis, 1);
         op_info[OP_Slice].infer(g, sl);
-        Node *cv = before(g, n, OP_Conv, name, i == 0 ? n->nin : 2);
+        Node *cv = ir_node_insert_op(g, n, OP_Conv, name, i == 0 ? n->nin : 2);
         cv->op_type = n->op_type, cv->domain = n->domain, cv->opset = n->opset;
         cv->nattrs = n->nattrs;
         cv->attrs = ARENA_ARRAY(g->arena, Attr, n->nattrs + 1);
@@ -92,7 +78,7 @@ static void split(Graph *g, Node *n, int64_t cc) {
             sum = cv->out[0];
             continue;
         }
-        Node *add = before(g, n, OP_Add, arena_printf(g->arena, "%s_sum", name), 2);
+        Node *add = ir_node_insert_op(g, n, OP_Add, arena_printf(g->arena, "%s_sum", name), 2);
         add->in[0] = cv->out[0];
         add->in[1] = sum;
         op_info[OP_Add].infer(g, add);
