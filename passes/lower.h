@@ -199,6 +199,11 @@ Expr *rule_e8m0_cast(Program *p, Expr *v, bool saturate, int round_mode);
 Expr *rule_clamp(Program *p, Expr *v, double lo, double hi);
 
 Value *rule_opt_in(const Node *n, int i);
+/* Sort the first m (an index register of k, at most the capacity key->dims[0]) entries of the
+ * 1-d buffers key and idx together, stably, so that no entry follows one that `first` (K_GT:
+ * descending, K_LT: ascending) puts after it; key2 and idx2 are scratch of the same dims.
+ * Registers the four as KP_INOUT params of k. */
+Stmt *rule_merge_sort(Program *p, Kernel *k, Buf *key, Buf *idx, Buf *key2, Buf *idx2, int m, KOp first);
 /* sequence.c: out becomes the same sequence or optional as x; the tensors a container
  * stands for (out may be NULL to count them). */
 void rule_container_like(Graph *g, Value *out, const Value *x);
