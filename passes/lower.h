@@ -43,6 +43,9 @@ void dyn_lower_branch_output(Lower *L, Node *n, int i, Value *v, Buf *out);
  * input is data-dependent along it, else NULL (both clamped to the capacity). NULL (and *len
  * NULL) for a constant k. */
 Expr *dyn_topk_bounds(Lower *L, Node *n, Kernel *k, int axis, Expr **len);
+/* An upper bound on every element of integer value v that its computation proves (constants,
+ * Shape of a data-dependent value, min(K, count)); false if none is known. */
+bool dyn_int_upper(const Value *v, int64_t *hi);
 /* Whether n computes its dyn outputs at the capacity's strides from dyn inputs (not packed). */
 bool dyn_follows(const Node *n);
 /* A dyn graph output computed by a consumer of dyn values: packed into the output `out` and

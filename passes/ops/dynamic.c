@@ -596,6 +596,88 @@ bool dyn_topk_k(const Node *n) {
     return n->op == OP_TopK && n->nin > 1 && n->in[1] && !n->in[1]->data;
 }
 
+/* An upper bound on every element of the integer value v, proven from how it is computed, for
+ * a capacity tighter than the dim it caps (a run-time TopK k: torchvision's post-process takes
+ * min(K, the survivors' count), spelled ReduceMin of a Concat of [K] and a Shape element, so
+ * K, not the axis' capacity, bounds its output). Constants, the dims of Shape (capacities:
+ * a data-dependent dim is at most its capacity) and Size, ops that only move or pick elements,
+ * Min/Max/Clip and ReduceMin/ReduceMax; anything else (arithmetic, graph inputs) has none. The
+ * value's data-dependent part is not looked at: such a value is refused (its elements outside
+ * the valid part are not computed by the rule). depth bounds the walk. */
+static bool int_upper(const Value *v, int depth, int64_t *hi) {
+    if (!v || depth > 32 || dtype_is_float(v->dtype) || v->dtype == DT_BOOL || v->dtype == DT_STRING) return false;
+    if (v->data) {
+        int64_t n = ir_numel(v), m = INT64_MIN;
+        if (n == 0 || n > 4096) return false;
+        for (int64_t i = 0; i < n; i++) m = MAX(m, ir_const_int(v, i));
+        *hi = m;
+        return true;
+    }
+    Node *n = v->producer;
+    if (!n || v->dyn) return false;
+    const Value *x = n->in[0];
+    int64_t b, m;
+    switch (n->op) {
+    case OP_Shape:
+        m = 0;
+        for (int d = 0; d < x->rank; d++) m = MAX(m, x->dims[d]);
+        *hi = m;
+        return true;
+    case OP_Size:
+        *hi = ir_numel(x);
+        return true;
+    case OP_Identity: case OP_Reshape: case OP_Squeeze: case OP_Unsqueeze: case OP_Flatten:
+    case OP_Transpose: case OP_Gather: case OP_GatherElements: case OP_GatherND: case OP_Slice:
+    case OP_Expand: case OP_Tile:
+        return int_upper(x, depth + 1, hi);
+    case OP_Cast:
+        return !dtype_is_float(x->dtype) && dtype_size(v->dtype) >= dtype_size(x->dtype) &&
+               dtype_is_unsigned(v->dtype) == dtype_is_unsigned(x->dtype) && int_upper(x, depth + 1, hi);
+    case OP_Concat: case OP_Max:      /* every element is one of an input's */
+        m = INT64_MIN;
+        for (int i = 0; i < n->nin; i++) {
+            if (!int_upper(n->in[i], depth + 1, &b)) return false;
+            m = MAX(m, b);
+        }
+        *hi = m;
+        return true;
+    case OP_Min: {                    /* at most any input's element at that place */
+        bool any = false;
+        for (int i = 0; i < n->nin; i++)
+            if (int_upper(n->in[i], depth + 1, &b)) *hi = any ? MIN(*hi, b) : b, any = true;
+        return any;
+    }
+    case OP_Clip: {
+        const Value *mx = n->nin > 2 ? n->in[2] : NULL;
+        bool known = int_upper(x, depth + 1, hi);
+        if (mx && mx->data && ir_numel(mx) == 1) *hi = known ? MIN(*hi, ir_const_int(mx, 0)) : ir_const_int(mx, 0), known = true;
+        return known;
+    }
+    case OP_ReduceMax:
+        return int_upper(x, depth + 1, hi);
+    case OP_ReduceMin: {
+        /* the minimum of all of a Concat's elements is at most that of any input that has
+         * some (a static one with elements) */
+        bool mask[MAX_RANK], all = true;
+        int r = rule_reduce_mask(NULL, n, mask);
+        for (int d = 0; d < x->rank; d++) all = all && mask[d];
+        if (r > 0 && all && x->producer && x->producer->op == OP_Concat && !x->dyn) {
+            bool any = false;
+            for (int i = 0; i < x->producer->nin; i++) {
+                const Value *c = x->producer->in[i];
+                if (!c->dyn && ir_numel(c) > 0 && int_upper(c, depth + 1, &b)) *hi = any ? MIN(*hi, b) : b, any = true;
+            }
+            if (any) return true;
+        }
+        return int_upper(x, depth + 1, hi);
+    }
+    default:
+        return false;
+    }
+}
+
+bool dyn_int_upper(const Value *v, int64_t *hi) { return int_upper(v, 0, hi); }
+
 /* A ConstantOfShape of the whole Shape of a data-dependent value (`torch.full_like` of one):
  * that value, whose capacity and dims it takes; NULL otherwise. */
 Value *dyn_shape_source(const Node *n) {
@@ -1080,7 +1162,9 @@ Expr *dyn_topk_bounds(Lower *L, Node *n, Kernel *k, int axis, Expr **len) {
         *len = dyn_loop_bound(p, dims_buf(L, x), axis, cap);
     }
     Expr *kv = kx_cast(p, DT_INDEX, rule_load_first(p, k, lower_in(L, n, 1)));
-    return kx_bin(p, K_MAX, kx_index(p, 0), kx_bin(p, K_MIN, kv, *len ? kx_clone(p, *len) : kx_index(p, cap)));
+    /* and within the output's capacity, which a bound on k may have made smaller */
+    Expr *c = kx_bin(p, K_MIN, kv, kx_index(p, MIN(cap, n->out[0]->dims[axis])));
+    return kx_bin(p, K_MAX, kx_index(p, 0), *len ? kx_bin(p, K_MIN, c, kx_clone(p, *len)) : c);
 }
 
 Buf *dyn_lower_operands(Lower *L, Node *n) {

@@ -238,8 +238,10 @@ static bool topk_params(Graph *g, Node *n, int64_t *kk, int *axis) {
         if (g) error(ir_where(g, n), "k '%s' must be a one-element integer tensor", kv->name);
         return false;
     }
-    if (!kv->data) {
+    if (!kv->data) {                    /* a run-time k: at most the axis, or its proven bound */
+        int64_t hi;
         *kk = x->dims[*axis];
+        if (dyn_int_upper(kv, &hi) && hi < *kk) *kk = MAX(hi, 1);
         return true;
     }
     *kk = ir_const_int(kv, 0);
@@ -347,6 +349,7 @@ void lower_topk(Lower *L, Node *n) {
     int axis, r = x->rank, ov[MAX_RANK], no = 0;
     bool largest = ir_attr_int(n, "largest", 1) != 0;
     if (!topk_params(NULL, n, &kk, &axis)) return;
+    kk = vals->dims[axis];              /* the capacity inference gave (a run-time k's bound) */
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), vals, NULL, NULL);
     if (inds) kir_param(p, k, inds, KP_OUT);
     if (topk_sorts(kk, x->dims[axis])) {

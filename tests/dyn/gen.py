@@ -284,6 +284,26 @@ def onnx_models():
         sets.append([tied(3, 200), tied(200, 3), rng.integers(0, 20, (2, 300)), np.array([kv], np.int64)])
     yield "topk_sorted", m, sets
 
+    # TopK with k = Min([6], the count of positives): its capacity is 6 (dyn_int_upper proves
+    # k <= 6), not the axis' 50; 30, 3 and no positives
+    g = helper.make_graph([
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("NonZero", ["pos"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["sh"]),
+        helper.make_node("Gather", ["sh", "one"], ["cnt"]),
+        helper.make_node("Min", ["six", "cnt"], ["k"]),
+        helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+        "topk_bounded_k",
+        [f32("x", [50])], [f32("v", None), helper.make_tensor_value_info("i", T.INT64, None)],
+        [helper.make_tensor("zero", T.FLOAT, [], [0.0]), helper.make_tensor("one", T.INT64, [1], [1]),
+         helper.make_tensor("six", T.INT64, [1], [6])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal(50).astype(np.float32)
+    x3 = -np.abs(x)
+    x3[[4, 17, 40]] = [0.5, 2.0, 0.5]
+    yield "topk_bounded_k", m, [[np.sort(np.abs(x))[::-1].copy() * np.where(np.arange(50) < 30, 1, -1).astype(np.float32)],
+                                [x3], [-np.abs(x)]]
+
 
 def nms_ref(boxes, scores, maxout, iou, sthr, center):
     """ONNX NonMaxSuppression, greedily: per batch and class, the candidates over the score
@@ -331,6 +351,9 @@ def reference(name, inputs):
         x, xt, u, k = inputs
         return [*topk_ref(x, 50, 1, True), *topk_ref(xt, 60, 0, False), *topk_ref(u, 100, 1, True),
                 *topk_ref(x, k[0], 1, True)]
+    if name == "topk_bounded_k":
+        x, = inputs
+        return [*topk_ref(x, min(6, int((x > 0).sum())), 0, True)]
     return None
 
 
