@@ -545,7 +545,9 @@ void lower_nms(Lower *L, Node *n) {
     Stmt *body = ks_set(p, total, kx_index(p, 0));
     ks_seq(body, ks_set(p, lim, kx_bin(p, K_MIN, maxout, kx_index(p, nms_per_class(n, nbox)))));
     ks_seq(body, ks_set(p, thr, iou_thr));
-    ks_seq(body, ks_loop(p, bv, 0, nb, 1, ks_loop(p, cv, 0, ncls, 1, cls)));
+    /* max_output_boxes_per_class 0 (or absent) takes nothing: no sorting */
+    ks_seq(body, ks_if(p, kx_bin(p, K_GT, sreg(p, k, lim), kx_index(p, 0)),
+                       ks_loop(p, bv, 0, nb, 1, ks_loop(p, cv, 0, ncls, 1, cls)), NULL));
     Expr *actual[2] = {sreg(p, k, total), kx_index(p, 3)};
     k->body = ks_seq(body, finish_dyn(p, k, out, lower_dims(L, n, 0), actual));
 }
