@@ -205,8 +205,10 @@ Value *rule_opt_in(const Node *n, int i);
 /* Sort the first m (an index register of k, at most the capacity key->dims[0]) entries of the
  * 1-d buffers key and idx together, stably, so that no entry follows one that `first` (K_GT:
  * descending, K_LT: ascending) puts after it; key2 and idx2 are scratch of the same dims.
- * Registers the four as KP_INOUT params of k. */
-Stmt *rule_merge_sort(Program *p, Kernel *k, Buf *key, Buf *idx, Buf *key2, Buf *idx2, int m, KOp first);
+ * Only the first min(m, keep) entries are sorted into place (INT64_MAX: all). Registers the
+ * four as KP_INOUT params of k. */
+Stmt *rule_merge_sort(Program *p, Kernel *k, Buf *key, Buf *idx, Buf *key2, Buf *idx2, int m, KOp first,
+                      int64_t keep);
 /* sequence.c: out becomes the same sequence or optional as x; the tensors a container
  * stands for (out may be NULL to count them). */
 void rule_container_like(Graph *g, Value *out, const Value *x);

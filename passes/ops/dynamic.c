@@ -483,7 +483,7 @@ void lower_nms(Lower *L, Node *n) {
     ks_seq(cls, dyn_loop(p, jv, have, score_thr ? ks_if(p, kx_bin(p, K_GT, score, score_thr), put, NULL) : put));
     /* in selection order: the best score first, the lower index first on ties (a stable sort
      * of the index order), which is the greedy rounds' order (each takes the best one left) */
-    ks_seq(cls, rule_merge_sort(p, k, key, idx, key2, idx2, m, K_GT));
+    ks_seq(cls, rule_merge_sort(p, k, key, idx, key2, idx2, m, K_GT, INT64_MAX));
     Expr *bat = kx_var(p, bv), *c[4];
     Expr *ti = kx_var(p, tv);
     nms_box(p, boxes, bat, kx_cast(p, DT_INDEX, kx_load(p, idx, &ti)), center, c);

@@ -315,7 +315,7 @@ static void topk_sorted(Lower *L, Node *n, Kernel *k, Buf *x, Buf *vals, Buf *in
     Stmt *copy = ks_loop(p, tv, 0, len, 1, fill);
     copy->hi = kx_scalar(p, k, m);
     ks_seq(row, copy);
-    ks_seq(row, rule_merge_sort(p, k, key, idx, key2, idx2, m, largest ? K_GT : K_LT));
+    ks_seq(row, rule_merge_sort(p, k, key, idx, key2, idx2, m, largest ? K_GT : K_LT, kk));
     for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, jv) : kx_clone(p, xi[d]);
     Expr *j1 = kx_var(p, jv), *j2 = kx_var(p, jv);
     Stmt *pick = ks_store(p, vals, oi, kx_load(p, key, &j1));
