@@ -43,6 +43,9 @@ void dyn_lower_branch_output(Lower *L, Node *n, int i, Value *v, Buf *out);
  * input is data-dependent along it, else NULL (both clamped to the capacity). NULL (and *len
  * NULL) for a constant k. */
 Expr *dyn_topk_bounds(Lower *L, Node *n, Kernel *k, int axis, Expr **len);
+/* An upper bound on every element of integer value v that its computation proves (constants,
+ * Shape of a data-dependent value, min(K, count)); false if none is known. */
+bool dyn_int_upper(const Value *v, int64_t *hi);
 /* Whether n computes its dyn outputs at the capacity's strides from dyn inputs (not packed). */
 bool dyn_follows(const Node *n);
 /* A dyn graph output computed by a consumer of dyn values: packed into the output `out` and
@@ -199,6 +202,13 @@ Expr *rule_e8m0_cast(Program *p, Expr *v, bool saturate, int round_mode);
 Expr *rule_clamp(Program *p, Expr *v, double lo, double hi);
 
 Value *rule_opt_in(const Node *n, int i);
+/* Sort the first m (an index register of k, at most the capacity key->dims[0]) entries of the
+ * 1-d buffers key and idx together, stably, so that no entry follows one that `first` (K_GT:
+ * descending, K_LT: ascending) puts after it; key2 and idx2 are scratch of the same dims.
+ * Only the first min(m, keep) entries are sorted into place (INT64_MAX: all). Registers the
+ * four as KP_INOUT params of k. */
+Stmt *rule_merge_sort(Program *p, Kernel *k, Buf *key, Buf *idx, Buf *key2, Buf *idx2, int m, KOp first,
+                      int64_t keep);
 /* sequence.c: out becomes the same sequence or optional as x; the tensors a container
  * stands for (out may be NULL to count them). */
 void rule_container_like(Graph *g, Value *out, const Value *x);

@@ -384,8 +384,10 @@ void lower_unique(Lower *L, Node *n) {
 /* ---- NonMaxSuppression ---- */
 /* Per batch and class, greedy selection: take the best-scoring box left (ties: the lower index)
  * whose score passes score_threshold, then drop the boxes left whose IoU with it exceeds
- * iou_threshold, until max_output_boxes_per_class are taken or none is left. A scratch byte per
- * box (a temporary the kernel reads back, KP_INOUT) says whether it is still a candidate. */
+ * iou_threshold, until max_output_boxes_per_class are taken or none is left. The candidates
+ * are sorted once into that order (O(m log m)), so a round is no scan for the best but the
+ * next alive candidate, and its suppression touches only the candidates after it; scratch
+ * temporaries the kernel reads back (KP_INOUT) hold the sorted candidates. */
 
 static int64_t nms_per_class(const Node *n, int64_t boxes) {
     Value *mx = rule_opt_in(n, 2);
@@ -430,87 +432,122 @@ static void nms_box(Program *p, Buf *boxes, Expr *bat, Expr *i, bool center, Exp
     }
 }
 
+static Buf *nms_scratch(Lower *L, Node *n, const char *what, DType t, int rank, const int64_t *dims) {
+    return kir_buf_new(L->p, arena_printf(L->p->arena, "%s.%s", lower_kname(L, n), what), t, rank, dims, B_TEMP);
+}
+
 void lower_nms(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *boxes = lower_in(L, n, 0), *scores = lower_in(L, n, 1), *out = lower_out(L, n, 0);
     int64_t nb = boxes->dims[0], nbox = boxes->dims[1], ncls = scores->dims[1];
     bool center = ir_attr_int(n, "center_point_box", 0) != 0;
-    Buf *cand = kir_buf_new(p, arena_printf(p->arena, "%s.candidate", lower_kname(L, n)), DT_BOOL, 1, &nbox, B_TEMP);
+    /* a class's candidates in selection order: their scores and box indices (sorted by
+     * rule_merge_sort, with the two scratch halves), their corners and areas in that order
+     * (one row each, so that the suppression loop reads them contiguously), and whether each
+     * is still alive */
+    DType it = nbox <= INT32_MAX ? DT_INT32 : DT_INT64;
+    int64_t cd[2] = {5, MAX(nbox, 1)}, one = MAX(nbox, 1);
+    Buf *key = nms_scratch(L, n, "score", DT_FLOAT, 1, &one), *key2 = nms_scratch(L, n, "score2", DT_FLOAT, 1, &one);
+    Buf *idx = nms_scratch(L, n, "box", it, 1, &one), *idx2 = nms_scratch(L, n, "box2", it, 1, &one);
+    Buf *corner = nms_scratch(L, n, "corner", DT_FLOAT, 2, cd), *alive = nms_scratch(L, n, "alive", DT_BOOL, 1, &one);
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(boxes, scores), out, NULL, NULL);
-    kir_param(p, k, cand, KP_INOUT);
+    kir_param(p, k, corner, KP_INOUT);
+    kir_param(p, k, alive, KP_INOUT);
     Expr *maxout = rule_opt_in(n, 2) ? rule_index_operand(L, n, k, 2) : kx_index(p, 0);
     Value *iv_ = rule_opt_in(n, 3), *sv_ = rule_opt_in(n, 4);
     Expr *iou_thr = iv_ ? kx_cast(p, DT_FLOAT, rule_load_first(p, k, lower_in(L, n, 3))) : kx_const(p, DT_FLOAT, 0);
     Expr *score_thr = sv_ ? kx_cast(p, DT_FLOAT, rule_load_first(p, k, lower_in(L, n, 4))) : NULL;
-    int total = kir_scalar(p, k, DT_INDEX), taken = kir_scalar(p, k, DT_INDEX), best = kir_scalar(p, k, DT_INDEX);
-    int bs = kir_scalar(p, k, DT_FLOAT), lim = kir_scalar(p, k, DT_INDEX);
-    int bv = kir_var(k), cv = kir_var(k), tv = kir_var(k), jv = kir_var(k), sv = kir_var(k), qv = kir_var(k);
-    Expr *bat = kx_var(p, bv);
-    /* candidates: every box whose score passes the threshold */
-    Expr *sidx[3] = {kx_var(p, bv), kx_var(p, cv), kx_var(p, jv)};
-    Expr *score = kx_cast(p, DT_FLOAT, kx_load(p, scores, sidx));
-    Expr *ok = score_thr ? kx_bin(p, K_GT, kx_clone(p, score), kx_clone(p, score_thr)) : kx_const(p, DT_BOOL, 1);
-    Expr *jj = kx_var(p, jv);
+    int total = kir_scalar(p, k, DT_INDEX), taken = kir_scalar(p, k, DT_INDEX), m = kir_scalar(p, k, DT_INDEX);
+    int lim = kir_scalar(p, k, DT_INDEX), thr = kir_scalar(p, k, DT_FLOAT), sel[5];
+    for (int j = 0; j < 5; j++) sel[j] = kir_scalar(p, k, DT_FLOAT);
+    int bv = kir_var(k), cv = kir_var(k), jv = kir_var(k), tv = kir_var(k), uv = kir_var(k), gv = kir_var(k);
     /* boxes from a data-dependent value (dyn_rules: along the box dim only): the first `have`
      * (boxes' count if both are dyn: ONNX wants them equal) */
     Value *dv = n->in[0]->dyn ? n->in[0] : n->in[1]->dyn ? n->in[1] : NULL;
-    /* every loop over boxes runs to that count at run time, not to the capacity: NMS is
-     * quadratic in it, and a post-process feeds it the concatenation of every class's
-     * candidates, whose capacity is many times what survives the score filters */
+    /* the loops over boxes run to that count at run time, not to the capacity: a post-process
+     * feeds NMS the concatenation of every class's candidates, whose capacity is many times
+     * what survives the score filters */
     Expr *have = kx_index(p, nbox);
     if (dv) {
         kir_param(p, k, L->vdims[dv->id], KP_IN);
         have = dyn_loop_bound(p, L->vdims[dv->id], dv == n->in[0] ? 1 : 2, nbox);
     }
-    Stmt *cls = dyn_loop(p, jv, kx_clone(p, have), ks_store(p, cand, &jj, ok));
-    ks_seq(cls, ks_set(p, taken, kx_index(p, 0)));
-    /* one selection per round */
-    Expr *sj[3] = {kx_var(p, bv), kx_var(p, cv), kx_var(p, sv)};
-    Expr *sc = kx_cast(p, DT_FLOAT, kx_load(p, scores, sj));
-    Expr *cs = kx_var(p, sv);
-    Expr *better = kx_bin(p, K_AND, kx_load(p, cand, &cs),
-                          kx_bin(p, K_OR, kx_bin(p, K_LT, sreg(p, k, best), kx_index(p, 0)),
-                                 kx_bin(p, K_GT, kx_clone(p, sc), sreg(p, k, bs))));
-    Stmt *scan = ks_if(p, better, ks_seq(ks_set(p, best, kx_var(p, sv)), ks_set(p, bs, sc)), NULL);
-    Stmt *round = ks_set(p, best, kx_index(p, -1));
-    ks_seq(round, ks_set(p, bs, kx_const(p, DT_FLOAT, 0)));
-    ks_seq(round, dyn_loop(p, sv, kx_clone(p, have), scan));
-    /* take it: a row (batch, class, box), and drop it and its overlaps from the candidates */
+    /* the candidates: every box whose score passes the threshold, in index order */
+    Expr *sidx[3] = {kx_var(p, bv), kx_var(p, cv), kx_var(p, jv)};
+    Expr *score = kx_cast(p, DT_FLOAT, kx_load(p, scores, sidx));
+    Expr *mi = sreg(p, k, m), *mi2 = sreg(p, k, m);
+    Stmt *put = ks_store(p, key, &mi, kx_clone(p, score));
+    ks_seq(put, ks_store(p, idx, &mi2, kx_cast(p, it, kx_var(p, jv))));
+    ks_seq(put, incr(p, k, m));
+    Stmt *cls = ks_set(p, m, kx_index(p, 0));
+    ks_seq(cls, dyn_loop(p, jv, have, score_thr ? ks_if(p, kx_bin(p, K_GT, score, score_thr), put, NULL) : put));
+    /* in selection order: the best score first, the lower index first on ties (a stable sort
+     * of the index order), which is the greedy rounds' order (each takes the best one left) */
+    ks_seq(cls, rule_merge_sort(p, k, key, idx, key2, idx2, m, K_GT, INT64_MAX));
+    Expr *bat = kx_var(p, bv), *c[4];
+    Expr *ti = kx_var(p, tv);
+    nms_box(p, boxes, bat, kx_cast(p, DT_INDEX, kx_load(p, idx, &ti)), center, c);
+    Stmt *gather = NULL;
+    for (int j = 0; j < 4; j++) {
+        Expr *at[2] = {kx_index(p, j), kx_var(p, tv)};
+        gather = ks_seq(gather, ks_store(p, corner, at, c[j]));
+    }
+    Expr *ar[4];
+    for (int j = 0; j < 4; j++) {
+        Expr *at[2] = {kx_index(p, j), kx_var(p, tv)};
+        ar[j] = kx_load(p, corner, at);
+    }
+    Expr *a5[2] = {kx_index(p, 4), kx_var(p, tv)}, *al = kx_var(p, tv);
+    ks_seq(gather, ks_store(p, corner, a5, kx_bin(p, K_MUL, kx_bin(p, K_SUB, ar[2], ar[0]), kx_bin(p, K_SUB, ar[3], ar[1]))));
+    ks_seq(gather, ks_store(p, alive, &al, kx_const(p, DT_BOOL, 1)));
+    ks_seq(cls, dyn_loop(p, tv, sreg(p, k, m), gather));
+    /* the greedy pass: the first alive candidate is the best left; take it, then drop the
+     * later ones whose IoU with it exceeds the threshold (a loop over contiguous rows that the
+     * vectoriser takes) */
     Stmt *take = NULL;
-    Expr *val[3] = {kx_var(p, bv), kx_var(p, cv), sreg(p, k, best)};
+    Expr *tg = kx_var(p, gv);
+    Expr *val[3] = {kx_var(p, bv), kx_var(p, cv), kx_cast(p, DT_INDEX, kx_load(p, idx, &tg))};
     for (int j = 0; j < 3; j++) {
         Expr *oi[2] = {sreg(p, k, total), kx_index(p, j)};
         take = ks_seq(take, ks_store(p, out, oi, kx_cast(p, DT_INT64, val[j])));
     }
     ks_seq(take, incr(p, k, total));
     ks_seq(take, incr(p, k, taken));
-    Expr *a[4], *b[4];
-    nms_box(p, boxes, bat, sreg(p, k, best), center, a);
-    nms_box(p, boxes, bat, kx_var(p, qv), center, b);
-    Expr *ih = kx_bin(p, K_MAX, kx_const(p, DT_FLOAT, 0), kx_bin(p, K_SUB, kx_bin(p, K_MIN, kx_clone(p, a[2]), kx_clone(p, b[2])),
-                                                                  kx_bin(p, K_MAX, kx_clone(p, a[0]), kx_clone(p, b[0]))));
-    Expr *iw = kx_bin(p, K_MAX, kx_const(p, DT_FLOAT, 0), kx_bin(p, K_SUB, kx_bin(p, K_MIN, kx_clone(p, a[3]), kx_clone(p, b[3])),
-                                                                  kx_bin(p, K_MAX, kx_clone(p, a[1]), kx_clone(p, b[1]))));
+    for (int j = 0; j < 5; j++) {
+        Expr *at[2] = {kx_index(p, j), kx_var(p, gv)};
+        ks_seq(take, ks_set(p, sel[j], kx_load(p, corner, at)));
+    }
+    Expr *b[5];
+    for (int j = 0; j < 5; j++) {
+        Expr *at[2] = {kx_index(p, j), kx_var(p, uv)};
+        b[j] = kx_load(p, corner, at);
+    }
+    Expr *ih = kx_bin(p, K_MAX, kx_const(p, DT_FLOAT, 0), kx_bin(p, K_SUB, kx_bin(p, K_MIN, sreg(p, k, sel[2]), b[2]),
+                                                                  kx_bin(p, K_MAX, sreg(p, k, sel[0]), b[0])));
+    Expr *iw = kx_bin(p, K_MAX, kx_const(p, DT_FLOAT, 0), kx_bin(p, K_SUB, kx_bin(p, K_MIN, sreg(p, k, sel[3]), b[3]),
+                                                                  kx_bin(p, K_MAX, sreg(p, k, sel[1]), b[1])));
     Expr *inter = kx_bin(p, K_MUL, ih, iw);
-    Expr *area_a = kx_bin(p, K_MUL, kx_bin(p, K_SUB, a[2], a[0]), kx_bin(p, K_SUB, a[3], a[1]));
-    Expr *area_b = kx_bin(p, K_MUL, kx_bin(p, K_SUB, b[2], b[0]), kx_bin(p, K_SUB, b[3], b[1]));
-    Expr *uni = kx_bin(p, K_SUB, kx_bin(p, K_ADD, area_a, area_b), kx_clone(p, inter));
+    Expr *uni = kx_bin(p, K_SUB, kx_bin(p, K_ADD, sreg(p, k, sel[4]), b[4]), kx_clone(p, inter));
     /* inter / union > thr, written without a division: union > 0 and inter > thr * union */
     Expr *over = kx_bin(p, K_AND, kx_bin(p, K_GT, kx_clone(p, uni), kx_const(p, DT_FLOAT, 0)),
-                        kx_bin(p, K_GT, inter, kx_bin(p, K_MUL, kx_clone(p, iou_thr), uni)));
-    Expr *cq = kx_var(p, qv), *cq2 = kx_var(p, qv);
-    Expr *drop = kx_bin(p, K_OR, kx_bin(p, K_EQ, kx_var(p, qv), sreg(p, k, best)), over);
-    Stmt *sup = ks_store(p, cand, &cq, kx_bin(p, K_AND, kx_load(p, cand, &cq2), kx_un(p, K_NOT, drop)));
-    ks_seq(take, dyn_loop(p, qv, kx_clone(p, have), sup));
-    /* a round that finds no candidate left ends the class: taken = lim skips the rounds after
-     * it (at most min(have, lim) rounds take a box), which would each scan the boxes again */
-    ks_seq(round, ks_if(p, kx_bin(p, K_GE, sreg(p, k, best), kx_index(p, 0)), take,
-                        ks_set(p, taken, sreg(p, k, lim))));
-    ks_seq(cls, dyn_loop(p, tv, kx_bin(p, K_MIN, have, sreg(p, k, lim)),
-                         ks_if(p, kx_bin(p, K_LT, sreg(p, k, taken), sreg(p, k, lim)), round, NULL)));
+                        kx_bin(p, K_GT, inter, kx_bin(p, K_MUL, sreg(p, k, thr), uni)));
+    Expr *cq = kx_var(p, uv), *cq2 = kx_var(p, uv);
+    Stmt *sup = ks_store(p, alive, &cq, kx_bin(p, K_AND, kx_load(p, alive, &cq2), kx_un(p, K_NOT, over)));
+    Stmt *later = ks_loop(p, uv, 0, 1, 1, sup);
+    later->lo = kx_addc(p, kx_var(p, gv), 1);
+    later->hi = sreg(p, k, m);
+    ks_seq(take, later);
+    Expr *ag = kx_var(p, gv);
+    ks_seq(cls, ks_set(p, taken, kx_index(p, 0)));
+    ks_seq(cls, dyn_loop(p, gv, sreg(p, k, m),
+                         ks_if(p, kx_bin(p, K_AND, kx_load(p, alive, &ag), kx_bin(p, K_LT, sreg(p, k, taken), sreg(p, k, lim))),
+                               take, NULL)));
     Stmt *body = ks_set(p, total, kx_index(p, 0));
     ks_seq(body, ks_set(p, lim, kx_bin(p, K_MIN, maxout, kx_index(p, nms_per_class(n, nbox)))));
-    ks_seq(body, ks_loop(p, bv, 0, nb, 1, ks_loop(p, cv, 0, ncls, 1, cls)));
+    ks_seq(body, ks_set(p, thr, iou_thr));
+    /* max_output_boxes_per_class 0 (or absent) takes nothing: no sorting */
+    ks_seq(body, ks_if(p, kx_bin(p, K_GT, sreg(p, k, lim), kx_index(p, 0)),
+                       ks_loop(p, bv, 0, nb, 1, ks_loop(p, cv, 0, ncls, 1, cls)), NULL));
     Expr *actual[2] = {sreg(p, k, total), kx_index(p, 3)};
     k->body = ks_seq(body, finish_dyn(p, k, out, lower_dims(L, n, 0), actual));
 }
@@ -560,6 +597,88 @@ static bool is_dyn_dim(const Value *v, int d) { return (dyn_bits(v) >> d) & 1; }
 bool dyn_topk_k(const Node *n) {
     return n->op == OP_TopK && n->nin > 1 && n->in[1] && !n->in[1]->data;
 }
+
+/* An upper bound on every element of the integer value v, proven from how it is computed, for
+ * a capacity tighter than the dim it caps (a run-time TopK k: torchvision's post-process takes
+ * min(K, the survivors' count), spelled ReduceMin of a Concat of [K] and a Shape element, so
+ * K, not the axis' capacity, bounds its output). Constants, the dims of Shape (capacities:
+ * a data-dependent dim is at most its capacity) and Size, ops that only move or pick elements,
+ * Min/Max/Clip and ReduceMin/ReduceMax; anything else (arithmetic, graph inputs) has none. The
+ * value's data-dependent part is not looked at: such a value is refused (its elements outside
+ * the valid part are not computed by the rule). depth bounds the walk. */
+static bool int_upper(const Value *v, int depth, int64_t *hi) {
+    if (!v || depth > 32 || dtype_is_float(v->dtype) || v->dtype == DT_BOOL || v->dtype == DT_STRING) return false;
+    if (v->data) {
+        int64_t n = ir_numel(v), m = INT64_MIN;
+        if (n == 0 || n > 4096) return false;
+        for (int64_t i = 0; i < n; i++) m = MAX(m, ir_const_int(v, i));
+        *hi = m;
+        return true;
+    }
+    Node *n = v->producer;
+    if (!n || v->dyn) return false;
+    const Value *x = n->in[0];
+    int64_t b, m;
+    switch (n->op) {
+    case OP_Shape:
+        m = 0;
+        for (int d = 0; d < x->rank; d++) m = MAX(m, x->dims[d]);
+        *hi = m;
+        return true;
+    case OP_Size:
+        *hi = ir_numel(x);
+        return true;
+    case OP_Identity: case OP_Reshape: case OP_Squeeze: case OP_Unsqueeze: case OP_Flatten:
+    case OP_Transpose: case OP_Gather: case OP_GatherElements: case OP_GatherND: case OP_Slice:
+    case OP_Expand: case OP_Tile:
+        return int_upper(x, depth + 1, hi);
+    case OP_Cast:
+        return !dtype_is_float(x->dtype) && dtype_size(v->dtype) >= dtype_size(x->dtype) &&
+               dtype_is_unsigned(v->dtype) == dtype_is_unsigned(x->dtype) && int_upper(x, depth + 1, hi);
+    case OP_Concat: case OP_Max:      /* every element is one of an input's */
+        m = INT64_MIN;
+        for (int i = 0; i < n->nin; i++) {
+            if (!int_upper(n->in[i], depth + 1, &b)) return false;
+            m = MAX(m, b);
+        }
+        *hi = m;
+        return true;
+    case OP_Min: {                    /* at most any input's element at that place */
+        bool any = false;
+        for (int i = 0; i < n->nin; i++)
+            if (int_upper(n->in[i], depth + 1, &b)) *hi = any ? MIN(*hi, b) : b, any = true;
+        return any;
+    }
+    case OP_Clip: {
+        const Value *mx = n->nin > 2 ? n->in[2] : NULL;
+        bool known = int_upper(x, depth + 1, hi);
+        if (mx && mx->data && ir_numel(mx) == 1) *hi = known ? MIN(*hi, ir_const_int(mx, 0)) : ir_const_int(mx, 0), known = true;
+        return known;
+    }
+    case OP_ReduceMax:
+        return int_upper(x, depth + 1, hi);
+    case OP_ReduceMin: {
+        /* the minimum of all of a Concat's elements is at most that of any input that has
+         * some (a static one with elements) */
+        bool mask[MAX_RANK], all = true;
+        int r = rule_reduce_mask(NULL, n, mask);
+        for (int d = 0; d < x->rank; d++) all = all && mask[d];
+        if (r > 0 && all && x->producer && x->producer->op == OP_Concat && !x->dyn) {
+            bool any = false;
+            for (int i = 0; i < x->producer->nin; i++) {
+                const Value *c = x->producer->in[i];
+                if (!c->dyn && ir_numel(c) > 0 && int_upper(c, depth + 1, &b)) *hi = any ? MIN(*hi, b) : b, any = true;
+            }
+            if (any) return true;
+        }
+        return int_upper(x, depth + 1, hi);
+    }
+    default:
+        return false;
+    }
+}
+
+bool dyn_int_upper(const Value *v, int64_t *hi) { return int_upper(v, 0, hi); }
 
 /* A ConstantOfShape of the whole Shape of a data-dependent value (`torch.full_like` of one):
  * that value, whose capacity and dims it takes; NULL otherwise. */
@@ -1045,7 +1164,9 @@ Expr *dyn_topk_bounds(Lower *L, Node *n, Kernel *k, int axis, Expr **len) {
         *len = dyn_loop_bound(p, dims_buf(L, x), axis, cap);
     }
     Expr *kv = kx_cast(p, DT_INDEX, rule_load_first(p, k, lower_in(L, n, 1)));
-    return kx_bin(p, K_MAX, kx_index(p, 0), kx_bin(p, K_MIN, kv, *len ? kx_clone(p, *len) : kx_index(p, cap)));
+    /* and within the output's capacity, which a bound on k may have made smaller */
+    Expr *c = kx_bin(p, K_MIN, kv, kx_index(p, MIN(cap, n->out[0]->dims[axis])));
+    return kx_bin(p, K_MAX, kx_index(p, 0), *len ? kx_bin(p, K_MIN, c, kx_clone(p, *len)) : c);
 }
 
 Buf *dyn_lower_operands(Lower *L, Node *n) {

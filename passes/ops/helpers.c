@@ -552,3 +552,69 @@ Expr *rule_uniform01(Program *p, Kernel *k, int word) {
     Expr *top = kx_bin(p, K_DIV, kx_scalar(p, k, word), u64(p, 256));
     return kx_bin(p, K_MUL, kx_cast(p, DT_FLOAT, top), kx_const(p, DT_FLOAT, 1.0 / 16777216.0));
 }
+
+/* ---- Sorting at run time ----
+ * A bottom-up merge sort: level w (1, 2, 4, ... below the capacity, each run only while w < m)
+ * merges pairs of sorted runs of w entries from key/idx into key2/idx2 and copies them back.
+ * O(m log m) where the selections it replaces (TopK's picks, NMS's rounds) were O(k m). A merge
+ * takes the right run's head only when `first` puts it strictly before the left's, so equal
+ * keys keep their order (TopK and NMS want the lower index first on ties). Only the first
+ * `keep` of the result wanted (TopK's k), a merged run keeps only its first `keep`: no entry
+ * after those can come first in the end, and the upper levels then merge `keep` a run. */
+static Stmt *loop_from(Program *p, int var, Expr *lo, Expr *hi, Stmt *body) {
+    Stmt *s = ks_loop(p, var, 0, 1, 1, body);
+    s->lo = lo;
+    s->hi = hi;
+    return s;
+}
+
+Stmt *rule_merge_sort(Program *p, Kernel *k, Buf *key, Buf *idx, Buf *key2, Buf *idx2, int m, KOp first,
+                      int64_t keep) {
+    int64_t cap = key->dims[0];
+    keep = MAX(1, MIN(keep, cap));
+    kir_param(p, k, key, KP_INOUT);
+    kir_param(p, k, idx, KP_INOUT);
+    kir_param(p, k, key2, KP_INOUT);
+    kir_param(p, k, idx2, KP_INOUT);
+    Stmt *all = NULL;
+    for (int64_t w = 1; w < cap; w *= 2) {
+        int lo = kir_scalar(p, k, DT_INDEX), mid = kir_scalar(p, k, DT_INDEX), hi = kir_scalar(p, k, DT_INDEX);
+        int i = kir_scalar(p, k, DT_INDEX), j = kir_scalar(p, k, DT_INDEX), right = kir_scalar(p, k, DT_BOOL);
+        int rv = kir_var(k), tv = kir_var(k), cv = kir_var(k);
+        /* the heads, clamped into the buffer: a run's end may be the capacity */
+        Expr *ic = kx_bin(p, K_MIN, kx_scalar(p, k, i), kx_index(p, cap - 1));
+        Expr *jc = kx_bin(p, K_MIN, kx_scalar(p, k, j), kx_index(p, cap - 1));
+        Expr *at[4];
+        for (int a = 0; a < 4; a++) at[a] = kx_clone(p, a & 1 ? jc : ic);
+        Expr *t = kx_var(p, tv), *t2 = kx_var(p, tv);
+        Expr *r1 = kx_scalar(p, k, right), *r2 = kx_scalar(p, k, right);
+        Stmt *step = ks_set(p, right, kx_bin(p, K_AND, kx_bin(p, K_LT, kx_scalar(p, k, j), kx_scalar(p, k, hi)),
+                                             kx_bin(p, K_OR, kx_bin(p, K_GE, kx_scalar(p, k, i), kx_scalar(p, k, mid)),
+                                                    kx_bin(p, first, kx_load(p, key, &jc), kx_load(p, key, &ic)))));
+        ks_seq(step, ks_store(p, key2, &t, kx_select(p, r1, kx_load(p, key, &at[1]), kx_load(p, key, &at[0]))));
+        ks_seq(step, ks_store(p, idx2, &t2, kx_select(p, r2, kx_load(p, idx, &at[3]), kx_load(p, idx, &at[2]))));
+        ks_seq(step, ks_set(p, j, kx_add(p, kx_scalar(p, k, j), kx_select(p, kx_scalar(p, k, right), kx_index(p, 1), kx_index(p, 0)))));
+        ks_seq(step, ks_set(p, i, kx_add(p, kx_scalar(p, k, i), kx_select(p, kx_scalar(p, k, right), kx_index(p, 0), kx_index(p, 1)))));
+        /* the run [lo, lo + 2w): its left half's valid part [lo, mid), its right half's
+         * [start, hi), the merged valid part [lo, end) (at most `keep` of each) */
+        int start = kir_scalar(p, k, DT_INDEX), end = kir_scalar(p, k, DT_INDEX);
+        Expr *whole = kx_bin(p, K_MIN, kx_addc(p, kx_scalar(p, k, lo), 2 * w), kx_scalar(p, k, m));
+        Stmt *run = ks_set(p, lo, kx_mul(p, kx_var(p, rv), 2 * w));
+        ks_seq(run, ks_set(p, start, kx_bin(p, K_MIN, kx_addc(p, kx_scalar(p, k, lo), w), kx_scalar(p, k, m))));
+        ks_seq(run, ks_set(p, mid, kx_bin(p, K_MIN, kx_scalar(p, k, start), kx_addc(p, kx_scalar(p, k, lo), keep))));
+        ks_seq(run, ks_set(p, hi, kx_bin(p, K_MIN, kx_clone(p, whole), kx_addc(p, kx_scalar(p, k, start), keep))));
+        ks_seq(run, ks_set(p, end, kx_bin(p, K_MIN, whole, kx_addc(p, kx_scalar(p, k, lo), keep))));
+        ks_seq(run, ks_set(p, i, kx_scalar(p, k, lo)));
+        ks_seq(run, ks_set(p, j, kx_scalar(p, k, start)));
+        ks_seq(run, loop_from(p, tv, kx_scalar(p, k, lo), kx_scalar(p, k, end), step));
+        Expr *c[4];
+        for (int a = 0; a < 4; a++) c[a] = kx_var(p, cv);
+        Stmt *back = ks_store(p, key, &c[0], kx_load(p, key2, &c[1]));
+        ks_seq(back, ks_store(p, idx, &c[2], kx_load(p, idx2, &c[3])));
+        ks_seq(run, loop_from(p, cv, kx_scalar(p, k, lo), kx_scalar(p, k, end), back));
+        Expr *runs = kx_bin(p, K_DIV, kx_addc(p, kx_scalar(p, k, m), 2 * w - 1), kx_index(p, 2 * w));
+        Stmt *level = loop_from(p, rv, kx_index(p, 0), runs, run);
+        all = ks_seq(all, ks_if(p, kx_bin(p, K_LT, kx_index(p, w), kx_scalar(p, k, m)), level, NULL));
+    }
+    return all;
+}

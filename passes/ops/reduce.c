@@ -238,8 +238,10 @@ static bool topk_params(Graph *g, Node *n, int64_t *kk, int *axis) {
         if (g) error(ir_where(g, n), "k '%s' must be a one-element integer tensor", kv->name);
         return false;
     }
-    if (!kv->data) {
+    if (!kv->data) {                    /* a run-time k: at most the axis, or its proven bound */
+        int64_t hi;
         *kk = x->dims[*axis];
+        if (dyn_int_upper(kv, &hi) && hi < *kk) *kk = MAX(hi, 1);
         return true;
     }
     *kk = ir_const_int(kv, 0);
@@ -276,6 +278,66 @@ static Expr *topk_start(Program *p, DType t, bool largest) {
     return kx_int(p, t, largest ? hi : -hi - 1);
 }
 
+/* Many picks (k above a few times log2 of the axis' length; a detector's post-process takes
+ * 300 of every class's thousands of candidates with a run-time k): each row is copied with its
+ * positions into scratch and sorted (rule_merge_sort: O(n log n), stable, so the lower index
+ * comes first on ties), and the first k are the picks; the selection below is O(k n). */
+static bool topk_sorts(int64_t kk, int64_t n) {
+    int lg = 0;
+    while (lg < 62 && ((int64_t)1 << lg) < n) lg++;
+    return kk > 2 * lg + 2;
+}
+
+static void topk_sorted(Lower *L, Node *n, Kernel *k, Buf *x, Buf *vals, Buf *inds, int64_t kk, int axis, bool largest) {
+    Program *p = L->p;
+    int r = x->rank, ov[MAX_RANK], no = 0;
+    int64_t len = x->dims[axis], od[MAX_RANK];
+    DType it = len <= INT32_MAX ? DT_INT32 : DT_INT64;
+    const char *kn = lower_kname(L, n);
+    Buf *key = kir_buf_new(p, arena_printf(p->arena, "%s.key", kn), x->dtype, 1, &len, B_TEMP);
+    Buf *key2 = kir_buf_new(p, arena_printf(p->arena, "%s.key2", kn), x->dtype, 1, &len, B_TEMP);
+    Buf *idx = kir_buf_new(p, arena_printf(p->arena, "%s.pos", kn), it, 1, &len, B_TEMP);
+    Buf *idx2 = kir_buf_new(p, arena_printf(p->arena, "%s.pos2", kn), it, 1, &len, B_TEMP);
+    Expr *xi[MAX_RANK], *oi[MAX_RANK];
+    for (int d = 0; d < r; d++)
+        if (d != axis) {
+            ov[no] = kir_var(k);
+            xi[d] = kx_var(p, ov[no]);
+            od[no++] = x->dims[d];
+        }
+    int m = kir_scalar(p, k, DT_INDEX), tv = kir_var(k), jv = kir_var(k), zv = kir_var(k);
+    Expr *have, *cnt = dyn_topk_bounds(L, n, k, axis, &have);
+    Stmt *row = ks_set(p, m, have ? have : kx_index(p, len));
+    xi[axis] = kx_var(p, tv);
+    Expr *at = kx_var(p, tv), *at2 = kx_var(p, tv);
+    Stmt *fill = ks_store(p, key, &at, kx_load(p, x, xi));
+    ks_seq(fill, ks_store(p, idx, &at2, kx_cast(p, it, kx_var(p, tv))));
+    Stmt *copy = ks_loop(p, tv, 0, len, 1, fill);
+    copy->hi = kx_scalar(p, k, m);
+    ks_seq(row, copy);
+    ks_seq(row, rule_merge_sort(p, k, key, idx, key2, idx2, m, largest ? K_GT : K_LT, kk));
+    for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, jv) : kx_clone(p, xi[d]);
+    Expr *j1 = kx_var(p, jv), *j2 = kx_var(p, jv);
+    Stmt *pick = ks_store(p, vals, oi, kx_load(p, key, &j1));
+    if (inds) {
+        for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, jv) : kx_clone(p, xi[d]);
+        ks_seq(pick, ks_store(p, inds, oi, kx_cast(p, DT_INT64, kx_load(p, idx, &j2))));
+    }
+    Stmt *picks = ks_loop(p, jv, 0, kk, 1, pick);
+    ks_seq(row, picks);
+    if (cnt) {          /* the rest of the capacity: zeros, which nothing reports */
+        picks->hi = cnt;
+        for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, zv) : kx_clone(p, xi[d]);
+        Stmt *zero = ks_store(p, vals, oi, kx_const(p, x->dtype, 0));
+        for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, zv) : kx_clone(p, xi[d]);
+        if (inds) ks_seq(zero, ks_store(p, inds, oi, kx_int(p, DT_INT64, 0)));
+        Stmt *rest = ks_loop(p, zv, 0, kk, 1, zero);
+        rest->lo = kx_clone(p, cnt);
+        ks_seq(row, rest);
+    }
+    k->body = lower_wrap(p, no, od, ov, row);
+}
+
 /* For each row along the axis and j < k: pick the best element (v, t) that comes after the
  * previous pick (pv, pi), i.e. v worse than pv, or equal with a higher position; among those
  * the first best (a strict comparison while t ascends keeps the lower index on ties). */
@@ -287,8 +349,13 @@ void lower_topk(Lower *L, Node *n) {
     int axis, r = x->rank, ov[MAX_RANK], no = 0;
     bool largest = ir_attr_int(n, "largest", 1) != 0;
     if (!topk_params(NULL, n, &kk, &axis)) return;
+    kk = vals->dims[axis];              /* the capacity inference gave (a run-time k's bound) */
     Kernel *k = lower_kernel(L, n, KC_GENERIC, KINS(x), vals, NULL, NULL);
     if (inds) kir_param(p, k, inds, KP_OUT);
+    if (topk_sorts(kk, x->dims[axis])) {
+        topk_sorted(L, n, k, x, vals, inds, kk, axis, largest);
+        return;
+    }
     DType t = x->dtype;
     int pv = kir_scalar(p, k, t), pi = kir_scalar(p, k, DT_INDEX);
     int bv = kir_scalar(p, k, t), bi = kir_scalar(p, k, DT_INDEX), take = kir_scalar(p, k, DT_BOOL);

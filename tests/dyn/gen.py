@@ -235,11 +235,135 @@ def onnx_models():
     yield "topk_input_k", m, [[x, np.array([3], np.int64)], [x, np.array([7], np.int64)],
                               [x, np.array([0], np.int64)]]
 
+    # NonMaxSuppression on graph inputs with many candidates, tied scores (0.1 steps) and
+    # boxes in clusters, so that a class keeps few of its 400 boxes (its candidates are sorted
+    # once, then each taken box drops the overlapping ones after it); the same boxes read as
+    # centers too; max_output_boxes_per_class an input (large, small, 0). Checked against the
+    # greedy reference below as well as onnxruntime.
+    nb, nc, nn = 2, 3, 400
+    g = helper.make_graph([
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "maxout", "iou", "sthr"], ["sel"]),
+        helper.make_node("NonMaxSuppression", ["boxes", "scores", "maxout", "iou", "sthr"], ["selc"],
+                         center_point_box=1)],
+        "nms_sorted",
+        [f32("boxes", [nb, nn, 4]), f32("scores", [nb, nc, nn]),
+         helper.make_tensor_value_info("maxout", T.INT64, [1]), f32("iou", [1]), f32("sthr", [1])],
+        [helper.make_tensor_value_info("sel", T.INT64, None), helper.make_tensor_value_info("selc", T.INT64, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    centers = rng.integers(0, 200, (nb, 12, 2))
+    pick = rng.integers(0, 12, (nb, nn))
+    xy = np.take_along_axis(centers, pick[..., None], 1) + rng.uniform(-4, 4, (nb, nn, 2))
+    wh = rng.uniform(10, 30, (nb, nn, 2))     # no IoU exactly at a threshold
+    bx = np.concatenate([xy, xy + wh], -1).astype(np.float32)
+    sc = (rng.integers(0, 10, (nb, nc, nn)) / 10).astype(np.float32)
+    f1 = lambda v: np.array([v], np.float32)
+    yield "nms_sorted", m, [[bx, sc, np.array([100], np.int64), f1(0.45), f1(0.25)],
+                            [bx, sc, np.array([3], np.int64), f1(0.3), f1(0.0)],
+                            [bx, sc, np.array([0], np.int64), f1(0.45), f1(0.25)]]
+    # TopK taking many of each row (rows sorted once, not k selections): tied values, the
+    # largest along the last axis, the smallest along the first, int64 values, and a run-time
+    # k; checked against numpy's stable sort as well as onnxruntime
+    g = helper.make_graph([
+        helper.make_node("TopK", ["x", "k50"], ["v1", "i1"], axis=1),
+        helper.make_node("TopK", ["xt", "k60"], ["v2", "i2"], axis=0, largest=0),
+        helper.make_node("TopK", ["u", "k100"], ["v3", "i3"], axis=1),
+        helper.make_node("TopK", ["x", "k"], ["v4", "i4"], axis=-1)],
+        "topk_sorted",
+        [f32("x", [3, 200]), f32("xt", [200, 3]), helper.make_tensor_value_info("u", T.INT64, [2, 300]),
+         helper.make_tensor_value_info("k", T.INT64, [1])],
+        [f32("v1", None), helper.make_tensor_value_info("i1", T.INT64, None),
+         f32("v2", None), helper.make_tensor_value_info("i2", T.INT64, None),
+         helper.make_tensor_value_info("v3", T.INT64, None), helper.make_tensor_value_info("i3", T.INT64, None),
+         f32("v4", None), helper.make_tensor_value_info("i4", T.INT64, None)],
+        [helper.make_tensor("k50", T.INT64, [1], [50]), helper.make_tensor("k60", T.INT64, [1], [60]),
+         helper.make_tensor("k100", T.INT64, [1], [100])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    tied = lambda *s: (np.round(rng.standard_normal(s) * 2) / 2).astype(np.float32)
+    sets = []
+    for kv in (120, 5, 200):
+        sets.append([tied(3, 200), tied(200, 3), rng.integers(0, 20, (2, 300)), np.array([kv], np.int64)])
+    yield "topk_sorted", m, sets
+
+    # TopK with k = Min([6], the count of positives): its capacity is 6 (dyn_int_upper proves
+    # k <= 6), not the axis' 50; 30, 3 and no positives
+    g = helper.make_graph([
+        helper.make_node("Greater", ["x", "zero"], ["pos"]),
+        helper.make_node("NonZero", ["pos"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["sh"]),
+        helper.make_node("Gather", ["sh", "one"], ["cnt"]),
+        helper.make_node("Min", ["six", "cnt"], ["k"]),
+        helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+        "topk_bounded_k",
+        [f32("x", [50])], [f32("v", None), helper.make_tensor_value_info("i", T.INT64, None)],
+        [helper.make_tensor("zero", T.FLOAT, [], [0.0]), helper.make_tensor("one", T.INT64, [1], [1]),
+         helper.make_tensor("six", T.INT64, [1], [6])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal(50).astype(np.float32)
+    x3 = -np.abs(x)
+    x3[[4, 17, 40]] = [0.5, 2.0, 0.5]
+    yield "topk_bounded_k", m, [[np.sort(np.abs(x))[::-1].copy() * np.where(np.arange(50) < 30, 1, -1).astype(np.float32)],
+                                [x3], [-np.abs(x)]]
+
+
+def nms_ref(boxes, scores, maxout, iou, sthr, center):
+    """ONNX NonMaxSuppression, greedily: per batch and class, the candidates over the score
+    threshold by descending score (the lower index first on ties), each taken unless its IoU
+    with one taken before exceeds the threshold, at most maxout a class."""
+    b = boxes.astype(np.float64)
+    if center:
+        b = np.concatenate([b[..., :2] - b[..., 2:] / 2, b[..., :2] + b[..., 2:] / 2], -1)
+    lo, hi = np.minimum(b[..., :2], b[..., 2:]), np.maximum(b[..., :2], b[..., 2:])
+    out = []
+    for n in range(scores.shape[0]):
+        area = np.prod(hi[n] - lo[n], -1)
+        for c in range(scores.shape[1]):
+            s = scores[n, c]
+            kept = []
+            for i in sorted((i for i in range(len(s)) if s[i] > sthr), key=lambda i: (-s[i], i)):
+                if len(kept) >= maxout:
+                    break
+                ok = True
+                for j in kept:
+                    inter = np.prod(np.maximum(0, np.minimum(hi[n, i], hi[n, j]) - np.maximum(lo[n, i], lo[n, j])))
+                    uni = area[i] + area[j] - inter
+                    if uni > 0 and inter / uni > iou:
+                        ok = False
+                        break
+                if ok:
+                    kept.append(i)
+            out += [[n, c, i] for i in kept]
+    return np.array(out, np.int64).reshape(-1, 3)
+
+
+def topk_ref(x, k, axis, largest):
+    o = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    o = np.take(o, np.arange(k), axis=axis)
+    return np.take_along_axis(x, o, axis), o.astype(np.int64)
+
+
+def reference(name, inputs):
+    """numpy's outputs for the onnx helper models that have a reference (to_pb compares
+    onnxruntime's with them), else None"""
+    if name == "nms_sorted":
+        bx, sc, mo, iou, st = inputs
+        return [nms_ref(bx, sc, mo[0], iou[0], st[0], c) for c in (0, 1)]
+    if name == "topk_sorted":
+        x, xt, u, k = inputs
+        return [*topk_ref(x, 50, 1, True), *topk_ref(xt, 60, 0, False), *topk_ref(u, 100, 1, True),
+                *topk_ref(x, k[0], 1, True)]
+    if name == "topk_bounded_k":
+        x, = inputs
+        return [*topk_ref(x, min(6, int((x > 0).sum())), 0, True)]
+    return None
+
 
 def export(out):
     import torch
     from onnx import numpy_helper
+    only = os.environ.get("DYN_ONLY")       # a comma-separated subset (to add a new test's)
     for name, m, sets in models():
+        if only and name not in only.split(","):
+            continue
         d = os.path.join(out, name)
         os.makedirs(d)
         args = tuple(torch.from_numpy(a) for a in sets[0])
@@ -259,7 +383,9 @@ def export(out):
             meta["sets"].append([{"type": str(a.dtype), "shape": list(a.shape)} for a in inputs])
         json.dump(meta, open(os.path.join(d, "meta.json"), "w"))
     import onnx
-    for name, m, sets in onnx_models():     # no torch reference: onnxruntime's only
+    for name, m, sets in onnx_models():     # no torch reference: onnxruntime's, some numpy's
+        if only and name not in only.split(","):
+            continue
         d = os.path.join(out, name)
         os.makedirs(d)
         onnx.save(m, os.path.join(d, "model.onnx"))
@@ -267,6 +393,8 @@ def export(out):
         for k, inputs in enumerate(sets):
             sd = os.path.join(d, "test_data_set_%d" % k)
             os.makedirs(sd)
+            for j, t in enumerate(reference(name, inputs) or []):
+                np.save(os.path.join(d, "torch_%d_%d.npy" % (k, j)), t)
             for j, a in enumerate(inputs):
                 with open(os.path.join(sd, "input_%d.pb" % j), "wb") as f:
                     f.write(numpy_helper.from_array(a).SerializeToString())
@@ -295,7 +423,7 @@ def to_pb(out):
                 tf = os.path.join(d, "torch_%d_%d.npy" % (k, j))
                 t = np.load(tf) if os.path.exists(tf) else a
                 if a.shape != t.shape or not np.allclose(a, t, atol=1e-5, equal_nan=True):
-                    print("onnxruntime and torch differ: %s set %d output %d" % (name, k, j))
+                    print("onnxruntime and torch (or numpy) differ: %s set %d output %d" % (name, k, j))
                     bad += 1
                 with open(os.path.join(sd, "output_%d.pb" % j), "wb") as f:
                     f.write(numpy_helper.from_array(a).SerializeToString())
