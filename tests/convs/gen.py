@@ -414,3 +414,25 @@ def chunks_nchw_out(name):
     save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))],
          [nh.from_array(wd, 'Wd'), nh.from_array(w1, 'W1'), nh.from_array(wg, 'Wg')], 13)
 chunks_nchw_out('chunks_nchw_out')
+# InceptionV3's branch pool: a 3x3 conv, a zero Pad of the spatial dims (pads an input, opset
+# 13), an AveragePool without pads, a 1x1 conv. passes/simplify.c folds the Pad into the pool
+# (count_include_pad=1), so the temporaries can all go NHWC; asymmetric pads, and a Pad of
+# another value, which stays a Pad.
+def pad_pool(name, pads, value):
+    C, M, H, W = 16, 32, 9, 11
+    x = rng.standard_normal([1, C, H, W]).astype(np.float32)
+    w = rng.standard_normal([M, C, 3, 3]).astype(np.float32); b = rng.standard_normal(M).astype(np.float32)
+    w1 = rng.standard_normal([M, M, 1, 1]).astype(np.float32); b1 = rng.standard_normal(M).astype(np.float32)
+    a = np.maximum(ref(x.astype(np.float64), w.astype(np.float64), b, [1, 1], [1, 1], [1, 1], [1, 1]), 0)
+    ap = np.pad(a, [(pads[i], pads[i + 4]) for i in range(4)], constant_values=value)
+    oh, ow = ap.shape[2] - 2, ap.shape[3] - 2
+    p = sum(ap[:, :, i:i + oh, j:j + ow] for i in range(3) for j in range(3)) / 9
+    y = ref(p, w1.astype(np.float64), b1, [1, 1], [1, 1], [0, 0], [0, 0])
+    nodes = [h.make_node('Conv', ['x', 'W', 'B'], ['c'], pads=[1, 1, 1, 1]), h.make_node('Relu', ['c'], ['a']),
+             h.make_node('Pad', ['a', 'pads', 'v'], ['ap']), h.make_node('AveragePool', ['ap'], ['p'], kernel_shape=[3, 3]),
+             h.make_node('Conv', ['p', 'W1', 'B1'], ['y'])]
+    init = [nh.from_array(w, 'W'), nh.from_array(b, 'B'), nh.from_array(w1, 'W1'), nh.from_array(b1, 'B1'),
+            nh.from_array(np.array(pads, np.int64), 'pads'), nh.from_array(np.array(value, np.float32), 'v')]
+    save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))], init, 13)
+pad_pool('pad_avgpool', [0, 0, 1, 2, 0, 0, 2, 1], 0.0)
+pad_pool('pad_avgpool_value', [0, 0, 1, 1, 0, 0, 1, 1], 0.5)
