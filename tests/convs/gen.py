@@ -436,3 +436,23 @@ def pad_pool(name, pads, value):
     save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))], init, 13)
 pad_pool('pad_avgpool', [0, 0, 1, 2, 0, 0, 2, 1], 0.0)
 pad_pool('pad_avgpool_value', [0, 0, 1, 1, 0, 0, 1, 1], 0.5)
+# Convs of several taps without padding on channel-last temporaries (InceptionV3's Conv2d_4a,
+# Mixed_6a's stride-2 3x3): the input channels sunk below the taps (passes/schedule.c,
+# sink_channels) as in the padded form; a 3x3 stride 2 and a 3x3 and 2x2 stride 1, none padded.
+def unpadded_chain(name):
+    C, H, W = 16, 16, 15
+    x = rng.standard_normal([1, C, H, W]).astype(np.float32)
+    shapes = [([32, C, 3, 3], [1, 1], [1, 1]), ([48, 32, 3, 3], [2, 2], [0, 0]), ([32, 48, 3, 3], [1, 1], [0, 0]),
+              ([64, 32, 2, 2], [1, 1], [0, 0])]
+    a, nodes, init, inp = x.astype(np.float64), [], [], 'x'
+    for i, (ws, s, p) in enumerate(shapes):
+        w = (rng.standard_normal(ws) / np.sqrt(ws[1] * ws[2] * ws[3])).astype(np.float32)
+        b = rng.standard_normal(ws[0]).astype(np.float32)
+        a = ref(a, w.astype(np.float64), b, s, [1, 1], p, p)
+        last = i == len(shapes) - 1
+        if not last: a = np.maximum(a, 0)
+        nodes.append(h.make_node('Conv', [inp, 'W%d' % i, 'B%d' % i], ['y' if last else 'c%d' % i], pads=p + p, strides=s))
+        if not last: nodes.append(h.make_node('Relu', ['c%d' % i], ['r%d' % i])); inp = 'r%d' % i
+        init += [nh.from_array(w, 'W%d' % i), nh.from_array(b, 'B%d' % i)]
+    save(name, nodes, [1, C, H, W], x, [('y', a.astype(np.float32))], init, 13)
+unpadded_chain('unpadded_chain')
