@@ -456,3 +456,38 @@ def unpadded_chain(name):
         init += [nh.from_array(w, 'W%d' % i), nh.from_array(b, 'B%d' % i)]
     save(name, nodes, [1, C, H, W], x, [('y', a.astype(np.float32))], init, 13)
 unpadded_chain('unpadded_chain')
+# DenseNet's dense layers after a stem conv: Concat -> BatchNormalization -> Relu -> 1x1 conv
+# -> Relu -> 3x3 conv, twice, then a Concat and a GlobalAveragePool. fuse joins the BatchNorm
+# (per channel constants read at the Concat's channel index) and Relu into the Concat; that
+# kernel takes NHWC too (passes/schedule.c, concat_user), so the block goes channel-last.
+def dense_block(name, xs, C, growth, layers):
+    x = rng.standard_normal(xs).astype(np.float32)
+    w0 = (rng.standard_normal([C, xs[1], 3, 3]) / np.sqrt(9 * xs[1])).astype(np.float32); b0 = rng.standard_normal(C).astype(np.float32)
+    s0 = np.maximum(ref(x.astype(np.float64), w0.astype(np.float64), b0, [1, 1], [1, 1], [1, 1], [1, 1]), 0)
+    feats, names = [s0], ['s0']
+    nodes = [h.make_node('Conv', ['x', 'W0', 'B0'], ['c0'], pads=[1, 1, 1, 1]), h.make_node('Relu', ['c0'], ['s0'])]
+    init = [nh.from_array(w0, 'W0'), nh.from_array(b0, 'B0')]
+    for l in range(layers):
+        cat = np.concatenate(feats, 1); cin = cat.shape[1]
+        sc = rng.uniform(0.5, 1.5, cin).astype(np.float32); bi = rng.standard_normal(cin).astype(np.float32)
+        mu = rng.standard_normal(cin).astype(np.float32); va = rng.uniform(0.5, 2, cin).astype(np.float32)
+        bn = (cat - mu.reshape(1, -1, 1, 1)) / np.sqrt(va.reshape(1, -1, 1, 1) + 1e-5) * sc.reshape(1, -1, 1, 1) + bi.reshape(1, -1, 1, 1)
+        a = np.maximum(bn, 0)
+        w1 = (rng.standard_normal([4 * growth, cin, 1, 1]) / np.sqrt(cin)).astype(np.float32)
+        b1 = np.zeros(4 * growth, np.float32)
+        t = np.maximum(ref(a, w1.astype(np.float64), b1, [1, 1], [1, 1], [0, 0], [0, 0]), 0)
+        w2 = (rng.standard_normal([growth, 4 * growth, 3, 3]) / np.sqrt(36 * growth)).astype(np.float32)
+        b2 = np.zeros(growth, np.float32)
+        y = ref(t, w2.astype(np.float64), b2, [1, 1], [1, 1], [1, 1], [1, 1])
+        p = 'l%d_' % l
+        nodes += [h.make_node('Concat', names, [p + 'cat'], axis=1),
+                  h.make_node('BatchNormalization', [p + 'cat', p + 'sc', p + 'bi', p + 'mu', p + 'va'], [p + 'bn']),
+                  h.make_node('Relu', [p + 'bn'], [p + 'a']), h.make_node('Conv', [p + 'a', p + 'W1', p + 'B1'], [p + 'c']),
+                  h.make_node('Relu', [p + 'c'], [p + 't']),
+                  h.make_node('Conv', [p + 't', p + 'W2', p + 'B2'], [p + 'y'], pads=[1, 1, 1, 1])]
+        init += [nh.from_array(v, p + n) for v, n in [(sc, 'sc'), (bi, 'bi'), (mu, 'mu'), (va, 'va'), (w1, 'W1'), (b1, 'B1'), (w2, 'W2'), (b2, 'B2')]]
+        feats.append(y); names.append(p + 'y')
+    nodes += [h.make_node('Concat', names, ['f'], axis=1), h.make_node('GlobalAveragePool', ['f'], ['y'])]
+    y = np.concatenate(feats, 1).mean(axis=(2, 3), keepdims=True)
+    save(name, nodes, xs, x, [('y', y.astype(np.float32))], init, 13)
+dense_block('dense_block', [1, 8, 9, 11], 32, 32, 2)
