@@ -414,6 +414,83 @@ def chunks_nchw_out(name):
     save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))],
          [nh.from_array(wd, 'Wd'), nh.from_array(w1, 'W1'), nh.from_array(wg, 'Wg')], 13)
 chunks_nchw_out('chunks_nchw_out')
+# InceptionV3's branch pool: a 3x3 conv, a zero Pad of the spatial dims (pads an input, opset
+# 13), an AveragePool without pads, a 1x1 conv. passes/simplify.c folds the Pad into the pool
+# (count_include_pad=1), so the temporaries can all go NHWC; asymmetric pads, and a Pad of
+# another value, which stays a Pad.
+def pad_pool(name, pads, value):
+    C, M, H, W = 16, 32, 9, 11
+    x = rng.standard_normal([1, C, H, W]).astype(np.float32)
+    w = rng.standard_normal([M, C, 3, 3]).astype(np.float32); b = rng.standard_normal(M).astype(np.float32)
+    w1 = rng.standard_normal([M, M, 1, 1]).astype(np.float32); b1 = rng.standard_normal(M).astype(np.float32)
+    a = np.maximum(ref(x.astype(np.float64), w.astype(np.float64), b, [1, 1], [1, 1], [1, 1], [1, 1]), 0)
+    ap = np.pad(a, [(pads[i], pads[i + 4]) for i in range(4)], constant_values=value)
+    oh, ow = ap.shape[2] - 2, ap.shape[3] - 2
+    p = sum(ap[:, :, i:i + oh, j:j + ow] for i in range(3) for j in range(3)) / 9
+    y = ref(p, w1.astype(np.float64), b1, [1, 1], [1, 1], [0, 0], [0, 0])
+    nodes = [h.make_node('Conv', ['x', 'W', 'B'], ['c'], pads=[1, 1, 1, 1]), h.make_node('Relu', ['c'], ['a']),
+             h.make_node('Pad', ['a', 'pads', 'v'], ['ap']), h.make_node('AveragePool', ['ap'], ['p'], kernel_shape=[3, 3]),
+             h.make_node('Conv', ['p', 'W1', 'B1'], ['y'])]
+    init = [nh.from_array(w, 'W'), nh.from_array(b, 'B'), nh.from_array(w1, 'W1'), nh.from_array(b1, 'B1'),
+            nh.from_array(np.array(pads, np.int64), 'pads'), nh.from_array(np.array(value, np.float32), 'v')]
+    save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))], init, 13)
+pad_pool('pad_avgpool', [0, 0, 1, 2, 0, 0, 2, 1], 0.0)
+pad_pool('pad_avgpool_value', [0, 0, 1, 1, 0, 0, 1, 1], 0.5)
+# Convs of several taps without padding on channel-last temporaries (InceptionV3's Conv2d_4a,
+# Mixed_6a's stride-2 3x3): the input channels sunk below the taps (passes/schedule.c,
+# sink_channels) as in the padded form; a 3x3 stride 2 and a 3x3 and 2x2 stride 1, none padded.
+def unpadded_chain(name):
+    C, H, W = 16, 16, 15
+    x = rng.standard_normal([1, C, H, W]).astype(np.float32)
+    shapes = [([32, C, 3, 3], [1, 1], [1, 1]), ([48, 32, 3, 3], [2, 2], [0, 0]), ([32, 48, 3, 3], [1, 1], [0, 0]),
+              ([64, 32, 2, 2], [1, 1], [0, 0])]
+    a, nodes, init, inp = x.astype(np.float64), [], [], 'x'
+    for i, (ws, s, p) in enumerate(shapes):
+        w = (rng.standard_normal(ws) / np.sqrt(ws[1] * ws[2] * ws[3])).astype(np.float32)
+        b = rng.standard_normal(ws[0]).astype(np.float32)
+        a = ref(a, w.astype(np.float64), b, s, [1, 1], p, p)
+        last = i == len(shapes) - 1
+        if not last: a = np.maximum(a, 0)
+        nodes.append(h.make_node('Conv', [inp, 'W%d' % i, 'B%d' % i], ['y' if last else 'c%d' % i], pads=p + p, strides=s))
+        if not last: nodes.append(h.make_node('Relu', ['c%d' % i], ['r%d' % i])); inp = 'r%d' % i
+        init += [nh.from_array(w, 'W%d' % i), nh.from_array(b, 'B%d' % i)]
+    save(name, nodes, [1, C, H, W], x, [('y', a.astype(np.float32))], init, 13)
+unpadded_chain('unpadded_chain')
+# DenseNet's dense layers after a stem conv: Concat -> BatchNormalization -> Relu -> 1x1 conv
+# -> Relu -> 3x3 conv, twice, then a Concat and a GlobalAveragePool. fuse joins the BatchNorm
+# (per channel constants read at the Concat's channel index) and Relu into the Concat; that
+# kernel takes NHWC too (passes/schedule.c, concat_user), so the block goes channel-last.
+def dense_block(name, xs, C, growth, layers):
+    x = rng.standard_normal(xs).astype(np.float32)
+    w0 = (rng.standard_normal([C, xs[1], 3, 3]) / np.sqrt(9 * xs[1])).astype(np.float32); b0 = rng.standard_normal(C).astype(np.float32)
+    s0 = np.maximum(ref(x.astype(np.float64), w0.astype(np.float64), b0, [1, 1], [1, 1], [1, 1], [1, 1]), 0)
+    feats, names = [s0], ['s0']
+    nodes = [h.make_node('Conv', ['x', 'W0', 'B0'], ['c0'], pads=[1, 1, 1, 1]), h.make_node('Relu', ['c0'], ['s0'])]
+    init = [nh.from_array(w0, 'W0'), nh.from_array(b0, 'B0')]
+    for l in range(layers):
+        cat = np.concatenate(feats, 1); cin = cat.shape[1]
+        sc = rng.uniform(0.5, 1.5, cin).astype(np.float32); bi = rng.standard_normal(cin).astype(np.float32)
+        mu = rng.standard_normal(cin).astype(np.float32); va = rng.uniform(0.5, 2, cin).astype(np.float32)
+        bn = (cat - mu.reshape(1, -1, 1, 1)) / np.sqrt(va.reshape(1, -1, 1, 1) + 1e-5) * sc.reshape(1, -1, 1, 1) + bi.reshape(1, -1, 1, 1)
+        a = np.maximum(bn, 0)
+        w1 = (rng.standard_normal([4 * growth, cin, 1, 1]) / np.sqrt(cin)).astype(np.float32)
+        b1 = np.zeros(4 * growth, np.float32)
+        t = np.maximum(ref(a, w1.astype(np.float64), b1, [1, 1], [1, 1], [0, 0], [0, 0]), 0)
+        w2 = (rng.standard_normal([growth, 4 * growth, 3, 3]) / np.sqrt(36 * growth)).astype(np.float32)
+        b2 = np.zeros(growth, np.float32)
+        y = ref(t, w2.astype(np.float64), b2, [1, 1], [1, 1], [1, 1], [1, 1])
+        p = 'l%d_' % l
+        nodes += [h.make_node('Concat', names, [p + 'cat'], axis=1),
+                  h.make_node('BatchNormalization', [p + 'cat', p + 'sc', p + 'bi', p + 'mu', p + 'va'], [p + 'bn']),
+                  h.make_node('Relu', [p + 'bn'], [p + 'a']), h.make_node('Conv', [p + 'a', p + 'W1', p + 'B1'], [p + 'c']),
+                  h.make_node('Relu', [p + 'c'], [p + 't']),
+                  h.make_node('Conv', [p + 't', p + 'W2', p + 'B2'], [p + 'y'], pads=[1, 1, 1, 1])]
+        init += [nh.from_array(v, p + n) for v, n in [(sc, 'sc'), (bi, 'bi'), (mu, 'mu'), (va, 'va'), (w1, 'W1'), (b1, 'B1'), (w2, 'W2'), (b2, 'B2')]]
+        feats.append(y); names.append(p + 'y')
+    nodes += [h.make_node('Concat', names, ['f'], axis=1), h.make_node('GlobalAveragePool', ['f'], ['y'])]
+    y = np.concatenate(feats, 1).mean(axis=(2, 3), keepdims=True)
+    save(name, nodes, xs, x, [('y', y.astype(np.float32))], init, 13)
+dense_block('dense_block', [1, 8, 9, 11], 32, 32, 2)
 # Where the regions would read their taps' weights many times over (many input channels on a
 # small map), a sum of 1x1 convs, one per live tap over the outputs it reads the input for,
 # each padded to the map and added (passes/dead_taps.c, tap sums): ASPP's dilation 12 on
