@@ -951,6 +951,7 @@ static void concat_order(Program *p, Kernel *k) {
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
  * around reductions) that conv_layout or channelwise_layout run channel-innermost, or an
  * elementwise kernel (elementwise_user) or a Concat (concat_user)? */
+static int64_t list_divisor(const Stmt *s, int v);
 static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     if (!k->dead && (elementwise_user(k) || concat_user(k))) return true;
@@ -963,7 +964,12 @@ static bool channel_last_user(Program *p, Kernel *k) {
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
-    return o.b && conv_weights(p, k, o.b, 4) && !o.other_reads && trips(*nest[1]) >= 8;
+    if (!o.b || !conv_weights(p, k, o.b, 4) || trips(*nest[1]) < 8) return false;
+    if (!o.other_reads) return true;
+    /* a grouped conv of whole vectors a group (input channel m / D * Cg + c, D a multiple of
+     * the lanes): group_split makes each group a dense conv, which reads NHWC as one does */
+    int64_t d = list_divisor((*nest[3])->body, (*nest[1])->var);
+    return d > 1 && d % lanes(p, k) == 0 && trips(*nest[1]) % d == 0;
 }
 
 static Stmt *innermost_parallel(Kernel *k) {

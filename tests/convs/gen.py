@@ -499,3 +499,26 @@ dead('tapsum_aspp12',[1,192,14,14],[48,192,3,3],[1,1],[12,12],[12,12,12,12],1)
 dead('tapsum_odd',[1,160,9,11],[40,160,3,3],[1,1],[7,8],[7,8,7,8],0)
 dead('tapsum_s2',[1,128,27,27],[32,128,3,3],[2,2],[24,24],[24,24,24,24],0)
 dead('tapsum_3d',[1,96,5,6,6],[16,96,3,3,3],[1,1,1],[4,5,5],[4,5,5,4,5,5],0)
+# A grouped 3x3 conv of whole AVX-512 vectors a group (16 and 32 channels a group) between 1x1
+# convs (RegNetY-800MF's, ResNeXt-50's layer3/4): group_split makes each group a dense conv,
+# so it reads and writes NHWC and its neighbours go channel-last too (passes/schedule.c,
+# channel_last_user).
+def group_chain(name, C, G, H, W):
+    x = rng.standard_normal([1, C, H, W]).astype(np.float32)
+    wa = (rng.standard_normal([C, C, 1, 1]) / np.sqrt(C)).astype(np.float32); ba = rng.standard_normal(C).astype(np.float32)
+    wg = (rng.standard_normal([C, C // G, 3, 3]) / np.sqrt(9 * C // G)).astype(np.float32); bg = rng.standard_normal(C).astype(np.float32)
+    wc = (rng.standard_normal([C, C, 1, 1]) / np.sqrt(C)).astype(np.float32); bc = rng.standard_normal(C).astype(np.float32)
+    a = np.maximum(ref(x.astype(np.float64), wa.astype(np.float64), ba, [1, 1], [1, 1], [0, 0], [0, 0]), 0)
+    cg = C // G
+    g = np.concatenate([ref(a[:, i * cg:(i + 1) * cg], wg[i * cg:(i + 1) * cg].astype(np.float64), bg[i * cg:(i + 1) * cg],
+                            [1, 1], [1, 1], [1, 1], [1, 1]) for i in range(G)], 1)
+    g = np.maximum(g, 0)
+    y = ref(g, wc.astype(np.float64), bc, [1, 1], [1, 1], [0, 0], [0, 0]) + x
+    nodes = [h.make_node('Conv', ['x', 'Wa', 'Ba'], ['ca']), h.make_node('Relu', ['ca'], ['a']),
+             h.make_node('Conv', ['a', 'Wg', 'Bg'], ['cg'], group=G, pads=[1, 1, 1, 1]), h.make_node('Relu', ['cg'], ['g']),
+             h.make_node('Conv', ['g', 'Wc', 'Bc'], ['cc']), h.make_node('Add', ['cc', 'x'], ['y'])]
+    init = [nh.from_array(wa, 'Wa'), nh.from_array(ba, 'Ba'), nh.from_array(wg, 'Wg'), nh.from_array(bg, 'Bg'),
+            nh.from_array(wc, 'Wc'), nh.from_array(bc, 'Bc')]
+    save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))], init, 13)
+group_chain('group16_chain', 64, 4, 9, 11)
+group_chain('group32_chain', 128, 4, 7, 7)
