@@ -152,6 +152,13 @@ if [ $rc = 0 ] && grep -q '#define ls_OUTPUT_1_NUMEL 24' $dir/ls.h && grep -q 'l
 else
     fail "--max-trip sizes the scan output (8 rows)" "status $rc or header without OUTPUT_1_NUMEL 24" $B/stderr
 fi
+fresh
+run $B/topk_u64.onnx -o $dir/tk.o
+if [ $rc = 0 ] && grep -q '"v"  float32\[10\]' $dir/tk.h; then
+    ok "TopK k = Min(uint64 2^63+5, c): capacity the axis' 10"
+else
+    fail "TopK k = Min(uint64 2^63+5, c): capacity the axis' 10" "status $rc or header without \"v\" float32[10]" $B/stderr
+fi
 
 # Sequences and optionals: an input's structure comes from --seq (models/seq_ops: input 's').
 fresh; expect_error "sequence input without --seq" 1 1 "'s'" "seq s=N" -- models/seq_ops/model.onnx -o $dir/x.o

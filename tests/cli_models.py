@@ -9,8 +9,9 @@ slice_step.onnx (Slices named slice_node with run-time starts: ends not provably
 plus a constant, and ends that are but with step 2), seq_loop.onnx (a Loop named seq_loop that
 grows a sequence by a run-time trip count), seq_loop_long.onnx (the same for 5000 iterations),
 seq_map2.onnx (a SequenceMap named map_node over two sequence inputs, whose lengths --seq makes
-differ) and if_const.onnx (an If with a constant
-condition whose other branch has a value of no declared type)."""
+differ), if_const.onnx (an If with a constant
+condition whose other branch has a value of no declared type) and topk_u64.onnx (a TopK whose
+run-time k is a Min over uint64, one constant above INT64_MAX)."""
 import os
 import sys
 
@@ -123,6 +124,12 @@ def main():
     save(model([yes, helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="if_node")],
                [f32("x", [2, 3])], [f32("y", [2, 3])], "if_const"),
          os.path.join(out, "if_const.onnx"))
+    # TopK k = Min(uint64 2^63 + 5, c): no bound (above INT64_MAX), so the capacity is x's 10
+    kbig = helper.make_tensor("K", TensorProto.UINT64, [1], [2**63 + 5])
+    g = helper.make_graph([helper.make_node("Min", ["K", "c"], ["k"]), helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+                          "topk_u64", [f32("x", [10]), helper.make_tensor_value_info("c", TensorProto.UINT64, [1])],
+                          [f32("v", None), helper.make_tensor_value_info("i", TensorProto.INT64, None)], [kbig])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(out, "topk_u64.onnx"))
 
 
 if __name__ == "__main__":

@@ -607,7 +607,11 @@ bool dyn_topk_k(const Node *n) {
  * value's data-dependent part is not looked at: such a value is refused (its elements outside
  * the valid part are not computed by the rule). depth bounds the walk. */
 static bool int_upper(const Value *v, int depth, int64_t *hi) {
-    if (!v || depth > 32 || dtype_is_float(v->dtype) || v->dtype == DT_BOOL || v->dtype == DT_STRING) return false;
+    /* uint64: an element above INT64_MAX reads as negative here, a bound below the true one
+     * (Min(uint64 2^63 + 5, c) bounded k to 1 whatever c was) */
+    if (!v || depth > 32 || dtype_is_float(v->dtype) || v->dtype == DT_BOOL || v->dtype == DT_STRING ||
+        v->dtype == DT_UINT64)
+        return false;
     if (v->data) {
         int64_t n = ir_numel(v), m = INT64_MIN;
         if (n == 0 || n > 4096) return false;
