@@ -1,6 +1,7 @@
 # onnxcc - plain Makefile. `make` builds ./onnxcc; `make run` compiles and runs the example;
 # `make test` runs every test; `make install` (PREFIX, DESTDIR) installs the compiler, its man page
-# and the CMake module; `make fuzz` fuzzes the importer and the pipeline. Missing Debian packages
+# and the CMake module; `make fuzz` fuzzes the importer and the pipeline; `make bench` times models
+# against onnxruntime; `make check-detector` checks a torchvision detector against it (not in `make test`). Missing Debian packages
 # are installed first (tools/install-deps.sh).
 # Variables: LLVM_CONFIG, CC, SANITIZE=1 (ASan+UBSan build), DEBUG=1 (no optimisation).
 # `make SANITIZE=1 test` builds onnxcc and the unit tests with ASan+UBSan into build-san/ (the
@@ -39,7 +40,7 @@ MANDIR = $(PREFIX)/share/man/man1
 CMAKEDIR = $(PREFIX)/share/onnxcc/cmake
 RUNTIMEDIR = $(PREFIX)/share/onnxcc/runtime
 
-.PHONY: all run test bench fuzz fuzz-types fuzz-attrs clean deps install uninstall report-screenshot
+.PHONY: all run test bench check-detector fuzz fuzz-types fuzz-attrs clean deps install uninstall report-screenshot
 all: $(BIN)
 
 deps: $(DEPS_STAMP)
@@ -98,6 +99,10 @@ report-screenshot: $(BIN)
 
 bench: $(BIN)
 	@ONNXCC=./$(BIN) sh tests/bench.sh
+
+# torchvision's SSDlite320-MobileNetV3 with its post-process against onnxruntime (tests/detector.sh)
+check-detector: $(BIN)
+	@ONNXCC=./$(BIN) sh tests/detector.sh
 
 install: $(BIN)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(RUNTIMEDIR)
