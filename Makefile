@@ -1,8 +1,8 @@
 # onnxcc - plain Makefile. `make` builds ./onnxcc; `make run` compiles and runs the example;
 # `make test` runs every test; `make install` (PREFIX, DESTDIR) installs the compiler, its man page
 # and the CMake module; `make fuzz` fuzzes the importer and the pipeline; `make bench` times models
-# against onnxruntime; `make check-detector` checks a torchvision detector against it (not in `make test`). Missing Debian packages
-# are installed first (tools/install-deps.sh).
+# against onnxruntime; `make check-detector` checks a torchvision detector against it (neither is
+# part of `make test`). Missing Debian packages are installed first (tools/install-deps.sh).
 # Variables: LLVM_CONFIG, CC, SANITIZE=1 (ASan+UBSan build), DEBUG=1 (no optimisation).
 # `make SANITIZE=1 test` builds onnxcc and the unit tests with ASan+UBSan into build-san/ (the
 # binary: build-san/onnxcc, so that objects of the two variants never mix) and runs every test;

@@ -1,11 +1,12 @@
 """tests/detector/gen.py OUT | --pb OUT - the detector of `make check-detector` (tests/detector.sh).
 
 gen.py OUT exports torchvision's SSDlite320-MobileNetV3-Large with its post-process (random
-weights: torch.manual_seed(0), no download; batch-norm statistics from random images) in eval mode at 1x3x320x320, opset 17, as
-OUT/model.onnx, and writes one seeded input as OUT/test_data_set_0/input_0.pb, as raw
-little-endian OUT/input_0.bin with OUT/inputs.json for tests/detector/ort.js, and torch's own
-outputs as OUT/torch_J.npy. The export takes about a minute, so it is skipped when
-OUT/export.key says it came from this file and the same torch and torchvision.
+weights: torch.manual_seed(0), no download; batch-norm statistics from random images) in eval
+mode at 1x3x320x320, opset 17, as OUT/model.onnx, and writes one seeded input as
+OUT/test_data_set_0/input_0.pb, as raw little-endian OUT/input_0.bin with OUT/inputs.json for
+tests/detector/ort.js, and torch's own outputs as OUT/torch_J.npy. The export takes about 12 s,
+so it is skipped when OUT/export.key says it came from this file and the same torch and
+torchvision.
 gen.py --pb OUT turns onnxruntime's outputs (OUT/output_J.bin and OUT/outs.json from ort.js)
 into OUT/test_data_set_0/output_J.pb, named as the graph's outputs, and prints how they
 compare with torch's (the reference is onnxruntime's: it runs the exported graph itself)."""
