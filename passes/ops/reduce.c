@@ -288,9 +288,22 @@ static bool topk_sorts(int64_t kk, int64_t n) {
     return kk > 2 * lg + 2;
 }
 
+/* A variable for each dim of x but the axis (the rows TopK runs along): ov[] and od[] for
+ * lower_wrap, xi[d] the index of dim d; returns their count. */
+static int row_vars(Program *p, Kernel *k, const Buf *x, int axis, int *ov, int64_t *od, Expr **xi) {
+    int no = 0;
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis) {
+            ov[no] = kir_var(k);
+            xi[d] = kx_var(p, ov[no]);
+            od[no++] = x->dims[d];
+        }
+    return no;
+}
+
 static void topk_sorted(Lower *L, Node *n, Kernel *k, Buf *x, Buf *vals, Buf *inds, int64_t kk, int axis, bool largest) {
     Program *p = L->p;
-    int r = x->rank, ov[MAX_RANK], no = 0;
+    int r = x->rank, ov[MAX_RANK];
     int64_t len = x->dims[axis], od[MAX_RANK];
     DType it = len <= INT32_MAX ? DT_INT32 : DT_INT64;
     const char *kn = lower_kname(L, n);
@@ -299,12 +312,7 @@ static void topk_sorted(Lower *L, Node *n, Kernel *k, Buf *x, Buf *vals, Buf *in
     Buf *idx = kir_buf_new(p, arena_printf(p->arena, "%s.pos", kn), it, 1, &len, B_TEMP);
     Buf *idx2 = kir_buf_new(p, arena_printf(p->arena, "%s.pos2", kn), it, 1, &len, B_TEMP);
     Expr *xi[MAX_RANK], *oi[MAX_RANK];
-    for (int d = 0; d < r; d++)
-        if (d != axis) {
-            ov[no] = kir_var(k);
-            xi[d] = kx_var(p, ov[no]);
-            od[no++] = x->dims[d];
-        }
+    int no = row_vars(p, k, x, axis, ov, od, xi);
     int m = kir_scalar(p, k, DT_INDEX), tv = kir_var(k), jv = kir_var(k), zv = kir_var(k);
     Expr *have, *cnt = dyn_topk_bounds(L, n, k, axis, &have);
     Stmt *row = ks_set(p, m, have ? have : kx_index(p, len));
@@ -346,7 +354,7 @@ void lower_topk(Lower *L, Node *n) {
     Buf *x = lower_in(L, n, 0), *vals = lower_out(L, n, 0);
     Buf *inds = n->nout > 1 && n->out[1] ? lower_out(L, n, 1) : NULL;
     int64_t kk;
-    int axis, r = x->rank, ov[MAX_RANK], no = 0;
+    int axis, r = x->rank, ov[MAX_RANK];
     bool largest = ir_attr_int(n, "largest", 1) != 0;
     if (!topk_params(NULL, n, &kk, &axis)) return;
     kk = vals->dims[axis];              /* the capacity inference gave (a run-time k's bound) */
@@ -361,12 +369,7 @@ void lower_topk(Lower *L, Node *n) {
     int bv = kir_scalar(p, k, t), bi = kir_scalar(p, k, DT_INDEX), take = kir_scalar(p, k, DT_BOOL);
     int64_t od[MAX_RANK];
     Expr *xi[MAX_RANK], *oi[MAX_RANK];
-    for (int d = 0; d < r; d++)
-        if (d != axis) {
-            ov[no] = kir_var(k);
-            xi[d] = kx_var(p, ov[no]);
-            od[no++] = x->dims[d];
-        }
+    int no = row_vars(p, k, x, axis, ov, od, xi);
     int jv = kir_var(k), tv = kir_var(k);
     KOp worse = largest ? K_LT : K_GT, better = largest ? K_GT : K_LT;
     xi[axis] = kx_var(p, tv);
