@@ -29,9 +29,10 @@
  * Small programs are not split at all (MIN_PROGRAM_MACS). --split-all (tests) ignores both
  * thresholds, so that small test models exercise the tasks. Only kernels with enough work are
  * split (a parallel-for, a worker woken and the cache lines moved cost tens of microseconds), into
- * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those written and twice
- * the constants read, work_bytes), at most MAX_TASKS and at most one per step. Targets without float vectors (microcontrollers) have
- * no threads: nothing is marked there. */
+ * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those
+ * written and twice the constants read, work_bytes), at most MAX_TASKS and at most one per
+ * step. Targets without float vectors (microcontrollers) have no threads: nothing is marked
+ * there. */
 #include <string.h>
 
 #include "pipeline.h"

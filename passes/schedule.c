@@ -42,7 +42,8 @@
  *     zero-padded copy of their input (conv_pad), their input channels sunk below the taps
  *     where the input is channel-last (sink_channels; so too, without --fp-strict, for a
  *     conv of several taps that has no padding), and run blocks of 2 vectors of output
- *     channels by a row of pixels, 14 at most with 32 registers, 5 with 16
+ *     channels by a row of pixels, 14 at most with 32 registers (13 where the output is
+ *     stored channel-first, by scatters), 5 with 16
  *     (conv_channel_block, conv_pixel_tile), the blocks outermost or, where a model of the
  *     bytes read beyond the L2 says so, inside the rows (block_order_rows);
  *   - a channel-last conv left to the MR x U tiles (a 1x1 on wide rows, or output channels
@@ -161,6 +162,9 @@ static bool layout_type(const Kernel *k, DType t) {
 /* The weights of a convolution nest of rank r: w[m, c, t...] of rank r, or in an integer
  * contraction the dot4 words w4[m, k4] of a matrix product (passes/ops/conv.c), rank 2,
  * with vectors (the channel-last layouts; without them scalar_tile packs those words). */
+/* Conv weights in the cm layout [C, taps..., M] of a single tap (a 1x1 conv). */
+static bool one_tap(const Buf *w) { return w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1]; }
+
 static bool conv_weights(const Program *p, const Kernel *k, const Buf *w, int r) {
     return w->rank == r || (p->vector_bytes >= 16 && int_acc_size(k) > 0 && w->rank == 2);
 }
@@ -948,10 +952,11 @@ static void concat_order(Program *p, Kernel *k) {
     }
 }
 
+static int64_t list_divisor(const Stmt *s, int v);
+
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
  * around reductions) that conv_layout or channelwise_layout run channel-innermost, or an
  * elementwise kernel (elementwise_user) or a Concat (concat_user)? */
-static int64_t list_divisor(const Stmt *s, int v);
 static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     if (!k->dead && (elementwise_user(k) || concat_user(k))) return true;
@@ -1552,8 +1557,7 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t g
     if (r < 3 || lanes(p, k) < 2 || has_conds(k->body)) return 0;
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
-    bool one_tap = w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1];
-    if (one_tap && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
+    if (one_tap(w) && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
     if ((trips(m) <= b && !group) || trips(m) % b || !has_reduction_child(m->body)) return 0;
     Buf *x = conv_input(m->body, w, w->rank, false);
     bool rows_outer = x && r >= 4 && block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), trips(m) / b, trips(*nest[1]));
@@ -1656,8 +1660,8 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
     if (r < 3) return;
     Stmt **col = nest[r - 2], *c = *col;
     /* an output stored channel-first takes scatters, whose vectors of lane offsets LLVM keeps
-     * in registers (hoisted out of the reduction): two pixels fewer, or the 28 accumulators
-     * spill in every step of it (RegNetY-800MF's 1x1 convs on 14x14, NHWC in, NCHW out: 39%
+     * in registers (hoisted out of the reduction): one pixel fewer (two accumulators), or the
+     * 28 accumulators spill in every step of it (RegNetY-800MF's 1x1 convs on 14x14, NHWC in, NCHW out: 39%
      * of the FMA peak where NCHW in and out ran at 72%) */
     const Stmt *st = first_store((*nest[r - 1])->body);
     bool scatter = st && st->buf->rank >= 3 && !expr_reads_var(st->idx[st->buf->rank - 1], (*nest[r - 1])->var);
@@ -2330,7 +2334,7 @@ void schedule(Program *p) {
                     group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k)) : 0;
                     pad = conv_pad(p, k, group);
                     cmw = conv_layout(p, k, group);
-                    if (cmw && (pad || (!p->fp_strict && kir_numel(cmw) > cmw->dims[0] * cmw->dims[cmw->rank - 1])))
+                    if (cmw && (pad || (!p->fp_strict && !one_tap(cmw))))
                         c_last = sink_channels(p, k, cmw);
                     if (cmw) cb = conv_channel_block(p, k, cmw, group);
                     if (cmw && !cb && !group) coalesce_channel_last(p, k), weight_chunks(p, k, cmw);
