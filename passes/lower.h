@@ -202,6 +202,8 @@ Expr *rule_e8m0_cast(Program *p, Expr *v, bool saturate, int round_mode);
 Expr *rule_clamp(Program *p, Expr *v, double lo, double hi);
 
 Value *rule_opt_in(const Node *n, int i);
+/* A loop of var over [lo, hi), bounds computed at run time (step 1). */
+Stmt *rule_loop_range(Program *p, int var, Expr *lo, Expr *hi, Stmt *body);
 /* Sort the first m (an index register of k, at most the capacity key->dims[0]) entries of the
  * 1-d buffers key and idx together, stably, so that no entry follows one that `first` (K_GT:
  * descending, K_LT: ascending) puts after it; key2 and idx2 are scratch of the same dims.

@@ -533,10 +533,7 @@ void lower_nms(Lower *L, Node *n) {
                         kx_bin(p, K_GT, inter, kx_bin(p, K_MUL, sreg(p, k, thr), uni)));
     Expr *cq = kx_var(p, uv), *cq2 = kx_var(p, uv);
     Stmt *sup = ks_store(p, alive, &cq, kx_bin(p, K_AND, kx_load(p, alive, &cq2), kx_un(p, K_NOT, over)));
-    Stmt *later = ks_loop(p, uv, 0, 1, 1, sup);
-    later->lo = kx_addc(p, kx_var(p, gv), 1);
-    later->hi = sreg(p, k, m);
-    ks_seq(take, later);
+    ks_seq(take, rule_loop_range(p, uv, kx_addc(p, kx_var(p, gv), 1), sreg(p, k, m), sup));
     Expr *ag = kx_var(p, gv);
     ks_seq(cls, ks_set(p, taken, kx_index(p, 0)));
     ks_seq(cls, dyn_loop(p, gv, sreg(p, k, m),

@@ -561,7 +561,7 @@ Expr *rule_uniform01(Program *p, Kernel *k, int word) {
  * keys keep their order (TopK and NMS want the lower index first on ties). Only the first
  * `keep` of the result wanted (TopK's k), a merged run keeps only its first `keep`: no entry
  * after those can come first in the end, and the upper levels then merge `keep` a run. */
-static Stmt *loop_from(Program *p, int var, Expr *lo, Expr *hi, Stmt *body) {
+Stmt *rule_loop_range(Program *p, int var, Expr *lo, Expr *hi, Stmt *body) {
     Stmt *s = ks_loop(p, var, 0, 1, 1, body);
     s->lo = lo;
     s->hi = hi;
@@ -606,14 +606,14 @@ Stmt *rule_merge_sort(Program *p, Kernel *k, Buf *key, Buf *idx, Buf *key2, Buf 
         ks_seq(run, ks_set(p, end, kx_bin(p, K_MIN, whole, kx_addc(p, kx_scalar(p, k, lo), keep))));
         ks_seq(run, ks_set(p, i, kx_scalar(p, k, lo)));
         ks_seq(run, ks_set(p, j, kx_scalar(p, k, start)));
-        ks_seq(run, loop_from(p, tv, kx_scalar(p, k, lo), kx_scalar(p, k, end), step));
+        ks_seq(run, rule_loop_range(p, tv, kx_scalar(p, k, lo), kx_scalar(p, k, end), step));
         Expr *c[4];
         for (int a = 0; a < 4; a++) c[a] = kx_var(p, cv);
         Stmt *back = ks_store(p, key, &c[0], kx_load(p, key2, &c[1]));
         ks_seq(back, ks_store(p, idx, &c[2], kx_load(p, idx2, &c[3])));
-        ks_seq(run, loop_from(p, cv, kx_scalar(p, k, lo), kx_scalar(p, k, end), back));
+        ks_seq(run, rule_loop_range(p, cv, kx_scalar(p, k, lo), kx_scalar(p, k, end), back));
         Expr *runs = kx_bin(p, K_DIV, kx_addc(p, kx_scalar(p, k, m), 2 * w - 1), kx_index(p, 2 * w));
-        Stmt *level = loop_from(p, rv, kx_index(p, 0), runs, run);
+        Stmt *level = rule_loop_range(p, rv, kx_index(p, 0), runs, run);
         all = ks_seq(all, ks_if(p, kx_bin(p, K_LT, kx_index(p, w), kx_scalar(p, k, m)), level, NULL));
     }
     return all;

@@ -320,9 +320,7 @@ static void topk_sorted(Lower *L, Node *n, Kernel *k, Buf *x, Buf *vals, Buf *in
     Expr *at = kx_var(p, tv), *at2 = kx_var(p, tv);
     Stmt *fill = ks_store(p, key, &at, kx_load(p, x, xi));
     ks_seq(fill, ks_store(p, idx, &at2, kx_cast(p, it, kx_var(p, tv))));
-    Stmt *copy = ks_loop(p, tv, 0, len, 1, fill);
-    copy->hi = kx_scalar(p, k, m);
-    ks_seq(row, copy);
+    ks_seq(row, rule_loop_range(p, tv, kx_index(p, 0), kx_scalar(p, k, m), fill));
     ks_seq(row, rule_merge_sort(p, k, key, idx, key2, idx2, m, largest ? K_GT : K_LT, kk));
     for (int d = 0; d < r; d++) oi[d] = d == axis ? kx_var(p, jv) : kx_clone(p, xi[d]);
     Expr *j1 = kx_var(p, jv), *j2 = kx_var(p, jv);
