@@ -23,6 +23,10 @@ typedef struct Emitter {
     LLVMValueRef mathfn[K_COUNT][2];
     /* the kernel being built */
     Kernel *k;
+    /* loads of k->prefetch that prefetched ahead in block prefetch_bb (one prefetch a load) */
+    const Expr *prefetched[32];
+    int nprefetched;
+    LLVMBasicBlockRef prefetch_bb;
     LLVMValueRef fn;
     LLVMValueRef *vars, *scalars;   /* allocas of loop variables and scalar registers */
     KRange *ranges;                 /* of the loop variables at the point being emitted */

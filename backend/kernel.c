@@ -692,6 +692,24 @@ static LLVMValueRef window_load(Emitter *e, Buf *b, Expr **idx, unsigned w) {
 }
 
 
+/* The line e->k->prefetch_ahead bytes past `at`, the address of load x, fetched into the L2
+ * (passes/sched_stream.c), once for each load of the basic block: the loads that the same
+ * vector feeds several FMAs through are one. Past the buffer's end it fetches a line that
+ * nothing reads: a prefetch never faults. */
+static void prefetch_ahead(Emitter *e, const Expr *x, LLVMValueRef at) {
+    LLVMBasicBlockRef bb = LLVMGetInsertBlock(e->B);
+    if (bb != e->prefetch_bb) e->prefetch_bb = bb, e->nprefetched = 0;
+    for (int i = 0; i < e->nprefetched; i++)
+        if (kx_equal(e->prefetched[i], x)) return;
+    if (e->nprefetched == (int)(sizeof e->prefetched / sizeof *e->prefetched)) return;
+    e->prefetched[e->nprefetched++] = x;
+    LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)e->k->prefetch_ahead, 0);
+    LLVMValueRef args[4] = {LLVMBuildGEP2(e->B, e->i8, at, &off, 1, ""), LLVMConstInt(e->i32, 0, 0),
+                            LLVMConstInt(e->i32, 1, 0), LLVMConstInt(e->i32, 1, 0)};
+    LLVMTypeRef pt = e->ptr;
+    call_intrinsic(e, "llvm.prefetch", &pt, 1, args, 4);
+}
+
 static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
     Buf *b = x->buf;
     if (kir_root(b)->nibbles) {
@@ -715,8 +733,10 @@ static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
         v = LLVMBuildLoad2(e->B, mt, elem_ptr(e, b, idx, 0), "");
         LLVMSetAlignment(v, align);
     } else if (c == 1) {
-        v = LLVMBuildLoad2(e->B, LLVMVectorType(mt, w), elem_ptr(e, b, idx, 0), "");
+        LLVMValueRef at = elem_ptr(e, b, idx, 0);
+        v = LLVMBuildLoad2(e->B, LLVMVectorType(mt, w), at, "");
         LLVMSetAlignment(v, align);
+        if (b == e->k->prefetch) prefetch_ahead(e, x, at);
     } else if (c != NOT_AFFINE && llabs(c) <= MAX_SHUFFLE_STRIDE) {
         v = strided_load(e, b, idx, c, w);
     } else if (c != NOT_AFFINE || !(v = window_load(e, b, idx, w))) {

@@ -259,6 +259,10 @@ typedef struct Kernel {
     int copies;                     /* its node's copies (band_rows): the kernel runs the same code
                                        as that many others, over other rows (0: one of its kind);
                                        not in the text form */
+    Buf *prefetch;                  /* an in-param whose contiguous vector loads also prefetch
+                                       prefetch_ahead bytes further on (passes/sched_stream.c;
+                                       text: "prefetch %b N" after the params), or NULL */
+    int64_t prefetch_ahead;
     char *sched;                    /* the loop primitives the schedule pass applied, in order
                                        ("split(i1,16) jam(i0,6) ..."), or NULL */
     KernelCtl ctl;                  /* KCTL_NONE for a kernel that computes */

@@ -684,6 +684,16 @@ static void kernel(Parser *P) {
     k->sched = schedule_line(P, name);
     k->dead = accept(P, "dead");
     params(P);
+    if (accept(P, "prefetch")) {
+        expect(P, "%");
+        const char *at = P->s;
+        char *pname = token(P, " :", "a buffer name");
+        for (int i = 0; i < k->nparams; i++)
+            if (strcmp(k->params[i]->name, pname) == 0 && (k->modes[i] & KP_IN)) k->prefetch = k->params[i];
+        if (!k->prefetch) { P->s = at; perr(P, "prefetch of %%%s, which is not an in/inout parameter", pname); }
+        k->prefetch_ahead = integer(P, "the bytes to prefetch ahead");
+        if (k->prefetch_ahead <= 0) perr(P, "the bytes to prefetch ahead must be positive");
+    }
     expect(P, ":");
     expect_end(P);
     P->ln++;

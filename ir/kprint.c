@@ -246,7 +246,9 @@ static void print_kernel(FILE *f, const Kernel *k) {
             k->dead ? " dead" : "");
     for (int i = 0; i < k->nparams; i++)
         fprintf(f, "%s%s %%%s", i ? ", " : "", kir_mode_name[k->modes[i] & 3], k->params[i]->name);
-    fputs("):\n", f);
+    fputc(')', f);
+    if (k->prefetch) fprintf(f, " prefetch %%%s %lld", k->prefetch->name, (long long)k->prefetch_ahead);
+    fputs(":\n", f);
     if (k->nscalars) {
         fputs("  scalars", f);
         for (int i = 0; i < k->nscalars; i++) fprintf(f, " r%d:%s", i, dtype_name(k->scalars[i]));

@@ -407,6 +407,9 @@ static void check_params(Check *c) {
         for (int j = 0; j < i; j++)
             if (k->params[j] == b) fail(c, "parameter %%%s listed twice", b->name);
     }
+    if (k->prefetch && (!(param_mode(k, k->prefetch) & KP_IN) || k->prefetch_ahead <= 0))
+        fail(c, "prefetch of %%%s: not an in-parameter, or %lld bytes ahead", k->prefetch->name,
+             (long long)k->prefetch_ahead);
 }
 
 /* Temporaries whose live ranges intersect must not share bytes - except the in-place pair of

@@ -91,6 +91,7 @@
 #include "pipeline.h"
 #include "sched_tile.h"
 #include "sched_group.h"
+#include "sched_stream.h"
 #include "tune.h"
 
 /* The register block of a target without float vectors: SCALAR_COPIES (at most) side by side
@@ -2360,6 +2361,7 @@ void schedule(Program *p) {
                 strip_list(p, pad, &pad->body);
                 i++;
             }
+            stream_weights(p, k);
         }
         store_order(p, k);
         concat_order(p, k);
