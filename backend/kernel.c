@@ -692,22 +692,41 @@ static LLVMValueRef window_load(Emitter *e, Buf *b, Expr **idx, unsigned w) {
 }
 
 
-/* The line e->k->prefetch_ahead bytes past `at`, the address of load x, fetched into the L2
- * (passes/sched_stream.c), once for each load of the basic block: the loads that the same
- * vector feeds several FMAs through are one. Past the buffer's end it fetches a line that
- * nothing reads: a prefetch never faults. */
-static void prefetch_ahead(Emitter *e, const Expr *x, LLVMValueRef at) {
+static void prefetch_line(Emitter *e, LLVMValueRef ptr) {
+    LLVMValueRef args[4] = {ptr, LLVMConstInt(e->i32, 0, 0), LLVMConstInt(e->i32, 1, 0), LLVMConstInt(e->i32, 1, 0)};
+    LLVMTypeRef pt = e->ptr;
+    call_intrinsic(e, "llvm.prefetch", &pt, 1, args, 4);
+}
+
+/* The line e->k->prefetch_ahead bytes past `at`, the address of load x of b[idx...], fetched
+ * into the L2 (passes/sched_stream.c), once for each load of the basic block: the loads that
+ * the same vector feeds several FMAs through are one. With k->prefetch_row, the block's first
+ * load also fetches the next block's element (idx[0] + 1) * B + r * B / R + o / R, where B is
+ * a block's elements, o the load's offset in its block and r the row: row r's steps walk
+ * slice r of the next block. Past the buffer's end a prefetch fetches a line that nothing
+ * reads: it never faults. */
+static void prefetch_ahead(Emitter *e, const Expr *x, Buf *b, Expr **idx, LLVMValueRef at) {
     LLVMBasicBlockRef bb = LLVMGetInsertBlock(e->B);
     if (bb != e->prefetch_bb) e->prefetch_bb = bb, e->nprefetched = 0;
     for (int i = 0; i < e->nprefetched; i++)
         if (kx_equal(e->prefetched[i], x)) return;
     if (e->nprefetched == (int)(sizeof e->prefetched / sizeof *e->prefetched)) return;
     e->prefetched[e->nprefetched++] = x;
-    LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)e->k->prefetch_ahead, 0);
-    LLVMValueRef args[4] = {LLVMBuildGEP2(e->B, e->i8, at, &off, 1, ""), LLVMConstInt(e->i32, 0, 0),
-                            LLVMConstInt(e->i32, 1, 0), LLVMConstInt(e->i32, 1, 0)};
-    LLVMTypeRef pt = e->ptr;
-    call_intrinsic(e, "llvm.prefetch", &pt, 1, args, 4);
+    LLVMValueRef ahead = LLVMConstInt(e->idx, (unsigned long long)e->k->prefetch_ahead, 0);
+    prefetch_line(e, LLVMBuildGEP2(e->B, e->i8, at, &ahead, 1, ""));
+    if (!e->k->prefetch_row || e->nprefetched > 1) return;
+    int64_t bel = 1;
+    for (int d = 1; d < b->rank; d++) bel *= b->dims[d];
+    LLVMValueRef o = kint(e->idx, 0);
+    for (int d = 1; d < b->rank; d++)
+        o = LLVMBuildAdd(e->B, LLVMBuildMul(e->B, o, kint(e->idx, (unsigned long long)b->dims[d]), ""),
+                         expr(e, idx[d], 0), "");
+    LLVMValueRef rows = kint(e->idx, (unsigned long long)e->k->prefetch_rows);
+    LLVMValueRef r = expr(e, e->k->prefetch_row, 0), blk = kint(e->idx, (unsigned long long)bel);
+    LLVMValueRef el = LLVMBuildMul(e->B, LLVMBuildAdd(e->B, expr(e, idx[0], 0), kint(e->idx, 1), ""), blk, "");
+    el = LLVMBuildAdd(e->B, el, LLVMBuildSDiv(e->B, LLVMBuildMul(e->B, r, blk, ""), rows, ""), "");
+    el = LLVMBuildAdd(e->B, el, LLVMBuildSDiv(e->B, o, rows, ""), "");
+    prefetch_line(e, LLVMBuildGEP2(e->B, be_mem_type(e, b->dtype), param_ptr(e, b), &el, 1, ""));
 }
 
 static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
@@ -736,7 +755,7 @@ static LLVMValueRef load(Emitter *e, Expr *x, unsigned w) {
         LLVMValueRef at = elem_ptr(e, b, idx, 0);
         v = LLVMBuildLoad2(e->B, LLVMVectorType(mt, w), at, "");
         LLVMSetAlignment(v, align);
-        if (b == e->k->prefetch) prefetch_ahead(e, x, at);
+        if (b == e->k->prefetch) prefetch_ahead(e, x, b, idx, at);
     } else if (c != NOT_AFFINE && llabs(c) <= MAX_SHUFFLE_STRIDE) {
         v = strided_load(e, b, idx, c, w);
     } else if (c != NOT_AFFINE || !(v = window_load(e, b, idx, w))) {

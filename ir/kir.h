@@ -263,6 +263,12 @@ typedef struct Kernel {
                                        prefetch_ahead bytes further on (passes/sched_stream.c;
                                        text: "prefetch %b N" after the params), or NULL */
     int64_t prefetch_ahead;
+    Expr *prefetch_row;             /* with prefetch: NULL, or the row r in [0, prefetch_rows)
+                                       of the loops that reread one block of prefetch (its first
+                                       index); the first such load of each basic block then also
+                                       prefetches r/R of the next block plus its own offset in
+                                       the block / R (text: "next EXPR of R" after N) */
+    int64_t prefetch_rows;
     char *sched;                    /* the loop primitives the schedule pass applied, in order
                                        ("split(i1,16) jam(i0,6) ..."), or NULL */
     KernelCtl ctl;                  /* KCTL_NONE for a kernel that computes */

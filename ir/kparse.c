@@ -41,6 +41,7 @@ typedef struct Parser {
     const char *s;                  /* position in lines[ln] */
     Kernel *k;                      /* the kernel being read */
     bool *in_scope;                 /* loop variables whose loop encloses the current point */
+    bool free_vars;                 /* a kernel header's expression: any loop variable */
     int capvars;
 } Parser;
 
@@ -278,6 +279,7 @@ static void parse_buf(Parser *P, Buf ***ios, int *nio) {
 
 /* ---- expressions ---- */
 static Expr *expr(Parser *P, int min_prec);
+static void use_var(Parser *P, int v);
 
 static Buf *param_buf(Parser *P, const char *name, int nidx, int mode, const char *what) {
     Kernel *k = P->k;
@@ -455,7 +457,8 @@ static Expr *primary(Parser *P) {
     if (!strcmp(w, "true") || !strcmp(w, "false")) return kx_int(p, DT_BOOL, w[0] == 't');
     int n;
     if ((n = register_number(w, 'i')) >= 0) {
-        if (n >= P->capvars || !P->in_scope[n]) { P->s = at; perr(P, "i%d used outside a loop over it", n); }
+        if (P->free_vars) use_var(P, n);
+        else if (n >= P->capvars || !P->in_scope[n]) { P->s = at; perr(P, "i%d used outside a loop over it", n); }
         return kx_var(p, n);
     }
     if ((n = register_number(w, 'r')) >= 0) {
@@ -693,6 +696,14 @@ static void kernel(Parser *P) {
         if (!k->prefetch) { P->s = at; perr(P, "prefetch of %%%s, which is not an in/inout parameter", pname); }
         k->prefetch_ahead = integer(P, "the bytes to prefetch ahead");
         if (k->prefetch_ahead <= 0) perr(P, "the bytes to prefetch ahead must be positive");
+        if (accept(P, "next")) {
+            P->free_vars = true;
+            k->prefetch_row = index_expr(P, "the row of the prefetched blocks");
+            P->free_vars = false;
+            expect(P, "of");
+            k->prefetch_rows = integer(P, "the rows of a block");
+            if (k->prefetch_rows < 2) perr(P, "a block must be read by at least 2 rows");
+        }
     }
     expect(P, ":");
     expect_end(P);

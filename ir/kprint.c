@@ -248,6 +248,11 @@ static void print_kernel(FILE *f, const Kernel *k) {
         fprintf(f, "%s%s %%%s", i ? ", " : "", kir_mode_name[k->modes[i] & 3], k->params[i]->name);
     fputc(')', f);
     if (k->prefetch) fprintf(f, " prefetch %%%s %lld", k->prefetch->name, (long long)k->prefetch_ahead);
+    if (k->prefetch && k->prefetch_row) {
+        fputs(" next ", f);
+        print_expr(f, k->prefetch_row);
+        fprintf(f, " of %lld", (long long)k->prefetch_rows);
+    }
     fputs(":\n", f);
     if (k->nscalars) {
         fputs("  scalars", f);

@@ -410,6 +410,8 @@ static void check_params(Check *c) {
     if (k->prefetch && (!(param_mode(k, k->prefetch) & KP_IN) || k->prefetch_ahead <= 0))
         fail(c, "prefetch of %%%s: not an in-parameter, or %lld bytes ahead", k->prefetch->name,
              (long long)k->prefetch_ahead);
+    if (k->prefetch_row && (!k->prefetch || k->prefetch_row->type != DT_INDEX || k->prefetch_rows < 2))
+        fail(c, "prefetch rows: not an index expression, or %lld rows", (long long)k->prefetch_rows);
 }
 
 /* Temporaries whose live ranges intersect must not share bytes - except the in-place pair of
