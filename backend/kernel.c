@@ -2175,6 +2175,18 @@ static void strided_store(Emitter *e, Buf *b, Expr **idx, int64_t c, unsigned w,
     LLVMTypeRef mt = be_mem_type(e, b->dtype);
     unsigned align = elem_align(e, b->dtype), n = (unsigned)c * (w - 1) + 1;
     LLVMValueRef base = elem_ptr(e, b, idx, 0);
+    /* c >= w (a narrow rest vector of a phase's row, 3 or 4 lanes 4 apart): each piece would
+     * enable one lane, so w plain stores of one element; the masked stores of such pieces,
+     * unrolled by LLVM over a tiny 3-d ConvTranspose's rows (470 of them), took the X86 DAG
+     * combiner's store analysis 3.5-4.4 s, the plain stores 0.1 s */
+    if ((unsigned)c >= w) {
+        for (unsigned i = 0; i < w; i++) {
+            LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)c * i, 0);
+            LLVMValueRef x = LLVMBuildExtractElement(e->B, v, LLVMConstInt(e->i32, i, 0), "");
+            LLVMSetAlignment(LLVMBuildStore(e->B, x, LLVMBuildInBoundsGEP2(e->B, mt, base, &off, 1, "")), align);
+        }
+        return;
+    }
     for (unsigned j = 0; j * w < n; j++) {
         LLVMValueRef k[MAX_LANES], on[MAX_LANES];
         for (unsigned i = 0; i < w; i++) {

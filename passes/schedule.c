@@ -870,7 +870,10 @@ static bool copy_nest(Stmt *s, Stmt **nest) {
 
 /* A Concat of 4-d maps (and what fuse joined to it, elementwise): a list of perfect nests
  * n, c, h, w, each around one store y[n, c + off, h, w] = f(x[n, c, h, w], ...), every 4-d
- * operand read at the nest's loops in order. Like an elementwise kernel, it can take NHWC for
+ * operand read at the nest's loops in order; or a Slice of channels, x read at
+ * [n, c + off, h, w] where x is a 4-d map of its own (not a view of a 5-d shuffle: its
+ * order stays, the copy would transpose). split_channels' chunks of FCN-ResNet50's head read
+ * their inputs so, which kept the backbone's output NCHW. Like an elementwise kernel, it can take NHWC for
  * all its 4-d operands at once (the consistency loop of channel_last_layouts), each nest then
  * run in the store's order (concat_order). Without it a Concat kept every map it touches NCHW:
  * SqueezeNet's fire modules, GoogLeNet's and Inception's blocks, DenseNet's dense layers.
@@ -882,7 +885,8 @@ static bool copy_nest(Stmt *s, Stmt **nest) {
 static bool concat_operands(const Expr *e, const Stmt **nest, const Expr *chan) {
     if (e->kind == E_LOAD && e->buf->rank == 4) {
         for (int d = 0; d < 4; d++)
-            if (!is_var(e->args[d], nest[d]->var)) return false;
+            if (!is_var(e->args[d], nest[d]->var) && (d != 1 || index_var(e->args[d]) != nest[d]->var || kir_root(e->buf)->rank != 4))
+                return false;
         return true;
     }
     if (e->kind == E_LOAD && e->buf->kind == B_CONST) {    /* per channel: a fused BatchNorm */
@@ -918,7 +922,7 @@ static bool concat_user(Kernel *k) {
 static bool loads_in_order(const Expr *e, const Stmt *st) {
     if (e->kind == E_LOAD && e->buf->rank == 4) {
         for (int d = 0; d < 4; d++)
-            if (!is_var(e->args[d], index_var(st->idx[d]))) return false;
+            if (index_var(e->args[d]) < 0 || index_var(e->args[d]) != index_var(st->idx[d])) return false;
         return true;
     }
     for (int i = 0; i < e->nargs; i++)
@@ -1170,6 +1174,13 @@ static void grow_nhwc(Program *p, const bool *user, char *state, Buf **work, int
  * downsamples from 30-40% to 50-60%; rough). All decided on the program as lowered, then all
  * permuted; a channel-wise kernel gets both sides permuted or neither. Only with vectors of
  * 16 bytes or more: without them a depthwise conv gains nothing from channels side by side. */
+/* A contraction of at least WIDTH_TAPS multiply-adds per output element (its innermost
+ * parallel loop's reductions): a scattered store per output vector (16 lanes to as many
+ * pages) is small next to its WIDTH_TAPS FMAs or more. */
+static bool long_reduction(Kernel *k) {
+    return k->kclass == KC_CONTRACTION && reduction_trips(innermost_parallel(k)->body) >= WIDTH_TAPS;
+}
+
 static void channel_last_layouts(Program *p) {
     static const int nhwc[4] = {0, 2, 3, 1};
     if (p->vector_bytes < 16) return;
@@ -1195,7 +1206,10 @@ static void channel_last_layouts(Program *p) {
      * runs channel-innermost on an NHWC input, scattering each vector of output channels
      * over as many pages (16 -> 96 channels at 112x112: 10 ms where NCHW on both sides
      * takes 0.3), so it reads no NHWC temporary (NCHW in, NHWC out is fine: the input is
-     * only broadcast) */
+     * only broadcast); unless its reduction is long (long_reduction): FCN-ResNet50's last
+     * conv, 512 -> 21 channels on 40x40 before a Resize, kept so all of the net NCHW, whose
+     * dilated 3x3 convs on 40x40 then ran at 56% of the FMA peak against 67-73% in NHWC
+     * (the model 852 -> 741 ms, 1T, --cpu native; onnxruntime ~630) */
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < p->nkernels; i++) {
@@ -1233,6 +1247,7 @@ static void channel_last_layouts(Program *p) {
                     state[in->id] = state[out->id] = 1, changed = true;
                 continue;
             }
+            if (long_reduction(k)) continue;
             for (int j = 0; j < k->nparams && state[out->id] != 2 && page_planes(out); j++) {
                 Buf *b = kir_root(k->params[j]);
                 if (state[b->id] == 2) state[b->id] = 1, changed = true;
