@@ -1563,17 +1563,39 @@ static bool block_order_rows(Program *p, Kernel *k, int64_t wbytes, int64_t xbyt
     return true;
 }
 
+/* The vectors of output channels in a conv_channel_block tile whose row pieces (as
+ * conv_pixel_tile cuts a row of w pixels) hold `cols` pixels: BLOCK_VECTORS, or 3 where a
+ * piece is THREE_VECTOR_PIXELS .. 9 pixels and the registers hold 3 x cols accumulators, the
+ * 3 weight vectors and a broadcast (32 registers), the output channels being whole blocks of
+ * 3 vectors and stored channel-last (a channel-first store's scatter offsets take registers
+ * too). Such rows (17 and 15 wide, cut in two; 9 and 8 whole) left 2 x 9 = 18 accumulators
+ * or fewer, so each weight vector, streamed from the L2 where a block's weights exceed the L1
+ * (C x taps x 2 vectors: 172 KB for a 192-channel 1x7 conv), fed 9 FMAs or fewer:
+ * InceptionV3's convs to 192 or 384 channels on 17x17 and 8x8 maps (1x7, 7x1, 1x3, 3x1, its
+ * stride-2 3x3 to 17x17) ran at 65-70% of the FMA peak; with 3 vectors 3-6% faster each
+ * (Xeon, one thread, interleaved; Mixed_6a's 3x3 4.07 -> 3.93 ms). Rows of 7 keep 2 vectors:
+ * GoogLeNet's 192 -> 384 3x3 on 7x7 ran 7% slower with 3 (MobileNetV2's 1x1s to 960 there
+ * 2-11% faster, ConvNeXt's 2x2 downsample 3% slower). */
+enum { THREE_VECTOR_PIXELS = 8 };
+static int64_t block_vectors(const Program *p, int64_t w, int64_t mg, int64_t vl, bool chan_last) {
+    int64_t px = block_pixels(p), pieces = (w + px - 1) / px, cols = (w + pieces - 1) / pieces;
+    bool three = chan_last && vregs(p) >= 32 && cols >= THREE_VECTOR_PIXELS && 3 * cols + 3 + 1 <= vregs(p) &&
+                 mg > 3 * vl && mg % (3 * vl) == 0;
+    return three ? 3 : BLOCK_VECTORS;
+}
+
 /* A grouped conv's block is its group (the group loop is already outermost) where that is
  * fewer channels than BLOCK_VECTORS vectors. */
 static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t group) {
     Stmt **nest[MAX_RANK + 1];
     int r = conv_nest(k, nest);
-    int64_t b = (int64_t)lanes(p, k) * BLOCK_VECTORS;
-    if (group && group <= b) b = group;
     if (r < 3 || lanes(p, k) < 2 || has_conds(k->body)) return 0;
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
-    if (one_tap(w) && trips(*nest[r - 2]) > block_pixels(p) / 2 && st && is_var(st->idx[st->buf->rank - 1], m->var)) return 0;
+    bool chan_last = st && is_var(st->idx[st->buf->rank - 1], m->var);
+    int64_t b = (int64_t)lanes(p, k) * (group ? BLOCK_VECTORS : block_vectors(p, trips(*nest[r - 2]), trips(m), lanes(p, k), chan_last));
+    if (group && group <= b) b = group;
+    if (one_tap(w) && trips(*nest[r - 2]) > block_pixels(p) / 2 && chan_last) return 0;
     if ((trips(m) <= b && !group) || trips(m) % b || !has_reduction_child(m->body)) return 0;
     Buf *x = conv_input(m->body, w, w->rank, false);
     bool rows_outer = x && r >= 4 && block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), trips(m) / b, trips(*nest[1]));

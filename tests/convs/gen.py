@@ -374,6 +374,29 @@ def concat_block(name, xs):
     save(name, nodes, xs, x, [('y', y.astype(np.float32))], [nh.from_array(v, n) for n, v in ws.items()], 13)
 concat_block('concat_nhwc', [1, 24, 13, 15])
 concat_block('concat_nhwc_n2', [2, 8, 7, 9])
+# Inception-style factorised 7x7 (a 1x7 then a 7x1 conv, 96 channels) next to a 1x1 branch,
+# concatenated: the maps NHWC, rows of 17 and 8 pixels cut in pieces of 9 or fewer, so their
+# channel blocks are 3 vectors on AVX-512 (passes/schedule.c, block_vectors); batch 2.
+def factor_block(name, xs, m):
+    ws = {}
+    nodes = []
+    x = rng.standard_normal(xs).astype(np.float32)
+    def conv(inp, out, cin, cout, kh, kw, v):
+        w = (rng.standard_normal([cout, cin, kh, kw]) / np.sqrt(cin * kh * kw)).astype(np.float32)
+        b = rng.standard_normal(cout).astype(np.float32) * 0.1
+        ws['W' + out], ws['B' + out] = w, b
+        p = [kh // 2, kw // 2]
+        nodes.append(h.make_node('Conv', [inp, 'W' + out, 'B' + out], [out + 'c'], pads=p + p))
+        nodes.append(h.make_node('Relu', [out + 'c'], [out]))
+        return np.maximum(ref(v, w.astype(np.float64), b, [1, 1], [1, 1], p, p), 0)
+    s = conv('x', 's', xs[1], 32, 1, 1, x.astype(np.float64))
+    a = conv('s', 'a', 32, m, 1, 7, s); b = conv('a', 'b', m, m, 7, 1, a)
+    c = conv('s', 'c', 32, 16, 1, 1, s)
+    nodes.append(h.make_node('Concat', ['b', 'c'], ['f'], axis=1)); f = np.concatenate([b, c], 1)
+    y = conv('f', 'y', m + 16, 16, 1, 1, f)
+    save(name, nodes, xs, x, [('y', y.astype(np.float32))], [nh.from_array(v, n) for n, v in ws.items()], 13)
+factor_block('factor_17', [1, 24, 17, 17], 96)
+factor_block('factor_8_n2', [2, 16, 8, 8], 144)
 # MaxViT's window partition after an MBConv block: a depthwise conv (its maps NHWC at -O2),
 # an Add, then Reshape to [N, C, 1, H, 1, W], a Transpose of 6 dims to [N, 1, 1, H, W, C], a
 # Reshape to [N, 1, HW, C] and a ReduceMean over C: the ReduceMean reads a 6-d map, which
