@@ -882,6 +882,7 @@ typedef struct Coal {
     int *pos;                       /* by Buf id: the first of the pair's dims, -1 none yet */
     bool anywhere;                  /* the pair may be any two adjacent dims, else the last */
     bool ok;
+    bool shifted;                   /* the outer index may be outer + e (loop_coalesce_shifted) */
 } Coal;
 
 /* Is e exactly variable v, counting one-iteration loops' variables as their value? */
@@ -899,6 +900,20 @@ static bool exact_var(const Coal *c, const Expr *e, int v) {
     return seen && k == 0;
 }
 
+/* With c->shifted: is e variable v plus terms of other variables (neither of the pair) and a
+ * constant, v's coefficient 1: the row a tap reads, h + kh? */
+static bool shifted_var(const Coal *c, const Expr *e, int v) {
+    KAff f = {0};
+    if (!c->shifted || !kr_affine(e, 1, &f)) return false;
+    bool seen = false;
+    for (int i = 0; i < f.n; i++) {
+        if (!f.coef[i]) continue;
+        if (f.var[i] == v && f.coef[i] == 1) seen = true;
+        else if (f.var[i] == c->outer->var || f.var[i] == c->inner->var) return false;
+    }
+    return seen;
+}
+
 static bool reads_pair(const Coal *c, const Expr *e) {
     return expr_reads_var(e, c->outer->var) || expr_reads_var(e, c->inner->var);
 }
@@ -911,8 +926,9 @@ static void coal_access(Coal *c, Buf *b, Expr *const *idx) {
     for (int d = 0; d < n; d++) reads |= reads_pair(c, idx[d]);
     int at = -1;
     for (int d = c->anywhere ? 0 : n - 2; d >= 0 && d + 1 < n && reads && at < 0; d++)
-        if (b->dims[d] == trips(c->outer) && b->dims[d + 1] == trips(c->inner) &&
-            exact_var(c, idx[d], c->outer->var) && exact_var(c, idx[d + 1], c->inner->var))
+        if (b->dims[d + 1] == trips(c->inner) && exact_var(c, idx[d + 1], c->inner->var) &&
+            ((b->dims[d] == trips(c->outer) && exact_var(c, idx[d], c->outer->var)) ||
+             (b->dims[d] >= trips(c->outer) && shifted_var(c, idx[d], c->outer->var))))
             at = d;
     if (!reads) c->state[b->id] |= 1;
     else if (at >= 0 && (c->pos[b->id] < 0 || c->pos[b->id] == at)) c->state[b->id] |= 2, c->pos[b->id] = at;
@@ -941,13 +957,26 @@ static void coal_stmts(Coal *c, const Stmt *s) {
     }
 }
 
+/* The merged index of a pair read at (o, i): the outer loop's variable, plus, where o is
+ * outer + e (shifted), e times the inner extent B ((h + kh) * B + w = hw + kh * B). */
+static Expr *coal_index(const Coal *c, const Expr *o) {
+    Expr *v = kx_var(c->p, c->outer->var);
+    KAff f = {0};
+    if (!c->shifted || !kr_affine(o, 1, &f)) return v;
+    int64_t b = trips(c->inner);
+    Expr *e = v;
+    for (int i = 0; i < f.n; i++)
+        if (f.coef[i] && f.var[i] != c->outer->var) e = kx_add(c->p, e, kx_mul(c->p, kx_var(c->p, f.var[i]), f.coef[i] * b));
+    return f.c ? kx_addc(c->p, e, f.c * b) : e;
+}
+
 /* Accesses through the views: the pair of indices becomes the outer loop's variable. */
 static void coal_expr_rewrite(const Coal *c, Expr *e) {
     for (int i = 0; i < e->nargs; i++) coal_expr_rewrite(c, e->args[i]);
     if (e->kind == E_LOAD && c->view[e->buf->id]) {
         int at = c->pos[e->buf->id];
         e->buf = c->view[e->buf->id];
-        e->args[at] = kx_var(c->p, c->outer->var);
+        e->args[at] = coal_index(c, e->args[at]);
         for (int d = at + 1; d < e->buf->rank; d++) e->args[d] = e->args[d + 1];
         e->nargs = e->buf->rank;
     }
@@ -964,7 +993,7 @@ static void coal_rewrite(const Coal *c, Stmt *s) {
             if (c->view[s->buf->id]) {
                 int at = c->pos[s->buf->id];
                 s->buf = c->view[s->buf->id];
-                s->idx[at] = kx_var(c->p, c->outer->var);
+                s->idx[at] = coal_index(c, s->idx[at]);
                 for (int d = at + 1; d < s->buf->rank; d++) s->idx[d] = s->idx[d + 1];
             }
         }
@@ -974,14 +1003,14 @@ static void coal_rewrite(const Coal *c, Stmt *s) {
     }
 }
 
-bool loop_coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere) {
+static bool coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere, bool shifted) {
     Stmt *in = outer->body;
     if (outer->kind != S_LOOP || !in || in->kind != S_LOOP || in->next || !const_loop(outer) || !const_loop(in) ||
         outer->lo->i || in->lo->i || outer->step != 1 || in->step != 1 || in->hints || outer->hints)
         return false;
     Coal c = {p, outer, in, ARENA_ARRAY(p->arena, int64_t, k->nvars + 1), ARENA_ARRAY(p->arena, bool, k->nvars + 1),
               ARENA_ARRAY(p->arena, int, p->nbufs + 1), ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1),
-              ARENA_ARRAY(p->arena, int, p->nbufs + 1), anywhere, true};
+              ARENA_ARRAY(p->arena, int, p->nbufs + 1), anywhere, true, shifted};
     for (int b = 0; b < p->nbufs; b++) c.pos[b] = -1;
     coal_stmts(&c, in->body);
     int touched = 0;
@@ -991,7 +1020,7 @@ bool loop_coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere) {
         touched -= c.state[k->params[i]->id] == 2;
     }
     if (!c.ok || touched) return false;
-    sched_note(p, k, "coalesce(i%d,i%d)", outer->var, in->var);
+    sched_note(p, k, "coalesce%s(i%d,i%d)", shifted ? "_shifted" : "", outer->var, in->var);
     for (int i = 0; i < k->nparams; i++) {
         Buf *b = k->params[i];
         if (c.state[b->id] != 2) continue;
@@ -1007,6 +1036,10 @@ bool loop_coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere) {
     outer->body = in->body;
     return true;
 }
+
+bool loop_coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere) { return coalesce(p, k, outer, anywhere, false); }
+
+bool loop_coalesce_shifted(Program *p, Kernel *k, Stmt *outer) { return coalesce(p, k, outer, true, true); }
 
 /* ---- layouts of temporaries ---- */
 

@@ -133,6 +133,12 @@ bool loop_interior(Program *p, Kernel *k, const Stmt *l, int64_t *front, int64_t
  * in NCHW ([N, C, H*W]), the rows of pixels in NHWC ([N, H*W, C]). False, and nothing
  * changed, if not so. */
 bool loop_coalesce(Program *p, Kernel *k, Stmt *outer, bool anywhere);
+/* loop_coalesce with `anywhere`, where a buffer's index at the outer loop's dim may also be
+ * the outer variable plus terms of other variables (h + kh: the rows a Kx1 conv's taps read,
+ * the dim then at least a's extent A); the merged index is then a*B + b plus those terms
+ * times B. So a conv whose taps span rows only (kw = 1, stride 1, no padding along the width)
+ * runs over its pixels as one axis, as a 1x1 does. */
+bool loop_coalesce_shifted(Program *p, Kernel *k, Stmt *outer);
 /* Would permuting b's dims by perm (as buf_permute) move any element: do its dims of extent
  * other than 1 change their order? ([1, C, 1, 1] -> [1, 1, 1, C] moves none.) */
 bool permute_moves_data(const Buf *b, const int *perm);

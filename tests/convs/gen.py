@@ -397,6 +397,11 @@ def factor_block(name, xs, m):
     save(name, nodes, xs, x, [('y', y.astype(np.float32))], [nh.from_array(v, n) for n, v in ws.items()], 13)
 factor_block('factor_17', [1, 24, 17, 17], 96)
 factor_block('factor_8_n2', [2, 16, 8, 8], 144)
+# 64 and 80 channels (no whole blocks of 3 vectors): the 7x1 conv's rows and columns one loop
+# over the pixels, its input read at (h + kh) * W + w (passes/loops.c, loop_coalesce_shifted);
+# 80 channels are no whole blocks of 2 vectors either, left to block_list.
+factor_block('factor_17_64', [1, 24, 17, 17], 64)
+factor_block('factor_15_80_n2', [2, 16, 15, 15], 80)
 # MaxViT's window partition after an MBConv block: a depthwise conv (its maps NHWC at -O2),
 # an Add, then Reshape to [N, C, 1, H, 1, W], a Transpose of 6 dims to [N, 1, 1, H, W, C], a
 # Reshape to [N, 1, HW, C] and a ReduceMean over C: the ReduceMean reads a 6-d map, which
