@@ -1711,7 +1711,7 @@ static int64_t tuned_pixels(Program *p, Kernel *k, int64_t w, int64_t def, int64
  * last spatial loop jammed by a whole row, or the row cut in equal pieces of at most
  * block_pixels (the rest one narrower block). The vector loops inside are marked blocked
  * (block_list leaves them). */
-static void conv_pixel_tile(Program *p, Kernel *k) {
+static void conv_pixel_tile(Program *p, Kernel *k, int64_t cb) {
     Stmt **nest[MAX_RANK + 2];
     int r = 0;
     for (Stmt **at = &k->body; *at && !(*at)->next && (*at)->kind == S_LOOP && r < MAX_RANK + 2; at = &(*at)->body)
@@ -1727,6 +1727,21 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
     int64_t w = trips(c), px = block_pixels(p) - (scatter && vregs(p) >= 32 ? 1 : 0);
     int64_t pieces = (w + px - 1) / px, cols = (w + pieces - 1) / pieces;
     if (w < 2 || !iterations_independent(p, k, c) || !body_private(p, k, c)) return;
+    /* Rows cut in pieces of 9 pixels or fewer (15 to 18 wide) by 2 vectors (no whole blocks of
+     * 3, block_vectors) left 18 accumulators or fewer: pieces of half the pixels, two rows of
+     * them jammed (2 x 6 pixels by 2 vectors for a 17-wide row: 24 accumulators, 20 in the
+     * rest of 5). A 160 -> 160 1x7 conv on 17x17 (NHWC, AVX-512, one thread, isolated):
+     * 640 -> 615 us, InceptionV3's 1x7s of 128 and 160 channels 1-2% faster in the model, the
+     * FPN bench model's stride-2 3x3 to a 16-wide map 254 -> 236 us; three rows of 9 spilled
+     * (1.7 ms). */
+    Stmt **row = r >= 4 ? nest[r - 3] : NULL;
+    bool two_rows = row && !scatter && !p->tuning && vregs(p) >= 32 && pieces >= 2 && cols <= 9 &&
+                    cb == (int64_t)lanes(p, k) * BLOCK_VECTORS && trips(*row) >= 2 &&
+                    iterations_independent(p, k, *row) && body_private(p, k, *row);
+    if (two_rows) {
+        pieces = (w + px / 2 - 1) / (px / 2);
+        cols = (w + pieces - 1) / pieces;
+    }
     if (p->tuning) cols = tuned_pixels(p, k, w, cols, px);
     if (k->tune_cost < 0) k->tune_cost = tile_cost(w, BLOCK_VECTORS, (int)cols, BLOCK_VECTORS);
     Stmt *main = loop_jam(p, k, col, (int)cols);
@@ -1734,6 +1749,7 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
     if (main->next == c) {
         if (trips(c) >= 2) c = loop_jam(p, k, &main->next, (int)trips(c));
         mark_blocked(c->body);
+        if (two_rows) loop_jam(p, k, row, 2);
         return;
     }
     /* A row of at most SMALL_ROW_PIXELS / 2 pixels, jammed whole, is too few accumulators
@@ -1743,7 +1759,6 @@ static void conv_pixel_tile(Program *p, Kernel *k) {
      * at most block_pixels (5 with 16 registers). The 4x4 phases of a DCGAN generator's second
      * ConvTranspose (2x2 taps over 512 channels) went from ~44% of the FMA peak to ~52-56%;
      * the rest is their 2 MB of weights per phase streaming from beyond the L2 (~15 GB/s). */
-    Stmt **row = nest[r - 3];
     int64_t u = MIN(SMALL_ROW_PIXELS, block_pixels(p)) / w;
     if (r >= 4 && u >= 2 && trips(*row) >= 2 && iterations_independent(p, k, *row) && body_private(p, k, *row))
         mark_blocked(loop_jam(p, k, row, (int)MIN(u, trips(*row)))->body);
@@ -2405,7 +2420,7 @@ void schedule(Program *p) {
             if (!cmw && !group && kernel_independent(k)) group_split(p, k, 1);
             if (!few_macs(p, k, macs)) {
                 pick_loops(k->body, lanes(p, k) >= 2);
-                if (cb) conv_pixel_tile(p, k);
+                if (cb) conv_pixel_tile(p, k, cb);
                 block_list(p, k, &k->body);
                 if (!cmw && !group) rows_outside_tiles(p, k, k->body);
                 if (!cmw) few_channel_rows(p, k);
