@@ -1563,45 +1563,22 @@ static bool block_order_rows(Program *p, Kernel *k, int64_t wbytes, int64_t xbyt
     return true;
 }
 
-/* The vectors of output channels in a conv_channel_block tile whose row pieces (as
- * conv_pixel_tile cuts a row of w pixels) hold `cols` pixels: BLOCK_VECTORS, or 3 where a
- * piece is THREE_VECTOR_PIXELS .. 9 pixels and the registers hold 3 x cols accumulators, the
- * 3 weight vectors and a broadcast (32 registers), the output channels being whole blocks of
- * 3 vectors and stored channel-last (a channel-first store's scatter offsets take registers
- * too). Such rows (17 and 15 wide, cut in two; 9 and 8 whole) left 2 x 9 = 18 accumulators
- * or fewer, so each weight vector, streamed from the L2 where a block's weights exceed the L1
- * (C x taps x 2 vectors: 172 KB for a 192-channel 1x7 conv), fed 9 FMAs or fewer:
- * InceptionV3's convs to 192 or 384 channels on 17x17 and 8x8 maps (1x7, 7x1, 1x3, 3x1, its
- * stride-2 3x3 to 17x17) ran at 65-70% of the FMA peak; with 3 vectors 3-6% faster each
- * (Xeon, one thread, interleaved; Mixed_6a's 3x3 4.07 -> 3.93 ms). Rows of 7 keep 2 vectors:
- * GoogLeNet's 192 -> 384 3x3 on 7x7 ran 7% slower with 3 (MobileNetV2's 1x1s to 960 there
- * 2-11% faster, ConvNeXt's 2x2 downsample 3% slower). */
-enum { THREE_VECTOR_PIXELS = 8 };
-static int64_t block_vectors(const Program *p, int64_t w, int64_t mg, int64_t vl, bool chan_last) {
-    int64_t px = block_pixels(p), pieces = (w + px - 1) / px, cols = (w + pieces - 1) / pieces;
-    bool three = chan_last && vregs(p) >= 32 && cols >= THREE_VECTOR_PIXELS && 3 * cols + 3 + 1 <= vregs(p) &&
-                 mg > 3 * vl && mg % (3 * vl) == 0;
-    return three ? 3 : BLOCK_VECTORS;
-}
-
 /* A channel-last conv of several taps whose taps span rows only (a Kx1: kw = 1, stride 1, no
  * padding along the width, or a padded copy that has none) reads its input at (h + kh) * W +
  * w, affine in the pixel h * W + w: its rows and columns coalesced into one loop over the
  * pixels (loop_coalesce_shifted), so that conv_pixel_tile cuts the whole map, not each row,
  * into register tiles of block_pixels: a 17x17 map is 20 tiles of 14 pixels and one of 9
  * where each row was 9 + 8 (2 vectors by 9 pixels: 18 accumulators; InceptionV3's 7x1
- * convs of 160 and 128 channels ran at ~69% of the FMA peak, 3-5% faster so). Not where the
- * rows get 3 vectors (block_vectors): 3 x 9 ran as fast as 2 x 14 or faster (InceptionV3's
- * 7x1 convs to 192 channels, its 3x1s to 384 on 8x8: 0-4% slower coalesced). A 1x1 has its
- * own (coalesce_channel_last). */
+ * convs of 128 to 192 channels ran at ~69% of the FMA peak; with the weight prefetch of
+ * sched_stream.c, 6-10% faster so, its 3x1s on 8x8 ~9%). A 1x1 has its own
+ * (coalesce_channel_last). */
 static void coalesce_rows(Program *p, Kernel *k, const Buf *w) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
     if (r < 4 || one_tap(w) || lanes(p, k) < 2 || has_conds(k->body)) return;
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
-    if (st && is_var(st->idx[st->buf->rank - 1], m->var) && has_reduction_child(m->body) &&
-        block_vectors(p, trips(*nest[r - 2]), trips(m), lanes(p, k), true) == BLOCK_VECTORS)
+    if (st && is_var(st->idx[st->buf->rank - 1], m->var) && has_reduction_child(m->body))
         loop_coalesce_shifted(p, k, *nest[r - 3]);
 }
 
@@ -1614,7 +1591,7 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t g
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
     bool chan_last = st && is_var(st->idx[st->buf->rank - 1], m->var);
-    int64_t b = (int64_t)lanes(p, k) * (group ? BLOCK_VECTORS : block_vectors(p, trips(*nest[r - 2]), trips(m), lanes(p, k), chan_last));
+    int64_t b = (int64_t)lanes(p, k) * BLOCK_VECTORS;
     if (group && group <= b) b = group;
     if (one_tap(w) && trips(*nest[r - 2]) > block_pixels(p) / 2 && chan_last) return 0;
     if ((trips(m) <= b && !group) || trips(m) % b || !has_reduction_child(m->body)) return 0;
@@ -1727,13 +1704,14 @@ static void conv_pixel_tile(Program *p, Kernel *k, int64_t cb) {
     int64_t w = trips(c), px = block_pixels(p) - (scatter && vregs(p) >= 32 ? 1 : 0);
     int64_t pieces = (w + px - 1) / px, cols = (w + pieces - 1) / pieces;
     if (w < 2 || !iterations_independent(p, k, c) || !body_private(p, k, c)) return;
-    /* Rows cut in pieces of 9 pixels or fewer (15 to 18 wide) by 2 vectors (no whole blocks of
-     * 3, block_vectors) left 18 accumulators or fewer: pieces of half the pixels, two rows of
-     * them jammed (2 x 6 pixels by 2 vectors for a 17-wide row: 24 accumulators, 20 in the
-     * rest of 5). A 160 -> 160 1x7 conv on 17x17 (NHWC, AVX-512, one thread, isolated):
-     * 640 -> 615 us, InceptionV3's 1x7s of 128 and 160 channels 1-2% faster in the model, the
-     * FPN bench model's stride-2 3x3 to a 16-wide map 254 -> 236 us; three rows of 9 spilled
-     * (1.7 ms). */
+    /* Rows cut in pieces of 9 pixels or fewer (15 to 18 wide) by 2 vectors left 18
+     * accumulators or fewer: pieces of half the pixels, two rows of them jammed (2 x 6 pixels
+     * by 2 vectors for a 17-wide row: 24 accumulators, 20 in the rest of 5). A 160 -> 160 1x7
+     * conv on 17x17 (NHWC, AVX-512, one thread, isolated): 640 -> 615 us; with the weight
+     * prefetch of sched_stream.c InceptionV3's 1x7s 6-10% faster in the model, its Mixed_6a
+     * stride-2 3x3 to 17x17 3.90 -> 3.64 ms; the FPN bench model's stride-2 3x3 to a 16-wide
+     * map 254 -> 236 us. Three rows of 9 spilled (1.7 ms); 3 vectors by 9 pixels, without the
+     * prefetch 3-6% faster than 2 x 9, with it 5-8% slower than 2 x 9. */
     Stmt **row = r >= 4 ? nest[r - 3] : NULL;
     bool two_rows = row && !scatter && !p->tuning && vregs(p) >= 32 && pieces >= 2 && cols <= 9 &&
                     cb == (int64_t)lanes(p, k) * BLOCK_VECTORS && trips(*row) >= 2 &&

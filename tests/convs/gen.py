@@ -375,8 +375,8 @@ def concat_block(name, xs):
 concat_block('concat_nhwc', [1, 24, 13, 15])
 concat_block('concat_nhwc_n2', [2, 8, 7, 9])
 # Inception-style factorised 7x7 (a 1x7 then a 7x1 conv, 96 channels) next to a 1x1 branch,
-# concatenated: the maps NHWC, rows of 17 and 8 pixels cut in pieces of 9 or fewer, so their
-# channel blocks are 3 vectors on AVX-512 (passes/schedule.c, block_vectors); batch 2.
+# concatenated: the maps NHWC; the 1x7 conv's 17-wide rows cut in pieces of 6, two rows
+# jammed (passes/schedule.c, conv_pixel_tile); batch 2.
 def factor_block(name, xs, m):
     ws = {}
     nodes = []
@@ -397,9 +397,9 @@ def factor_block(name, xs, m):
     save(name, nodes, xs, x, [('y', y.astype(np.float32))], [nh.from_array(v, n) for n, v in ws.items()], 13)
 factor_block('factor_17', [1, 24, 17, 17], 96)
 factor_block('factor_8_n2', [2, 16, 8, 8], 144)
-# 64 and 80 channels (no whole blocks of 3 vectors): the 7x1 conv's rows and columns one loop
-# over the pixels, its input read at (h + kh) * W + w (passes/loops.c, loop_coalesce_shifted);
-# 80 channels are no whole blocks of 2 vectors either, left to block_list.
+# The 7x1 conv's rows and columns one loop over the pixels, its input read at (h + kh) * W + w
+# (passes/loops.c, loop_coalesce_shifted); 80 channels are no whole blocks of 2 vectors, left to
+# block_list.
 factor_block('factor_17_64', [1, 24, 17, 17], 64)
 factor_block('factor_15_80_n2', [2, 16, 15, 15], 80)
 # MaxViT's window partition after an MBConv block: a depthwise conv (its maps NHWC at -O2),
