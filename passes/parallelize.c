@@ -254,15 +254,78 @@ static int64_t group_units(const Stmt *s) {
     return (hi - lo + step - 1) / step;
 }
 
+/* e with var replaced by the constant v. */
+static Expr *subst_expr(Program *p, Expr *e, int var, int64_t v) {
+    if (!e) return e;
+    if (e->kind == E_VAR && e->var == var) return kx_index(p, v);
+    for (int i = 0; i < e->nargs; i++) e->args[i] = subst_expr(p, e->args[i], var, v);
+    return e;
+}
+
+static void subst_stmts(Program *p, Stmt *s, int var, int64_t v) {
+    for (; s; s = s->next) {
+        s->lo = subst_expr(p, s->lo, var, v);
+        s->hi = subst_expr(p, s->hi, var, v);
+        s->val = subst_expr(p, s->val, var, v);
+        s->cond = subst_expr(p, s->cond, var, v);
+        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++) s->idx[i] = subst_expr(p, s->idx[i], var, v);
+        subst_stmts(p, s->body, var, v);
+        subst_stmts(p, s->then, var, v);
+        subst_stmts(p, s->els, var, v);
+    }
+}
+
+/* ---- one-trip tiles beside other loops: their bodies in their place ----
+ * A conv whose output channels are one tile of 128 and a rest of 80 is a list of the tile's
+ * loop (one step: one value) and the rest's loop over rows; one of 192 and 64 in a 1x1 conv,
+ * the tile's loop and the rest's loops over pixels. As a group, its cuts on the tile's step
+ * grid leave the tile whole to one task (or nothing to split: GoogLeNet's inception4a 3x3 and
+ * inception4e 1x1 convs ran on one thread). The tile's loop is replaced by its body with the
+ * variable its one value, so the list becomes the parts' loops over the same rows or pixels,
+ * side by side, which are cut together. Only a tile (a step above 1) whose range overlaps
+ * another loop's (so over another dimension: a loop's rest and peeled border rows lie end to
+ * end) and whose body is loops only. */
+static bool one_tile(const Stmt *s) {
+    return s->kind == S_LOOP && s->lo->kind == E_CONST && s->hi->kind == E_CONST && s->step > 1 &&
+           !(s->hints & ~LH_TILE) && s->hi->i - s->lo->i <= s->step && s->hi->i > s->lo->i && s->body;
+}
+
+/* Some other loop of the list overlaps s's range: they run over different dimensions (a
+ * loop and its rest, or peeled borders, lie end to end). */
+static bool overlaps_other(const Stmt *list, const Stmt *s) {
+    for (const Stmt *t = list; t; t = t->next)
+        if (t != s && t->lo->i < s->hi->i && s->lo->i < t->hi->i) return true;
+    return false;
+}
+
+static void inline_one_tiles(Program *p, Stmt **list) {
+    if (!*list || !(*list)->next || !group_size(*list)) return;
+    for (Stmt **at = list; *at;) {
+        Stmt *s = *at;
+        if (!one_tile(s) || !group_size(s->body) || !overlaps_other(*list, s)) {
+            at = &s->next;
+            continue;
+        }
+        subst_stmts(p, s->body, s->var, s->lo->i);
+        Stmt *end = s->body;
+        while (end->next) end = end->next;
+        end->next = s->next;
+        *at = s->body;
+        at = &end->next;
+    }
+}
+
 /* The group to split: down the chain of lists holding one loop each, the first group of at
  * least 4 units, else the one with the most (NULL: none has two). The outermost such loop:
  * tasks then write large contiguous parts of the output. Cut finer (a 1x1 conv's rows of 27
  * pixels, 108 bytes, under its 4 tiles of 32 channels) two tasks write the two halves of a
  * cache line in every channel, and the line moves between the cores: make bench's squeezenet
- * 1x1 convs ran 63 -> 139 us on two threads. */
-static Stmt *pick_group(Kernel *k) {
+ * 1x1 convs ran 63 -> 139 us on two threads. One-trip tiles beside other loops are inlined
+ * on the way (inline_one_tiles). */
+static Stmt *pick_group(Program *p, Kernel *k) {
     Stmt *best = NULL;
-    for (Stmt *s = k->body; s && group_size(s); s = s->body) {
+    for (Stmt **at = &k->body; *at && (inline_one_tiles(p, at), group_size(*at)); at = &(*at)->body) {
+        Stmt *s = *at;
         int64_t u = group_units(s);
         if (u >= 4) return s;
         if (u >= 2 && (!best || u > group_units(best))) best = s;
@@ -343,7 +406,7 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     kir_kernel_cost(k, &macs, &unused);
     if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
     merge_one_trip_loops(k);
-    Stmt *l = pick_group(k);
+    Stmt *l = pick_group(p, k);
     if (!l) return;
     if (generic) align_parts(p, l);
     bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
