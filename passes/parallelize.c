@@ -393,6 +393,52 @@ static int64_t work_bytes(const Kernel *k) {
     return bytes;
 }
 
+/* ---- how evenly the cuts share the work ----
+ * A group can hold loops over different dimensions: HiFi-GAN's 1-D convs are their border
+ * columns' loop over 16 channels, their tiles of 6 channels (the work) and a last column's
+ * loop at 4093..4096. The cuts, on the union of the ranges, gave the first task every channel
+ * tile and the other eleven a column or nothing: the kernel ran on one thread, paying for the
+ * parallel-for. Each task's work is estimated (each loop's statements run, spread evenly over
+ * its values) and the two-thread run of the pool (runtime/onnxcc_pool.c: each thread its half
+ * of the tasks from the front, then the other's from the back) simulated: a split whose two
+ * threads would not run in 80% of one thread's time is left whole. */
+static int64_t stmts_run(const Stmt *s) {
+    int64_t n = 0;
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE || s->kind == S_SET) n = sat_add(n, 1);
+        if (s->kind == S_IF) n = sat_add(n, MAX(stmts_run(s->then), stmts_run(s->els)));
+        if (s->kind == S_LOOP) {
+            int64_t trips = 1;
+            if (s->lo->kind == E_CONST && s->hi->kind == E_CONST && s->hi->i > s->lo->i && s->step > 0)
+                trips = (s->hi->i - s->lo->i + s->step - 1) / s->step;
+            n = sat_add(n, sat_mul(trips, stmts_run(s->body)));
+        }
+    }
+    return n;
+}
+
+static bool balanced(const Stmt *l, const int64_t *cuts, int64_t tasks) {
+    double w[MAX_TASKS] = {0}, total = 0;
+    for (const Stmt *s = l; s; s = s->next) {
+        int64_t step = kir_parallel_step(s), trips = (s->hi->i - s->lo->i + step - 1) / step;
+        double per = (double)stmts_run(s->body);
+        for (int64_t t = 0; t < tasks; t++) {
+            int64_t a = MAX(cuts[t], s->lo->i), b = MIN(cuts[t + 1], s->hi->i), n = 0;
+            if (b > a) n = (b - s->lo->i + step - 1) / step - (a - s->lo->i + step - 1) / step;
+            w[t] += per * (double)n;
+        }
+        total += per * (double)trips;
+    }
+    /* the pool at two threads: blocks 0 .. h - 1 and h .. tasks - 1 */
+    int64_t h = tasks / 2, f0 = 0, b0 = h, f1 = h, b1 = tasks;
+    double t0 = 0, t1 = 0;
+    while (f0 < b0 || f1 < b1) {
+        if (t0 <= t1) t0 += f0 < b0 ? w[f0++] : w[--b1];
+        else t1 += f1 < b1 ? w[f1++] : w[--b0];
+    }
+    return total <= 0 || MAX(t0, t1) <= 0.8 * total;
+}
+
 static void parallelize_kernel(Program *p, Kernel *k) {
     if (k->dead || k->ctl) return;
     bool generic = k->kclass == KC_GENERIC;
@@ -433,7 +479,7 @@ static void parallelize_kernel(Program *p, Kernel *k) {
         for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
         if (used == tasks) break;
     }
-    if (tasks < 2) {
+    if (tasks < 2 || !balanced(l, cuts, tasks)) {
         l->tasks = 0;
         return;
     }
