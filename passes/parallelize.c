@@ -43,7 +43,12 @@ enum {
      * made hifigan's two-thread run 1.09 -> 0.70 ms but mobilenetv2's 2.9 -> 3.4 ms (its
      * kernels average 6M); 2M gave 0.84 and 3.0 ms, squeezenet 4.5 -> 3.6 ms (same run). */
     MIN_MACS = 1 << 21,
-    MIN_BYTES = 1 << 20,            /* the same for kernels that only move data */
+    /* The same for kernels that only move data. Lower than the work alone would say: a pool,
+     * a Concat or a pad left on one thread reads the half of its input the other core wrote
+     * (GoogLeNet's 0.8 MB Concats 15 -> 36 us at two threads). 1M -> 256K: two-thread runs of
+     * mobilenetv2 3.13 -> 2.96 ms, squeezenet 2.94 -> 2.82, densenet121 23.3 -> 22.8, googlenet
+     * 12.34 -> 12.14; regnety400 +1%, hifigan 1.13 -> 1.17 ms (its 0.5 MB LeakyRelus). */
+    MIN_BYTES = 1 << 18,
     TASK_MACS = 1 << 18,
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
