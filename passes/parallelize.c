@@ -52,6 +52,7 @@ enum {
     TASK_MACS = 1 << 18,
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
+    MAX_DEEPER = 8,                 /* groups further in that pick_group offers */
 };
 /* A program with less work than this runs serially (a run of ~100 us or less, or 8 MB moved: waking the
  * workers and the cache lines that move between cores cost more than they save; make bench's
@@ -326,14 +327,17 @@ static void inline_one_tiles(Program *p, Stmt **list) {
  * pixels, 108 bytes, under its 4 tiles of 32 channels) two tasks write the two halves of a
  * cache line in every channel, and the line moves between the cores: make bench's squeezenet
  * 1x1 convs ran 63 -> 139 us on two threads. One-trip tiles beside other loops are inlined
- * on the way (inline_one_tiles). */
-static Stmt *pick_group(Program *p, Kernel *k) {
+ * on the way (inline_one_tiles). The groups of at least 4 units further down the chain go to
+ * deeper[] (parallelize_kernel takes one where the first shares the work badly). */
+static Stmt *pick_group(Program *p, Kernel *k, Stmt **deeper, int *ndeeper) {
     Stmt *best = NULL;
+    *ndeeper = 0;
     for (Stmt **at = &k->body; *at && (inline_one_tiles(p, at), group_size(*at)); at = &(*at)->body) {
         Stmt *s = *at;
         int64_t u = group_units(s);
-        if (u >= 4) return s;
-        if (u >= 2 && (!best || u > group_units(best))) best = s;
+        if (best && group_units(best) >= 4) {
+            if (u >= 4 && *ndeeper < MAX_DEEPER) deeper[(*ndeeper)++] = s;
+        } else if (u >= 2 && (!best || u > group_units(best))) best = s;
         if (s->next) break;         /* a list of several loops: nothing inside is one chain */
     }
     return best;
@@ -422,7 +426,7 @@ static int64_t stmts_run(const Stmt *s) {
     return n;
 }
 
-static bool balanced(const Stmt *l, const int64_t *cuts, int64_t tasks) {
+static double two_thread_share(const Stmt *l, const int64_t *cuts, int64_t tasks) {
     double w[MAX_TASKS] = {0}, total = 0;
     for (const Stmt *s = l; s; s = s->next) {
         int64_t step = kir_parallel_step(s), trips = (s->hi->i - s->lo->i + step - 1) / step;
@@ -441,7 +445,37 @@ static bool balanced(const Stmt *l, const int64_t *cuts, int64_t tasks) {
         if (t0 <= t1) t0 += f0 < b0 ? w[f0++] : w[--b1];
         else t1 += f1 < b1 ? w[f1++] : w[--b0];
     }
-    return total <= 0 || MAX(t0, t1) <= 0.8 * total;
+    return total > 0 ? MAX(t0, t1) / total : 0.5;
+}
+
+/* The tasks group l would be cut into (0: it cannot be split), its cuts, and the share of the
+ * work the slower of two threads would run (two_thread_share). */
+static int64_t plan(Program *p, Kernel *k, Stmt *l, int64_t macs, int64_t bytes, int64_t *cuts, double *share) {
+    bool generic = k->kclass == KC_GENERIC;
+    int n = k->nscalars;
+    bool *set = ARENA_ARRAY(p->arena, bool, n + 1);
+    for (Stmt *s = l; s; s = s->next) {
+        memset(set, 0, sizeof(bool) * (size_t)(n + 1));
+        if (!set_before_read(s->body, set, n)) return 0;
+        if (generic && !stores_own_rows(s->body, s->var, s->step)) return 0;
+    }
+    int64_t want = macs >= MIN_MACS ? macs / TASK_MACS : bytes / TASK_BYTES;
+    int64_t tasks = want < 2 ? 2 : want > MAX_TASKS ? MAX_TASKS : want;
+    if (tasks > group_units(l)) tasks = group_units(l);
+    /* a group of unlike loops (a conv's tiles of output channels beside their rest's tiles of
+     * pixels) has fewer places to cut than group_units counts: no more tasks than nonempty
+     * ranges between its cuts */
+    for (int64_t used = 0; tasks >= 2; tasks = used) {
+        l->tasks = tasks;
+        kir_parallel_cuts(l, cuts);
+        used = 0;
+        for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
+        if (used == tasks) break;
+    }
+    l->tasks = 0;
+    if (tasks < 2) return 0;
+    *share = two_thread_share(l, cuts, tasks);
+    return tasks;
 }
 
 static void parallelize_kernel(Program *p, Kernel *k) {
@@ -457,37 +491,36 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     kir_kernel_cost(k, &macs, &unused);
     if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
     merge_one_trip_loops(k);
-    Stmt *l = pick_group(p, k);
+    Stmt *deeper[MAX_DEEPER];
+    int ndeeper;
+    Stmt *l = pick_group(p, k, deeper, &ndeeper);
     if (!l) return;
     if (generic) align_parts(p, l);
     bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
     stored_roots(k->body, st);
     if (stmt_loads(k->body, st)) return;
-    int n = k->nscalars;
-    bool *set = ARENA_ARRAY(p->arena, bool, n + 1);
-    for (Stmt *s = l; s; s = s->next) {
-        memset(set, 0, sizeof(bool) * (size_t)(n + 1));
-        if (!set_before_read(s->body, set, n)) return;
-        if (generic && !stores_own_rows(s->body, s->var, s->step)) return;
-    }
-    int64_t want = macs >= MIN_MACS ? macs / TASK_MACS : bytes / TASK_BYTES;
-    int64_t tasks = want < 2 ? 2 : want > MAX_TASKS ? MAX_TASKS : want;
-    if (tasks > group_units(l)) tasks = group_units(l);
-    /* a group of unlike loops (a conv's tiles of output channels beside their rest's tiles of
-     * pixels) has fewer places to cut than group_units counts: no more tasks than nonempty
-     * ranges between its cuts */
     int64_t *cuts = ARENA_ARRAY(p->arena, int64_t, MAX_TASKS + 1);
-    for (int64_t used = 0; tasks >= 2; tasks = used) {
-        l->tasks = tasks;
-        kir_parallel_cuts(l, cuts);
-        used = 0;
-        for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
-        if (used == tasks) break;
+    double share = 1;
+    int64_t tasks = plan(p, k, l, macs, bytes, cuts, &share);
+    /* Cut unevenly (5 tiles of output channels: 3 and 2 at two threads), a group further in
+     * (the rows inside those tiles) that shares the work better is taken instead, if each of
+     * its tasks, which runs every tile and so reads all the weights, does at least 3
+     * multiply-adds per byte of them: enough to hide the reads. InceptionV3's 7x7 convs of 5
+     * tiles (4.2 a byte) ran 450 -> 412 us at two threads cut into 17 rows; its 1x1 convs over
+     * 8x8 pixels and 2048 channels of 5 and 7 tiles (1.5 a byte) 284 -> 402 and 626 -> 1092 us
+     * cut into 10 pixel tiles. */
+    int64_t weights = 0;
+    for (int i = 0; i < k->nparams; i++)
+        if (!(k->modes[i] & KP_OUT) && kir_root(k->params[i])->kind == B_CONST)
+            weights = sat_add(weights, (int64_t)kir_nbytes(k->params[i]));
+    for (int i = 0; i < ndeeper && !generic && macs > 0 && share > 0.55; i++) {
+        double sh;
+        int64_t n = plan(p, k, deeper[i], macs, bytes, cuts, &sh);
+        if (n >= 2 && n >= tasks && sh < share - 0.03 && macs / n >= 3 * weights) l = deeper[i], tasks = n, share = sh;
     }
-    if (tasks < 2 || !balanced(l, cuts, tasks)) {
-        l->tasks = 0;
-        return;
-    }
+    if (tasks < 2 || share > 0.8) return;
+    l->tasks = tasks;
+    kir_parallel_cuts(l, cuts);
     for (Stmt *s = l; s; s = s->next) {
         s->hints |= LH_PARALLEL;
         s->tasks = tasks;
