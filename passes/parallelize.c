@@ -448,6 +448,23 @@ static double two_thread_share(const Stmt *l, const int64_t *cuts, int64_t tasks
     return total > 0 ? MAX(t0, t1) / total : 0.5;
 }
 
+/* Group l cut into at most `tasks` (kir_parallel_cuts); the tasks it is cut into. A group of
+ * unlike loops (a conv's tiles of output channels beside their rest's tiles of pixels) has
+ * fewer places to cut than group_units counts: no more tasks than nonempty ranges between
+ * its cuts. */
+static int64_t cut(Stmt *l, int64_t tasks, int64_t *cuts) {
+    if (tasks > group_units(l)) tasks = group_units(l);
+    for (int64_t used = 0; tasks >= 2; tasks = used) {
+        l->tasks = tasks;
+        kir_parallel_cuts(l, cuts);
+        used = 0;
+        for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
+        if (used == tasks) break;
+    }
+    l->tasks = 0;
+    return tasks;
+}
+
 /* The tasks group l would be cut into (0: it cannot be split), its cuts, and the share of the
  * work the slower of two threads would run (two_thread_share). */
 static int64_t plan(Program *p, Kernel *k, Stmt *l, int64_t macs, int64_t bytes, int64_t *cuts, double *share) {
@@ -462,19 +479,17 @@ static int64_t plan(Program *p, Kernel *k, Stmt *l, int64_t macs, int64_t bytes,
     int64_t want = macs >= MIN_MACS ? macs / TASK_MACS : bytes / TASK_BYTES;
     int64_t tasks = want < 2 ? 2 : want > MAX_TASKS ? MAX_TASKS : want;
     if (tasks > group_units(l)) tasks = group_units(l);
-    /* a group of unlike loops (a conv's tiles of output channels beside their rest's tiles of
-     * pixels) has fewer places to cut than group_units counts: no more tasks than nonempty
-     * ranges between its cuts */
-    for (int64_t used = 0; tasks >= 2; tasks = used) {
-        l->tasks = tasks;
-        kir_parallel_cuts(l, cuts);
-        used = 0;
-        for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
-        if (used == tasks) break;
-    }
-    l->tasks = 0;
+    tasks = cut(l, tasks, cuts);
     if (tasks < 2) return 0;
     *share = two_thread_share(l, cuts, tasks);
+    /* a few tasks of an odd number (3 of a 0.8 MB Mul: 2 and 1 at two threads), one more or
+     * one fewer if that shares better */
+    for (int64_t d = -1, t0 = tasks; d <= 1 && t0 < 16 && *share > 0.52; d += 2) {
+        int64_t m = cut(l, t0 + d, cuts);
+        double sh = m >= 2 ? two_thread_share(l, cuts, m) : 1;
+        if (m >= 2 && sh < *share - 0.02) tasks = m, *share = sh;
+    }
+    cut(l, tasks, cuts);
     return tasks;
 }
 
