@@ -31,7 +31,8 @@
  * split (a parallel-for, a worker woken and the cache lines moved cost tens of microseconds), into
  * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those
  * written and twice the constants read, work_bytes), at most MAX_TASKS and at most one per
- * step. Targets without float vectors (microcontrollers) have no threads: nothing is marked
+ * step; that count, the group and whether to split at all are then adjusted by how evenly two
+ * threads would share the tasks (plan, two_thread_share). Targets without float vectors (microcontrollers) have no threads: nothing is marked
  * there. */
 #include <string.h>
 
