@@ -556,10 +556,54 @@ static void program_work(const Program *p, int64_t *macs, int64_t *bytes) {
     }
 }
 
+/* Whether kernel k reads (out false) or writes (out true) root buffer r. */
+static bool touches(const Kernel *k, const Buf *r, bool out) {
+    for (int i = 0; i < k->nparams; i++)
+        if (kir_root(k->params[i]) == r && !(k->modes[i] & KP_OUT) != out) return true;
+    return false;
+}
+
+static bool split(const Kernel *k) { return !k->dead && !k->ctl && kir_parallel_loop(k); }
+
+/* ---- a small data kernel between two serial ones stays serial ----
+ * Split from MIN_BYTES, a 0.5 MB LeakyRelu between two kernels that run on one thread sends
+ * half its input to the other core and half its output back: HiFi-GAN's ran 7 -> 15 us at two
+ * threads and the convs after them 45 -> 54 us. Such a kernel under 1 MB (where splitting
+ * paid on its own before) whose input's writer and output's next reader are both whole is
+ * left whole too (a program input or output, which has none, does not count). */
+static void unsplit_between_serial(Program *p) {
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        if (!split(k)) continue;
+        int64_t macs, unused;
+        kir_kernel_cost(k, &macs, &unused);
+        if (macs > 0 || work_bytes(k) >= 4 * MIN_BYTES) continue;
+        bool near_split = false, near = false;
+        for (int a = 0; a < k->nparams && !near_split; a++) {
+            const Buf *r = kir_root(k->params[a]);
+            bool out = k->modes[a] & KP_OUT;
+            /* the writer before (an input) or the next reader after (an output) */
+            for (int j = out ? i + 1 : i - 1; j >= 0 && j < p->nkernels; j += out ? 1 : -1) {
+                const Kernel *o = p->kernels[j];
+                if (o->dead || !touches(o, r, !out)) continue;
+                near = true;
+                near_split = split(o);
+                break;
+            }
+        }
+        if (near_split || !near) continue;
+        for (Stmt *s = (Stmt *)kir_parallel_loop(k); s; s = s->next) {
+            s->hints &= ~LH_PARALLEL;
+            s->tasks = 0;
+        }
+    }
+}
+
 void parallelize(Program *p) {
     if (p->vector_bytes < 16) return;       /* a microcontroller: no threads */
     int64_t macs, bytes;
     program_work(p, &macs, &bytes);
     if (macs < MIN_PROGRAM_MACS && bytes < MIN_PROGRAM_BYTES && !p->split_all) return;
     for (int i = 0; i < p->nkernels; i++) parallelize_kernel(p, p->kernels[i]);
+    if (!p->split_all) unsplit_between_serial(p);
 }
