@@ -31,7 +31,8 @@
  * split (a parallel-for, a worker woken and the cache lines moved cost tens of microseconds), into
  * about one task per TASK_MACS multiply-accumulates (or TASK_BYTES bytes moved: twice those
  * written and twice the constants read, work_bytes), at most MAX_TASKS and at most one per
- * step. Targets without float vectors (microcontrollers) have no threads: nothing is marked
+ * step; that count, the group and whether to split at all are then adjusted by how evenly two
+ * threads would share the tasks (plan, two_thread_share). Targets without float vectors (microcontrollers) have no threads: nothing is marked
  * there. */
 #include <string.h>
 
@@ -43,10 +44,16 @@ enum {
      * made hifigan's two-thread run 1.09 -> 0.70 ms but mobilenetv2's 2.9 -> 3.4 ms (its
      * kernels average 6M); 2M gave 0.84 and 3.0 ms, squeezenet 4.5 -> 3.6 ms (same run). */
     MIN_MACS = 1 << 21,
-    MIN_BYTES = 1 << 20,            /* the same for kernels that only move data */
+    /* The same for kernels that only move data. Lower than the work alone would say: a pool,
+     * a Concat or a pad left on one thread reads the half of its input the other core wrote
+     * (GoogLeNet's 0.8 MB Concats 15 -> 36 us at two threads). 1M -> 256K: two-thread runs of
+     * mobilenetv2 3.13 -> 2.96 ms, squeezenet 2.94 -> 2.82, densenet121 23.3 -> 22.8, googlenet
+     * 12.34 -> 12.14; regnety400 +1%, hifigan 1.13 -> 1.17 ms (its 0.5 MB LeakyRelus). */
+    MIN_BYTES = 1 << 18,
     TASK_MACS = 1 << 18,
     TASK_BYTES = 1 << 18,
     MAX_TASKS = 64,
+    MAX_DEEPER = 8,                 /* groups further in that pick_group offers */
 };
 /* A program with less work than this runs serially (a run of ~100 us or less, or 8 MB moved: waking the
  * workers and the cache lines that move between cores cost more than they save; make bench's
@@ -254,18 +261,84 @@ static int64_t group_units(const Stmt *s) {
     return (hi - lo + step - 1) / step;
 }
 
+/* e with var replaced by the constant v. */
+static Expr *subst_expr(Program *p, Expr *e, int var, int64_t v) {
+    if (!e) return e;
+    if (e->kind == E_VAR && e->var == var) return kx_index(p, v);
+    for (int i = 0; i < e->nargs; i++) e->args[i] = subst_expr(p, e->args[i], var, v);
+    return e;
+}
+
+static void subst_stmts(Program *p, Stmt *s, int var, int64_t v) {
+    for (; s; s = s->next) {
+        s->lo = subst_expr(p, s->lo, var, v);
+        s->hi = subst_expr(p, s->hi, var, v);
+        s->val = subst_expr(p, s->val, var, v);
+        s->cond = subst_expr(p, s->cond, var, v);
+        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++) s->idx[i] = subst_expr(p, s->idx[i], var, v);
+        subst_stmts(p, s->body, var, v);
+        subst_stmts(p, s->then, var, v);
+        subst_stmts(p, s->els, var, v);
+    }
+}
+
+/* ---- one-trip tiles beside other loops: their bodies in their place ----
+ * A conv whose output channels are one tile of 128 and a rest of 80 is a list of the tile's
+ * loop (one step: one value) and the rest's loop over rows; one of 192 and 64 in a 1x1 conv,
+ * the tile's loop and the rest's loops over pixels. As a group, its cuts on the tile's step
+ * grid leave the tile whole to one task (or nothing to split: GoogLeNet's inception4a 3x3 and
+ * inception4e 1x1 convs ran on one thread). The tile's loop is replaced by its body with the
+ * variable its one value, so the list becomes the parts' loops over the same rows or pixels,
+ * side by side, which are cut together. Only a tile (a step above 1) whose range overlaps
+ * another loop's (so over another dimension: a loop's rest and peeled border rows lie end to
+ * end) and whose body is loops only. */
+static bool one_tile(const Stmt *s) {
+    return s->kind == S_LOOP && s->lo->kind == E_CONST && s->hi->kind == E_CONST && s->step > 1 &&
+           !(s->hints & ~LH_TILE) && s->hi->i - s->lo->i <= s->step && s->hi->i > s->lo->i && s->body;
+}
+
+/* Some other loop of the list overlaps s's range: they run over different dimensions (a
+ * loop and its rest, or peeled borders, lie end to end). */
+static bool overlaps_other(const Stmt *list, const Stmt *s) {
+    for (const Stmt *t = list; t; t = t->next)
+        if (t != s && t->lo->i < s->hi->i && s->lo->i < t->hi->i) return true;
+    return false;
+}
+
+static void inline_one_tiles(Program *p, Stmt **list) {
+    if (!*list || !(*list)->next || !group_size(*list)) return;
+    for (Stmt **at = list; *at;) {
+        Stmt *s = *at;
+        if (!one_tile(s) || !group_size(s->body) || !overlaps_other(*list, s)) {
+            at = &s->next;
+            continue;
+        }
+        subst_stmts(p, s->body, s->var, s->lo->i);
+        Stmt *end = s->body;
+        while (end->next) end = end->next;
+        end->next = s->next;
+        *at = s->body;
+        at = &end->next;
+    }
+}
+
 /* The group to split: down the chain of lists holding one loop each, the first group of at
  * least 4 units, else the one with the most (NULL: none has two). The outermost such loop:
  * tasks then write large contiguous parts of the output. Cut finer (a 1x1 conv's rows of 27
  * pixels, 108 bytes, under its 4 tiles of 32 channels) two tasks write the two halves of a
  * cache line in every channel, and the line moves between the cores: make bench's squeezenet
- * 1x1 convs ran 63 -> 139 us on two threads. */
-static Stmt *pick_group(Kernel *k) {
+ * 1x1 convs ran 63 -> 139 us on two threads. One-trip tiles beside other loops are inlined
+ * on the way (inline_one_tiles). The groups of at least 4 units further down the chain go to
+ * deeper[] (parallelize_kernel takes one where the first shares the work badly). */
+static Stmt *pick_group(Program *p, Kernel *k, Stmt **deeper, int *ndeeper) {
     Stmt *best = NULL;
-    for (Stmt *s = k->body; s && group_size(s); s = s->body) {
+    *ndeeper = 0;
+    for (Stmt **at = &k->body; *at && (inline_one_tiles(p, at), group_size(*at)); at = &(*at)->body) {
+        Stmt *s = *at;
         int64_t u = group_units(s);
-        if (u >= 4) return s;
-        if (u >= 2 && (!best || u > group_units(best))) best = s;
+        if (best && group_units(best) >= 4) {
+            if (u >= 4 && *ndeeper < MAX_DEEPER) deeper[(*ndeeper)++] = s;
+        } else if (u >= 2 && (!best || u > group_units(best))) best = s;
         if (s->next) break;         /* a list of several loops: nothing inside is one chain */
     }
     return best;
@@ -330,6 +403,97 @@ static int64_t work_bytes(const Kernel *k) {
     return bytes;
 }
 
+/* ---- how evenly the cuts share the work ----
+ * A group can hold loops over different dimensions: HiFi-GAN's 1-D convs are their border
+ * columns' loop over 16 channels, their tiles of 6 channels (the work) and a last column's
+ * loop at 4093..4096. The cuts, on the union of the ranges, gave the first task every channel
+ * tile and the other eleven a column or nothing: the kernel ran on one thread, paying for the
+ * parallel-for. Each task's work is estimated (each loop's statements run, spread evenly over
+ * its values) and the two-thread run of the pool (runtime/onnxcc_pool.c: each thread its half
+ * of the tasks from the front, then the other's from the back) simulated: a split whose two
+ * threads would not run in 80% of one thread's time is left whole. */
+static int64_t stmts_run(const Stmt *s) {
+    int64_t n = 0;
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE || s->kind == S_SET) n = sat_add(n, 1);
+        if (s->kind == S_IF) n = sat_add(n, MAX(stmts_run(s->then), stmts_run(s->els)));
+        if (s->kind == S_LOOP) {
+            int64_t trips = 1;
+            if (s->lo->kind == E_CONST && s->hi->kind == E_CONST && s->hi->i > s->lo->i && s->step > 0)
+                trips = (s->hi->i - s->lo->i + s->step - 1) / s->step;
+            n = sat_add(n, sat_mul(trips, stmts_run(s->body)));
+        }
+    }
+    return n;
+}
+
+static double two_thread_share(const Stmt *l, const int64_t *cuts, int64_t tasks) {
+    double w[MAX_TASKS] = {0}, total = 0;
+    for (const Stmt *s = l; s; s = s->next) {
+        int64_t step = kir_parallel_step(s), trips = (s->hi->i - s->lo->i + step - 1) / step;
+        double per = (double)stmts_run(s->body);
+        for (int64_t t = 0; t < tasks; t++) {
+            int64_t a = MAX(cuts[t], s->lo->i), b = MIN(cuts[t + 1], s->hi->i), n = 0;
+            if (b > a) n = (b - s->lo->i + step - 1) / step - (a - s->lo->i + step - 1) / step;
+            w[t] += per * (double)n;
+        }
+        total += per * (double)trips;
+    }
+    /* the pool at two threads: blocks 0 .. h - 1 and h .. tasks - 1 */
+    int64_t h = tasks / 2, f0 = 0, b0 = h, f1 = h, b1 = tasks;
+    double t0 = 0, t1 = 0;
+    while (f0 < b0 || f1 < b1) {
+        if (t0 <= t1) t0 += f0 < b0 ? w[f0++] : w[--b1];
+        else t1 += f1 < b1 ? w[f1++] : w[--b0];
+    }
+    return total > 0 ? MAX(t0, t1) / total : 0.5;
+}
+
+/* Group l cut into at most `tasks` (kir_parallel_cuts); the tasks it is cut into. A group of
+ * unlike loops (a conv's tiles of output channels beside their rest's tiles of pixels) has
+ * fewer places to cut than group_units counts: no more tasks than nonempty ranges between
+ * its cuts. */
+static int64_t cut(Stmt *l, int64_t tasks, int64_t *cuts) {
+    if (tasks > group_units(l)) tasks = group_units(l);
+    for (int64_t used = 0; tasks >= 2; tasks = used) {
+        l->tasks = tasks;
+        kir_parallel_cuts(l, cuts);
+        used = 0;
+        for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
+        if (used == tasks) break;
+    }
+    l->tasks = 0;
+    return tasks;
+}
+
+/* The tasks group l would be cut into (0: it cannot be split), its cuts, and the share of the
+ * work the slower of two threads would run (two_thread_share). */
+static int64_t plan(Program *p, Kernel *k, Stmt *l, int64_t macs, int64_t bytes, int64_t *cuts, double *share) {
+    bool generic = k->kclass == KC_GENERIC;
+    int n = k->nscalars;
+    bool *set = ARENA_ARRAY(p->arena, bool, n + 1);
+    for (Stmt *s = l; s; s = s->next) {
+        memset(set, 0, sizeof(bool) * (size_t)(n + 1));
+        if (!set_before_read(s->body, set, n)) return 0;
+        if (generic && !stores_own_rows(s->body, s->var, s->step)) return 0;
+    }
+    int64_t want = macs >= MIN_MACS ? macs / TASK_MACS : bytes / TASK_BYTES;
+    int64_t tasks = want < 2 ? 2 : want > MAX_TASKS ? MAX_TASKS : want;
+    if (tasks > group_units(l)) tasks = group_units(l);
+    tasks = cut(l, tasks, cuts);
+    if (tasks < 2) return 0;
+    *share = two_thread_share(l, cuts, tasks);
+    /* a few tasks of an odd number (3 of a 0.8 MB Mul: 2 and 1 at two threads), one more or
+     * one fewer if that shares better */
+    for (int64_t d = -1, t0 = tasks; d <= 1 && t0 < 16 && *share > 0.52; d += 2) {
+        int64_t m = cut(l, t0 + d, cuts);
+        double sh = m >= 2 ? two_thread_share(l, cuts, m) : 1;
+        if (m >= 2 && sh < *share - 0.02) tasks = m, *share = sh;
+    }
+    cut(l, tasks, cuts);
+    return tasks;
+}
+
 static void parallelize_kernel(Program *p, Kernel *k) {
     if (k->dead || k->ctl) return;
     bool generic = k->kclass == KC_GENERIC;
@@ -343,37 +507,36 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     kir_kernel_cost(k, &macs, &unused);
     if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
     merge_one_trip_loops(k);
-    Stmt *l = pick_group(k);
+    Stmt *deeper[MAX_DEEPER];
+    int ndeeper;
+    Stmt *l = pick_group(p, k, deeper, &ndeeper);
     if (!l) return;
     if (generic) align_parts(p, l);
     bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
     stored_roots(k->body, st);
     if (stmt_loads(k->body, st)) return;
-    int n = k->nscalars;
-    bool *set = ARENA_ARRAY(p->arena, bool, n + 1);
-    for (Stmt *s = l; s; s = s->next) {
-        memset(set, 0, sizeof(bool) * (size_t)(n + 1));
-        if (!set_before_read(s->body, set, n)) return;
-        if (generic && !stores_own_rows(s->body, s->var, s->step)) return;
-    }
-    int64_t want = macs >= MIN_MACS ? macs / TASK_MACS : bytes / TASK_BYTES;
-    int64_t tasks = want < 2 ? 2 : want > MAX_TASKS ? MAX_TASKS : want;
-    if (tasks > group_units(l)) tasks = group_units(l);
-    /* a group of unlike loops (a conv's tiles of output channels beside their rest's tiles of
-     * pixels) has fewer places to cut than group_units counts: no more tasks than nonempty
-     * ranges between its cuts */
     int64_t *cuts = ARENA_ARRAY(p->arena, int64_t, MAX_TASKS + 1);
-    for (int64_t used = 0; tasks >= 2; tasks = used) {
-        l->tasks = tasks;
-        kir_parallel_cuts(l, cuts);
-        used = 0;
-        for (int64_t t = 0; t < tasks; t++) used += cuts[t + 1] > cuts[t];
-        if (used == tasks) break;
+    double share = 1;
+    int64_t tasks = plan(p, k, l, macs, bytes, cuts, &share);
+    /* Cut unevenly (5 tiles of output channels: 3 and 2 at two threads), a group further in
+     * (the rows inside those tiles) that shares the work better is taken instead, if each of
+     * its tasks, which runs every tile and so reads all the weights, does at least 3
+     * multiply-adds per byte of them: enough to hide the reads. InceptionV3's 7x7 convs of 5
+     * tiles (4.2 a byte) ran 450 -> 412 us at two threads cut into 17 rows; its 1x1 convs over
+     * 8x8 pixels and 2048 channels of 5 and 7 tiles (1.5 a byte) 284 -> 402 and 626 -> 1092 us
+     * cut into 10 pixel tiles. */
+    int64_t weights = 0;
+    for (int i = 0; i < k->nparams; i++)
+        if (!(k->modes[i] & KP_OUT) && kir_root(k->params[i])->kind == B_CONST)
+            weights = sat_add(weights, (int64_t)kir_nbytes(k->params[i]));
+    for (int i = 0; i < ndeeper && !generic && macs > 0 && share > 0.55; i++) {
+        double sh;
+        int64_t n = plan(p, k, deeper[i], macs, bytes, cuts, &sh);
+        if (n >= 2 && n >= tasks && sh < share - 0.03 && macs / n >= 3 * weights) l = deeper[i], tasks = n, share = sh;
     }
-    if (tasks < 2) {
-        l->tasks = 0;
-        return;
-    }
+    if (tasks < 2 || share > 0.8) return;
+    l->tasks = tasks;
+    kir_parallel_cuts(l, cuts);
     for (Stmt *s = l; s; s = s->next) {
         s->hints |= LH_PARALLEL;
         s->tasks = tasks;
@@ -393,10 +556,54 @@ static void program_work(const Program *p, int64_t *macs, int64_t *bytes) {
     }
 }
 
+/* Whether kernel k reads (out false) or writes (out true) root buffer r. */
+static bool touches(const Kernel *k, const Buf *r, bool out) {
+    for (int i = 0; i < k->nparams; i++)
+        if (kir_root(k->params[i]) == r && !(k->modes[i] & KP_OUT) != out) return true;
+    return false;
+}
+
+static bool split(const Kernel *k) { return !k->dead && !k->ctl && kir_parallel_loop(k); }
+
+/* ---- a small data kernel between two serial ones stays serial ----
+ * Split from MIN_BYTES, a 0.5 MB LeakyRelu between two kernels that run on one thread sends
+ * half its input to the other core and half its output back: HiFi-GAN's ran 7 -> 15 us at two
+ * threads and the convs after them 45 -> 54 us. Such a kernel under 1 MB (where splitting
+ * paid on its own before) whose input's writer and output's next reader are both whole is
+ * left whole too (a program input or output, which has none, does not count). */
+static void unsplit_between_serial(Program *p) {
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        if (!split(k)) continue;
+        int64_t macs, unused;
+        kir_kernel_cost(k, &macs, &unused);
+        if (macs > 0 || work_bytes(k) >= 4 * MIN_BYTES) continue;
+        bool near_split = false, near = false;
+        for (int a = 0; a < k->nparams && !near_split; a++) {
+            const Buf *r = kir_root(k->params[a]);
+            bool out = k->modes[a] & KP_OUT;
+            /* the writer before (an input) or the next reader after (an output) */
+            for (int j = out ? i + 1 : i - 1; j >= 0 && j < p->nkernels; j += out ? 1 : -1) {
+                const Kernel *o = p->kernels[j];
+                if (o->dead || !touches(o, r, !out)) continue;
+                near = true;
+                near_split = split(o);
+                break;
+            }
+        }
+        if (near_split || !near) continue;
+        for (Stmt *s = (Stmt *)kir_parallel_loop(k); s; s = s->next) {
+            s->hints &= ~LH_PARALLEL;
+            s->tasks = 0;
+        }
+    }
+}
+
 void parallelize(Program *p) {
     if (p->vector_bytes < 16) return;       /* a microcontroller: no threads */
     int64_t macs, bytes;
     program_work(p, &macs, &bytes);
     if (macs < MIN_PROGRAM_MACS && bytes < MIN_PROGRAM_BYTES && !p->split_all) return;
     for (int i = 0; i < p->nkernels; i++) parallelize_kernel(p, p->kernels[i]);
+    if (!p->split_all) unsplit_between_serial(p);
 }
