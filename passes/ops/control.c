@@ -513,6 +513,11 @@ void infer_scan(Graph *g, Node *n) {
     for (int k = 0; k < f.nout; k++) {
         Value *o = n->out[f.nstate + k], *s = b->outputs[f.nstate + k];
         if (!o) continue;
+        if (s->kind != VK_TENSOR) {     /* its rows are stacked into a tensor */
+            error(ir_where(g, n), "scan output %d ('%s') is %s, not a tensor", k, s->name,
+                  s->kind == VK_SEQ ? "a sequence" : "an optional");
+            return;
+        }
         int r = s->rank + 1 + f.batch, ax = scan_axis(n, &f, k, r, true);
         if (r > MAX_RANK || ax < 0 || ax >= r) {
             error(ir_where(g, n), "scan output %d: axis %d for rank %d", k, ax, r);

@@ -309,6 +309,16 @@ def operands():
                           max_skip_count=1 << 40, ngram_counts=[0], ngram_indexes=[0], pool_int64s=[1])],
         [f32("x", [4], TensorProto.INT64)], [f32("y", None)], opset=9),
         "max_skip_count 1099511627776 (0 to 2^31 - 1)")
+    # a Scan body whose scan output is a sequence (a later stop's fuzz run: lowering found the
+    # SplitToSequence still live and aborted)
+    seqbody = helper.make_graph(
+        [helper.make_node("Add", ["s", "n"], ["t"]), helper.make_node("SplitToSequence", ["t"], ["o"])],
+        "b", [f32("s", [2]), f32("n", [2])],
+        [f32("t", [2]), helper.make_tensor_sequence_value_info("o", TensorProto.FLOAT, None)])
+    compile_case("scan_output_sequence", model(
+        [helper.make_node("Scan", ["i", "x"], ["y", "z"], body=seqbody, num_scan_inputs=1)],
+        [f32("i", [2]), f32("x", [3, 2])], [f32("y", None), f32("z", None)], opset=11),
+        "scan output 0 ('o') is a sequence, not a tensor")
     compile_case("scan_num_scan_inputs_int_min", model(
         [helper.make_node("Scan", ["i", "x"], ["y", "z"], body=body, num_scan_inputs=-(1 << 31))],
         [f32("i", [2]), f32("x", [3, 2])], [f32("y", None), f32("z", None)], opset=11),
