@@ -261,24 +261,25 @@ static int64_t group_units(const Stmt *s) {
     return (hi - lo + step - 1) / step;
 }
 
-/* e with var replaced by the constant v. */
-static Expr *subst_expr(Program *p, Expr *e, int var, int64_t v) {
+/* e with every read of variable var a copy of `by`. */
+static Expr *replace_expr(Program *p, Expr *e, int var, const Expr *by) {
     if (!e) return e;
-    if (e->kind == E_VAR && e->var == var) return kx_index(p, v);
-    for (int i = 0; i < e->nargs; i++) e->args[i] = subst_expr(p, e->args[i], var, v);
+    if (e->kind == E_VAR && e->var == var) return kx_clone(p, by);
+    for (int i = 0; i < e->nargs; i++) e->args[i] = replace_expr(p, e->args[i], var, by);
     return e;
 }
 
-static void subst_stmts(Program *p, Stmt *s, int var, int64_t v) {
+/* The same in list s: loop bounds, values, conditions and store indices. */
+static void replace_var(Program *p, Stmt *s, int var, const Expr *by) {
     for (; s; s = s->next) {
-        s->lo = subst_expr(p, s->lo, var, v);
-        s->hi = subst_expr(p, s->hi, var, v);
-        s->val = subst_expr(p, s->val, var, v);
-        s->cond = subst_expr(p, s->cond, var, v);
-        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++) s->idx[i] = subst_expr(p, s->idx[i], var, v);
-        subst_stmts(p, s->body, var, v);
-        subst_stmts(p, s->then, var, v);
-        subst_stmts(p, s->els, var, v);
+        s->lo = replace_expr(p, s->lo, var, by);
+        s->hi = replace_expr(p, s->hi, var, by);
+        s->val = replace_expr(p, s->val, var, by);
+        s->cond = replace_expr(p, s->cond, var, by);
+        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++) s->idx[i] = replace_expr(p, s->idx[i], var, by);
+        replace_var(p, s->body, var, by);
+        replace_var(p, s->then, var, by);
+        replace_var(p, s->els, var, by);
     }
 }
 
@@ -313,7 +314,7 @@ static void inline_one_tiles(Program *p, Stmt **list) {
             at = &s->next;
             continue;
         }
-        subst_stmts(p, s->body, s->var, s->lo->i);
+        replace_var(p, s->body, s->var, kx_index(p, s->lo->i));
         Stmt *end = s->body;
         while (end->next) end = end->next;
         end->next = s->next;
@@ -349,31 +350,12 @@ static Stmt *pick_group(Program *p, Kernel *k, Stmt **deeper, int *ndeeper) {
  * a list of loops over the batch, one value each: no group to split there. Such loops over
  * one and the same value become one loop running the parts in order (their variables renamed
  * to its own), so that the group below it, the parts' loops side by side, can be split. */
-static void rename_expr(Expr *e, int from, int to) {
-    if (!e) return;
-    if (e->kind == E_VAR && e->var == from) e->var = to;
-    for (int i = 0; i < e->nargs; i++) rename_expr(e->args[i], from, to);
-}
-
-static void rename_stmts(Stmt *s, int from, int to) {
-    for (; s; s = s->next) {
-        rename_expr(s->lo, from, to);
-        rename_expr(s->hi, from, to);
-        rename_expr(s->val, from, to);
-        rename_expr(s->cond, from, to);
-        for (int i = 0; s->kind == S_STORE && i < s->buf->rank; i++) rename_expr(s->idx[i], from, to);
-        rename_stmts(s->body, from, to);
-        rename_stmts(s->then, from, to);
-        rename_stmts(s->els, from, to);
-    }
-}
-
 static bool one_trip(const Stmt *s, const Stmt *first) {
     return s->kind == S_LOOP && s->lo->kind == E_CONST && s->hi->kind == E_CONST && !s->hints &&
            s->hi->i - s->lo->i == 1 && s->lo->i == first->lo->i;
 }
 
-static void merge_one_trip_loops(Kernel *k) {
+static void merge_one_trip_loops(Program *p, Kernel *k) {
     Stmt *first = k->body;
     if (!first || !first->next) return;
     for (Stmt *s = first; s; s = s->next)
@@ -381,7 +363,7 @@ static void merge_one_trip_loops(Kernel *k) {
     Stmt **end = &first->body;
     while (*end) end = &(*end)->next;
     for (Stmt *s = first->next; s; s = s->next) {
-        rename_stmts(s->body, s->var, first->var);
+        replace_var(p, s->body, s->var, kx_var(p, first->var));
         *end = s->body;
         while (*end) end = &(*end)->next;
     }
@@ -506,7 +488,7 @@ static void parallelize_kernel(Program *p, Kernel *k) {
     int64_t macs, bytes = work_bytes(k), unused;
     kir_kernel_cost(k, &macs, &unused);
     if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
-    merge_one_trip_loops(k);
+    merge_one_trip_loops(p, k);
     Stmt *deeper[MAX_DEEPER];
     int ndeeper;
     Stmt *l = pick_group(p, k, deeper, &ndeeper);
