@@ -717,13 +717,11 @@ static void prefetch_ahead(Emitter *e, const Expr *x, Buf *b, Expr **idx, LLVMVa
     if (!e->k->prefetch_row || e->nprefetched > 1) return;
     int64_t bel = 1;
     for (int d = 1; d < b->rank; d++) bel *= b->dims[d];
-    LLVMValueRef o = kint(e->idx, 0);
-    for (int d = 1; d < b->rank; d++)
-        o = LLVMBuildAdd(e->B, LLVMBuildMul(e->B, o, kint(e->idx, (unsigned long long)b->dims[d]), ""),
-                         expr(e, idx[d], 0), "");
     LLVMValueRef rows = kint(e->idx, (unsigned long long)e->k->prefetch_rows);
     LLVMValueRef r = expr(e, e->k->prefetch_row, 0), blk = kint(e->idx, (unsigned long long)bel);
-    LLVMValueRef el = LLVMBuildMul(e->B, LLVMBuildAdd(e->B, expr(e, idx[0], 0), kint(e->idx, 1), ""), blk, "");
+    LLVMValueRef i0 = expr(e, idx[0], 0);
+    LLVMValueRef o = LLVMBuildNSWSub(e->B, linear_index(e, b, idx, 0), LLVMBuildNSWMul(e->B, i0, blk, ""), "");
+    LLVMValueRef el = LLVMBuildMul(e->B, LLVMBuildAdd(e->B, i0, kint(e->idx, 1), ""), blk, "");
     el = LLVMBuildAdd(e->B, el, LLVMBuildSDiv(e->B, LLVMBuildMul(e->B, r, blk, ""), rows, ""), "");
     el = LLVMBuildAdd(e->B, el, LLVMBuildSDiv(e->B, o, rows, ""), "");
     prefetch_line(e, LLVMBuildGEP2(e->B, be_mem_type(e, b->dtype), param_ptr(e, b), &el, 1, ""));
