@@ -494,17 +494,22 @@ void loop_vectorize_reduction(Program *p, Kernel *k, Stmt *l) {
     l->hints |= LH_VECTOR;
 }
 
-bool expr_lane_stride(const Expr *e, int var, int max) {
-    int64_t c = e->kind == E_LOAD && e->nargs ? expr_coef(e->args[e->nargs - 1], var) : 0;
+const Expr *expr_lane_load(const Expr *e, const Buf *b, int var, int max) {
+    if (!e) return NULL;
+    int64_t c = e->kind == E_LOAD && e->nargs && (!b || e->buf == b) ? expr_coef(e->args[e->nargs - 1], var) : 0;
     if (c != 0 && c >= -max && c <= max) {
         bool rest = false;
         for (int d = 0; d < e->nargs - 1; d++) rest |= expr_reads_var(e->args[d], var);
-        if (!rest && (max > 1 || c == 1)) return true;
+        if (!rest && (max > 1 || c == 1)) return e;
     }
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_lane_stride(e->args[i], var, max)) return true;
-    return false;
+    for (int i = 0; i < e->nargs; i++) {
+        const Expr *l = expr_lane_load(e->args[i], b, var, max);
+        if (l) return l;
+    }
+    return NULL;
 }
+
+bool expr_lane_stride(const Expr *e, int var, int max) { return expr_lane_load(e, NULL, var, max) != NULL; }
 
 void loop_overlap(Program *p, Kernel *k, Stmt *l, int64_t n) {
     if (!const_loop(l) || l->step != 1 || n < 0) die("overlap of loop i%d by %lld", l->var, (long long)n);

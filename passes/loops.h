@@ -47,6 +47,8 @@ bool lanes_ok(Program *p, const Kernel *k, const Stmt *l);
  * 1), and whose other indices do not read var. max 1: consecutive elements; the backend loads
  * strides up to 4 as whole vectors and a shuffle (STRIDE_LOADS), larger ones gather. */
 bool expr_lane_stride(const Expr *e, int var, int max);
+/* The first such load in e (of buffer b only, unless b is NULL), or NULL. */
+const Expr *expr_lane_load(const Expr *e, const Buf *b, int var, int max);
 enum { STRIDE_LOADS = 4 };
 /* If l is a reduction loop (LH_REDUCTION, constant bounds, step 1) whose body is register sets
  * that kir_reduction_form accepts, the size in bytes of its widest accumulator (at least 4

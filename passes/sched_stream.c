@@ -32,22 +32,6 @@ enum {
                                        was as good on the chain, 512 B too little */
 };
 
-/* A load in e of b contiguous along vector variable v (lane stride 1 in its last index, the
- * other indices free of v), or NULL. */
-static const Expr *unit_load(const Expr *e, const Buf *b, int v) {
-    if (!e) return NULL;
-    if (e->kind == E_LOAD && e->buf == b && e->nargs && expr_coef(e->args[e->nargs - 1], v) == 1) {
-        bool rest = false;
-        for (int d = 0; d < e->nargs - 1; d++) rest |= expr_reads_var(e->args[d], v);
-        if (!rest) return e;
-    }
-    for (int i = 0; i < e->nargs; i++) {
-        const Expr *l = unit_load(e->args[i], b, v);
-        if (l) return l;
-    }
-    return NULL;
-}
-
 enum { MAX_PATH = 32 };
 
 /* The first load of b as whole vectors (along vector loop variable v, -1 outside one) inside
@@ -64,7 +48,7 @@ static const Expr *streamed(const Stmt *s, const Buf *b, int v, bool in_red, con
             l = streamed(s->then, b, v, in_red, path, n);
             if (!l) l = streamed(s->els, b, v, in_red, path, n);
         } else if (in_red && v >= 0) {
-            l = unit_load(s->val, b, v);
+            l = expr_lane_load(s->val, b, v, 1);
         }
         if (l) return l;
     }
@@ -118,8 +102,8 @@ static int64_t model_constants(const Program *p) {
     return n;
 }
 
-void stream_weights(Program *p, Kernel *k) {
-    if (p->vector_bytes < 32 || k->dead || k->kclass != KC_CONTRACTION) return;
+static void stream_kernel(Program *p, Kernel *k, int64_t model_bytes) {
+    if (k->dead || k->kclass != KC_CONTRACTION) return;
     Buf *w = NULL;
     for (int i = 0; i < k->nparams; i++) {
         Buf *b = k->params[i];
@@ -128,7 +112,7 @@ void stream_weights(Program *p, Kernel *k) {
     if (!w || kir_nbytes(w) < STREAM_MIN_BYTES) return;
     int64_t macs, bytes;
     kir_kernel_cost(k, &macs, &bytes);
-    if (macs < STREAM_MIN_REUSE * (int64_t)kir_numel(w) || model_constants(p) <= STREAM_MODEL_BYTES) return;
+    if (macs < STREAM_MIN_REUSE * (int64_t)kir_numel(w) || model_bytes <= STREAM_MODEL_BYTES) return;
     const Stmt *path[MAX_PATH];
     int n = 0;
     const Expr *ld = streamed(k->body, w, -1, false, path, &n);
@@ -137,4 +121,10 @@ void stream_weights(Program *p, Kernel *k) {
     k->prefetch_ahead = STREAM_AHEAD;
     spread_rows(p, k, path, n, ld);
     sched_note(p, k, "prefetch(%%%s,%d%s)", w->name, STREAM_AHEAD, k->prefetch_row ? ",rows" : "");
+}
+
+void stream_weights(Program *p) {
+    if (p->vector_bytes < 32) return;
+    int64_t bytes = model_constants(p);
+    for (int i = 0; i < p->nkernels; i++) stream_kernel(p, p->kernels[i], bytes);
 }

@@ -4,8 +4,9 @@
 #define ONNXCC_SCHED_STREAM_H
 #include "../ir/kir.h"
 
-/* After k's schedule: if its largest constant is big enough to come from memory each run and
- * is loaded as whole vectors in its reductions, k->prefetch names it (the backend prefetches
- * ahead of those loads). Hosts only (vectors of 32 bytes or more). */
-void stream_weights(Program *p, Kernel *k);
+/* After the kernels' schedules: in each contraction whose largest constant is big enough to
+ * come from memory each run and is loaded as whole vectors in its reductions, k->prefetch
+ * names it (the backend prefetches ahead of those loads). Hosts only (vectors of 32 bytes or
+ * more). */
+void stream_weights(Program *p);
 #endif

@@ -160,12 +160,12 @@ static bool layout_type(const Kernel *k, DType t) {
            (k->kclass == KC_CONTRACTION && (t == DT_UINT8 || t == DT_INT8 || t == DT_UINT16));
 }
 
-/* The weights of a convolution nest of rank r: w[m, c, t...] of rank r, or in an integer
- * contraction the dot4 words w4[m, k4] of a matrix product (passes/ops/conv.c), rank 2,
- * with vectors (the channel-last layouts; without them scalar_tile packs those words). */
 /* Conv weights in the cm layout [C, taps..., M] of a single tap (a 1x1 conv). */
 static bool one_tap(const Buf *w) { return w->rank >= 3 && kir_numel(w) == w->dims[0] * w->dims[w->rank - 1]; }
 
+/* The weights of a convolution nest of rank r: w[m, c, t...] of rank r, or in an integer
+ * contraction the dot4 words w4[m, k4] of a matrix product (passes/ops/conv.c), rank 2,
+ * with vectors (the channel-last layouts; without them scalar_tile packs those words). */
 static bool conv_weights(const Program *p, const Kernel *k, const Buf *w, int r) {
     return w->rank == r || (p->vector_bytes >= 16 && int_acc_size(k) > 0 && w->rank == 2);
 }
@@ -1163,6 +1163,13 @@ static void grow_nhwc(Program *p, const bool *user, char *state, Buf **work, int
     }
 }
 
+/* A contraction of at least WIDTH_TAPS multiply-adds per output element (its innermost
+ * parallel loop's reductions): a scattered store per output vector (16 lanes to as many
+ * pages) is small next to its WIDTH_TAPS FMAs or more. */
+static bool long_reduction(Kernel *k) {
+    return k->kclass == KC_CONTRACTION && reduction_trips(innermost_parallel(k)->body) >= WIDTH_TAPS;
+}
+
 /* Makes NHWC the temporaries that depthwise convs read or write, then those that wide convs
  * (wide_conv) read or write, and from there, through the kernels touching them, their
  * neighbours (a MobileNet block's expansion input, projection output and residual), as long
@@ -1174,13 +1181,6 @@ static void grow_nhwc(Program *p, const bool *user, char *state, Buf **work, int
  * downsamples from 30-40% to 50-60%; rough). All decided on the program as lowered, then all
  * permuted; a channel-wise kernel gets both sides permuted or neither. Only with vectors of
  * 16 bytes or more: without them a depthwise conv gains nothing from channels side by side. */
-/* A contraction of at least WIDTH_TAPS multiply-adds per output element (its innermost
- * parallel loop's reductions): a scattered store per output vector (16 lanes to as many
- * pages) is small next to its WIDTH_TAPS FMAs or more. */
-static bool long_reduction(Kernel *k) {
-    return k->kclass == KC_CONTRACTION && reduction_trips(innermost_parallel(k)->body) >= WIDTH_TAPS;
-}
-
 static void channel_last_layouts(Program *p) {
     static const int nhwc[4] = {0, 2, 3, 1};
     if (p->vector_bytes < 16) return;
@@ -2413,7 +2413,6 @@ void schedule(Program *p) {
                 strip_list(p, pad, &pad->body);
                 i++;
             }
-            stream_weights(p, k);
         }
         store_order(p, k);
         concat_order(p, k);
@@ -2421,6 +2420,7 @@ void schedule(Program *p) {
         if (k->kclass != KC_CONTRACTION && size_first(p, k)) coalesce_nest(p, k);
         strip_list(p, k, &k->body);
     }
+    stream_weights(p);
     for (int i = 0; i < p->nkernels && !p->fp_strict; i++)
         if (!p->kernels[i]->dead) vector_reductions(p, p->kernels[i], p->kernels[i]->body);
 }
