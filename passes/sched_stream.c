@@ -27,7 +27,16 @@ enum {
                                        prefetches, its LSTM 143 -> 212 */
     STREAM_MIN_REUSE = 2,           /* multiply-adds per weight: a matrix-vector product reads
                                        each weight once, at a load and a prefetch per FMA */
-    STREAM_MIN_BYTES = 256 << 10,   /* ResNet-18's 128-channel 3x3 convs (295 KB) gain 6-12% */
+    STREAM_MAX_REUSE = 400,         /* and at most this many: a block's first pass from memory
+                                       takes ~24 / reuse of its FMA time (4 B at 12.7 GB/s
+                                       against `reuse` multiply-adds at ~70% of the peak), which
+                                       beyond ~400 is less than the prefetches cost in the rows
+                                       that find the block in the L2. VGG-16's 3x3 convs, one
+                                       thread, with against without: on 56x56 maps (3136) 3-7%
+                                       slower, on 28x28 (784) 0-5% slower, on 14x14 (196)
+                                       13-15% faster; a chain of 256 -> 256 convs on 56x56,
+                                       NHWC: 24.3 -> 22.9 ms a conv (onnxruntime 21.4) */
+    STREAM_MIN_BYTES = 256 << 10,   /* a 64-channel 3x3 conv's 147 KB: no gain */
     STREAM_AHEAD = 8 << 10,         /* 2, 8 and 32 KB ahead were within noise of each other; 4 KB
                                        was as good on the chain, 512 B too little */
 };
@@ -112,7 +121,9 @@ static void stream_kernel(Program *p, Kernel *k, int64_t model_bytes) {
     if (!w || kir_nbytes(w) < STREAM_MIN_BYTES) return;
     int64_t macs, bytes;
     kir_kernel_cost(k, &macs, &bytes);
-    if (macs < STREAM_MIN_REUSE * (int64_t)kir_numel(w) || model_bytes <= STREAM_MODEL_BYTES) return;
+    if (macs < STREAM_MIN_REUSE * (int64_t)kir_numel(w) || macs > STREAM_MAX_REUSE * (int64_t)kir_numel(w) ||
+        model_bytes <= STREAM_MODEL_BYTES)
+        return;
     const Stmt *path[MAX_PATH];
     int n = 0;
     const Expr *ld = streamed(k->body, w, -1, false, path, &n);
