@@ -15,7 +15,9 @@
  * -> 24.7-25.2 ms, its layer4 convs 2.6-2.9 -> 2.0-2.1 ms. In the rows that read the block
  * from the L2 the prefetches find their lines there and cost a load slot each, one per 64
  * bytes of weights; kernels whose constants fit the L2 many times over (a 64-channel 3x3
- * conv's 147 KB: no gain) or that have few output channels per weight read do not take them.
+ * conv's 147 KB: no gain), that have few output channels per weight read, or whose rows
+ * reuse each block so often that its first pass is a small share of the time (a 3x3 conv on
+ * a 28x28 map or larger) do not take them.
  * Only for targets with caches and vectors of 32 bytes or more: a microcontroller has no
  * cache to prefetch into. */
 #include "sched_stream.h"
