@@ -1798,18 +1798,23 @@ static int64_t list_divisor(const Stmt *s, int v) {
     return d;
 }
 
-/* Returns D, 0 if no loop was split. Only a D that is a multiple of `multiple`: with the
- * lanes, before conv_layout, so that a group's channels fill whole vectors along the
- * channels (ResNeXt-50's 32 channels a group on a 7x7 map, AVX-512: 2% of the FMA peak
- * along the width, ~80% so, onnxcc bench on a loaded Zen 5; 16 a group on 14x14, 15 -> 37%);
- * fewer channels a group keep the width vectors. */
-static int64_t group_split(Program *p, Kernel *k, int64_t multiple) {
+/* Returns D, 0 if no loop was split. Only a D of at least `least` that is a multiple of
+ * `multiple`: with the lanes, before conv_layout, so that a group's channels fill whole
+ * vectors along the channels (ResNeXt-50's 32 channels a group on a 7x7 map, AVX-512: 2% of
+ * the FMA peak along the width, ~80% so, onnxcc bench on a loaded Zen 5; 16 a group on
+ * 14x14, 15 -> 37%); then, with 16 lanes, more than a vector in whole half vectors (24, 40
+ * channels a group: a vector and a half-vector rest), which the width vectors had run at
+ * 17-37% of the FMA peak (RegNetX-1.6GF's 24 a group, 8 outputs jammed on 12-lane width
+ * vectors; with the split 46-65%, the model 37.6 -> 30.1 ms against onnxruntime's 37.9;
+ * the AVX2 level of a default object took these as 3 vectors of 8 already); fewer channels
+ * a group keep the width vectors. */
+static int64_t group_split(Program *p, Kernel *k, int64_t multiple, int64_t least) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
     for (int i = 0; i < r; i++) {
         Stmt *l = *nest[i];
         int64_t d = list_divisor(l->body, l->var);
-        if (d > 1 && d % multiple == 0 && l->lo->i == 0 && trips(l) > d && trips(l) % d == 0 &&
+        if (d >= least && d % multiple == 0 && l->lo->i == 0 && trips(l) > d && trips(l) % d == 0 &&
             iterations_independent(p, k, l)) {
             loop_split(p, k, nest[i], d);
             simplify_divisions(p, k);
@@ -2383,7 +2388,8 @@ void schedule(Program *p) {
                 if (!channelwise_layout(p, k, &narrow)) {
                     /* groups of whole vectors of channels: split first, each group then
                      * laid out and blocked as a dense conv (conv_nest passes the groups) */
-                    group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k)) : 0;
+                    group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k), 2) : 0;
+                    if (!group && lanes(p, k) >= 16) group = group_split(p, k, lanes(p, k) / 2, lanes(p, k) + 1);
                     pad = conv_pad(p, k, group);
                     cmw = conv_layout(p, k, group);
                     if (cmw && (pad || (!p->fp_strict && !one_tap(cmw))))
@@ -2395,7 +2401,7 @@ void schedule(Program *p) {
                 if (!cmw && defer && !group && !pad) coalesce_pixels(p, k), defer = false;
                 if (!cmw) pack_panels(p, k);    /* conv_layout chose the weights' layout */
             }
-            if (!cmw && !group && kernel_independent(k)) group_split(p, k, 1);
+            if (!cmw && !group && kernel_independent(k)) group_split(p, k, 1, 2);
             if (!few_macs(p, k, macs)) {
                 pick_loops(k->body, lanes(p, k) >= 2);
                 if (cb) conv_pixel_tile(p, k, cb);

@@ -104,7 +104,13 @@ cases=[('s2_2d',[1,3,17,20],[16,3,3,3],[2,2],[1,1],[1,1,1,1],1),
        ('grp4_m16_d2',[1,64,10,10],[64,16,3,3],[1,1],[2,2],[2,2,2,2],1,4),
        # narrow groups and odd channel counts: 8 (ResNeXt's layer2) and 4 channels a group
        ('grp5_m8_c8',[1,40,7,9],[40,8,3,3],[1,1],[1,1],[1,1,1,1],1,5),
-       ('grp3_m4_c4',[1,12,5,7],[12,4,3,3],[1,1],[1,1],[1,1,1,1],0,3)]
+       ('grp3_m4_c4',[1,12,5,7],[12,4,3,3],[1,1],[1,1],[1,1,1,1],0,3),
+       # more than a vector a group in whole half vectors (AVX-512: 24 and 40 channels, a
+       # vector and a half-vector rest; RegNetX-1.6GF's 24): padded on a 14x14 map, strided on
+       # an odd one, and Cg != Mg
+       ('grp4_m24_c24',[1,96,14,14],[96,24,3,3],[1,1],[1,1],[1,1,1,1],1,4),
+       ('grp3_m24_s2',[1,72,15,13],[72,24,3,3],[2,2],[1,1],[1,1,1,1],1,3),
+       ('grp2_m40_c16',[1,32,9,11],[80,16,3,3],[1,1],[1,1],[1,1,1,1],0,2)]
 def gref(x,w,b,s,d,pb,pe,g):
     cg,mg=x.shape[1]//g,w.shape[0]//g
     return np.concatenate([ref(x[:,i*cg:(i+1)*cg],w[i*mg:(i+1)*mg],b[i*mg:(i+1)*mg],s,d,pb,pe) for i in range(g)],axis=1)
