@@ -1367,7 +1367,9 @@ static Buf *conv_layout(Program *p, Kernel *k, int64_t group) {
 /* Is some load in e of a buffer other than w indexed last by variable v (x[.., c]: an
  * input read channel-last)? */
 static bool loads_last(const Expr *e, const Buf *w, int v) {
-    if (e->kind == E_LOAD && e->buf != w && e->nargs && is_var(e->args[e->nargs - 1], v)) return true;
+    if (e->kind == E_LOAD && e->buf != w && e->nargs &&
+        (is_var(e->args[e->nargs - 1], v) || expr_coef(e->args[e->nargs - 1], v) == 1))
+        return true;
     for (int i = 0; i < e->nargs; i++)
         if (loads_last(e->args[i], w, v)) return true;
     return false;
@@ -1385,11 +1387,15 @@ static bool loads_last(const Expr *e, const Buf *w, int v) {
  * the same way; a 1x1 has nothing to sink). Those unpadded convs, Xeon, one thread, in the
  * models: InceptionV3's Conv2d_4a (80 -> 192, 3x3 on 73x73) 8.74 -> 8.18 ms (79% of the FMA
  * peak, as onnxruntime's NCHWc kernel), Mixed_6a's 288 -> 384 3x3 stride 2 4.94 -> 4.19 ms,
- * Conv2d_2a 2.65 -> 2.48; ConvNeXt-T's 2x2 stride-2 downsamples 5-10% faster. Returns
- * whether done, for conv_tiles. */
+ * Conv2d_2a 2.65 -> 2.48; ConvNeXt-T's 2x2 stride-2 downsamples 5-10% faster. So too in
+ * each group of a grouped conv split by whole vectors (conv_nest passes the group loop; the
+ * input reads the channel as group + c): ResNeXt-50's stride-2 layer3.0 conv2 (16 channels a
+ * group, 512 in all, so pixels 4 KiB apart, every tap of a row in one L1 set) 807 -> 334 us,
+ * 15 -> 35% of the FMA peak; the model ~2% faster, ResNeXt-101 32x8d 5-12%, RegNetY-400MF
+ * and RegNetX-1.6GF within 1%. Returns whether done, for conv_tiles. */
 static bool sink_channels(Program *p, Kernel *k, const Buf *w) {
     Stmt **nest[MAX_RANK + 1];
-    int r = parallel_nest(k, nest);
+    int r = conv_nest(k, nest);
     if (r < 1 || !w) return false;
     Stmt *c = (*nest[r - 1])->body;
     while (c && !(c->kind == S_LOOP && (c->hints & LH_REDUCTION))) c = c->next;
