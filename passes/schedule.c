@@ -1606,7 +1606,14 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t g
  * block_list (nest n, h, w, m after conv_layout): its rows and columns coalesced into one
  * loop over the pixels, so that block_list's MR-pixel tiles run along the whole map, not
  * each row apart: a 13x13 map is 28 tiles of 6 and one pixel, not 13 rows of 6 + 6 + 1,
- * whose 1-pixel rests fed one FMA per weight vector loaded. */
+ * whose 1-pixel rests fed one FMA per weight vector loaded.
+ * Coalesced pixels are a view of the output, so pad_in_place cannot have such a conv write a
+ * padded copy's interior: ResNet-50's 1x1s before each 3x3 keep their copies (Pad kernels of
+ * 14-157 us, ~0.55 ms of 56 on one thread, AVX-512). Tried: rows kept apart where a dense
+ * padded conv reads the output and the extra tiles' weight bytes (each tile streams all the
+ * weights) stay under 4x the output's bytes (its 56x56 1x1s only): the copies went, but the
+ * 1x1s ran 0-35 us slower each and the model did not move (min of 4 interleaved runs, 1 and
+ * 2 threads: within 0.1%); at 28x28 and 14x14 the convs lost more than the copies cost. */
 static void coalesce_channel_last(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
