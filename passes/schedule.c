@@ -1612,7 +1612,14 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t g
  * block_list (nest n, h, w, m after conv_layout): its rows and columns coalesced into one
  * loop over the pixels, so that block_list's MR-pixel tiles run along the whole map, not
  * each row apart: a 13x13 map is 28 tiles of 6 and one pixel, not 13 rows of 6 + 6 + 1,
- * whose 1-pixel rests fed one FMA per weight vector loaded. */
+ * whose 1-pixel rests fed one FMA per weight vector loaded.
+ * Coalesced pixels are a view of the output, so pad_in_place cannot have such a conv write a
+ * padded copy's interior: ResNet-50's 1x1s before each 3x3 keep their copies (Pad kernels of
+ * 14-157 us, ~0.55 ms of 56 on one thread, AVX-512). Tried: rows kept apart where a dense
+ * padded conv reads the output and the extra tiles' weight bytes (each tile streams all the
+ * weights) stay under 4x the output's bytes (its 56x56 1x1s only): the copies went, but the
+ * 1x1s ran 0-35 us slower each and the model did not move (min of 4 interleaved runs, 1 and
+ * 2 threads: within 0.1%); at 28x28 and 14x14 the convs lost more than the copies cost. */
 static void coalesce_channel_last(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
@@ -2055,7 +2062,15 @@ static TileChoice tuned_tile(Program *p, Kernel *k, const TileSpace *sp, TileCho
 }
 
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
- * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big. */
+ * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big.
+ * Measured and not taken (ResNet-50, AVX-512, one thread, per kernel, 3 interleaved runs):
+ * 12 pixels by 2 vectors instead of 6 x 4 on the channel-last 1x1s with 256 or more input
+ * and 512 or more output channels (weights packed t32 to match; each weight vector then
+ * feeds 12 FMAs, half the bytes per FMA streamed from the L2) ran layer3's 256 -> 1024 on
+ * 14x14 5-12% faster and the stride-2 256 -> 512 ~5%, but the model did not move: layer3's
+ * 3x3s, unchanged, ran 4-7% slower in the same builds (cause not found). On 56x56 with 64
+ * output channels it ran 25-37% slower, on 12 x 2 everywhere the model 1-4% slower; 8 x 3
+ * with any packing, 14 x 2 and 4 x 6 slower still. */
 static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
         int f = (int)MIN(scalar_rows(p, k, trips(inner)), trips(l));
