@@ -476,6 +476,64 @@ static int64_t plan(Program *p, Kernel *k, Stmt *l, int64_t macs, int64_t bytes,
     return tasks;
 }
 
+/* ---- tiles of channels turned inside the columns they run over ----
+ * HiFi-GAN's 1-D convs over 16 channels and 4096 columns are a list of a border column, a
+ * loop over 2 tiles of 6 channels and one of 4, each holding the loop over the column tiles
+ * and its rest, and a last border column. Cut on the union of those ranges, the first task
+ * got every channel tile (two_thread_share: one thread ran all), so the kernel stayed whole:
+ * half of hifigan's one-thread time was in such kernels, and its two-thread run was no
+ * faster than one thread. Here, when the group would stay whole, each loop T of it over a
+ * few tiles whose body is loops only becomes loops over the columns: T { C; R } becomes
+ * C { T { C's body } } (the two are perfectly nested after distribution, C's bounds constant,
+ * so the interchange is legal for output loops) and, for a rest R that redoes values C
+ * already stored (LH_REDO, a rest grown back into a whole tile), a one-trip loop at R's first
+ * value holding T { R }: the cuts, on the step grid of C, then never part R from C's last
+ * tile, so the two stores of one element stay in one task. The weights of such a conv are
+ * a few KB, which every column tile reads from L1 either way. */
+static bool tile_over_loops(const Stmt *t) {
+    if (t->kind != S_LOOP || t->lo->kind != E_CONST || t->hi->kind != E_CONST || t->step <= 0 ||
+        t->hints != LH_TILE || !t->body || t->body->kind != S_LOOP || (t->body->hints & ~LH_TILE))
+        return false;
+    for (const Stmt *c = t->body; c; c = c->next)
+        if (c->kind != S_LOOP || c->lo->kind != E_CONST || c->hi->kind != E_CONST || c->step <= 0 ||
+            (c->hints & ~(LH_TILE | LH_REDO)))
+            return false;
+    return true;
+}
+
+/* The group's list with its tiles turned (NULL: none can be). Builds new statements; the old
+ * list stays as it was. */
+static Stmt *turn_tiles(Program *p, Kernel *k, const Stmt *l) {
+    Stmt *head = NULL, **end = &head;
+    bool any = false;
+    for (const Stmt *t = l; t; t = t->next) {
+        if (!tile_over_loops(t)) {
+            Stmt *c = ks_clone(p, t);
+            c->next = NULL;
+            *end = c, end = &c->next;
+            continue;
+        }
+        any = true;
+        for (const Stmt *c = t->body; c; c = c->next) {
+            Stmt *inner = ks_clone(p, c);
+            inner->next = NULL;
+            Stmt *tt = ks_loop(p, t->var, t->lo->i, t->hi->i, t->step, NULL);
+            tt->hints = t->hints;
+            Stmt *outer;
+            if (!(c->hints & LH_REDO)) {
+                tt->body = inner->body;         /* T { C's body } inside C */
+                inner->body = tt;
+                outer = inner;
+            } else {
+                tt->body = inner;               /* one trip at R's first value, T { R } */
+                outer = ks_loop(p, k->nvars++, c->lo->i, c->lo->i + 1, 1, tt);
+            }
+            *end = outer, end = &outer->next;
+        }
+    }
+    return any ? head : NULL;
+}
+
 static void parallelize_kernel(Program *p, Kernel *k) {
     if (k->dead || k->ctl) return;
     bool generic = k->kclass == KC_GENERIC;
@@ -515,6 +573,14 @@ static void parallelize_kernel(Program *p, Kernel *k) {
         double sh;
         int64_t n = plan(p, k, deeper[i], macs, bytes, cuts, &sh);
         if (n >= 2 && n >= tasks && sh < share - 0.03 && macs / n >= 3 * weights) l = deeper[i], tasks = n, share = sh;
+    }
+    if ((tasks < 2 || share > 0.8) && !generic && macs > 0) {
+        Stmt **at = &k->body;
+        while (*at && *at != l) at = &(*at)->body;
+        Stmt *turned = *at ? turn_tiles(p, k, l) : NULL;
+        double sh = 1;
+        int64_t n = turned && group_size(turned) ? plan(p, k, turned, macs, bytes, cuts, &sh) : 0;
+        if (n >= 2 && sh <= 0.6) *at = turned, l = turned, tasks = n, share = sh;
     }
     if (tasks < 2 || share > 0.8) return;
     l->tasks = tasks;
