@@ -501,6 +501,87 @@ static bool tile_over_loops(const Stmt *t) {
     return true;
 }
 
+/* Whether the multiply-adds (the values set inside reduction loops) load a non-constant buffer
+ * (the activations, not the weights) at an index that uses variable var. */
+static bool uses_var(const Expr *e, int var) {
+    if (!e) return false;
+    if (e->kind == E_VAR && e->var == var) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_var(e->args[i], var)) return true;
+    return false;
+}
+
+static bool loads_by(const Expr *e, int var) {
+    if (!e) return false;
+    if (e->kind == E_LOAD && kir_root(e->buf)->kind != B_CONST)
+        for (int i = 0; i < e->nargs; i++)
+            if (uses_var(e->args[i], var)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_by(e->args[i], var)) return true;
+    return false;
+}
+
+/* An activation load at an index of var plus the variable of a reduction loop around it
+ * (red[v], v < n): a conv's tap along var. */
+static bool loads_tap(const Expr *e, int var, const bool *red, int n) {
+    if (!e) return false;
+    if (e->kind == E_LOAD && kir_root(e->buf)->kind != B_CONST)
+        for (int i = 0; i < e->nargs; i++)
+            for (int v = 0; v < n && uses_var(e->args[i], var); v++)
+                if (red[v] && uses_var(e->args[i], v)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_tap(e->args[i], var, red, n)) return true;
+    return false;
+}
+
+static bool reduction_loads_by(const Stmt *s, int var, bool in_red) {
+    for (; s; s = s->next) {
+        if (in_red && loads_by(s->val, var)) return true;
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        if (reduction_loads_by(s->body, var, red) || reduction_loads_by(s->then, var, red) ||
+            reduction_loads_by(s->els, var, red))
+            return true;
+    }
+    return false;
+}
+
+static bool tap_along(const Stmt *s, int var, bool *red, int n) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SET && loads_tap(s->val, var, red, n)) return true;
+        bool r = s->kind == S_LOOP && (s->hints & LH_REDUCTION) && s->var < n;
+        if (r) red[s->var] = true;
+        bool f = tap_along(s->body, var, red, n) || tap_along(s->then, var, red, n) || tap_along(s->els, var, red, n);
+        if (r) red[s->var] = false;
+        if (f) return true;
+    }
+    return false;
+}
+
+/* Turning pays even where the tiles share well when each of the group's tiles runs over
+ * output channels (its variable indexes no activation the multiply-adds read: every task of
+ * such a split reads the whole input, which the other core wrote half of) and the loops it
+ * holds run over the activation's columns (a task then reads its own columns and a halo,
+ * those it wrote in the kernel before): a 1-D conv, its column tiles holding the vector loop
+ * (a 2-D conv's tiles hold rows, each holding the column tiles: not changed here, that is
+ * every CNN's split and was not measured), with taps along the columns. Not 1x1 convs over
+ * flattened pixels or ConvTranspose phases of one tap: turned, FPN's 64-channel lateral 1x1
+ * conv over 4096 pixels ran 124 -> 135-142 us at one thread and its head's ConvTranspose
+ * phase 54 -> 60 us (the loop order is NAME_run's too). A 1x1 conv over channel-last pixels is the other way
+ * round (its tiles run over pixels) and is left alone. hifigan at two threads, its 64- and
+ * 32-channel 1-D convs split by columns too: 1086 -> 861 us, ups_5's convs 79-88 -> 52-55 us
+ * each. */
+static bool turn_pays(Program *p, const Kernel *k, const Stmt *l) {
+    bool any = false, *red = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+    for (const Stmt *t = l; t; t = t->next) {
+        if (!tile_over_loops(t)) continue;
+        if (reduction_loads_by(t->body, t->var, false) || !reduction_loads_by(t->body, t->body->var, false) ||
+            !t->body->body || !(t->body->body->hints & LH_VECTOR) || !tap_along(t->body, t->body->var, red, k->nvars))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
 /* The group's list with its tiles turned (NULL: none can be). Builds new statements; the old
  * list stays as it was. */
 static Stmt *turn_tiles(Program *p, Kernel *k, const Stmt *l) {
@@ -574,7 +655,7 @@ static void parallelize_kernel(Program *p, Kernel *k) {
         int64_t n = plan(p, k, deeper[i], macs, bytes, cuts, &sh);
         if (n >= 2 && n >= tasks && sh < share - 0.03 && macs / n >= 3 * weights) l = deeper[i], tasks = n, share = sh;
     }
-    if ((tasks < 2 || share > 0.8) && !generic && macs > 0) {
+    if ((tasks < 2 || share > 0.8 || turn_pays(p, k, l)) && !generic && macs > 0) {
         Stmt **at = &k->body;
         while (*at && *at != l) at = &(*at)->body;
         Stmt *turned = *at ? turn_tiles(p, k, l) : NULL;
