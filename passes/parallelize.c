@@ -476,27 +476,167 @@ static int64_t plan(Program *p, Kernel *k, Stmt *l, int64_t macs, int64_t bytes,
     return tasks;
 }
 
-static void parallelize_kernel(Program *p, Kernel *k) {
-    if (k->dead || k->ctl) return;
+/* ---- tiles of channels turned inside the columns they run over ----
+ * HiFi-GAN's 1-D convs over 16 channels and 4096 columns are a list of a border column, a
+ * loop over 2 tiles of 6 channels and one of 4, each holding the loop over the column tiles
+ * and its rest, and a last border column. Cut on the union of those ranges, the first task
+ * got every channel tile (two_thread_share: one thread ran all), so the kernel stayed whole:
+ * half of hifigan's one-thread time was in such kernels, and its two-thread run was no
+ * faster than one thread. Here, when the group would stay whole, each loop T of it over a
+ * few tiles whose body is loops only becomes loops over the columns: T { C; R } becomes
+ * C { T { C's body } } (the two are perfectly nested after distribution, C's bounds constant,
+ * so the interchange is legal for output loops) and, for a rest R that redoes values C
+ * already stored (LH_REDO, a rest grown back into a whole tile), a one-trip loop at R's first
+ * value holding T { R }: the cuts, on the step grid of C, then never part R from C's last
+ * tile, so the two stores of one element stay in one task. The weights of such a conv are
+ * a few KB, which every column tile reads from L1 either way. */
+static bool tile_over_loops(const Stmt *t) {
+    if (t->kind != S_LOOP || t->lo->kind != E_CONST || t->hi->kind != E_CONST || t->step <= 0 ||
+        t->hints != LH_TILE || !t->body || t->body->kind != S_LOOP || (t->body->hints & ~LH_TILE))
+        return false;
+    for (const Stmt *c = t->body; c; c = c->next)
+        if (c->kind != S_LOOP || c->lo->kind != E_CONST || c->hi->kind != E_CONST || c->step <= 0 ||
+            (c->hints & ~(LH_TILE | LH_REDO)))
+            return false;
+    return true;
+}
+
+/* Whether the multiply-adds (the values set inside reduction loops) load a non-constant buffer
+ * (the activations, not the weights) at an index that uses variable var. */
+static bool uses_var(const Expr *e, int var) {
+    if (!e) return false;
+    if (e->kind == E_VAR && e->var == var) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_var(e->args[i], var)) return true;
+    return false;
+}
+
+static bool loads_by(const Expr *e, int var) {
+    if (!e) return false;
+    if (e->kind == E_LOAD && kir_root(e->buf)->kind != B_CONST)
+        for (int i = 0; i < e->nargs; i++)
+            if (uses_var(e->args[i], var)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_by(e->args[i], var)) return true;
+    return false;
+}
+
+/* An activation load at an index of var plus the variable of a reduction loop around it
+ * (red[v], v < n): a conv's tap along var. */
+static bool loads_tap(const Expr *e, int var, const bool *red, int n) {
+    if (!e) return false;
+    if (e->kind == E_LOAD && kir_root(e->buf)->kind != B_CONST)
+        for (int i = 0; i < e->nargs; i++)
+            for (int v = 0; v < n && uses_var(e->args[i], var); v++)
+                if (red[v] && uses_var(e->args[i], v)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_tap(e->args[i], var, red, n)) return true;
+    return false;
+}
+
+static bool reduction_loads_by(const Stmt *s, int var, bool in_red) {
+    for (; s; s = s->next) {
+        if (in_red && loads_by(s->val, var)) return true;
+        bool red = in_red || (s->kind == S_LOOP && (s->hints & LH_REDUCTION));
+        if (reduction_loads_by(s->body, var, red) || reduction_loads_by(s->then, var, red) ||
+            reduction_loads_by(s->els, var, red))
+            return true;
+    }
+    return false;
+}
+
+static bool tap_along(const Stmt *s, int var, bool *red, int n) {
+    for (; s; s = s->next) {
+        if (s->kind == S_SET && loads_tap(s->val, var, red, n)) return true;
+        bool r = s->kind == S_LOOP && (s->hints & LH_REDUCTION) && s->var < n;
+        if (r) red[s->var] = true;
+        bool f = tap_along(s->body, var, red, n) || tap_along(s->then, var, red, n) || tap_along(s->els, var, red, n);
+        if (r) red[s->var] = false;
+        if (f) return true;
+    }
+    return false;
+}
+
+/* Turning pays even where the tiles share well when each of the group's tiles runs over
+ * output channels (its variable indexes no activation the multiply-adds read: every task of
+ * such a split reads the whole input, which the other core wrote half of) and the loops it
+ * holds run over the activation's columns (a task then reads its own columns and a halo,
+ * those it wrote in the kernel before): a 1-D conv, its column tiles holding the vector loop
+ * (a 2-D conv's tiles hold rows, each holding the column tiles: not changed here, that is
+ * every CNN's split and was not measured), with taps along the columns. Not 1x1 convs over
+ * flattened pixels or ConvTranspose phases of one tap: turned, FPN's 64-channel lateral 1x1
+ * conv over 4096 pixels ran 124 -> 135-142 us at one thread and its head's ConvTranspose
+ * phase 54 -> 60 us (the loop order is NAME_run's too). A 1x1 conv over channel-last pixels is the other way
+ * round (its tiles run over pixels) and is left alone. hifigan at two threads, its 64- and
+ * 32-channel 1-D convs split by columns too: 1086 -> 861 us, ups_5's convs 79-88 -> 52-55 us
+ * each. */
+static bool turn_pays(Program *p, const Kernel *k, const Stmt *l) {
+    bool any = false, *red = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+    for (const Stmt *t = l; t; t = t->next) {
+        if (!tile_over_loops(t)) continue;
+        if (reduction_loads_by(t->body, t->var, false) || !reduction_loads_by(t->body, t->body->var, false) ||
+            !t->body->body || !(t->body->body->hints & LH_VECTOR) || !tap_along(t->body, t->body->var, red, k->nvars))
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* The group's list with its tiles turned (NULL: none can be). Builds new statements; the old
+ * list stays as it was. */
+static Stmt *turn_tiles(Program *p, Kernel *k, const Stmt *l) {
+    Stmt *head = NULL, **end = &head;
+    bool any = false;
+    for (const Stmt *t = l; t; t = t->next) {
+        if (!tile_over_loops(t)) {
+            Stmt *c = ks_clone(p, t);
+            c->next = NULL;
+            *end = c, end = &c->next;
+            continue;
+        }
+        any = true;
+        for (const Stmt *c = t->body; c; c = c->next) {
+            Stmt *inner = ks_clone(p, c);
+            inner->next = NULL;
+            Stmt *tt = ks_loop(p, t->var, t->lo->i, t->hi->i, t->step, NULL);
+            tt->hints = t->hints;
+            Stmt *outer;
+            if (!(c->hints & LH_REDO)) {
+                tt->body = inner->body;         /* T { C's body } inside C */
+                inner->body = tt;
+                outer = inner;
+            } else {
+                tt->body = inner;               /* one trip at R's first value, T { R } */
+                outer = ks_loop(p, k->nvars++, c->lo->i, c->lo->i + 1, 1, tt);
+            }
+            *end = outer, end = &outer->next;
+        }
+    }
+    return any ? head : NULL;
+}
+
+static bool parallelize_kernel(Program *p, Kernel *k) {
+    bool was_turned = false;
+    if (k->dead || k->ctl) return false;
     bool generic = k->kclass == KC_GENERIC;
-    if (k->kclass != KC_ELEMENTWISE && k->kclass != KC_CONTRACTION && k->kclass != KC_COPY && !generic) return;
+    if (k->kclass != KC_ELEMENTWISE && k->kclass != KC_CONTRACTION && k->kclass != KC_COPY && !generic) return false;
     /* a 4-bit output is stored a nibble at a time, by reading and writing back its byte:
      * two threads at the two halves of one byte would lose one (kir.h, Buf.nibbles) */
     for (int i = 0; i < k->nparams; i++)
-        if ((k->modes[i] & KP_OUT) && kir_root(k->params[i])->nibbles) return;
+        if ((k->modes[i] & KP_OUT) && kir_root(k->params[i])->nibbles) return false;
     /* the work: multiply-accumulates, or bytes moved (work_bytes) */
     int64_t macs, bytes = work_bytes(k), unused;
     kir_kernel_cost(k, &macs, &unused);
-    if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return;
+    if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return false;
     merge_one_trip_loops(p, k);
     Stmt *deeper[MAX_DEEPER];
     int ndeeper;
     Stmt *l = pick_group(p, k, deeper, &ndeeper);
-    if (!l) return;
+    if (!l) return false;
     if (generic) align_parts(p, l);
     bool *st = ARENA_ARRAY(p->arena, bool, p->nbufs + 1);
     stored_roots(k->body, st);
-    if (stmt_loads(k->body, st)) return;
+    if (stmt_loads(k->body, st)) return false;
     int64_t *cuts = ARENA_ARRAY(p->arena, int64_t, MAX_TASKS + 1);
     double share = 1;
     int64_t tasks = plan(p, k, l, macs, bytes, cuts, &share);
@@ -516,13 +656,22 @@ static void parallelize_kernel(Program *p, Kernel *k) {
         int64_t n = plan(p, k, deeper[i], macs, bytes, cuts, &sh);
         if (n >= 2 && n >= tasks && sh < share - 0.03 && macs / n >= 3 * weights) l = deeper[i], tasks = n, share = sh;
     }
-    if (tasks < 2 || share > 0.8) return;
+    if ((tasks < 2 || share > 0.8 || turn_pays(p, k, l)) && !generic && macs > 0) {
+        Stmt **at = &k->body;
+        while (*at && *at != l) at = &(*at)->body;
+        Stmt *turned = *at ? turn_tiles(p, k, l) : NULL;
+        double sh = 1;
+        int64_t n = turned && group_size(turned) ? plan(p, k, turned, macs, bytes, cuts, &sh) : 0;
+        if (n >= 2 && sh <= 0.6) *at = turned, l = turned, tasks = n, share = sh, was_turned = true;
+    }
+    if (tasks < 2 || share > 0.8) return false;
     l->tasks = tasks;
     kir_parallel_cuts(l, cuts);
     for (Stmt *s = l; s; s = s->next) {
         s->hints |= LH_PARALLEL;
         s->tasks = tasks;
     }
+    return was_turned;
 }
 
 /* The work of the whole program, as parallelize_kernel counts a kernel's. */
@@ -581,11 +730,58 @@ static void unsplit_between_serial(Program *p) {
     }
 }
 
+/* ---- a data kernel between turned convs: split over columns too ----
+ * HiFi-GAN's LeakyRelus between its 1-D convs, split over channels while the convs around them
+ * are split over columns (turn_pays), read half their input from the other core and send half
+ * their output back: at two threads 10-14 us each, against 7-9 at one. An elementwise or copy
+ * kernel whose group is one loop over channels holding one tile loop over the columns (which
+ * holds the vector loop) has the two swapped when the writer of its input or the next reader
+ * of its output was turned, if the columns then share as well. hifigan at two threads
+ * 710-770 -> 692-699 us (three interleaved rounds), the 1-D model wave 1652-1657 -> 1648-1661
+ * (noise); no bench model else has a turned kernel. */
+static void columns_beside_turned(Program *p, const bool *turned) {
+    for (int i = 0; i < p->nkernels; i++) {
+        Kernel *k = p->kernels[i];
+        if (!split(k) || (k->kclass != KC_ELEMENTWISE && k->kclass != KC_COPY)) continue;
+        Stmt **at = &k->body;
+        while (*at && !((*at)->hints & LH_PARALLEL)) at = &(*at)->body;
+        Stmt *g = *at, *c = g ? g->body : NULL;
+        if (!g || g->next || g->hints != LH_PARALLEL || !c || c->next || c->kind != S_LOOP || c->hints != LH_TILE ||
+            c->lo->kind != E_CONST || c->hi->kind != E_CONST || !c->body || !(c->body->hints & LH_VECTOR))
+            continue;
+        bool near = false;
+        for (int a = 0; a < k->nparams && !near; a++) {
+            const Buf *r = kir_root(k->params[a]);
+            bool out = k->modes[a] & KP_OUT;
+            for (int j = out ? i + 1 : i - 1; j >= 0 && j < p->nkernels; j += out ? 1 : -1) {
+                const Kernel *o = p->kernels[j];
+                if (o->dead || !touches(o, r, !out)) continue;
+                near = turned[j];
+                break;
+            }
+        }
+        if (!near) continue;
+        Stmt *inner = ks_loop(p, g->var, g->lo->i, g->hi->i, g->step, c->body);
+        Stmt *outer = ks_loop(p, c->var, c->lo->i, c->hi->i, c->step, inner);
+        outer->hints = LH_TILE;
+        int64_t *cuts = ARENA_ARRAY(p->arena, int64_t, MAX_TASKS + 1);
+        double sh = 1;
+        int64_t n = plan(p, k, outer, 0, work_bytes(k), cuts, &sh);
+        if (n < 2 || sh > 0.6) continue;
+        outer->tasks = n;
+        kir_parallel_cuts(outer, cuts);
+        outer->hints |= LH_PARALLEL;
+        *at = outer;
+    }
+}
+
 void parallelize(Program *p) {
     if (p->vector_bytes < 16) return;       /* a microcontroller: no threads */
     int64_t macs, bytes;
     program_work(p, &macs, &bytes);
     if (macs < MIN_PROGRAM_MACS && bytes < MIN_PROGRAM_BYTES && !p->split_all) return;
-    for (int i = 0; i < p->nkernels; i++) parallelize_kernel(p, p->kernels[i]);
+    bool *turned = ARENA_ARRAY(p->arena, bool, p->nkernels + 1);
+    for (int i = 0; i < p->nkernels; i++) turned[i] = parallelize_kernel(p, p->kernels[i]);
+    columns_beside_turned(p, turned);
     if (!p->split_all) unsplit_between_serial(p);
 }
