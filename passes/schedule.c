@@ -375,10 +375,12 @@ static bool out_index(const Expr *e, int v) {
     return e->kind == E_BIN && e->op == K_MUL && is_var(e->args[0], v) && e->args[1]->kind == E_CONST;
 }
 
-/* A constant operand that can be re-laid out: whole (not a view), not written here. */
+/* A constant operand that can be re-laid out, not written here: a constant or a view of one
+ * (the same bytes in another shape, as a ConvTranspose lowered to a vector-matrix product reads
+ * its weights), which pack_const reads through its root. */
 static bool packable(const Kernel *k, const Buf *b) {
     for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == b) return b->kind == B_CONST && !b->alias && k->modes[i] == KP_IN;
+        if (k->params[i] == b) return b->kind == B_CONST && kir_root((Buf *)b)->kind == B_CONST && k->modes[i] == KP_IN;
     return false;
 }
 
