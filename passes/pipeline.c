@@ -32,7 +32,7 @@ const Pass passes[] = {
     {"lower", 0, PASS_LOWER, {.lower = lower}, "graph IR -> kernel IR (passes/ops/)"},
     {"fuse", 1, PASS_KERNEL, {.kernel = fuse}, "elementwise consumers into producers"},
     {"schedule", 2, PASS_KERNEL, {.kernel = schedule}, "loop primitives per kernel class and target"},
-    {"pad_in_place", 1, PASS_KERNEL, {.kernel = pad_in_place}, "padded copies written in place by their input's writer"},
+    {"pad_in_place", 1, PASS_KERNEL, {.kernel = pad_in_place}, "padded copies and Concats written in place by their inputs' writers"},
     {"parallelize", 0, PASS_KERNEL, {.kernel = parallelize}, "large kernels' outer loops into tasks for NAME_run_par"},
     {"bufferize", 0, PASS_KERNEL, {.kernel = bufferize}, "arena offsets of the temporaries"},
 };

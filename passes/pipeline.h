@@ -92,7 +92,7 @@ Program *lower(Graph *g, const Options *o);
 /* Kernel passes. */
 void fuse(Program *p);              /* elementwise consumers into their producer's loop nest */
 void schedule(Program *p);          /* loop primitives for the target: vectors, register blocks */
-void pad_in_place(Program *p);      /* a padded copy's input written into its interior */
+void pad_in_place(Program *p);      /* a padded copy's or a Concat's inputs written into place */
 void parallelize(Program *p);        /* outer loops of large kernels into tasks (threads) */
 void bufferize(Program *p);         /* liveness-based arena offsets, in-place reuse */
 
