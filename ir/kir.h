@@ -309,6 +309,8 @@ typedef struct Program {
     bool profile;                   /* --profile: run() times each kernel (backend/emit.c) */
     bool tsan;                      /* --sanitize-thread (tests): ThreadSanitizer's checks in the code */
     bool split_all;                 /* --split-all (tests): parallelize ignores the work thresholds */
+    bool banded;                    /* lowered under --max-arena's budget, where band_rows may have
+                                       cut the graph in row bands (pad_in_place) */
     bool ram_first;                 /* --max-arena found the default arena too big: lowering trades
                                        time for RAM (x4_max) */
     int64_t x4_max;                 /* ram_first: an int8 conv whose im2col words would be larger than

@@ -205,6 +205,7 @@ Program *lower(Graph *g, const Options *o) {
     p->ubs = o && o->ubs;
     p->split_all = o && o->split_all;
     p->ram_first = o && o->ram_first;
+    p->banded = o && o->max_arena > 0;
     p->x4_max = o && o->ram_first ? o->x4_max : INT64_MAX;
     p->tuning = o ? o->tuning : NULL;
     p->tune_target = o && o->tune_target ? o->tune_target : "?";

@@ -49,7 +49,7 @@ typedef struct PadCopy {
     int64_t before[MAX_RANK];
     Part parts[MAX_PARTS];
     int nparts;
-    bool have_fill, ok;
+    bool have_fill, ok, concat;
     const Expr *fill;
 } PadCopy;
 
@@ -126,7 +126,7 @@ static bool part_fits(const Buf *xp, const Part *pt) {
 }
 
 /* Whether c is a padded copy or a Concat (above); fills pc's parts. */
-static bool pad_copy(Kernel *c, PadCopy *pc) {
+static bool pad_copy(const Program *p, Kernel *c, PadCopy *pc) {
     memset(pc, 0, sizeof *pc);
     bool pad = !strcmp(c->ops, "Pad"), concat = !strcmp(c->ops, "Concat");
     if (c->ctl || c->kclass != KC_COPY || !(pad || concat) || c->nparams < 2) return false;
@@ -136,9 +136,17 @@ static bool pad_copy(Kernel *c, PadCopy *pc) {
     Buf *xp = pc->xp;
     if (nout != 1 || xp->kind != B_TEMP || xp->alias || xp->string || xp->nibbles) return false;
     pc->ok = true;
+    pc->concat = concat;
     match_stmts(pc, c->body);
     if (!pc->ok || !pc->nparts || (pad && (pc->nparts != 1 || c->nparams != 2)) || (concat && pc->have_fill))
         return false;
+    /* in a program cut in row bands (Program.banded), a Concat along the last dim only
+     * (channels of NHWC maps): a join along the rows (band_rows' carried rows and new band of
+     * a ring buffer) would keep the joined map live from its first part's writer on, over the
+     * buffers the bands were cut to keep small */
+    for (int j = 0; j < pc->nparts && concat && p->banded; j++)
+        for (int d = 0; d < xp->rank - 1; d++)
+            if (pc->parts[j].before[d]) return false;
     for (int j = 0; j < pc->nparts; j++) pc->parts[j].ok = part_fits(xp, &pc->parts[j]);
     return true;
 }
@@ -175,8 +183,11 @@ static bool touches_x(const Program *p, const Kernel *k, const Buf *x, ParamMode
 static bool elidable(const Program *p, int ci, const PadCopy *pc) {
     for (int i = 0; i < p->nbufs; i++) {
         const Buf *b = p->bufs[i];
-        /* (views of xp are read after the copy as before: its memory is the same) */
-        if ((b->alias == pc->x && !view_shifts(pc, b)) || b->dims_of == pc->x || b->dims_of == pc->xp) return false;
+        /* views of a Concat's output are read after it as before (the same memory); a padded
+         * copy with views is left alone (band_rows' carried rows) */
+        if ((b->alias == pc->x && !view_shifts(pc, b)) || (b->alias == pc->xp && !pc->concat) ||
+            b->dims_of == pc->x || b->dims_of == pc->xp)
+            return false;
         if (b->alias && b->alias->alias == pc->x) return false;     /* a view of a view */
     }
     int first = -1, last = -1, writers = 0;
@@ -306,7 +317,7 @@ void pad_in_place(Program *p) {
     for (int ci = 0; ci < p->nkernels; ci++) {
         Kernel *c = p->kernels[ci];
         PadCopy pc;
-        if (!pad_copy(c, &pc)) continue;
+        if (!pad_copy(p, c, &pc)) continue;
         /* which parts go, all decided on the program before any moves (a moved part's
          * writer then writes xp before the copy, which elidable would refuse for the next) */
         int moved = 0;
