@@ -367,6 +367,9 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
     int last = oi->max_in == OP_INF ? n->nin : oi->min_in;
     for (int i = first; i < n->nin && i < last; i++)
         if (!n->in[i] && missing < 0) missing = i;
+    int missing_out = -1;           /* the required outputs: the first min_out */
+    for (int i = 0; i < n->nout && i < oi->min_out; i++)
+        if (!n->out[i] && missing_out < 0) missing_out = i;
     if (n->opset < oi->since)
         error(where, "unsupported operator %s (domain '%s'): opset %d is older than %d",
               n->op_type, n->domain, n->opset, oi->since);
@@ -378,6 +381,8 @@ static void check_supported(Parser *p, Node *n, bool attrs_ok) {
               n->domain, n->nout);
     else if (missing >= 0)
         error(where, "input %d is required but its name is empty", missing);
+    else if (missing_out >= 0)
+        error(where, "output %d is required but its name is empty", missing_out);
     /* graphs only where an op reads them (passes/ops/control.c, sequence.c): another op's would
      * never be inferred, and ONNX's checker refuses an attribute the schema does not name */
     bool takes = n->op == OP_If || n->op == OP_Loop || n->op == OP_Scan || n->op == OP_SequenceMap;

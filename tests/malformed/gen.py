@@ -148,6 +148,9 @@ def operands():
                                        [f32("y", None)], [w]), "input 0")
     compile_case("matmul_empty_a", model([helper.make_node("MatMul", ["", "x"], ["y"])],
                                          [f32("x", [2, 2])], [f32("y", None)]), "input 0")
+    # a required output without a name (the fuzzer's Dropout: a null value, once a crash)
+    compile_case("dropout_empty_output", model([helper.make_node("Dropout", ["x"], ["", "m"])],
+                                               [f32("x", [2, 2])], [f32("m", None)]), "output 0")
     compile_case("gemm_empty_b", model([helper.make_node("Gemm", ["x", ""], ["y"])],
                                        [f32("x", [2, 2])], [f32("y", None)]), "inputs")
     compile_case("input_elem_type_0", model([helper.make_node("Relu", ["x"], ["y"])],
