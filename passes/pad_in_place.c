@@ -27,9 +27,13 @@
  * above is written by its writer into its region of the output, and the Concat keeps the
  * stores of the others (none left: the kernel is dropped). SqueezeNet's fire modules, Inception
  * and GoogLeNet blocks concatenate conv outputs this way: their Concat kernels ran at 20-40
- * GB/s, 7% of SqueezeNet 1.0's time on one thread. A value concatenated more than once
- * (DenseNet's features, read by every later layer's Concat) goes in place into the first; the
- * later Concats copy it from there. */
+ * GB/s, 7% of SqueezeNet 1.0's time on one thread. A value read by several Concats goes in
+ * place into the first; the later ones copy it from there (DenseNet's Concats are fused with
+ * the BatchNormalization and Relu after them, generic kernels this pass leaves alone). A
+ * writer storing through a view of x that keeps the last dim (a 1x1 conv's coalesced pixels)
+ * stores through a view of the output (view_shifts). Views of a Concat's output are read
+ * after it as before. In a program cut in row bands only Concats along the last dim go
+ * (pad_copy). */
 #include <string.h>
 
 #include "loops.h"
