@@ -303,6 +303,11 @@ void infer_loop(Graph *g, Node *n) {
     }
     for (int i = 0; i < nc; i++) {
         Value *in = b->inputs[2 + i], *out = b->outputs[1 + i];
+        if (!in->kind && out->kind) {
+            error(ir_where(g, n), "loop-carried value '%s' enters the body as a tensor and leaves it as a %s",
+                  in->name, out->kind == VK_SEQ ? "sequence" : "optional");
+            return;
+        }
         if (!same_type(in, out)) {
             error(ir_where(g, n), "loop-carried value '%s' enters the body as %s and leaves it as %s "
                   "(its shape must not change between iterations)", in->name, type_str(g, in), type_str(g, out));
@@ -318,6 +323,11 @@ void infer_loop(Graph *g, Node *n) {
     for (int k = 0; k < nscan; k++) {
         Value *o = n->out[nc + k], *s = b->outputs[1 + nc + k];
         if (!o) continue;
+        if (s->kind) {
+            error(ir_where(g, n), "scan output '%s' is a %s in the body; a scan output takes a tensor an iteration",
+                  o->name, s->kind == VK_SEQ ? "sequence" : "optional");
+            return;
+        }
         if (rows < 0 || (rows > MAX_SCAN_ROWS && ir_attr_int(n, "onnxcc.max_trip", -1) < 0)) {
             error(ir_where(g, n), "scan output '%s' has a row per iteration, and the trip count is %s; "
                   "give the largest number of iterations with --max-trip %s=N", o->name,
