@@ -757,14 +757,13 @@ static void pack_list(Program *p, Ranges *r, const Pack *pk, Stmt *s) {
 
 Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const PackDim *pd) {
     int64_t dims[MAX_RANK];
-    if (rank > MAX_RANK || b->kind != B_CONST || kir_root((Buf *)b)->kind != B_CONST) die("pack of %s", b->name);
+    if (rank > MAX_RANK || b->kind != B_CONST) die("pack of %s", b->name);    /* a view of one too */
     for (int d = 0; d < rank; d++) {
         int64_t n = b->dims[pd[d].src], B = pd[d].block;
         dims[d] = !B ? n : pd[d].inner ? B : (n + B - 1) / B;
     }
     Buf *nb = kir_buf_new(p, name, b->dtype, rank, dims, B_CONST);
-    const void *data = kir_root((Buf *)b)->data;     /* a view's bytes are its root's */
-    if (data) {          /* row by row of the last dim; positions past the end (padding) are 0 */
+    if (b->data) {          /* row by row of the last dim; positions past the end (padding) are 0 */
         size_t es = dtype_size(b->dtype);
         char *dst = arena_alloc(p->arena, kir_nbytes(nb));     /* zeroed */
         int64_t stride[MAX_RANK], pos[MAX_RANK] = {0}, rows = kir_numel(nb) / MAX(dims[rank - 1], 1);
@@ -786,7 +785,7 @@ Buf *pack_const(Program *p, const Buf *b, const char *name, int rank, const Pack
             int64_t n = 0;
             if (in && old[last->src] < b->dims[last->src])
                 n = MIN(dims[rank - 1], (b->dims[last->src] - old[last->src] + step - 1) / step);
-            const char *src = (const char *)data + (size_t)off * es;
+            const char *src = (const char *)b->data + (size_t)off * es;
             size_t jump = (size_t)(step * stride[last->src]) * es;
             if (jump == es) memcpy(out, src, (size_t)n * es);
             else if (es == 4) for (int64_t i = 0; i < n; i++) memcpy(out + i * 4, src + (size_t)i * jump, 4);

@@ -377,10 +377,10 @@ static bool out_index(const Expr *e, int v) {
 
 /* A constant operand that can be re-laid out, not written here: a constant or a view of one
  * (the same bytes in another shape, as a ConvTranspose lowered to a vector-matrix product reads
- * its weights), which pack_const reads through its root. */
+ * its weights; kir_view_new gives a view its root's kind and data). */
 static bool packable(const Kernel *k, const Buf *b) {
     for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == b) return b->kind == B_CONST && kir_root((Buf *)b)->kind == B_CONST && k->modes[i] == KP_IN;
+        if (k->params[i] == b) return b->kind == B_CONST && k->modes[i] == KP_IN;
     return false;
 }
 
