@@ -14,9 +14,9 @@
  *
  * Conditions, each kept simple rather than clever:
  *   - the copy: a KC_COPY kernel "Pad" with one input x and one output xp, temporaries of one
- *     dtype and rank, no views of x, every store to xp of a load of x at an offset that
- *     is the same for every store and is a padding (before >= 0, x fits inside xp), or of one
- *     constant;
+ *     dtype and rank, no views of either (but views of x that view_shifts maps into xp), every
+ *     store to xp of a load of x at an offset that is the same for every store and is a
+ *     padding (before >= 0, x fits inside xp), or of one constant;
  *   - one kernel writes x, before the copy (a copy of a copy is left alone: its input has
  *     two writers then, the first copy's border kernel and the interior's writer);
  *   - no control kernel (If, Loop, Scan) lies between the first and the last kernel that
@@ -49,8 +49,7 @@ typedef struct Part {
 } Part;
 
 typedef struct PadCopy {
-    Buf *x, *xp;                    /* x: the part being rewritten */
-    int64_t before[MAX_RANK];
+    Buf *xp;
     Part parts[MAX_PARTS];
     int nparts;
     bool have_fill, ok, concat;
@@ -165,17 +164,17 @@ static bool has_param(const Kernel *k, const Buf *b, ParamMode *m) {
  * dim only, x and xp alike in the other dims, and v keeps the last dim (a 1x1 conv's
  * coalesced pixels, [N, H*W, C] of NHWC [N, H, W, C]); then v[..., c] is xp's view of v's
  * leading dims at [..., c + offset]. */
-static bool view_shifts(const PadCopy *pc, const Buf *v) {
-    const Buf *x = pc->x, *xp = pc->xp;
+static bool view_shifts(const Buf *xp, const Part *pt, const Buf *v) {
+    const Buf *x = pt->x;
     int r = x->rank;
     if (v->alias != x || v->rank < 1 || v->dims[v->rank - 1] != x->dims[r - 1] || v->dims_of) return false;
     for (int d = 0; d < r - 1; d++)
-        if (pc->before[d] || x->dims[d] != xp->dims[d]) return false;
+        if (pt->before[d] || x->dims[d] != xp->dims[d]) return false;
     return true;
 }
 
 /* Kernel k's mode on x or on a view of it. */
-static bool touches_x(const Program *p, const Kernel *k, const Buf *x, ParamMode *m) {
+static bool touches_x(const Kernel *k, const Buf *x, ParamMode *m) {
     bool t = false;
     *m = 0;
     for (int i = 0; i < k->nparams; i++)
@@ -183,22 +182,23 @@ static bool touches_x(const Program *p, const Kernel *k, const Buf *x, ParamMode
     return t;
 }
 
-/* Whether the rewrite keeps every kernel's meaning (the conditions above). */
-static bool elidable(const Program *p, int ci, const PadCopy *pc) {
+/* Whether part pt can go in place keeping every kernel's meaning (the conditions above). */
+static bool elidable(const Program *p, int ci, const PadCopy *pc, const Part *pt) {
+    const Buf *x = pt->x;
     for (int i = 0; i < p->nbufs; i++) {
         const Buf *b = p->bufs[i];
         /* views of a Concat's output are read after it as before (the same memory); a padded
          * copy with views is left alone (band_rows' carried rows) */
-        if ((b->alias == pc->x && !view_shifts(pc, b)) || (b->alias == pc->xp && !pc->concat) ||
-            b->dims_of == pc->x || b->dims_of == pc->xp)
+        if ((b->alias == x && !view_shifts(pc->xp, pt, b)) || (b->alias == pc->xp && !pc->concat) ||
+            b->dims_of == x || b->dims_of == pc->xp)
             return false;
-        if (b->alias && b->alias->alias == pc->x) return false;     /* a view of a view */
+        if (b->alias && b->alias->alias == x) return false;     /* a view of a view */
     }
     int first = -1, last = -1, writers = 0;
     for (int ki = 0; ki < p->nkernels; ki++) {
         const Kernel *k = p->kernels[ki];
         ParamMode mx = 0, mp = 0;
-        bool tx = touches_x(p, k, pc->x, &mx), tp = has_param(k, pc->xp, &mp);
+        bool tx = touches_x(k, x, &mx), tp = has_param(k, pc->xp, &mp);
         if (!tx && !tp) continue;
         if (first < 0) first = ki;
         last = ki;
@@ -298,21 +298,21 @@ static void shift_kernels(Program *p, Kernel *c, const Shift *sh) {
     }
 }
 
-/* Part pc->x into its place in xp, its views (view_shifts) into views of xp. */
-static void part_to_place(Program *p, Kernel *c, const PadCopy *pc) {
-    int r = pc->x->rank, nb = p->nbufs;
+/* Part pt into its place in xp, its views (view_shifts) into views of xp. */
+static void part_to_place(Program *p, Kernel *c, Buf *xp, const Part *pt) {
+    int r = pt->x->rank, nb = p->nbufs;
     for (int i = 0; i < nb; i++) {
         Buf *v = p->bufs[i];
-        if (v->alias != pc->x) continue;
+        if (v->alias != pt->x) continue;
         int64_t dims[MAX_RANK];
         memcpy(dims, v->dims, sizeof dims);
-        dims[v->rank - 1] = pc->xp->dims[r - 1];
-        Shift sh = {v, kir_view_new(p, pc->xp, arena_printf(p->arena, "%s.in", v->name), v->rank, dims), {0}};
-        sh.before[v->rank - 1] = pc->before[r - 1];
+        dims[v->rank - 1] = xp->dims[r - 1];
+        Shift sh = {v, kir_view_new(p, xp, arena_printf(p->arena, "%s.in", v->name), v->rank, dims), {0}};
+        sh.before[v->rank - 1] = pt->before[r - 1];
         shift_kernels(p, c, &sh);
     }
-    Shift sh = {pc->x, pc->xp, {0}};
-    memcpy(sh.before, pc->before, sizeof sh.before);
+    Shift sh = {pt->x, xp, {0}};
+    memcpy(sh.before, pt->before, sizeof sh.before);
     shift_kernels(p, c, &sh);
 }
 
@@ -325,19 +325,11 @@ void pad_in_place(Program *p) {
         /* which parts go, all decided on the program before any moves (a moved part's
          * writer then writes xp before the copy, which elidable would refuse for the next) */
         int moved = 0;
-        for (int j = 0; j < pc.nparts; j++) {
-            pc.x = pc.parts[j].x;
-            memcpy(pc.before, pc.parts[j].before, sizeof pc.before);
-            pc.parts[j].in_place = pc.parts[j].ok && elidable(p, ci, &pc);
-            moved += pc.parts[j].in_place;
-        }
+        for (int j = 0; j < pc.nparts; j++)
+            moved += pc.parts[j].in_place = pc.parts[j].ok && elidable(p, ci, &pc, &pc.parts[j]);
         if (!moved) continue;
-        for (int j = 0; j < pc.nparts; j++) {
-            if (!pc.parts[j].in_place) continue;
-            pc.x = pc.parts[j].x;
-            memcpy(pc.before, pc.parts[j].before, sizeof pc.before);
-            part_to_place(p, c, &pc);
-        }
+        for (int j = 0; j < pc.nparts; j++)
+            if (pc.parts[j].in_place) part_to_place(p, c, pc.xp, &pc.parts[j]);
         c->body = border_only(c->body, &pc);
         for (int i = c->nparams - 1; i >= 0; i--)
             if (c->modes[i] == KP_IN && part_in_place(&pc, c->params[i])) drop_param(c, i);
