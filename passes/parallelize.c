@@ -36,6 +36,7 @@
  * there. */
 #include <string.h>
 
+#include "loops.h"
 #include "pipeline.h"
 
 enum {
@@ -503,19 +504,11 @@ static bool tile_over_loops(const Stmt *t) {
 
 /* Whether the multiply-adds (the values set inside reduction loops) load a non-constant buffer
  * (the activations, not the weights) at an index that uses variable var. */
-static bool uses_var(const Expr *e, int var) {
-    if (!e) return false;
-    if (e->kind == E_VAR && e->var == var) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (uses_var(e->args[i], var)) return true;
-    return false;
-}
-
 static bool loads_by(const Expr *e, int var) {
     if (!e) return false;
     if (e->kind == E_LOAD && kir_root(e->buf)->kind != B_CONST)
         for (int i = 0; i < e->nargs; i++)
-            if (uses_var(e->args[i], var)) return true;
+            if (expr_reads_var(e->args[i], var)) return true;
     for (int i = 0; i < e->nargs; i++)
         if (loads_by(e->args[i], var)) return true;
     return false;
@@ -527,8 +520,8 @@ static bool loads_tap(const Expr *e, int var, const bool *red, int n) {
     if (!e) return false;
     if (e->kind == E_LOAD && kir_root(e->buf)->kind != B_CONST)
         for (int i = 0; i < e->nargs; i++)
-            for (int v = 0; v < n && uses_var(e->args[i], var); v++)
-                if (red[v] && uses_var(e->args[i], v)) return true;
+            for (int v = 0; v < n && expr_reads_var(e->args[i], var); v++)
+                if (red[v] && expr_reads_var(e->args[i], v)) return true;
     for (int i = 0; i < e->nargs; i++)
         if (loads_tap(e->args[i], var, red, n)) return true;
     return false;
@@ -696,6 +689,17 @@ static bool touches(const Kernel *k, const Buf *r, bool out) {
 
 static bool split(const Kernel *k) { return !k->dead && !k->ctl && kir_parallel_loop(k); }
 
+/* The kernel next to kernel i through its parameter a: the last writer before it of an input,
+ * the first reader after it of an output; -1 if none (a program input or output). */
+static int neighbour(const Program *p, int i, int a) {
+    const Kernel *k = p->kernels[i];
+    const Buf *r = kir_root(k->params[a]);
+    bool out = k->modes[a] & KP_OUT;
+    for (int j = out ? i + 1 : i - 1; j >= 0 && j < p->nkernels; j += out ? 1 : -1)
+        if (!p->kernels[j]->dead && touches(p->kernels[j], r, !out)) return j;
+    return -1;
+}
+
 /* ---- a small data kernel between two serial ones stays serial ----
  * Split from MIN_BYTES, a 0.5 MB LeakyRelu between two kernels that run on one thread sends
  * half its input to the other core and half its output back: HiFi-GAN's ran 7 -> 15 us at two
@@ -711,16 +715,9 @@ static void unsplit_between_serial(Program *p) {
         if (macs > 0 || work_bytes(k) >= 4 * MIN_BYTES) continue;
         bool near_split = false, near = false;
         for (int a = 0; a < k->nparams && !near_split; a++) {
-            const Buf *r = kir_root(k->params[a]);
-            bool out = k->modes[a] & KP_OUT;
-            /* the writer before (an input) or the next reader after (an output) */
-            for (int j = out ? i + 1 : i - 1; j >= 0 && j < p->nkernels; j += out ? 1 : -1) {
-                const Kernel *o = p->kernels[j];
-                if (o->dead || !touches(o, r, !out)) continue;
-                near = true;
-                near_split = split(o);
-                break;
-            }
+            int j = neighbour(p, i, a);
+            near |= j >= 0;
+            near_split = j >= 0 && split(p->kernels[j]);
         }
         if (near_split || !near) continue;
         for (Stmt *s = (Stmt *)kir_parallel_loop(k); s; s = s->next) {
@@ -751,14 +748,8 @@ static void columns_beside_turned(Program *p, const bool *turned) {
             continue;
         bool near = false;
         for (int a = 0; a < k->nparams && !near; a++) {
-            const Buf *r = kir_root(k->params[a]);
-            bool out = k->modes[a] & KP_OUT;
-            for (int j = out ? i + 1 : i - 1; j >= 0 && j < p->nkernels; j += out ? 1 : -1) {
-                const Kernel *o = p->kernels[j];
-                if (o->dead || !touches(o, r, !out)) continue;
-                near = turned[j];
-                break;
-            }
+            int j = neighbour(p, i, a);
+            near = j >= 0 && turned[j];
         }
         if (!near) continue;
         Stmt *inner = ks_loop(p, g->var, g->lo->i, g->hi->i, g->step, c->body);
