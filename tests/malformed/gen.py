@@ -151,6 +151,19 @@ def operands():
     # a required output without a name (the fuzzer's Dropout: a null value, once a crash)
     compile_case("dropout_empty_output", model([helper.make_node("Dropout", ["x"], ["", "m"])],
                                                [f32("x", [2, 2])], [f32("m", None)]), "output 0")
+    # a Loop body that makes a sequence of a loop-carried tensor, or of a scan output (the
+    # fuzzer's; once an internal error at lowering)
+    i64 = TensorProto.INT64
+    for name, carried, pattern in (("loop_carried_to_sequence", True, "leaves it as a sequence"),
+                                   ("loop_scan_output_sequence", False, "is a sequence in the body")):
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["cond"], ["cond_out"]),
+             helper.make_node("SequenceConstruct", ["c_in" if carried else "i"], ["s"])],
+            "body", [f32("i", [], i64), f32("cond", [], TensorProto.BOOL)] + ([f32("c_in", [], i64)] if carried else []),
+            [f32("cond_out", [], TensorProto.BOOL), f32("s", [], i64)])
+        loop = helper.make_node("Loop", ["n", "", "c0"] if carried else ["n", ""], ["y"], body=body)
+        compile_case(name, model([loop], [], [f32("y", None, i64)], [const("n", np.int64(3)), const("c0", np.int64(0))]),
+                     pattern)
     compile_case("gemm_empty_b", model([helper.make_node("Gemm", ["x", ""], ["y"])],
                                        [f32("x", [2, 2])], [f32("y", None)]), "inputs")
     compile_case("input_elem_type_0", model([helper.make_node("Relu", ["x"], ["y"])],
