@@ -121,16 +121,22 @@ static void canon_softmax(Graph *g, Node *n) {
 }
 
 /* Inference ignores the ratio: a Dropout whose training_mode is absent or a constant false
- * keeps only its data input. Otherwise (training mode, possibly chosen at run time) it keeps
- * ratio and training_mode (passes/ops/shape.c: lower_dropout). A Constant that feeds
- * training_mode has already been turned into data: it comes earlier in the node order. */
+ * keeps only its data input. So does one whose ratio is a constant 0, in training mode too:
+ * every uniform number in [0, 1) is >= 0, so each element is kept, scaled by 1 / (1 - 0), and
+ * the mask is all true, as in inference (torchvision's Swin-T exports its attention dropouts
+ * as training_mode true, ratio 0: 24 kernels drawing Philox numbers, 5% of its run).
+ * Otherwise (training mode, possibly chosen at run time) it keeps ratio and training_mode
+ * (passes/ops/shape.c: lower_dropout). A Constant that feeds training_mode or ratio has
+ * already been turned into data: it comes earlier in the node order. */
 static void canon_dropout(Graph *g, Node *n) {
-    Value *train = n->nin > 2 ? n->in[2] : NULL;
+    Value *ratio = n->nin > 1 ? n->in[1] : NULL, *train = n->nin > 2 ? n->in[2] : NULL;
     if (train && (train->dtype != DT_BOOL || ir_numel(train) != 1)) {
         error(ir_where(g, n), "training_mode must be a single bool");
         return;
     }
-    if (train && (!train->data || *(const uint8_t *)train->data)) return;
+    bool keep_all = ratio && ratio->data && ir_numel(ratio) == 1 && dtype_is_float(ratio->dtype) &&
+                    ir_const_float(ratio, 0) == 0.0;
+    if (train && (!train->data || *(const uint8_t *)train->data) && !keep_all) return;
     n->nin = 1;
 }
 

@@ -65,14 +65,18 @@ def infer_reshape():
 
 def simplify_identity():
     # Both in the middle: one that writes a graph output must stay (the output keeps its name).
-    # A Pad whose pads are all zero copies its input: gone too.
+    # A Pad whose pads are all zero copies its input: gone too. A training-mode Dropout of
+    # ratio 0 keeps every element (as Swin-T's attention dropouts): gone; of ratio 0.5, kept.
     nodes = [helper.make_node("Identity", ["x"], ["a"], "identity"),
              helper.make_node("Relu", ["a"], ["b"], "relu"),
              helper.make_node("Dropout", ["b"], ["c"], "dropout"),
              helper.make_node("Pad", ["c", "zeros"], ["d"], "pad"),
-             helper.make_node("Exp", ["d"], ["y"], "exp")]
+             helper.make_node("Dropout", ["d", "ratio0", "train"], ["e", "m"], "dropout_train_ratio0"),
+             helper.make_node("Dropout", ["e", "ratio5", "train"], ["f"], "dropout_train"),
+             helper.make_node("Exp", ["f"], ["y"], "exp")]
     return model("simplify_identity", nodes, [vi("x", [2, 3])], [vi("y", [2, 3])],
-                 [const("zeros", [0, 0, 0, 0], np.int64)])
+                 [const("zeros", [0, 0, 0, 0], np.int64), const("ratio0", 0.0), const("ratio5", 0.5),
+                  const("train", True, np.bool_)])
 
 
 def fuse_batchnorm():
