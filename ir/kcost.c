@@ -81,18 +81,10 @@ static int64_t expr_macs(const Expr *e) {
     return n;
 }
 
-static bool reads_var(const Expr *e, int var) {
-    if (!e) return false;
-    if (e->kind == E_VAR && e->var == var) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (reads_var(e->args[i], var)) return true;
-    return false;
-}
-
 /* Whether a loop bound inside the list s depends on variable var. */
 static bool bounds_read(const Stmt *s, int var) {
     for (; s; s = s->next) {
-        if (s->kind == S_LOOP && (reads_var(s->lo, var) || reads_var(s->hi, var) || bounds_read(s->body, var)))
+        if (s->kind == S_LOOP && (expr_reads_var(s->lo, var) || expr_reads_var(s->hi, var) || bounds_read(s->body, var)))
             return true;
         if (s->kind == S_IF && (bounds_read(s->then, var) || bounds_read(s->els, var))) return true;
     }

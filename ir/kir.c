@@ -461,6 +461,14 @@ void kir_parallel_cuts(const Stmt *first, int64_t *cuts) {
     for (int64_t t = 0; t <= n; t++) cuts[t] = t == n ? hi : grid_below(first, lo + (hi - lo) * t / n);
 }
 
+bool expr_reads_var(const Expr *e, int var) {
+    if (!e) return false;
+    if (e->kind == E_VAR && e->var == var) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads_var(e->args[i], var)) return true;
+    return false;
+}
+
 bool kx_equal(const Expr *a, const Expr *b) {
     if (a->kind != b->kind || a->op != b->op || a->type != b->type || a->f != b->f || a->i != b->i ||
         a->var != b->var || a->buf != b->buf || a->nargs != b->nargs)

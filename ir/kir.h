@@ -396,6 +396,7 @@ Expr *kx_and(Program *p, Expr *a, Expr *b);
 
 Expr *kx_clone(Program *p, const Expr *e);
 bool kx_equal(const Expr *a, const Expr *b);    /* the same tree: same operators, operands, buffers */
+bool expr_reads_var(const Expr *e, int var);   /* does e (may be NULL) read loop variable var? */
 Stmt *ks_clone(Program *p, const Stmt *s);
 
 /* ---- text form, verifier, interpreter ---- */

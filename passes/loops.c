@@ -19,13 +19,6 @@ void sched_note(Program *p, Kernel *k, const char *fmt, ...) {
 }
 
 /* ---- small queries ---- */
-bool expr_reads_var(const Expr *e, int var) {
-    if (e->kind == E_VAR && e->var == var) return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_reads_var(e->args[i], var)) return true;
-    return false;
-}
-
 static bool expr_reads_scalar(const Expr *e) {
     if (e->kind == E_SCALAR) return true;
     for (int i = 0; i < e->nargs; i++)

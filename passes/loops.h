@@ -15,7 +15,6 @@
 void sched_note(Program *p, Kernel *k, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- queries ---- */
-bool expr_reads_var(const Expr *e, int var);
 int stmt_size(const Stmt *s);                   /* statements and expression nodes */
 /* The coefficient of loop variable var in index expression e; 0 if e is not affine. */
 int64_t expr_coef(const Expr *e, int var);
