@@ -90,32 +90,45 @@ static void apply_binding(Graph *g, const Binding *b) {
     memmove(&g->inputs[i], &g->inputs[i + 1], sizeof(Value *) * (size_t)(g->ninputs - i));
 }
 
-/* "1x3x224x224": the known dims, and 1 (the usual batch size) for the unknown ones, so that
- * the hint can be pasted as it is. */
+/* "1x3xHxW": the known dims, 1 (the usual batch size) for an unknown first dim, and the
+ * others by their symbol's name ("?" when they have none): a hint that can be pasted as it
+ * is when only the batch is open, and that says which sizes to choose otherwise (a guess of
+ * 1 for a CNN's height and width made a hint that failed further on). */
 static const char *shape_hint(Graph *g, const Value *v) {
     char *s = "";
-    for (int d = 0; d < v->rank; d++)
-        s = v->dims[d] >= 0 ? arena_printf(g->arena, "%s%s%" PRId64, s, d ? "x" : "", v->dims[d])
-                            : arena_printf(g->arena, "%s%s1", s, d ? "x" : "");
+    for (int d = 0; d < v->rank; d++) {
+        const char *x = d ? "x" : "";
+        if (v->dims[d] >= 0) s = arena_printf(g->arena, "%s%s%" PRId64, s, x, v->dims[d]);
+        else if (d == 0) s = arena_printf(g->arena, "%s1", s);
+        else s = arena_printf(g->arena, "%s%s%s", s, x, v->sym[d] && *v->sym[d] ? v->sym[d] : "?");
+    }
     return s;
 }
 
+/* One message per input, naming every open dim: "dimension 'N' (dim 0)", "dimensions 'N'
+ * (dim 0), 'H' (dim 2) and 'W' (dim 3)"; the hint says which sizes still need a choice. */
 static void check_static(Graph *g, const Value *v) {
     if (v->rank < 0) {
         error(g->path, "input '%s' has an unknown rank; fix it with --shape %s=D0xD1x...", v->name,
               v->name);
         return;
     }
+    int open = 0, named = 0, seen = 0, spatial = 0;
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] < 0) open++, named += v->sym[d] != NULL, spatial += d > 0;
+    if (!open) return;
+    char *list = "";
     for (int d = 0; d < v->rank; d++) {
         if (v->dims[d] >= 0) continue;
-        if (v->sym[d])
-            error(g->path, "input '%s' has unresolved dimension '%s' (dim %d); fix it with --shape %s=%s",
-                  v->name, v->sym[d], d, v->name, shape_hint(g, v));
-        else
-            error(g->path, "input '%s' has an unknown dimension (dim %d); fix it with --shape %s=%s",
-                  v->name, d, v->name, shape_hint(g, v));
-        return;                     /* one message per input is enough */
+        seen++;
+        const char *sep = seen == 1 ? "" : seen == open ? " and " : ", ";
+        list = v->sym[d] ? arena_printf(g->arena, "%s%s'%s' (dim %d)", list, sep, v->sym[d], d)
+                         : arena_printf(g->arena, "%s%sdim %d", list, sep, d);
     }
+    error(g->path, "input '%s' has %s %s %s; fix %s with --shape %s=%s%s", v->name,
+          named == open ? "unresolved" : "unknown", open > 1 ? "dimensions" : "dimension", list,
+          open > 1 ? "them" : "it", v->name, shape_hint(g, v),
+          spatial ? ", each name or ? replaced by its size" : "");
 }
 
 /* The Loop node called `name`, in g or any body. */

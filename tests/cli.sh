@@ -71,7 +71,10 @@ fresh; expect_error "unknown ops: one error per op, each naming its node" 1 2 \
 if grep '^onnxcc: error: ' $B/stderr | grep -q relu_node; then
     fail "unknown ops" "the valid node relu_node is reported too" $B/stderr
 fi
-fresh; expect_error "unresolved symbolic dimension" 1 1 batch -- $B/symbolic.onnx -o $dir/x.o
+fresh; expect_error "unresolved symbolic dimension" 1 1 "'batch' (dim 0); fix it with --shape x=1x4\$" -- $B/symbolic.onnx -o $dir/x.o
+# every open dim named; a hint of 1 only for the batch, the others' names to be replaced
+fresh; expect_error "unresolved height and width" 1 1 "dimensions 'N' (dim 0), 'H' (dim 2) and 'W' (dim 3); fix them with --shape x=1x3xHxW, each name" -- \
+    $B/symbolic_hw.onnx -o $dir/x.o
 fresh; expect_error "a data-dependent shape feeding Softmax" 1 1 "softmax_node.*'nz'.*NonZero 'nz_node'.*into Softmax" -- \
     $B/dyn_consumer.onnx -o $dir/x.o
 fresh; expect_error "bad flag" 2 1 -- models/mlp/model.onnx --frobnicate -o $dir/x.o

@@ -2,7 +2,8 @@
 """cli_models.py OUTDIR - writes the small models that tests/cli.sh feeds to onnxcc's error
 paths: unknown_ops.onnx (two nodes of made-up op types around one valid node, so that every
 unsupported op must be reported, each naming its node) and symbolic.onnx (an input whose first
-dimension is the symbol "batch", which only --shape resolves), loop_scan.onnx (a Loop named
+dimension is the symbol "batch", which only --shape resolves; symbolic_hw.onnx: N, 3, H, W),
+loop_scan.onnx (a Loop named
 loop_node with a run-time trip count and a scan output, which needs --max-trip) and
 if_shapes.onnx (an If named if_node whose branches give different shapes), slice_dyn.onnx and
 slice_step.onnx (Slices named slice_node with run-time starts: ends not provably the starts
@@ -39,6 +40,9 @@ def main():
     save(model([helper.make_node("Relu", ["x"], ["y"], name="relu_node")],
                [f32("x", ["batch", 4])], [f32("y", ["batch", 4])], "symbolic"),
          os.path.join(out, "symbolic.onnx"))
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu_node")],
+               [f32("x", ["N", 3, "H", "W"])], [f32("y", ["N", 3, "H", "W"])], "symbolic_hw"),
+         os.path.join(out, "symbolic_hw.onnx"))
     body = helper.make_graph(
         [helper.make_node("Identity", ["c_in"], ["c_out"]),
          helper.make_node("Add", ["v_in", "v_in"], ["v_out"]),
