@@ -72,6 +72,9 @@
  *   - on a microcontroller (no float vectors), the kernels of a quantized model are scheduled
  *     for code size first (size_first: fewer copies, no border pieces, coalesced elementwise
  *     loops), as their code is what decides whether the model fits its flash.
+ *   - without float vectors, a float depthwise conv on rows of a few pixels has its rows
+ *     peeled, whole rows jammed, two rows blocked around them and its taps unrolled
+ *     (scalar_channelwise).
  * A loop whose iterations cannot be lanes (an if or loop bound that depends on its variable,
  * a register set inside and read after it) stays scalar.
  * Legality, per loop (iterations_independent). Iterations of J (and of L) are independent
@@ -741,7 +744,9 @@ static void peel_rows(Program *p, Kernel *k, Stmt **at) {
  * vectorise (a loop variable may have several loops: a convolution's border and interior
  * pieces), BLOCKED, those with rows blocked around them, and SHARED, the loops whose copies
  * may be blocked around them although the input they read ties them to the vectors (a
- * depthwise conv's columns: the copies still share every weight vector). */
+ * depthwise conv's columns: the copies still share every weight vector; without vectors,
+ * its rows around the jammed columns, which share weights and input rows: block_factor
+ * then takes DW_ROWS). */
 enum { PICKED = 1u << 30, BLOCKED = 1u << 29, SHARED = 1u << 28 };
 /* ... and, in the 4 bits at TILE_U_SHIFT of a picked loop, the vectors side by side that
  * block_factor's cost model chose for it (0: vector_copies decides). */
@@ -1301,6 +1306,63 @@ static bool channelwise_layout(Program *p, Kernel *k, bool *grouped) {
     peel_rows(p, k, nest[1]);
     if (w) mark_columns(k->body, (*nest[2])->var);
     return true;
+}
+
+/* ---- channel-wise convs without float vectors ----
+ * Without float vectors (Cortex-M4, RV32: no channel_last_layouts) a depthwise conv stays
+ * NCHW, and each output channel reads its own input plane: no copies of the channel loop
+ * share a load, so conv_layout's plain form jammed only the interior columns, and the border
+ * columns and the row tests around every row of taps stayed. What shares loads there is the
+ * pixels: the columns of a row read the same input rows, and kh output rows each input row.
+ * So where a row is at most BLOCKED_COPIES pixels (a DS-CNN's 25x5 maps):
+ *   - the rows are peeled at their interior (the first and last rows keep their row tests),
+ *     the columns not: scalar_tile jams a whole row, whose column tests are constants in
+ *     each copy once the taps are unrolled;
+ *   - the interior rows are SHARED, so that block_list blocks DW_ROWS of them around the
+ *     columns (each input row loaded feeds the taps of both), the rows left over from whole
+ *     blocks peeled with the last rows, as one block (no rest block of a single row);
+ *   - with at most DW_TAPS taps per output (a 3x3), the tap loops are unrolled after the
+ *     tiles (unroll_taps), so that the channel's weights are loads in the row loop's own
+ *     body, which LLVM hoists out of it (held in registers across the rows), where inside
+ *     the tap loops they were loaded again for every row.
+ * The int8 depthwise convs (size_first) keep their tests for code size. The DS-CNN keyword
+ * spotters' float twins (tests/firmware kws_f32, dscnn_f32; QEMU counts, --profile), their
+ * 3x3 depthwise convs on 25x5, instructions per multiply-accumulate on the M4 (RV32): 3.20
+ * (2.80) with the interior columns jammed by 3; a whole row jammed, row tests kept, taps
+ * unrolled 2.38, code -56 B; rows peeled too 2.11 (+720 B); 2 rows blocked 1.93 (1.71),
+ * +1.5 KB of code (the depthwise kernel, shared by the model's four, 0.6 -> 2.6 KB); 3 rows
+ * 1.88, +2 KB; 4 rows spilled (2.58, taps not unrolled). */
+enum { DW_ROWS = 2, DW_TAPS = 9 };
+
+static bool scalar_channelwise(Program *p, Kernel *k, bool *unroll) {
+    const Expr *x;
+    Buf *w;
+    Stmt **nest[MAX_RANK + 1];
+    if (lanes(p, k) >= 2 || size_first(p, k) || !channelwise(p, k, false, &x, &w) || !w || w->dims[1] != 1)
+        return false;
+    parallel_nest(k, nest);
+    Stmt *col = *nest[3], **rows = nest[2];
+    int64_t front, back, n = trips(*rows);
+    if (!const_loop(col) || trips(col) > BLOCKED_COPIES) return false;
+    *unroll = kir_numel(w) / w->dims[0] <= DW_TAPS;
+    if (loop_interior(p, k, *rows, &front, &back) && (front || back)) {
+        if (n - front - back > 0) back += (n - front - back) % DW_ROWS;
+        loop_peel(p, k, rows, front, back);
+    }
+    for (Stmt *l = *rows; l && l->kind == S_LOOP && l->var == (*rows)->var; l = l->next) l->hints |= SHARED;
+    return true;
+}
+
+/* The constant reduction loops in list *at unrolled, the innermost first. */
+static void unroll_taps(Program *p, Kernel *k, Stmt **at) {
+    while (*at) {
+        Stmt *s = *at, *next = s->next;
+        unroll_taps(p, k, &s->body);
+        unroll_taps(p, k, &s->then);
+        unroll_taps(p, k, &s->els);
+        if (s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s)) loop_unroll(p, k, at);
+        while (*at != next) at = &(*at)->next;
+    }
 }
 
 static bool has_conds(const Stmt *s);
@@ -2075,6 +2137,7 @@ static TileChoice tuned_tile(Program *p, Kernel *k, const TileSpace *sp, TileCho
  * with any packing, 14 x 2 and 4 x 6 slower still. */
 static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
+        if (l->hints & SHARED) return (int)MIN(DW_ROWS, trips(l));     /* scalar_channelwise */
         int f = (int)MIN(scalar_rows(p, k, trips(inner)), trips(l));
         /* the output channels of a dot4 kernel: a divisor of their number if one >= 2 fits,
          * so that there is no rest block (a second copy of the tile and its requantisations)
@@ -2405,10 +2468,10 @@ void schedule(Program *p) {
             Buf *cmw = NULL;
             Kernel *pad = NULL;
             int64_t cb = 0, group = 0;
-            bool c_last = false, narrow = false;
+            bool c_last = false, narrow = false, taps = false;
             if (kernel_independent(k)) {   /* the interchanges there assume so */
                 /* a depthwise conv's weights are a few rows of M, its tiles up to 8 vectors */
-                if (!channelwise_layout(p, k, &narrow)) {
+                if (!channelwise_layout(p, k, &narrow) && !scalar_channelwise(p, k, &taps)) {
                     /* groups of whole vectors of channels: split first, each group then
                      * laid out and blocked as a dense conv (conv_nest passes the groups) */
                     group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k), 2) : 0;
@@ -2434,6 +2497,7 @@ void schedule(Program *p) {
             }
             clear_shared(k->body);
             vector_list(p, k, &k->body);
+            if (taps) unroll_taps(p, k, &k->body);
             if (narrow) group_unroll_taps(p, k);
             if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
             /* a group's channels are a tile: each group streams its own weights */
