@@ -35,7 +35,8 @@ PATTERN=${1:-}
 # and string tensors (StringNormalizer, Cast from string: their bytes, by pb2c.py), and the
 # upsampling layers of decoders (tests/firmware/decoder: ConvTranspose k4 s2 and k2 s2, ConvTranspose1d
 # s8 k16, a dilated Conv1d; at most 2.5 instructions per MAC on the M4, whole run and, in the
-# profiled build, each layer), and the float twins of the int8 models (tests/int8/NAME/float.onnx,
+# profiled build, each layer), depthwise convs on maps of a few columns (tests/firmware/depthwise:
+# strides, dilations, asymmetric pads, 5x5, a channel multiplier), and the float twins of the int8 models (tests/int8/NAME/float.onnx,
 # with onnxruntime's outputs from tests/firmware/floats/gen.py)
 CASES="example models/example/model.onnx models/example/test_data_set_0
 cnn models/cnn/model.onnx models/cnn/test_data_set_0
@@ -66,6 +67,7 @@ loop_exit models/loop_exit/model.onnx models/loop_exit/test_data_set_0
 detect models/detect/model.onnx models/detect/test_data_set_1
 text models/text/model.onnx models/text/test_data_set_0
 decoder $HERE/decoder/model.onnx $HERE/decoder/test_data_set_0
+depthwise $HERE/depthwise/model.onnx $HERE/depthwise/test_data_set_0
 kws_f32 tests/int8/kws/float.onnx $HERE/floats/kws/test_data_set_0
 dscnn_f32 tests/int8/dscnn/float.onnx $HERE/floats/dscnn/test_data_set_0
 lenet_f32 tests/int8/lenet/float.onnx $HERE/floats/lenet/test_data_set_0
