@@ -7,8 +7,10 @@
 # fused epilogues), nearest Resizes with integral factors (gen_resize.py: the repeated form,
 # with and without a fused Add, next to dims that keep their tables; linear along several
 # dims), DepthToSpace and SpaceToDepth (gen_d2s.py: blocks of 2 to 5, DCR and CRD, a fused
-# Relu), checked with `onnxcc check` at -O0 and -O2, and on an AVX-512 host -O2 --cpu native
-# and -O2 --isa 0 (the x86-64-v3 level of the default dispatching object, which -O2 alone
+# Relu), two-input Einsums (gen_einsum.py: batched matrix products lowered as MatMul, with
+# inputs permuted first, and the equations left to the general nest), checked with
+# `onnxcc check` at -O0 and -O2, and on an AVX-512 host -O2 --cpu native and -O2 --isa 0
+# (the x86-64-v3 level of the default dispatching object, which -O2 alone
 # does not run there). These
 # reach the weight re-layouts of passes/ops/conv.c and matmul.c, which the ONNX test data
 # (weights as graph inputs) does not.
@@ -19,7 +21,7 @@ cd "$(dirname "$0")/.."
 . tests/lib.sh
 OUT=build/conv-tests
 . tests/check-models.sh
-gen_models convs $OUT tests/convs/gen.py tests/convs/gen_dense.py tests/convs/gen_bn.py tests/convs/gen_convtranspose.py tests/convs/gen_resize.py tests/convs/gen_d2s.py
+gen_models convs $OUT tests/convs/gen.py tests/convs/gen_dense.py tests/convs/gen_bn.py tests/convs/gen_convtranspose.py tests/convs/gen_resize.py tests/convs/gen_d2s.py tests/convs/gen_einsum.py
 # and for this CPU when it has AVX-512: the schedule's 32-register paths (padded inputs,
 # channel blocks: passes/schedule.c) are taken only there
 native=
