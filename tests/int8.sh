@@ -37,7 +37,7 @@ rodata() { size -A "$1" | awk '$1 ~ /^\.rodata/ { s += $2 } END { print s + 0 }'
 # int8 weights, per-channel multipliers and biases alone are 0.27x of the float model's flash.
 # dscnn on RV32 (0.3008x, 78 B over): the same weights, and a float model with less code than
 # kws's (no Adds).
-FLASH_OVER="kws:riscv32 kws_rr:riscv32 dscnn:riscv32"
+FLASH_OVER="kws:riscv32 kws_rr:riscv32"
 # on x86-64 also the x86-64-v3 level of the dispatching object (AVX2: no VNNI), which a default
 # object runs on CPUs without AVX-512 and -O2 alone does not run on an AVX-512 host
 isa0=
