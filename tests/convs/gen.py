@@ -556,3 +556,20 @@ def group_chain(name, C, G, H, W):
     save(name, nodes, [1, C, H, W], x, [('y', y.astype(np.float32))], init, 13)
 group_chain('group16_chain', 64, 4, 9, 11)
 group_chain('group32_chain', 128, 4, 7, 7)
+
+# A 3-D conv whose output planes are a multiple of 4 KiB (2x32x32 floats), which keeps it
+# along the width (passes/schedule.c conv_layout), reading another conv's output beyond half
+# the L2 (64 channels, 592 KB padded): its channel tiles go inside the depth and the rows
+# (rows_outside_tiles), as in R(2+1)D-18's 1x3x3 convs.
+def planar_3d(name, xs, m1, m2):
+    x=rng.standard_normal(xs).astype(np.float32)
+    w1=(rng.standard_normal((m1,xs[1],3,1,1))/np.sqrt(3*xs[1])).astype(np.float32); b1=(rng.standard_normal(m1)*0.1).astype(np.float32)
+    w2=(rng.standard_normal((m2,m1,1,3,3))/np.sqrt(9*m1)).astype(np.float32); b2=(rng.standard_normal(m2)*0.1).astype(np.float32)
+    p,q=[0,1,1],[1,0,0]
+    t=np.maximum(ref(x.astype(np.float64),w1.astype(np.float64),b1,[1,1,1],[1,1,1],q,q),0)
+    y=np.maximum(ref(t,w2.astype(np.float64),b2,[1,1,1],[1,1,1],p,p),0).astype(np.float32)
+    nodes=[h.make_node('Conv',['x','w1','b1'],['c1'],pads=q+q),h.make_node('Relu',['c1'],['r1']),
+           h.make_node('Conv',['r1','w2','b2'],['c2'],pads=p+p),h.make_node('Relu',['c2'],['y'])]
+    init=[nh.from_array(w1,'w1'),nh.from_array(b1,'b1'),nh.from_array(w2,'w2'),nh.from_array(b2,'b2')]
+    save(name,nodes,xs,x,[('y',y)],init,13)
+planar_3d('planar_3d_rows_inside',[1,16,2,32,32],64,144)
