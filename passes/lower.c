@@ -166,6 +166,21 @@ Kernel *lower_map(Lower *L, Node *n, Buf *out, int nin, Buf **ins, MapFn build, 
     return k;
 }
 
+/* (lower.h) Loops in output order, so stores are contiguous and loads strided. */
+Kernel *lower_permute(Lower *L, const char *name, Buf *out, Buf *in, const int *perm) {
+    Program *p = L->p;
+    Kernel *k = kir_kernel_new(p, name, "Transpose", KC_COPY);
+    kir_param(p, k, in, KP_IN);
+    kir_param(p, k, out, KP_OUT);
+    int vars[MAX_RANK];
+    Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
+    lower_vars(k, out->rank, vars);
+    lower_var_idx(p, out->rank, vars, oidx);
+    for (int d = 0; d < out->rank; d++) iidx[perm[d]] = oidx[d];
+    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
+    return k;
+}
+
 /* Copy by row-major position: iterate over out's dims, and turn the linear position into
  * in's coordinates (divisions by constants, which LLVM strength-reduces). When the shapes are
  * equal it is a plain elementwise map. */

@@ -82,6 +82,8 @@ Kernel *lower_map(Lower *L, Node *n, Buf *out, int nin, Buf **ins, MapFn build, 
 void lower_bcast_idx(Program *p, const Buf *in, int out_rank, Expr **idx, Expr **res);
 /* A copy kernel out = in (same numel; shapes may differ: row-major order is kept). */
 Kernel *lower_copy(Lower *L, const char *name, Buf *out, Buf *in);
+/* A Transpose kernel out[o...] = in[i...], i[perm[d]] = o[d] (out's dims are in's permuted). */
+Kernel *lower_permute(Lower *L, const char *name, Buf *out, Buf *in, const int *perm);
 /* Loop nests: take `rank` fresh variables of k into vars[], build the body with kx_var(vars[d]),
  * then wrap it in loops over dims[0..rank) (outermost first). Wrapping returns the outermost
  * loop, or the body itself when rank is 0. */

@@ -682,7 +682,7 @@ static void rows_outside_tiles(Program *p, Kernel *k, Stmt *s) {
                 break;
             if (d == 2) {
                 const Buf *x = widest_load(row->body, row->var);
-                if (st->buf->rank < 4 || !expr_reads_var(st->idx[1], t->var) || !x ||
+                if (!expr_reads_var(st->idx[1], t->var) || !x ||
                     list_loads_with(row->body, x, t->var) || (int64_t)kir_nbytes(x) <= L2_BYTES / 2)
                     break;
             }

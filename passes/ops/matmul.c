@@ -95,12 +95,9 @@ static void batch_idx(Program *p, const Buf *in, int nbin, int nb, Expr **oi, Ex
         res[d] = in->dims[d] == 1 ? kx_index(p, 0) : oi[nb - nbin + d];
 }
 
-void lower_matmul(Lower *L, Node *n) {
+/* The contraction y = a x b over MatShape s (lower_matmul, and Einsum's matrix products). */
+static void matmul_kernel(Lower *L, Node *n, Buf *a, Buf *b, Buf *y, const MatShape *s) {
     Program *p = L->p;
-    Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *y = lower_out(L, n, 0);
-    MatShape s;
-    if (!rule_matmul_shape(n->in[0], n->in[1], &s)) die("lower_matmul %s: unchecked shapes", n->name);
-
     int r = y->rank;
     Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(a, b), y, NULL, NULL);
     int ov[MAX_RANK], kv, acc;
@@ -109,9 +106,9 @@ void lower_matmul(Lower *L, Node *n) {
     acc = kir_scalar(p, k, y->dtype);
     Expr *oi[MAX_RANK], *ai[MAX_RANK], *bi[MAX_RANK], *kx = kx_var(p, kv);
     lower_var_idx(p, r, ov, oi);
-    batch_idx(p, a, s.nba, s.nb, oi, ai);
-    batch_idx(p, b, s.nbb, s.nb, oi, bi);
-    if (a->rank >= 2) ai[a->rank - 2] = oi[s.nb];
+    batch_idx(p, a, s->nba, s->nb, oi, ai);
+    batch_idx(p, b, s->nbb, s->nb, oi, bi);
+    if (a->rank >= 2) ai[a->rank - 2] = oi[s->nb];
     ai[a->rank - 1] = kx;
     if (b->rank >= 2) {
         bi[b->rank - 2] = kx;
@@ -121,9 +118,16 @@ void lower_matmul(Lower *L, Node *n) {
     }
     Expr *prod = kx_bin(p, K_MUL, kx_load(p, a, ai), kx_load(p, b, bi));
     Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
-    ks_seq(body, ks_red_loop(p, kv, s.kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
+    ks_seq(body, ks_red_loop(p, kv, s->kd, ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
     ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
     k->body = lower_wrap(p, r, y->dims, ov, body);
+}
+
+void lower_matmul(Lower *L, Node *n) {
+    MatShape s;
+    if (!rule_matmul_shape(n->in[0], n->in[1], &s)) die("lower_matmul %s: unchecked shapes", n->name);
+    Buf *a = lower_in(L, n, 0), *b = lower_in(L, n, 1), *y = lower_out(L, n, 0);   /* in this order */
+    matmul_kernel(L, n, a, b, y, &s);
 }
 
 /* ---- Einsum ---- */
@@ -273,7 +277,7 @@ void infer_einsum(Graph *g, Node *n) {
     ir_set_shape(n->out[0], n->in[0]->dtype, e.orank, dims);
 }
 
-/* x's dims permuted so that its ids come in the order of `order` (n ids), copied into a
+/* x's dims permuted so that its ids come in the order of `order` (r ids), copied into a
  * temporary by a Transpose kernel; x itself when they already do. */
 static Buf *ein_permuted(Lower *L, Node *n, Buf *x, const int *ids, const int *order, int r) {
     int perm[MAX_RANK];
@@ -286,16 +290,8 @@ static Buf *ein_permuted(Lower *L, Node *n, Buf *x, const int *ids, const int *o
     }
     if (same) return x;
     Program *p = L->p;
-    Buf *t = kir_buf_new(p, arena_printf(p->arena, "%s.%s", x->name, "ein"), x->dtype, r, dims, B_TEMP);
-    Kernel *k = kir_kernel_new(p, lower_name(L, arena_printf(p->arena, "%s_in", n->name)), "Transpose", KC_COPY);
-    kir_param(p, k, x, KP_IN);
-    kir_param(p, k, t, KP_OUT);
-    int vars[MAX_RANK];
-    Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
-    lower_vars(k, r, vars);
-    lower_var_idx(p, r, vars, oidx);
-    for (int d = 0; d < r; d++) iidx[perm[d]] = oidx[d];
-    k->body = lower_wrap(p, r, dims, vars, ks_store(p, t, oidx, kx_load(p, x, iidx)));
+    Buf *t = kir_buf_new(p, arena_printf(p->arena, "%s.ein", x->name), x->dtype, r, dims, B_TEMP);
+    lower_permute(L, lower_name(L, arena_printf(p->arena, "%s_in", n->name)), t, x, perm);
     return t;
 }
 
@@ -341,25 +337,11 @@ static bool ein_matmul(Lower *L, Node *n, const Einsum *e) {
     for (int d = 0; d < r - 2; d++) lorder[d] = horder[d] = e->oids[d];
     lorder[r - 2] = row, lorder[r - 1] = kk;
     horder[r - 2] = kk, horder[r - 1] = col;
-    Program *p = L->p;
     Buf *x = ein_permuted(L, n, lower_in(L, n, lo), e->ids[lo], lorder, r);
     Buf *w = ein_permuted(L, n, lower_in(L, n, hi), e->ids[hi], horder, r);
-    Buf *y = lower_out(L, n, 0);
-    Kernel *k = lower_kernel(L, n, KC_CONTRACTION, KINS(x, w), y, NULL, NULL);
-    int ov[MAX_RANK], kv, acc;
-    lower_vars(k, r, ov);
-    kv = kir_var(k);
-    acc = kir_scalar(p, k, y->dtype);
-    Expr *oi[MAX_RANK], *xi[MAX_RANK], *wi[MAX_RANK];
-    lower_var_idx(p, r, ov, oi);
-    for (int d = 0; d < r - 2; d++) xi[d] = kx_clone(p, oi[d]), wi[d] = kx_clone(p, oi[d]);
-    xi[r - 2] = kx_clone(p, oi[r - 2]), xi[r - 1] = kx_var(p, kv);
-    wi[r - 2] = kx_var(p, kv), wi[r - 1] = kx_clone(p, oi[r - 1]);
-    Expr *prod = kx_bin(p, K_MUL, kx_load(p, x, xi), kx_load(p, w, wi));
-    Stmt *body = ks_set(p, acc, kx_const(p, y->dtype, 0));
-    ks_seq(body, ks_red_loop(p, kv, e->size[kk], ks_set(p, acc, kx_bin(p, K_ADD, kx_scalar(p, k, acc), prod))));
-    ks_seq(body, ks_store(p, y, oi, kx_scalar(p, k, acc)));
-    k->body = lower_wrap(p, r, y->dims, ov, body);
+    MatShape s = {.nba = r - 2, .nbb = r - 2, .nb = r - 2, .m = e->size[row], .kd = e->size[kk],
+                  .nn = e->size[col], .rank = r};
+    matmul_kernel(L, n, x, w, lower_out(L, n, 0), &s);
     return true;
 }
 

@@ -73,17 +73,11 @@ void infer_transpose(Graph *g, Node *n) {
     ir_set_shape(n->out[0], x->dtype, x->rank, dims);
 }
 
-/* out[o0..on-1] = in[i] with i[perm[d]] = o[d]: loops in output order, so stores are
- * contiguous and loads strided. */
+/* out[o0..on-1] = in[i] with i[perm[d]] = o[d] (lower_permute). */
 void lower_transpose(Lower *L, Node *n) {
-    Program *p = L->p;
     Buf *in = lower_in(L, n, 0), *out = lower_out(L, n, 0);
-    int perm[MAX_RANK], vars[MAX_RANK];
-    Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
-    if (!get_perm(L->g, n, in->rank, perm)) return;
-    Kernel *k = lower_kernel(L, n, KC_COPY, KINS(in), out, vars, oidx);
-    for (int d = 0; d < out->rank; d++) iidx[perm[d]] = oidx[d];
-    k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
+    int perm[MAX_RANK];
+    if (get_perm(L->g, n, in->rank, perm)) lower_permute(L, lower_kname(L, n), out, in, perm);
 }
 
 /* ---- Concat ---- */
