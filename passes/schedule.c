@@ -666,6 +666,7 @@ static const Stmt *nest_store(const Stmt *s) {
  * and the width (R(2+1)D-18's 1x3x3 convs of 64 -> 144 channels on 16x56x56, 14 MB of
  * input read 18 times: ~51% of the FMA peak, its temporal 3x1x1s 75%). Printed as
  * interchanges of the tile loop. */
+static void pixel_tiles_outside(Program *p, Kernel *k, Stmt *s);
 static void rows_outside_tiles(Program *p, Kernel *k, Stmt *s) {
     for (; s; s = s->next) {
         if (s->kind != S_LOOP || (s->hints & (LH_REDUCTION | LH_VECTOR))) continue;
@@ -690,6 +691,45 @@ static void rows_outside_tiles(Program *p, Kernel *k, Stmt *s) {
             t = t->body;
             row = t->body;
         }
+    }
+}
+
+/* The same for a conv whose pixels are coalesced into one loop inside its channel tiles (a
+ * conv with taps along an outer dim, which stays a loop of its own: R(2+1)D-18's temporal
+ * 3x1x1 convs, 144 -> 64 channels on 16 x 56x56, read for each output frame three input
+ * frames, 5.4 MB, once per tile of 6 output channels: 21% of the FMA peak on a Xeon, whose
+ * L3 serves one core far slower than its L2). Where one channel tile's pass over the pixels
+ * reads more than half the L2 (the reduction's trips per pixel, as elements of the input),
+ * the pixels are cut in chunks of whole register tiles whose input fits in half the L2, and
+ * the chunk loop put outside the channel tiles (the rest of the pixels a loop of its own):
+ * a chunk's input (144 x 3 x 256 floats there) then stays in the L2 over all the channel
+ * tiles. Looks for tile loops in list s; printed as split, distribute and interchange. */
+static void pixel_tiles_outside(Program *p, Kernel *k, Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind != S_LOOP || (s->hints & (LH_REDUCTION | LH_VECTOR)) || !const_loop(s)) continue;
+        if (!(s->hints & LH_TILE)) {
+            pixel_tiles_outside(p, k, s->body);
+            continue;
+        }
+        Stmt *px = s->body;
+        if (!px || px->next || px->kind != S_LOOP || (px->hints & (LH_TILE | LH_REDUCTION | LH_VECTOR)) ||
+            !const_loop(px) || px->step != 1)
+            continue;
+        const Stmt *st = nest_store(px->body);
+        const Buf *x = widest_load(px->body, px->var);
+        if (!st || st->buf->rank < 3 || !expr_reads_var(st->idx[1], s->var) ||
+            !expr_reads_var(st->idx[st->buf->rank - 1], px->var) || !x || list_loads_with(px->body, x, s->var))
+            continue;
+        int64_t q = (int64_t)lanes(p, k) * (vregs(p) >= 32 ? 4 : 2);
+        int64_t per = sat_mul(reduction_trips(px->body), (int64_t)dtype_size(x->dtype));
+        int64_t chunk = per > 0 ? (L2_BYTES / 2) / per / q * q : 0;
+        if (sat_mul(per, trips(px)) <= L2_BYTES / 2 || chunk < q || chunk >= trips(px)) continue;
+        sched_note(p, k, "pixel_tiles_outside(%lld bytes a pixel, chunk %lld)", (long long)per, (long long)chunk);
+        /* the chunk's pixels keep the policy's marks (PICKED: they are the vector loop) */
+        unsigned marks = px->hints & ~(unsigned)(LH_TILE | LH_REDUCTION | LH_VECTOR | LH_REDO | LH_PARALLEL);
+        loop_split(p, k, &s->body, chunk)->hints |= marks;
+        distribute(p, k, s);
+        loop_interchange(p, k, s);
     }
 }
 
@@ -2511,7 +2551,7 @@ void schedule(Program *p) {
                 pick_loops(k->body, lanes(p, k) >= 2);
                 if (cb) conv_pixel_tile(p, k, cb);
                 block_list(p, k, &k->body);
-                if (!cmw && !group) rows_outside_tiles(p, k, k->body);
+                if (!cmw && !group) rows_outside_tiles(p, k, k->body), pixel_tiles_outside(p, k, k->body);
                 if (!cmw) few_channel_rows(p, k);
             }
             clear_shared(k->body);

@@ -573,3 +573,16 @@ def planar_3d(name, xs, m1, m2):
     init=[nh.from_array(w1,'w1'),nh.from_array(b1,'b1'),nh.from_array(w2,'w2'),nh.from_array(b2,'b2')]
     save(name,nodes,xs,x,[('y',y)],init,13)
 planar_3d('planar_3d_rows_inside',[1,16,2,32,32],64,144)
+# A temporal 3x1x1 conv whose pixels are one coalesced loop inside its channel tiles, each
+# tile's pass over them reading 1.8 MB (48 channels x 3 frames x 56x56): the pixels are cut in
+# chunks of whole register tiles whose input fits in half the L2, outside the channel tiles,
+# the last chunk shorter (pixel_tiles_outside), as in R(2+1)D-18's and S3D's temporal convs;
+# 40 output channels, so that the last channel tile is a nest of its own too.
+def temporal_chunks(name, xs, m):
+    x=rng.standard_normal(xs).astype(np.float32)
+    w=(rng.standard_normal((m,xs[1],3,1,1))/np.sqrt(3*xs[1])).astype(np.float32); b=(rng.standard_normal(m)*0.1).astype(np.float32)
+    q=[1,0,0]
+    y=np.maximum(ref(x.astype(np.float64),w.astype(np.float64),b,[1,1,1],[1,1,1],q,q),0).astype(np.float32)
+    nodes=[h.make_node('Conv',['x','w','b'],['c'],pads=q+q),h.make_node('Relu',['c'],['y'])]
+    save(name,nodes,xs,x,[('y',y)],[nh.from_array(w,'w'),nh.from_array(b,'b')],13)
+temporal_chunks('planar_3d_pixel_chunks',[1,48,3,56,56],40)
