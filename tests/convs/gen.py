@@ -586,3 +586,10 @@ def temporal_chunks(name, xs, m):
     nodes=[h.make_node('Conv',['x','w','b'],['c'],pads=q+q),h.make_node('Relu',['c'],['y'])]
     save(name,nodes,xs,x,[('y',y)],[nh.from_array(w,'w'),nh.from_array(b,'b')],13)
 temporal_chunks('planar_3d_pixel_chunks',[1,48,3,56,56],40)
+# 3x3 convs whose output channels are no multiple of conv_channel_block's block, left to
+# block_list with their weights past half the L2, and a register tile's weights too (64 x 256
+# x 9 floats, 590 KB): chunks of one tile of output channels (100 = 64 + 36); and where one
+# tile's do not fit the L2 (64 x 512 x 9, 1.2 MB), chunks of 2 vectors (80 = 2 x 32 + 16)
+# (passes/schedule.c, weight_chunks).
+dead('chunks_one_tile',[1,256,8,8],[100,256,3,3],[1,1],[1,1],[1,1,1,1],1)
+dead('chunks_half_tile',[1,512,6,6],[80,512,3,3],[1,1],[1,1],[1,1,1,1],0)
