@@ -593,3 +593,6 @@ temporal_chunks('planar_3d_pixel_chunks',[1,48,3,56,56],40)
 # (passes/schedule.c, weight_chunks).
 dead('chunks_one_tile',[1,256,8,8],[100,256,3,3],[1,1],[1,1],[1,1,1,1],1)
 dead('chunks_half_tile',[1,512,6,6],[80,512,3,3],[1,1],[1,1],[1,1,1,1],0)
+# Dilation 12 on 28x28 (DeepLabV3-ResNet50's ASPP): its tap sums cost 0.54 of the whole conv,
+# more than half, less than the 5/8 at which passes/dead_taps.c splits it.
+dead('split_28_d12',[1,256,28,28],[16,256,3,3],[1,1],[12,12],[12,12,12,12],1)
