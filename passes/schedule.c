@@ -1778,17 +1778,12 @@ static void weight_chunks(Program *p, Kernel *k, const Buf *w) {
     if (!x) return;
     int64_t per = wbytes / trips(m), chunk = (L2_BYTES / 2) / per / q * q, xbytes = (int64_t)kir_nbytes(x), px = 1;
     for (int d = 1; d < r - 1; d++) px *= trips(*nest[d]);
-    /* a register tile's weights over half the L2 (R(2+1)D-18's 256 -> 460 1x3x3 conv on
-     * 4x14x14: 590 KB a tile of 64 channels, all 4.2 MB streamed for each of 112 pixel tiles
-     * from beyond the L2, 24% of the FMA peak): chunks of one tile where its weights fit in
-     * the L2, else of the fewest vectors whose weights do (its 512 -> 921 on 2x7x7, 1.2 MB a
-     * tile: 32 channels, narrower register tiles, but 17 MB of weights read once, not 28 times) */
-    for (int64_t c = q; chunk < q && c >= lanes(p, k); c /= 2)
-        if (c * per <= L2_BYTES) {
-            chunk = c;
-            break;
-        }
-    if (chunk < lanes(p, k) || chunk >= trips(m)) return;
+    /* one register tile's weights over half the L2 but within it (R(2+1)D-18's 256 -> 460
+     * 1x3x3 conv on 4x14x14: 590 KB a tile of 64 channels, all 4.2 MB streamed for each of
+     * 112 pixel tiles from beyond the L2, 24% of the FMA peak): chunks of one tile. (Its
+     * 512 -> 921 conv, 1.2 MB a tile, in chunks of 2 vectors: no faster, 17% either way.) */
+    if (chunk < q && q * per <= L2_BYTES) chunk = q;
+    if (chunk < q || chunk >= trips(m)) return;
     int64_t nchunks = (trips(m) + chunk - 1) / chunk, tiles = (px + MAX_ROWS - 1) / MAX_ROWS;
     int64_t far_chunks = wbytes + (xbytes + chunk * per <= L2_BYTES ? xbytes : xbytes * nchunks);
     int64_t far_now = xbytes + wbytes * tiles;

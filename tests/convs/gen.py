@@ -586,13 +586,11 @@ def temporal_chunks(name, xs, m):
     nodes=[h.make_node('Conv',['x','w','b'],['c'],pads=q+q),h.make_node('Relu',['c'],['y'])]
     save(name,nodes,xs,x,[('y',y)],[nh.from_array(w,'w'),nh.from_array(b,'b')],13)
 temporal_chunks('planar_3d_pixel_chunks',[1,48,3,56,56],40)
-# 3x3 convs whose output channels are no multiple of conv_channel_block's block, left to
-# block_list with their weights past half the L2, and a register tile's weights too (64 x 256
-# x 9 floats, 590 KB): chunks of one tile of output channels (100 = 64 + 36); and where one
-# tile's do not fit the L2 (64 x 512 x 9, 1.2 MB), chunks of 2 vectors (80 = 2 x 32 + 16)
-# (passes/schedule.c, weight_chunks).
+# A 3x3 conv whose output channels are no multiple of conv_channel_block's block, left to
+# block_list with its weights past half the L2, and a register tile's weights too (64 x 256
+# x 9 floats, 590 KB): chunks of one tile of output channels (100 = 64 + 36; with AVX2's
+# smaller tiles, chunks of 48) (passes/schedule.c, weight_chunks).
 dead('chunks_one_tile',[1,256,8,8],[100,256,3,3],[1,1],[1,1],[1,1,1,1],1)
-dead('chunks_half_tile',[1,512,6,6],[80,512,3,3],[1,1],[1,1],[1,1,1,1],0)
 # Dilation 12 on 28x28 (DeepLabV3-ResNet50's ASPP): its tap sums cost 0.54 of the whole conv,
 # more than half, less than the 5/8 at which passes/dead_taps.c splits it.
 dead('split_28_d12',[1,256,28,28],[16,256,3,3],[1,1],[12,12],[12,12,12,12],1)
