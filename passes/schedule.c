@@ -666,7 +666,6 @@ static const Stmt *nest_store(const Stmt *s) {
  * and the width (R(2+1)D-18's 1x3x3 convs of 64 -> 144 channels on 16x56x56, 14 MB of
  * input read 18 times: ~51% of the FMA peak, its temporal 3x1x1s 75%). Printed as
  * interchanges of the tile loop. */
-static void pixel_tiles_outside(Program *p, Kernel *k, Stmt *s);
 static void rows_outside_tiles(Program *p, Kernel *k, Stmt *s) {
     for (; s; s = s->next) {
         if (s->kind != S_LOOP || (s->hints & (LH_REDUCTION | LH_VECTOR))) continue;
@@ -727,7 +726,8 @@ static void pixel_tiles_outside(Program *p, Kernel *k, Stmt *s) {
         sched_note(p, k, "pixel_tiles_outside(%lld bytes a pixel, chunk %lld)", (long long)per, (long long)chunk);
         /* the chunk's pixels keep the policy's marks (PICKED: they are the vector loop) */
         unsigned marks = px->hints & ~(unsigned)(LH_TILE | LH_REDUCTION | LH_VECTOR | LH_REDO | LH_PARALLEL);
-        loop_split(p, k, &s->body, chunk)->hints |= marks;
+        Stmt *in = loop_split(p, k, &s->body, chunk);   /* not NULL: chunk < trips(px) */
+        in->hints |= marks;
         distribute(p, k, s);
         loop_interchange(p, k, s);
     }
