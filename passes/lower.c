@@ -138,15 +138,22 @@ void lower_bcast_idx(Program *p, const Buf *in, int out_rank, Expr **idx, Expr *
         res[d] = in->dims[d] == 1 ? kx_index(p, 0) : idx[off + d];
 }
 
-Kernel *lower_kernel(Lower *L, Node *n, KernelClass c, int nin, Buf *const *ins, Buf *out,
-                     int *vars, Expr **idx) {
-    Kernel *k = kir_kernel_new(L->p, lower_kname(L, n), n->op_type, c);
+/* lower_kernel's prologue for a kernel of any name and op label (lower_permute and
+ * lower_copy build kernels that are not a node's own). */
+static Kernel *named_kernel(Lower *L, const char *name, const char *op, KernelClass c, int nin, Buf *const *ins,
+                            Buf *out, int *vars, Expr **idx) {
+    Kernel *k = kir_kernel_new(L->p, name, op, c);
     for (int i = 0; i < nin; i++)
         if (ins[i]) kir_param(L->p, k, ins[i], KP_IN);
     if (out) kir_param(L->p, k, out, KP_OUT);
     if (vars) lower_vars(k, out->rank, vars);
     if (vars && idx) lower_var_idx(L->p, out->rank, vars, idx);
     return k;
+}
+
+Kernel *lower_kernel(Lower *L, Node *n, KernelClass c, int nin, Buf *const *ins, Buf *out,
+                     int *vars, Expr **idx) {
+    return named_kernel(L, lower_kname(L, n), n->op_type, c, nin, ins, out, vars, idx);
 }
 
 Kernel *lower_map(Lower *L, Node *n, Buf *out, int nin, Buf **ins, MapFn build, void *ctx) {
@@ -169,13 +176,9 @@ Kernel *lower_map(Lower *L, Node *n, Buf *out, int nin, Buf **ins, MapFn build, 
 /* (lower.h) Loops in output order, so stores are contiguous and loads strided. */
 Kernel *lower_permute(Lower *L, const char *name, Buf *out, Buf *in, const int *perm) {
     Program *p = L->p;
-    Kernel *k = kir_kernel_new(p, name, "Transpose", KC_COPY);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     int vars[MAX_RANK];
     Expr *oidx[MAX_RANK], *iidx[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, oidx);
+    Kernel *k = named_kernel(L, name, "Transpose", KC_COPY, KINS(in), out, vars, oidx);
     for (int d = 0; d < out->rank; d++) iidx[perm[d]] = oidx[d];
     k->body = lower_wrap(p, out->rank, out->dims, vars, ks_store(p, out, oidx, kx_load(p, in, iidx)));
     return k;
@@ -188,13 +191,9 @@ Kernel *lower_copy(Lower *L, const char *name, Buf *out, Buf *in) {
     Program *p = L->p;
     if (kir_numel(out) != kir_numel(in)) die("copy of %s into %s: sizes differ", in->name, out->name);
     bool same = out->rank == in->rank && !memcmp(out->dims, in->dims, sizeof(int64_t) * (size_t)in->rank);
-    Kernel *k = kir_kernel_new(p, name, "Copy", same ? KC_ELEMENTWISE : KC_COPY);
-    kir_param(p, k, in, KP_IN);
-    kir_param(p, k, out, KP_OUT);
     int vars[MAX_RANK];
     Expr *idx[MAX_RANK], *iidx[MAX_RANK];
-    lower_vars(k, out->rank, vars);
-    lower_var_idx(p, out->rank, vars, idx);
+    Kernel *k = named_kernel(L, name, "Copy", same ? KC_ELEMENTWISE : KC_COPY, KINS(in), out, vars, idx);
     if (same) {
         for (int d = 0; d < in->rank; d++) iidx[d] = idx[d];
     } else {
