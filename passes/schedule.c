@@ -253,13 +253,16 @@ static int lanes(const Program *p, const Kernel *k) {
 
 /* Vector registers of the target: 32 with AVX-512, 16 on the others we vectorise for. */
 static int vregs(const Program *p) { return p->vector_bytes >= 64 ? 32 : 16; }
+/* The vectors side by side (U) of a register tile with rows blocked around it: 4 with 32
+ * vector registers, 2 with 16; a tile of output channels or pixels is lanes x this. */
+static int tile_vectors(const Program *p) { return vregs(p) >= 32 ? 4 : 2; }
 
 /* The vectors side by side (U) for loop l: with rows blocked around it, few enough that
  * rows x U accumulators fit the registers; alone (a matrix-vector product), more, so that
  * more independent chains hide the add latency and each weight row is read in one stream. */
 static int vector_copies(const Program *p, const Kernel *k, const Stmt *l, bool blocked) {
     int64_t n = l->hi->i - l->lo->i, w = lanes(p, k);
-    int cap = vregs(p) >= 32 ? 4 : 2;
+    int cap = tile_vectors(p);
     if (!blocked) cap *= 2;
     return (int)MAX(1, MIN(n / w, cap));
 }
@@ -617,7 +620,7 @@ static void pixel_chunks(Program *p, Kernel *k) {
     if (!has_reduction_child(px->body) || !const_loop(px) || !const_loop(m)) return;
     const Buf *x = widest_load(px->body, px->var);
     if (!x) return;
-    int64_t batch = 1, q = (int64_t)lanes(p, k) * (vregs(p) >= 32 ? 4 : 2);
+    int64_t batch = 1, q = (int64_t)lanes(p, k) * tile_vectors(p);
     for (int d = 0; d < r - 2; d++) batch *= trips(*nest[d]);
     int64_t xbytes = (int64_t)kir_nbytes(x) / MAX(batch, 1), per = xbytes / MAX(trips(px), 1);
     int64_t chunk = per > 0 ? (L2_BYTES / 2) / per / q * q : 0;
@@ -719,7 +722,7 @@ static void pixel_tiles_outside(Program *p, Kernel *k, Stmt *s) {
         if (!st || st->buf->rank < 3 || !expr_reads_var(st->idx[1], s->var) ||
             !expr_reads_var(st->idx[st->buf->rank - 1], px->var) || !x || list_loads_with(px->body, x, s->var))
             continue;
-        int64_t q = (int64_t)lanes(p, k) * (vregs(p) >= 32 ? 4 : 2);
+        int64_t q = (int64_t)lanes(p, k) * tile_vectors(p);
         int64_t per = sat_mul(reduction_trips(px->body), (int64_t)dtype_size(x->dtype));
         int64_t chunk = per > 0 ? (L2_BYTES / 2) / per / q * q : 0;
         if (sat_mul(per, trips(px)) <= L2_BYTES / 2 || chunk < q || chunk >= trips(px)) continue;
@@ -1763,7 +1766,7 @@ static void coalesce_channel_last(Program *p, Kernel *k) {
 static void weight_chunks(Program *p, Kernel *k, const Buf *w) {
     Stmt **nest[MAX_RANK + 1];
     int r = parallel_nest(k, nest);
-    int64_t wbytes = (int64_t)kir_nbytes(w), q = (int64_t)lanes(p, k) * (vregs(p) >= 32 ? 4 : 2);
+    int64_t wbytes = (int64_t)kir_nbytes(w), q = (int64_t)lanes(p, k) * tile_vectors(p);
     if (r < 3 || lanes(p, k) < 2 || has_conds(k->body) || wbytes <= L2_BYTES / 2) return;
     Stmt *m = *nest[r - 1];
     const Stmt *st = first_store(m->body);
@@ -2226,7 +2229,7 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
     /* the register tile: this hand-written choice, or a clearly cheaper one of the space
      * (sched_tile.c) */
-    TileSpace sp = {trips(l), trips(inner) / lanes(p, k), vregs(p), MAX_ROWS, vregs(p) >= 32 ? 4 : 2,
+    TileSpace sp = {trips(l), trips(inner) / lanes(p, k), vregs(p), MAX_ROWS, tile_vectors(p),
                     stmt_size(l->body), MAX_JAM_NODES};
     TileChoice t = tile_choose(&sp, (TileChoice){(int)v, u, 0});
     if (p->tuning) t = tuned_tile(p, k, &sp, t, (TileChoice){(int)v, u, 0});
@@ -2565,7 +2568,7 @@ void schedule(Program *p) {
             if (narrow) group_unroll_taps(p, k);
             if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
             /* a group's channels are a tile: each group streams its own weights */
-            if (cmw) conv_tiles(p, k, cmw, cb ? cb : group ? group : lanes(p, k) * (vregs(p) >= 32 ? 4 : 2), c_last);
+            if (cmw) conv_tiles(p, k, cmw, cb ? cb : group ? group : lanes(p, k) * tile_vectors(p), c_last);
             if (pad) {                      /* the copy kernel, now before k */
                 strip_list(p, pad, &pad->body);
                 i++;
