@@ -935,38 +935,56 @@ static bool reads_c_as_channel(const Expr *e, int c, int dim) {
 }
 
 /* A kernel that moves each channel's plane on its own, whatever it does within the plane (a
- * nearest Resize or Upsample: y[n, c, 2h + i, 2w] = x[n, c, h, w] in a nest of five loops):
- * not a contraction, a perfect nest of independent loops around stores of 4-d activations,
- * each of its 4-d activations read and written at one loop variable c as its channel (index
- * `dim`: 1 in NCHW, 3 once NHWC) and at expressions free of c elsewhere, other buffers not
- * at c. Like an elementwise kernel it can take NHWC for all its 4-d operands at once; then
- * channel_inner runs c innermost, each statement a contiguous run of channels. Returns c's
- * loop, or NULL. A nearest Resize that was no such user kept a YOLOv5-style neck NCHW (its
- * top-down Resize -> Concat chain), and with it, through the Concats, the backbone's 160x160
- * and 80x80 stages, whose convs ran at 38-60% of the FMA peak. */
+ * nearest Resize or Upsample: y[n, c, 2h + i, 2w] = x[n, c, h, w] in a nest of five loops; a
+ * linear Resize along one dim, a contraction over two taps whose indices and weights come
+ * from tables): a perfect nest of independent loops around mover_stmts, each of its 4-d
+ * activations read and written at one loop variable c as its channel (index `dim`: 1 in
+ * NCHW, 3 once NHWC) and at expressions free of c elsewhere, other buffers not at c. Like an
+ * elementwise kernel it can take NHWC for all its 4-d operands at once; then channel_inner
+ * runs c innermost (of the parallel loops), each statement along a contiguous run of
+ * channels. Returns c's loop, or NULL. A nearest Resize that was no such user kept a
+ * YOLOv5-style neck NCHW (its top-down Resize -> Concat chain), and with it, through the
+ * Concats, the backbone's 160x160 and 80x80 stages, whose convs ran at 38-60% of the FMA
+ * peak; a linear one, a U-Net decoder's. */
+/* The statements in list s, inside channel loop c, as a channel_mover needs them: stores of 4-d
+ * activations at c as their channel, and in a contraction scalar sets and reduction loops
+ * around them (a linear Resize: two taps per output, their indices and weights from tables). */
+static bool mover_stmts(const Stmt *s, int c, int dim, bool contraction) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE) {
+            if (s->buf->rank != 4 || !activation_type(s->buf->dtype) || !s->val || !reads_c_as_channel(s->val, c, dim))
+                return false;
+            for (int d = 0; d < 4; d++)
+                if (d == dim ? !is_var(s->idx[d], c) : expr_reads_var(s->idx[d], c)) return false;
+        } else if (s->kind == S_SET) {
+            if (!contraction || !reads_c_as_channel(s->val, c, dim)) return false;
+        } else if (s->kind == S_LOOP) {
+            if (!contraction || !(s->hints & LH_REDUCTION) || !const_loop(s) || !mover_stmts(s->body, c, dim, true))
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
 static Stmt *channel_mover(Kernel *k, int dim) {
     Stmt **nest[MAX_RANK + 1];
-    if (k->dead || k->kclass == KC_CONTRACTION || k->kclass == KC_ELEMENTWISE || !kernel_independent(k)) return NULL;
+    if (k->dead || k->kclass == KC_ELEMENTWISE || !kernel_independent(k)) return NULL;
     int r = parallel_nest(k, nest);
     if (r < 4) return NULL;
-    const Stmt *body = (*nest[r - 1])->body;
-    if (!body || body->kind != S_STORE || body->buf->rank != 4) return NULL;
+    const Stmt *st = first_store((*nest[r - 1])->body);
+    if (!st || st->buf->rank != 4) return NULL;
     Stmt *cl = NULL;
     for (int d = 0; d < r && !cl; d++)
-        if (is_var(body->idx[dim], (*nest[d])->var)) cl = *nest[d];
-    if (!cl) return NULL;
-    for (const Stmt *s = body; s; s = s->next) {
-        if (s->kind != S_STORE || s->buf->rank != 4 || !activation_type(s->buf->dtype) || !s->val ||
-            !reads_c_as_channel(s->val, cl->var, dim))
-            return NULL;
-        for (int d = 0; d < 4; d++)
-            if (d == dim ? !is_var(s->idx[d], cl->var) : expr_reads_var(s->idx[d], cl->var)) return NULL;
-    }
-    return cl;
+        if (is_var(st->idx[dim], (*nest[d])->var)) cl = *nest[d];
+    return cl && mover_stmts((*nest[r - 1])->body, cl->var, dim, k->kclass == KC_CONTRACTION) ? cl : NULL;
 }
 
 /* A channel_mover whose operands are NHWC (the channel their last index) with its channel loop
- * sunk innermost, through the perfect nest below it; a no-op on an NCHW one. */
+ * sunk innermost, through the perfect nest below it; a no-op on an NCHW one. A contraction
+ * (a linear Resize) takes it before the rest of its schedule, which then vectorises the
+ * channels (contiguous loads, no gathers of the width's taps). */
 static void channel_inner(Program *p, Kernel *k) {
     Stmt *c = channel_mover(k, 3);
     for (; c && c->body && c->body->kind == S_LOOP && !c->body->next; c = c->body)   /* headers swap */
@@ -2582,6 +2600,7 @@ void schedule(Program *p) {
         Kernel *k = p->kernels[i];
         if (k->dead) continue;
         if (k->kclass == KC_CONTRACTION) {
+            channel_inner(p, k);            /* a linear Resize made NHWC: its channels innermost */
             /* a 1x1 conv that may prefer its channels as vectors tries conv_layout first */
             bool defer = channels_over_pixels(p, k);
             if (!defer) coalesce_pixels(p, k);

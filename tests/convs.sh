@@ -5,8 +5,8 @@
 # BatchNormalizations whose operands are of several float types (gen_bn.py), ConvTransposes over
 # their attributes (gen_convtranspose.py: strides, dilations, groups, output_padding, 1-D to 3-D,
 # fused epilogues), nearest Resizes with integral factors (gen_resize.py: the repeated form,
-# with and without a fused Add, next to dims that keep their tables; a neck of convs around
-# Resizes and a Concat, whose maps go NHWC; linear along several
+# with and without a fused Add, next to dims that keep their tables; necks of convs around
+# nearest or linear Resizes and a Concat, whose maps go NHWC; linear along several
 # dims), DepthToSpace and SpaceToDepth (gen_d2s.py: blocks of 2 to 5, DCR and CRD, a fused
 # Relu), two-input Einsums (gen_einsum.py: batched matrix products lowered as MatMul, with
 # inputs permuted first, and the equations left to the general nest), checked with

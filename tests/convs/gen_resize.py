@@ -3,8 +3,8 @@
 # copies as stores side by side, up to 4; beyond, through the table), with and without a fused
 # Add, next to dims that keep their tables (non-integral scales, align_corners), every
 # coordinate mode and nearest_mode, 3-D to 5-D, batch 2; and linear ones along several dims
-# (resize_separable), up- and downsampling; and a neck of convs around Resizes and a Concat
-# (neck_nhwc, at the end). Reference: numpy, the formulas of the ONNX operator
+# (resize_separable), up- and downsampling; and necks of convs around a nearest or linear
+# Resize and a Concat (neck_nhwc*, at the end). Reference: numpy, the formulas of the ONNX operator
 # description (coordinate transformation, nearest rounding, linear weights, clamping).
 import sys, os
 import numpy as np
@@ -115,11 +115,12 @@ for name, xs, scales, ctm, nm, add in cases:
         f.write(nh.from_array(y.astype(np.float32), "y").SerializeToString())
 
 
-# A YOLO/FPN-style neck: nearest Resizes of a conv's output between convs, one concatenated
-# with a lateral conv's output, one added to it, then convs over both (outputs through
-# another Resize, as a graph output). The Resizes are channel movers (passes/schedule.c,
-# channel_mover): with vectors, their maps take NHWC with the convs around them, each
-# Resize then copying runs of channels (channel_inner). Reference: numpy in float64.
+# A YOLO/FPN-style neck: a Resize of a conv's output between convs (nearest, or linear as a
+# U-Net or DeepLab decoder upsamples), concatenated with a lateral conv's output and added to
+# another, then convs over both (outputs through a nearest Resize, as a graph output). The
+# Resizes are channel movers (passes/schedule.c, channel_mover): with vectors, their maps
+# take NHWC with the convs around them, each Resize then running along runs of channels
+# (channel_inner). Reference: numpy in float64.
 def conv_ref(x, w, b, s, p):
     n, c, hh, ww = x.shape
     m, _, kh, kw = w.shape
@@ -137,46 +138,52 @@ def up2(x):
     return x.repeat(2, axis=2).repeat(2, axis=3)
 
 
-name = "neck_nhwc"
-os.makedirs(name + "/test_data_set_0", exist_ok=True)
-x = rng.standard_normal([1, 16, 16, 24]).astype(np.float32)
-inits, nodes = [], []
-def wconv(tag, m, c, k):
-    w = (rng.standard_normal([m, c, k, k]) / np.sqrt(c * k * k)).astype(np.float32)
-    b = (0.1 * rng.standard_normal(m)).astype(np.float32)
-    inits.extend([nh.from_array(w, tag + "w"), nh.from_array(b, tag + "b")])
-    return w.astype(np.float64), b.astype(np.float64)
-w1, b1 = wconv("c1", 64, 16, 3)
-w2, b2 = wconv("c2", 32, 16, 1)
-w3, b3 = wconv("c3", 64, 16, 1)
-w4, b4 = wconv("c4", 48, 96, 3)
-w5, b5 = wconv("c5", 40, 64, 3)
-x64 = x.astype(np.float64)
-c1 = np.maximum(conv_ref(x64, w1, b1, 2, 1), 0)
-c2 = np.maximum(conv_ref(x64, w2, b2, 1, 0), 0)
-c3 = np.maximum(conv_ref(x64, w3, b3, 1, 0), 0)
-y1 = np.maximum(conv_ref(np.concatenate([up2(c1), c2], 1), w4, b4, 1, 1), 0)
-y2 = up2(np.maximum(conv_ref(up2(c1) + c3, w5, b5, 1, 1), 0))
-sc = nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
-nodes = [h.make_node("Conv", ["x", "c1w", "c1b"], ["a1"], strides=[2, 2], pads=[1, 1, 1, 1]),
-         h.make_node("Relu", ["a1"], ["r1"]),
-         h.make_node("Resize", ["r1", "", "sc"], ["u1"], mode="nearest", coordinate_transformation_mode="asymmetric",
-                     nearest_mode="floor"),
-         h.make_node("Conv", ["x", "c2w", "c2b"], ["a2"]), h.make_node("Relu", ["a2"], ["r2"]),
-         h.make_node("Conv", ["x", "c3w", "c3b"], ["a3"]), h.make_node("Relu", ["a3"], ["r3"]),
-         h.make_node("Concat", ["u1", "r2"], ["cat"], axis=1),
-         h.make_node("Conv", ["cat", "c4w", "c4b"], ["a4"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a4"], ["y1"]),
-         h.make_node("Add", ["u1", "r3"], ["s"]),
-         h.make_node("Conv", ["s", "c5w", "c5b"], ["a5"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a5"], ["r5"]),
-         h.make_node("Resize", ["r5", "", "sc"], ["y2"], mode="nearest")]
-g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, list(x.shape))],
-                 [h.make_tensor_value_info("y1", T.FLOAT, list(y1.shape)),
-                  h.make_tensor_value_info("y2", T.FLOAT, list(y2.shape))], inits + [sc])
-m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-m.ir_version = 8
-save(m, name + "/model.onnx")
-with open(name + "/test_data_set_0/input_0.pb", "wb") as f:
-    f.write(nh.from_array(x, "x").SerializeToString())
-for i, (n, v) in enumerate([("y1", y1), ("y2", y2)]):
-    with open("%s/test_data_set_0/output_%d.pb" % (name, i), "wb") as f:
-        f.write(nh.from_array(v.astype(np.float32), n).SerializeToString())
+def neck(name, mode, ctm):
+    os.makedirs(name + "/test_data_set_0", exist_ok=True)
+    x = rng.standard_normal([1, 16, 16, 24]).astype(np.float32)
+    inits, nodes = [], []
+    def wconv(tag, m, c, k):
+        w = (rng.standard_normal([m, c, k, k]) / np.sqrt(c * k * k)).astype(np.float32)
+        b = (0.1 * rng.standard_normal(m)).astype(np.float32)
+        inits.extend([nh.from_array(w, tag + "w"), nh.from_array(b, tag + "b")])
+        return w.astype(np.float64), b.astype(np.float64)
+    w1, b1 = wconv("c1", 64, 16, 3)
+    w2, b2 = wconv("c2", 32, 16, 1)
+    w3, b3 = wconv("c3", 64, 16, 1)
+    w4, b4 = wconv("c4", 48, 96, 3)
+    w5, b5 = wconv("c5", 40, 64, 3)
+    x64 = x.astype(np.float64)
+    c1 = np.maximum(conv_ref(x64, w1, b1, 2, 1), 0)
+    u1 = up2(c1) if mode == "nearest" else linear(c1, [1, 1, 2, 2], ctm)
+    c2 = np.maximum(conv_ref(x64, w2, b2, 1, 0), 0)
+    c3 = np.maximum(conv_ref(x64, w3, b3, 1, 0), 0)
+    y1 = np.maximum(conv_ref(np.concatenate([u1, c2], 1), w4, b4, 1, 1), 0)
+    y2 = up2(np.maximum(conv_ref(u1 + c3, w5, b5, 1, 1), 0))
+    sc = nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+    nodes = [h.make_node("Conv", ["x", "c1w", "c1b"], ["a1"], strides=[2, 2], pads=[1, 1, 1, 1]),
+             h.make_node("Relu", ["a1"], ["r1"]),
+             h.make_node("Resize", ["r1", "", "sc"], ["u1"], mode=mode, coordinate_transformation_mode=ctm,
+                         **({"nearest_mode": "floor"} if mode == "nearest" else {})),
+             h.make_node("Conv", ["x", "c2w", "c2b"], ["a2"]), h.make_node("Relu", ["a2"], ["r2"]),
+             h.make_node("Conv", ["x", "c3w", "c3b"], ["a3"]), h.make_node("Relu", ["a3"], ["r3"]),
+             h.make_node("Concat", ["u1", "r2"], ["cat"], axis=1),
+             h.make_node("Conv", ["cat", "c4w", "c4b"], ["a4"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a4"], ["y1"]),
+             h.make_node("Add", ["u1", "r3"], ["s"]),
+             h.make_node("Conv", ["s", "c5w", "c5b"], ["a5"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a5"], ["r5"]),
+             h.make_node("Resize", ["r5", "", "sc"], ["y2"], mode="nearest")]
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, list(x.shape))],
+                     [h.make_tensor_value_info("y1", T.FLOAT, list(y1.shape)),
+                      h.make_tensor_value_info("y2", T.FLOAT, list(y2.shape))], inits + [sc])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    save(m, name + "/model.onnx")
+    with open(name + "/test_data_set_0/input_0.pb", "wb") as f:
+        f.write(nh.from_array(x, "x").SerializeToString())
+    for i, (n, v) in enumerate([("y1", y1), ("y2", y2)]):
+        with open("%s/test_data_set_0/output_%d.pb" % (name, i), "wb") as f:
+            f.write(nh.from_array(v.astype(np.float32), n).SerializeToString())
+
+
+neck("neck_nhwc", "nearest", "asymmetric")
+neck("neck_nhwc_bilinear", "linear", "half_pixel")
+neck("neck_nhwc_align", "linear", "align_corners")
