@@ -117,7 +117,8 @@ for name, xs, scales, ctm, nm, add in cases:
 
 # A YOLO/FPN-style neck: a Resize of a conv's output between convs (nearest, or linear as a
 # U-Net or DeepLab decoder upsamples), concatenated with a lateral conv's output and added to
-# another, then convs over both (outputs through a nearest Resize, as a graph output). The
+# another, then convs over both (outputs through a 1x1 conv to 2 classes, which reads its
+# 48-channel map NHWC (few_outputs), and through a nearest Resize, as graph outputs). The
 # Resizes are channel movers (passes/schedule.c, channel_mover): with vectors, their maps
 # take NHWC with the convs around them, each Resize then running along runs of channels
 # (channel_inner). Reference: numpy in float64.
@@ -152,12 +153,13 @@ def neck(name, mode, ctm):
     w3, b3 = wconv("c3", 64, 16, 1)
     w4, b4 = wconv("c4", 48, 96, 3)
     w5, b5 = wconv("c5", 40, 64, 3)
+    w6, b6 = wconv("c6", 2, 48, 1)
     x64 = x.astype(np.float64)
     c1 = np.maximum(conv_ref(x64, w1, b1, 2, 1), 0)
     u1 = up2(c1) if mode == "nearest" else linear(c1, [1, 1, 2, 2], ctm)
     c2 = np.maximum(conv_ref(x64, w2, b2, 1, 0), 0)
     c3 = np.maximum(conv_ref(x64, w3, b3, 1, 0), 0)
-    y1 = np.maximum(conv_ref(np.concatenate([u1, c2], 1), w4, b4, 1, 1), 0)
+    y1 = conv_ref(np.maximum(conv_ref(np.concatenate([u1, c2], 1), w4, b4, 1, 1), 0), w6, b6, 1, 0)
     y2 = up2(np.maximum(conv_ref(u1 + c3, w5, b5, 1, 1), 0))
     sc = nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
     nodes = [h.make_node("Conv", ["x", "c1w", "c1b"], ["a1"], strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -167,7 +169,8 @@ def neck(name, mode, ctm):
              h.make_node("Conv", ["x", "c2w", "c2b"], ["a2"]), h.make_node("Relu", ["a2"], ["r2"]),
              h.make_node("Conv", ["x", "c3w", "c3b"], ["a3"]), h.make_node("Relu", ["a3"], ["r3"]),
              h.make_node("Concat", ["u1", "r2"], ["cat"], axis=1),
-             h.make_node("Conv", ["cat", "c4w", "c4b"], ["a4"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a4"], ["y1"]),
+             h.make_node("Conv", ["cat", "c4w", "c4b"], ["a4"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a4"], ["r4"]),
+             h.make_node("Conv", ["r4", "c6w", "c6b"], ["y1"]),
              h.make_node("Add", ["u1", "r3"], ["s"]),
              h.make_node("Conv", ["s", "c5w", "c5b"], ["a5"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a5"], ["r5"]),
              h.make_node("Resize", ["r5", "", "sc"], ["y2"], mode="nearest")]
