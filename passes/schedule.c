@@ -1101,7 +1101,7 @@ static int64_t list_divisor(const Stmt *s, int v);
 
 /* A 1x1 conv to fewer output channels than channel_last_user's 8 (a segmentation head's
  * classes) over at least two vectors of input channels: it may read an NHWC map, each
- * output a vector reduction over the channels (unit_reductions, vector_reductions), and
+ * output a vector reduction over the channels (unroll_reductions, vector_reductions), and
  * write NCHW, having no vector of output channels to scatter. A bilinear U-Net's head to 2
  * classes had kept its last level (32 channels at 256x256) NCHW, its 3x3 convs at 54-60% of
  * the FMA peak, 70-72% in NHWC; the head itself 0.55 -> 1.36 ms, the model 113-118 ->
@@ -1511,29 +1511,22 @@ static bool scalar_channelwise(Program *p, Kernel *k, bool *unroll) {
     return true;
 }
 
-/* The constant reduction loops in list *at unrolled, the innermost first. */
-static void unroll_taps(Program *p, Kernel *k, Stmt **at) {
+/* The constant reduction loops of at most `most` iterations in list *at unrolled, the
+ * innermost first: all of them (unroll_taps), or those of one iteration, a 1x1 conv's taps,
+ * so that the channel loop around them is the innermost reduction, which vector_reductions
+ * then runs as vectors (few_outputs). */
+static void unroll_reductions(Program *p, Kernel *k, Stmt **at, int64_t most) {
     while (*at) {
         Stmt *s = *at, *next = s->next;
-        unroll_taps(p, k, &s->body);
-        unroll_taps(p, k, &s->then);
-        unroll_taps(p, k, &s->els);
-        if (s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s)) loop_unroll(p, k, at);
+        unroll_reductions(p, k, &s->body, most);
+        unroll_reductions(p, k, &s->then, most);
+        unroll_reductions(p, k, &s->els, most);
+        if (s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s) && trips(s) <= most) loop_unroll(p, k, at);
         while (*at != next) at = &(*at)->next;
     }
 }
 
-/* The reduction loops of one iteration in list *at unrolled (a 1x1 conv's taps), so that the
- * channel loop around them is the innermost reduction, which vector_reductions then runs
- * as vectors. */
-static void unit_reductions(Program *p, Kernel *k, Stmt **at) {
-    while (*at) {
-        Stmt *s = *at, *next = s->next;
-        unit_reductions(p, k, &s->body);
-        if (s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s) && trips(s) == 1) loop_unroll(p, k, at);
-        while (*at != next) at = &(*at)->next;
-    }
-}
+static void unroll_taps(Program *p, Kernel *k, Stmt **at) { unroll_reductions(p, k, at, INT64_MAX); }
 
 static bool has_conds(const Stmt *s);
 
@@ -2639,7 +2632,7 @@ void schedule(Program *p) {
         if (k->kclass == KC_CONTRACTION) {
             channel_inner(p, k);            /* a linear Resize made NHWC: its channels innermost */
             bool nhwc = false;
-            if (few_outputs_k(p, k, &nhwc) && nhwc) unit_reductions(p, k, &k->body);
+            if (few_outputs_k(p, k, &nhwc) && nhwc) unroll_reductions(p, k, &k->body, 1);
             /* a 1x1 conv that may prefer its channels as vectors tries conv_layout first */
             bool defer = channels_over_pixels(p, k);
             if (!defer) coalesce_pixels(p, k);
