@@ -934,18 +934,6 @@ static bool reads_c_as_channel(const Expr *e, int c, int dim) {
     return true;
 }
 
-/* A kernel that moves each channel's plane on its own, whatever it does within the plane (a
- * nearest Resize or Upsample: y[n, c, 2h + i, 2w] = x[n, c, h, w] in a nest of five loops; a
- * linear Resize along one dim, a contraction over two taps whose indices and weights come
- * from tables): a perfect nest of independent loops around mover_stmts, each of its 4-d
- * activations read and written at one loop variable c as its channel (index `dim`: 1 in
- * NCHW, 3 once NHWC) and at expressions free of c elsewhere, other buffers not at c. Like an
- * elementwise kernel it can take NHWC for all its 4-d operands at once; then channel_inner
- * runs c innermost (of the parallel loops), each statement along a contiguous run of
- * channels. Returns c's loop, or NULL. A nearest Resize that was no such user kept a
- * YOLOv5-style neck NCHW (its top-down Resize -> Concat chain), and with it, through the
- * Concats, the backbone's 160x160 and 80x80 stages, whose convs ran at 38-60% of the FMA
- * peak; a linear one, a U-Net decoder's. */
 /* The statements in list s, inside channel loop c, as a channel_mover needs them: stores of 4-d
  * activations at c as their channel, and in a contraction scalar sets and reduction loops
  * around them (a linear Resize: two taps per output, their indices and weights from tables). */
@@ -968,6 +956,18 @@ static bool mover_stmts(const Stmt *s, int c, int dim, bool contraction) {
     return true;
 }
 
+/* A kernel that moves each channel's plane on its own, whatever it does within the plane (a
+ * nearest Resize or Upsample: y[n, c, 2h + i, 2w] = x[n, c, h, w] in a nest of five loops; a
+ * linear Resize along one dim, a contraction over two taps whose indices and weights come
+ * from tables): a perfect nest of independent loops around mover_stmts, each of its 4-d
+ * activations read and written at one loop variable c as its channel (index `dim`: 1 in
+ * NCHW, 3 once NHWC) and at expressions free of c elsewhere, other buffers not at c. Like an
+ * elementwise kernel it can take NHWC for all its 4-d operands at once; then channel_inner
+ * runs c innermost (of the parallel loops), each statement along a contiguous run of
+ * channels. Returns c's loop, or NULL. A nearest Resize that was no such user kept a
+ * YOLOv5-style neck NCHW (its top-down Resize -> Concat chain), and with it, through the
+ * Concats, the backbone's 160x160 and 80x80 stages, whose convs ran at 38-60% of the FMA
+ * peak; a linear one, a U-Net decoder's. */
 static Stmt *channel_mover(Kernel *k, int dim) {
     Stmt **nest[MAX_RANK + 1];
     if (k->dead || k->kclass == KC_ELEMENTWISE || !kernel_independent(k)) return NULL;
@@ -982,9 +982,9 @@ static Stmt *channel_mover(Kernel *k, int dim) {
 }
 
 /* A channel_mover whose operands are NHWC (the channel their last index) with its channel loop
- * sunk innermost, through the perfect nest below it; a no-op on an NCHW one. A contraction
- * (a linear Resize) takes it before the rest of its schedule, which then vectorises the
- * channels (contiguous loads, no gathers of the width's taps). */
+ * sunk innermost, through the perfect nest below it; a no-op on an NCHW one. It runs before
+ * the rest of a kernel's schedule, which then vectorises the channels (a linear Resize's
+ * contraction too: contiguous loads, no gathers of the width's taps). */
 static void channel_inner(Program *p, Kernel *k) {
     Stmt *c = channel_mover(k, 3);
     for (; c && c->body && c->body->kind == S_LOOP && !c->body->next; c = c->body)   /* headers swap */
@@ -1106,9 +1106,8 @@ static int64_t list_divisor(const Stmt *s, int v);
  * classes had kept its last level (32 channels at 256x256) NCHW, its 3x3 convs at 54-60% of
  * the FMA peak, 70-72% in NHWC; the head itself 0.55 -> 1.36 ms, the model 113-118 ->
  * 107-108 ms (one thread, Xeon). */
-static bool few_outputs(const Program *p, Kernel *k, const Buf *w) {
-    Stmt **nest[MAX_RANK + 1];
-    return parallel_nest(k, nest) == 4 && w->rank == 4 && kir_numel(w) == w->dims[0] * w->dims[1] && trips(*nest[1]) < 8 &&
+static bool few_outputs(const Program *p, const Buf *w, int64_t outputs) {
+    return outputs < 8 && w->rank == 4 && kir_numel(w) == w->dims[0] * w->dims[1] &&
            w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes;
 }
 
@@ -1121,7 +1120,7 @@ static bool few_outputs_k(Program *p, Kernel *k, bool *nhwc) {
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
     if (nhwc) *nhwc = !o.col_last;
-    return o.b && few_outputs(p, k, o.b);
+    return o.b && few_outputs(p, o.b, trips(*nest[1]));
 }
 
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
@@ -1139,7 +1138,7 @@ static bool channel_last_user(Program *p, Kernel *k) {
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
-    if (!o.b || !conv_weights(p, k, o.b, 4) || (trips(*nest[1]) < 8 && !few_outputs(p, k, o.b))) return false;
+    if (!o.b || !conv_weights(p, k, o.b, 4) || (trips(*nest[1]) < 8 && !few_outputs(p, o.b, trips(*nest[1])))) return false;
     if (!o.other_reads) return true;
     /* a grouped conv of whole vectors a group (input channel m / D * Cg + c, D a multiple of
      * the lanes): group_split makes each group a dense conv, which reads NHWC as one does */
@@ -2629,8 +2628,8 @@ void schedule(Program *p) {
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         if (k->dead) continue;
+        channel_inner(p, k);
         if (k->kclass == KC_CONTRACTION) {
-            channel_inner(p, k);            /* a linear Resize made NHWC: its channels innermost */
             bool nhwc = false;
             if (few_outputs_k(p, k, &nhwc) && nhwc) unroll_reductions(p, k, &k->body, 1);
             /* a 1x1 conv that may prefer its channels as vectors tries conv_layout first */
@@ -2680,7 +2679,6 @@ void schedule(Program *p) {
         }
         store_order(p, k);
         concat_order(p, k);
-        channel_inner(p, k);
         if (k->kclass != KC_CONTRACTION && lanes(p, k) >= 2 && !p->fp_strict) row_jam(p, k, &k->body);
         if (k->kclass != KC_CONTRACTION && size_first(p, k)) coalesce_nest(p, k);
         strip_list(p, k, &k->body);
