@@ -17,8 +17,12 @@
  *     dtype and rank, no views of either (but views of x that view_shifts maps into xp), every
  *     store to xp of a load of x at an offset that is the same for every store and is a
  *     padding (before >= 0, x fits inside xp), or of one constant;
- *   - one kernel writes x, before the copy (a copy of a copy is left alone: its input has
- *     two writers then, the first copy's border kernel and the interior's writer);
+ *   - kernels write x only before the copy; several may (a Concat whose inputs went in
+ *     place is written by their writers, each into its region: a U-Net decoder's Resize and
+ *     skip conv; a copy of a copy, by the first copy's border kernel and the interior's
+ *     writer). Every store to x becomes one to xp, so xp holds what x held when the copy ran
+ *     (a bilinear U-Net's four Concats before 3x3 convs: padded copies of 0.2-1.8 ms, 2.9 ms of
+ *     96 in all at one thread, Xeon, became border kernels of 4-20 us);
  *   - no control kernel (If, Loop, Scan) lies between the first and the last kernel that
  *     touches x or xp, so that a loop cannot rewrite x after the copy was taken.
  *
@@ -208,7 +212,7 @@ static bool elidable(const Program *p, int ci, const PadCopy *pc, const Part *pt
         if (tx && tp && mx != KP_IN) return false;
         writers += tx && (mx & KP_OUT);
     }
-    if (writers != 1) return false;
+    if (writers < 1) return false;
     for (int ki = first; ki <= last; ki++)
         if (p->kernels[ki]->ctl) return false;
     return true;

@@ -139,7 +139,7 @@ def up2(x):
     return x.repeat(2, axis=2).repeat(2, axis=3)
 
 
-def neck(name, mode, ctm):
+def neck(name, mode, ctm, skip_k=1):
     os.makedirs(name + "/test_data_set_0", exist_ok=True)
     x = rng.standard_normal([1, 16, 16, 24]).astype(np.float32)
     inits, nodes = [], []
@@ -149,16 +149,16 @@ def neck(name, mode, ctm):
         inits.extend([nh.from_array(w, tag + "w"), nh.from_array(b, tag + "b")])
         return w.astype(np.float64), b.astype(np.float64)
     w1, b1 = wconv("c1", 64, 16, 3)
-    w2, b2 = wconv("c2", 32, 16, 1)
-    w3, b3 = wconv("c3", 64, 16, 1)
+    w2, b2 = wconv("c2", 32, 16, skip_k)
+    w3, b3 = wconv("c3", 64, 16, skip_k)
     w4, b4 = wconv("c4", 48, 96, 3)
     w5, b5 = wconv("c5", 40, 64, 3)
     w6, b6 = wconv("c6", 2, 48, 1)
     x64 = x.astype(np.float64)
     c1 = np.maximum(conv_ref(x64, w1, b1, 2, 1), 0)
     u1 = up2(c1) if mode == "nearest" else linear(c1, [1, 1, 2, 2], ctm)
-    c2 = np.maximum(conv_ref(x64, w2, b2, 1, 0), 0)
-    c3 = np.maximum(conv_ref(x64, w3, b3, 1, 0), 0)
+    c2 = np.maximum(conv_ref(x64, w2, b2, 1, skip_k // 2), 0)
+    c3 = np.maximum(conv_ref(x64, w3, b3, 1, skip_k // 2), 0)
     y1 = conv_ref(np.maximum(conv_ref(np.concatenate([u1, c2], 1), w4, b4, 1, 1), 0), w6, b6, 1, 0)
     y2 = up2(np.maximum(conv_ref(u1 + c3, w5, b5, 1, 1), 0))
     sc = nh.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
@@ -166,8 +166,8 @@ def neck(name, mode, ctm):
              h.make_node("Relu", ["a1"], ["r1"]),
              h.make_node("Resize", ["r1", "", "sc"], ["u1"], mode=mode, coordinate_transformation_mode=ctm,
                          **({"nearest_mode": "floor"} if mode == "nearest" else {})),
-             h.make_node("Conv", ["x", "c2w", "c2b"], ["a2"]), h.make_node("Relu", ["a2"], ["r2"]),
-             h.make_node("Conv", ["x", "c3w", "c3b"], ["a3"]), h.make_node("Relu", ["a3"], ["r3"]),
+             h.make_node("Conv", ["x", "c2w", "c2b"], ["a2"], pads=[skip_k // 2] * 4), h.make_node("Relu", ["a2"], ["r2"]),
+             h.make_node("Conv", ["x", "c3w", "c3b"], ["a3"], pads=[skip_k // 2] * 4), h.make_node("Relu", ["a3"], ["r3"]),
              h.make_node("Concat", ["u1", "r2"], ["cat"], axis=1),
              h.make_node("Conv", ["cat", "c4w", "c4b"], ["a4"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["a4"], ["r4"]),
              h.make_node("Conv", ["r4", "c6w", "c6b"], ["y1"]),
@@ -190,3 +190,7 @@ def neck(name, mode, ctm):
 neck("neck_nhwc", "nearest", "asymmetric")
 neck("neck_nhwc_bilinear", "linear", "half_pixel")
 neck("neck_nhwc_align", "linear", "align_corners")
+# the skip branches 3x3 convs (not 1x1s storing through a view of their pixels): the Concat's
+# parts (the Resize's and a conv's output) both go in place, then the Concat, with its two
+# writers' stores, into the padded copy that the 3x3 conv after it reads
+neck("neck_nhwc_pad_cat", "nearest", "asymmetric", 3)
