@@ -1123,6 +1123,18 @@ static bool few_outputs_k(Program *p, Kernel *k, bool *nhwc) {
     return o.b && few_outputs(p, o.b, trips(*nest[1]));
 }
 
+/* A few_outputs conv reading NHWC runs its output channels innermost, jammed: each pixel's
+ * channels are loaded once for all outputs (they were read once per output, from beyond the
+ * L2 on a 256x256 map: a bilinear U-Net's head to 2 classes). */
+static void outputs_inner(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    if (parallel_nest(k, nest) != 4 || !kernel_independent(k)) return;
+    if (!loop_interchange(p, k, *nest[1]) || !loop_interchange(p, k, (*nest[1])->body)) return;
+    if (parallel_nest(k, nest) != 4) return;
+    Stmt *m = *nest[3];
+    if (const_loop(m) && trips(m) >= 2 && body_private(p, k, m)) loop_jam(p, k, nest[3], (int)trips(m));
+}
+
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
  * around reductions) that conv_layout or channelwise_layout run channel-innermost, or an
  * elementwise kernel (elementwise_user) or a Concat (concat_user)? */
@@ -2631,7 +2643,7 @@ void schedule(Program *p) {
         channel_inner(p, k);
         if (k->kclass == KC_CONTRACTION) {
             bool nhwc = false;
-            if (few_outputs_k(p, k, &nhwc) && nhwc) unroll_reductions(p, k, &k->body, 1);
+            if (few_outputs_k(p, k, &nhwc) && nhwc) unroll_reductions(p, k, &k->body, 1), outputs_inner(p, k);
             /* a 1x1 conv that may prefer its channels as vectors tries conv_layout first */
             bool defer = channels_over_pixels(p, k);
             if (!defer) coalesce_pixels(p, k);
