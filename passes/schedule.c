@@ -981,12 +981,55 @@ static Stmt *channel_mover(Kernel *k, int dim) {
     return cl && mover_stmts((*nest[r - 1])->body, cl->var, dim, k->kclass == KC_CONTRACTION) ? cl : NULL;
 }
 
+/* Whether the statements of list s, inside channel loop c, are regions of a plane: loops of
+ * constant bounds (not reductions) down to stores as mover_stmts takes them. */
+static bool region_stmts(const Stmt *s, int c, int dim) {
+    for (; s; s = s->next) {
+        if (s->kind == S_STORE && !s->next) return mover_stmts(s, c, dim, false);     /* one store a nest */
+        if (s->kind != S_LOOP || !const_loop(s) || (s->hints & (LH_REDUCTION | LH_VECTOR)) || !s->body ||
+            !region_stmts(s->body, c, dim))
+            return false;
+    }
+    return true;
+}
+
+/* A kernel that moves each channel's plane on its own in regions: below its batch and channel
+ * loops, a list of loop nests, not all perfect, each down to one store as channel_mover's
+ * (an ONNX Pad: its zero border rows, then rows of a zero border and the copy; dead_taps'
+ * Pad+Add of a dilated conv's tap pieces, a DeepLabV3 ASPP branch's, which with its NCHW
+ * planes kept the branches, their Concat and the 1280 -> 256 projection after it NCHW: the
+ * projection at 40-45% of the FMA peak reading channel-major pixels). Like a channel_mover
+ * it takes NHWC for all its 4-d operands at once; channel_inner then distributes its
+ * channel loop over the regions and sinks it innermost in each. Returns the channel loop. */
+static Stmt *region_mover(Kernel *k, int dim) {
+    if (k->dead || (k->kclass != KC_COPY && k->kclass != KC_GENERIC) || !kernel_independent(k)) return NULL;
+    Stmt *s = k->body;
+    for (int d = 0; d < 2; d++, s = s->body)
+        if (!s || s->kind != S_LOOP || s->next || !const_loop(s) || !s->body) return NULL;
+    Stmt *c = k->body->body;
+    return region_stmts(c->body, c->var, dim) ? c : NULL;
+}
+
+/* Channel loop c (of a region_mover) distributed over its statements, then sunk innermost in
+ * each, through the loops below it (distributed again at each list). */
+static void sink_channel(Program *p, Kernel *k, Stmt *c) {
+    Stmt *after = c->next;
+    distribute(p, k, c);
+    for (Stmt *x = c; x && x != after; x = x->next)
+        if (x->body->kind == S_LOOP && loop_interchange(p, k, x)) sink_channel(p, k, x->body);
+}
+
 /* A channel_mover whose operands are NHWC (the channel their last index) with its channel loop
  * sunk innermost, through the perfect nest below it; a no-op on an NCHW one. It runs before
  * the rest of a kernel's schedule, which then vectorises the channels (a linear Resize's
- * contraction too: contiguous loads, no gathers of the width's taps). */
+ * contraction too: contiguous loads, no gathers of the width's taps). A region_mover's in
+ * each of its regions. */
 static void channel_inner(Program *p, Kernel *k) {
     Stmt *c = channel_mover(k, 3);
+    if (!c && (c = region_mover(k, 3))) {
+        sink_channel(p, k, c);
+        return;
+    }
     for (; c && c->body && c->body->kind == S_LOOP && !c->body->next; c = c->body)   /* headers swap */
         if (!loop_interchange(p, k, c)) return;
 }
@@ -1140,7 +1183,7 @@ static void outputs_inner(Program *p, Kernel *k) {
  * elementwise kernel (elementwise_user) or a Concat (concat_user)? */
 static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
-    if (!k->dead && (elementwise_user(k) || concat_user(k) || channel_mover(k, 1))) return true;
+    if (!k->dead && (elementwise_user(k) || concat_user(k) || channel_mover(k, 1) || region_mover(k, 1))) return true;
     if (k->dead || k->kclass != KC_CONTRACTION || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
     const Stmt *st = first_store((*nest[3])->body);
     if (!st || st->buf->rank != 4 || !layout_type(k, st->buf->dtype)) return false;
@@ -1396,7 +1439,7 @@ static void channel_last_layouts(Program *p) {
              * Transpose+Add writing a graph output NCHW) reads one of them strided, as the
              * Transpose alone did: no reason to give up the NHWC chain before it */
             if (!user[i]) continue;
-            if (k->kclass == KC_ELEMENTWISE || concat_user(k) || channel_mover(k, 1)) {     /* all its moving 4-d operands alike */
+            if (k->kclass == KC_ELEMENTWISE || concat_user(k) || channel_mover(k, 1) || region_mover(k, 1)) {     /* all its moving 4-d operands alike */
                 bool nhwc_side = false, nchw_side = false;
                 for (int j = 0; j < k->nparams; j++) {
                     Buf *b = kir_root(k->params[j]);

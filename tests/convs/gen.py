@@ -336,6 +336,27 @@ dead('dead_3d',[1,4,3,4,5],[8,4,3,3,3],[1,1,1],[3,1,5],[3,1,5,3,1,5],0)
 dead('split_odd',[1,8,15,13],[16,8,3,3],[1,1],[12,12],[12,12,12,12],1)
 dead('split_3d',[1,4,6,6,6],[8,4,3,3,3],[1,1,1],[5,5,5],[5,5,5,5,5,5],0)
 dead('split_s2',[1,8,29,29],[16,8,3,3],[2,2],[12,12],[12,12,12,12],0)
+# An ASPP (DeepLabV3's head) inside channel-last convs: a 1x1 branch and two dilated ones cut
+# into tap pieces, whose Pad+Add joins (passes/schedule.c, region_mover) go NHWC with the
+# Concat and the 1x1 projection after it.
+def aspp(name,xs,c):
+    x=rng.standard_normal(xs).astype(np.float32); x64=x.astype(np.float64)
+    ws=[(rng.standard_normal(sh)/np.sqrt(np.prod(sh[1:]))).astype(np.float32) for sh in
+        ([c,xs[1],3,3],[c,c,1,1],[c,c,3,3],[c,c,3,3],[c,3*c,1,1],[xs[1],c,3,3])]
+    bs=[(0.1*rng.standard_normal(w.shape[0])).astype(np.float32) for w in ws]
+    r=lambda i,t,dl,p: ref(t,ws[i].astype(np.float64),bs[i],[1,1],[dl,dl],[p,p],[p,p])
+    t0=np.maximum(r(0,x64,1,1),0)
+    cat=np.concatenate([np.maximum(r(1,t0,1,0),0),np.maximum(r(2,t0,12,12),0),np.maximum(r(3,t0,4,4),0)],1)
+    y=r(5,np.maximum(r(4,cat,1,0),0),1,1)
+    N=lambda *a,**k: h.make_node(*a,**k)
+    nodes=[N('Conv',['x','W0','B0'],['a0'],pads=[1]*4),N('Relu',['a0'],['t0']),
+           N('Conv',['t0','W1','B1'],['a1']),N('Relu',['a1'],['c1']),
+           N('Conv',['t0','W2','B2'],['a2'],pads=[12]*4,dilations=[12,12]),N('Relu',['a2'],['c2']),
+           N('Conv',['t0','W3','B3'],['a3'],pads=[4]*4,dilations=[4,4]),N('Relu',['a3'],['c3']),
+           N('Concat',['c1','c2','c3'],['cat'],axis=1),N('Conv',['cat','W4','B4'],['a4']),N('Relu',['a4'],['t4']),
+           N('Conv',['t4','W5','B5'],['y'],pads=[1]*4)]
+    init=[nh.from_array(w,'W%d'%i) for i,w in enumerate(ws)]+[nh.from_array(b,'B%d'%i) for i,b in enumerate(bs)]
+    save(name,nodes,xs,x,[('y',y.astype(np.float32))],init,13)
 # A 1x1 conv on an input beyond the L2 (256 channels x 1200 pixels, 1.2 MB): its coalesced
 # pixels cut in chunks whose input fits half the L2, the chunk loop outermost, the rest of the
 # pixels (1200 = 2 x 512 + 176 on AVX-512) a nest of its own (passes/schedule.c, pixel_chunks);
@@ -594,3 +615,5 @@ dead('chunks_one_tile',[1,256,8,8],[100,256,3,3],[1,1],[1,1],[1,1,1,1],1)
 # Dilation 12 on 28x28 (DeepLabV3-ResNet50's ASPP): its tap sums cost 0.54 of the whole conv,
 # more than half, less than the 5/8 at which passes/dead_taps.c splits it.
 dead('split_28_d12',[1,256,28,28],[16,256,3,3],[1,1],[12,12],[12,12,12,12],1)
+# (last: a case added before the others would change their random data)
+aspp('aspp_nhwc',[1,32,28,28],64)
