@@ -1010,6 +1010,9 @@ static Stmt *region_mover(Kernel *k, int dim) {
     return region_stmts(c->body, c->var, dim) ? c : NULL;
 }
 
+/* A kernel that moves channel planes whole or in regions (channel_mover, region_mover). */
+static bool plane_mover(Kernel *k, int dim) { return channel_mover(k, dim) || region_mover(k, dim); }
+
 /* Channel loop c (of a region_mover) distributed over its statements, then sunk innermost in
  * each, through the loops below it (distributed again at each list). */
 static void sink_channel(Program *p, Kernel *k, Stmt *c) {
@@ -1183,7 +1186,7 @@ static void outputs_inner(Program *p, Kernel *k) {
  * elementwise kernel (elementwise_user) or a Concat (concat_user)? */
 static bool channel_last_user(Program *p, Kernel *k) {
     Stmt **nest[MAX_RANK + 1];
-    if (!k->dead && (elementwise_user(k) || concat_user(k) || channel_mover(k, 1) || region_mover(k, 1))) return true;
+    if (!k->dead && (elementwise_user(k) || concat_user(k) || plane_mover(k, 1))) return true;
     if (k->dead || k->kclass != KC_CONTRACTION || !kernel_independent(k) || parallel_nest(k, nest) != 4) return false;
     const Stmt *st = first_store((*nest[3])->body);
     if (!st || st->buf->rank != 4 || !layout_type(k, st->buf->dtype)) return false;
@@ -1439,7 +1442,7 @@ static void channel_last_layouts(Program *p) {
              * Transpose+Add writing a graph output NCHW) reads one of them strided, as the
              * Transpose alone did: no reason to give up the NHWC chain before it */
             if (!user[i]) continue;
-            if (k->kclass == KC_ELEMENTWISE || concat_user(k) || channel_mover(k, 1) || region_mover(k, 1)) {     /* all its moving 4-d operands alike */
+            if (k->kclass == KC_ELEMENTWISE || concat_user(k) || plane_mover(k, 1)) {     /* all its moving 4-d operands alike */
                 bool nhwc_side = false, nchw_side = false;
                 for (int j = 0; j < k->nparams; j++) {
                     Buf *b = kir_root(k->params[j]);
