@@ -920,12 +920,18 @@ static bool elementwise_user(Kernel *k) {
     return true;
 }
 
-/* Whether every load in e reads channel variable c only as a 4-d activation's channel
- * (its index `dim`), that alone, and nothing else at all (no other index, no other buffer). */
+/* Whether every load in e reads channel variable c only in a 4-d activation's channel (its
+ * index `dim`: c itself, or affine in c and other loops, a DepthToSpace's block offset
+ * (i*b + j)*C' + c or c*b*b + i*b + j, in a map of its own, not a view of a 5-d channel
+ * shuffle: concat_user's Slice), and nothing else at all (no other index, no other buffer).
+ * An ESPCN's closing DepthToSpace, no such reader while it read c alone, kept the convs
+ * before it NCHW. */
 static bool reads_c_as_channel(const Expr *e, int c, int dim) {
     if (e->kind == E_LOAD && e->buf->rank == 4 && activation_type(e->buf->dtype)) {
         for (int d = 0; d < 4; d++)
-            if (d == dim ? !is_var(e->args[d], c) : expr_reads_var(e->args[d], c)) return false;
+            if (d == dim ? !is_var(e->args[d], c) && (expr_coef(e->args[d], c) <= 0 || kir_root(e->buf)->rank != 4)
+                         : expr_reads_var(e->args[d], c))
+                return false;
         return true;
     }
     if (e->kind == E_LOAD) return !expr_reads_var(e, c);
@@ -1151,10 +1157,18 @@ static int64_t list_divisor(const Stmt *s, int v);
  * write NCHW, having no vector of output channels to scatter. A bilinear U-Net's head to 2
  * classes had kept its last level (32 channels at 256x256) NCHW, its 3x3 convs at 54-60% of
  * the FMA peak, 70-72% in NHWC; the head itself 0.55 -> 1.36 ms, the model 113-118 ->
- * 107-108 ms (one thread, Xeon). */
+ * 107-108 ms (one thread, Xeon). With taps (few_taps: a 3x3 conv, padded, its weights packed
+ * channel-innermost; finite weights, not --fp-strict) up to a vector's lanes less one output:
+ * the channel-innermost form leaves lanes idle there (ESPCN's 32 -> 9 before its
+ * DepthToSpace: 9 of 16 lanes, 32% of the FMA peak; as reductions 51%). EDSR's last conv, 64
+ * -> 3 channels on 256x256 writing the image NCHW, had kept the whole net NCHW, its 3x3 convs
+ * at 70-77% of the peak, 77-80% in NHWC (the model 74 -> 63 ms, one thread, Xeon). */
+static bool finite_data(const Buf *b);
 static bool few_outputs(const Program *p, const Buf *w, int64_t outputs) {
-    return outputs < 8 && w->rank == 4 && kir_numel(w) == w->dims[0] * w->dims[1] &&
-           w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes;
+    bool taps = kir_numel(w) != w->dims[0] * w->dims[1];
+    int64_t lanes = p->vector_bytes / (int64_t)dtype_size(w->dtype);
+    return outputs < (taps ? MAX(8, lanes) : 8) && w->rank == 4 && w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes &&
+           (!taps || (!p->fp_strict && w->dims[1] > MAX(w->dims[2], w->dims[3]) && finite_data(w)));
 }
 
 /* The same from the kernel alone; *nhwc: its input is read channel-last (the channel loop,
@@ -1179,6 +1193,43 @@ static void outputs_inner(Program *p, Kernel *k) {
     if (parallel_nest(k, nest) != 4) return;
     Stmt *m = *nest[3];
     if (const_loop(m) && trips(m) >= 2 && body_private(p, k, m)) loop_jam(p, k, nest[3], (int)trips(m));
+}
+
+/* A few_outputs conv with taps (3x3 to 3 channels, a super-resolution net's last conv writing
+ * the image): its input zero-padded (loop_pad), its weights packed [M, kh, kw, C] and its
+ * taps unrolled inside the channel loop, so that the channels are the innermost reduction, a
+ * vector one, each tap's weights read contiguously along them. */
+static Buf *conv_input(const Stmt *s, const Buf *w, int rank, bool in_red);
+static bool has_conds(const Stmt *s);
+static void unroll_reductions(Program *p, Kernel *k, Stmt **at, int64_t most);
+static bool few_taps(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    if (parallel_nest(k, nest) != 4) return false;
+    Operand o = {0};
+    bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+    find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
+    if (!o.b || kir_numel(o.b) == o.b->dims[0] * o.b->dims[1]) return false;
+    if (has_conds(k->body)) {
+        Buf *x = conv_input((*nest[3])->body, o.b, 4, false);
+        if (!x || !loop_pad(p, k, x)) return false;
+    }
+    PackDim pd[4] = {{0, 0, false}, {2, 0, false}, {3, 0, false}, {1, 0, false}};
+    loop_pack(p, k, o.b, "mtc", 4, pd);
+    unroll_reductions(p, k, &k->body, MAX(o.b->dims[2], o.b->dims[3]));
+    return true;
+}
+
+/* After outputs_inner, up to TAPS_PIXELS pixels of a row jammed too (TAPS_ACCS accumulators
+ * in all): a 3-output conv's three vector accumulators, each a chain of kh*kw dependent FMAs
+ * a vector of channels, kept the FMA units a third busy (EDSR's last conv 2.96 -> 1.9 ms, 32
+ * -> 49% of the FMA peak). */
+enum { TAPS_PIXELS = 4, TAPS_ACCS = 24 };
+static void taps_pixels(Program *p, Kernel *k, int64_t outputs) {
+    Stmt **nest[MAX_RANK + 1];
+    if (parallel_nest(k, nest) < 3) return;
+    Stmt **w = nest[2];
+    int u = (int)MAX(1, MIN(TAPS_PIXELS, TAPS_ACCS / outputs));
+    if (u > 1 && const_loop(*w) && trips(*w) >= u && body_private(p, k, *w)) loop_jam(p, k, w, u);
 }
 
 /* Can kernel k use an NHWC operand without gathering: a convolution-like nest (n, m, h, w
@@ -2689,7 +2740,13 @@ void schedule(Program *p) {
         channel_inner(p, k);
         if (k->kclass == KC_CONTRACTION) {
             bool nhwc = false;
-            if (few_outputs_k(p, k, &nhwc) && nhwc) unroll_reductions(p, k, &k->body, 1), outputs_inner(p, k);
+            if (few_outputs_k(p, k, &nhwc) && nhwc) {
+                Stmt **nest[MAX_RANK + 1];
+                int64_t outputs = parallel_nest(k, nest) == 4 ? trips(*nest[1]) : 1;
+                bool taps = few_taps(p, k);
+                unroll_reductions(p, k, &k->body, 1), outputs_inner(p, k);
+                if (taps) taps_pixels(p, k, outputs);
+            }
             /* a 1x1 conv that may prefer its channels as vectors tries conv_layout first */
             bool defer = channels_over_pixels(p, k);
             if (!defer) coalesce_pixels(p, k);

@@ -8,7 +8,8 @@
 # with and without a fused Add, next to dims that keep their tables; necks of convs around
 # nearest or linear Resizes and a Concat, whose maps go NHWC; linear along several
 # dims), DepthToSpace and SpaceToDepth (gen_d2s.py: blocks of 2 to 5, DCR and CRD, a fused
-# Relu), two-input Einsums (gen_einsum.py: batched matrix products lowered as MatMul, with
+# Relu; sub-pixel nets whose DepthToSpaces go NHWC with the 3x3 convs around them, the last
+# conv to 9 or 3 channels a vector reduction over the channels), two-input Einsums (gen_einsum.py: batched matrix products lowered as MatMul, with
 # inputs permuted first, and the equations left to the general nest), checked with
 # `onnxcc check` at -O0 and -O2, and on an AVX-512 host -O2 --cpu native and -O2 --isa 0
 # (the x86-64-v3 level of the default dispatching object, which -O2 alone

@@ -51,3 +51,60 @@ for name, op, xs, b, mode, relu in cases:
         f.write(nh.from_array(x, "x").SerializeToString())
     with open(name + "/test_data_set_0/output_0.pb", "wb") as f:
         f.write(nh.from_array(y.astype(np.float32), "y").SerializeToString())
+
+
+# Sub-pixel nets (ESPCN, EDSR): 3x3 convs into a DepthToSpace, which reads its channels as an
+# affine function of the channel loop and so takes NHWC with the convs around it (from then on
+# channel-last: passes/schedule.c reads_c_as_channel), and a last 3x3 conv to fewer output
+# channels than a vector (9 before a DepthToSpace, 3 for an image), each output a vector
+# reduction over the channels of a padded NHWC input (few_taps). Own generator, so that the
+# cases above keep their data.
+rng2 = np.random.default_rng(21)
+
+
+def conv3(x, w, b):
+    n, c, hh, ww = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((n, w.shape[0], hh, ww))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("nchw,mc->nmhw", xp[:, :, i:i + hh, j:j + ww], w[:, :, i, j])
+    return y + b.reshape(1, -1, 1, 1)
+
+
+def subpixel(name, xs, layers):
+    """layers: ("conv", M, act) or ("d2s", b, mode); act None, "Relu" or "Tanh"."""
+    os.makedirs(name + "/test_data_set_0", exist_ok=True)
+    x = rng2.standard_normal(xs).astype(np.float32)
+    y, prev, c, nodes, init = x.astype(np.float64), "x", xs[1], [], []
+    for k, (op, a, b) in enumerate(layers):
+        out = "y" if k == len(layers) - 1 else "t%d" % k
+        if op == "d2s":
+            nodes.append(h.make_node("DepthToSpace", [prev], [out], blocksize=a, mode=b))
+            y, c = d2s(y, a, b), c // (a * a)
+        else:
+            w = (rng2.standard_normal([a, c, 3, 3]) / np.sqrt(9 * c)).astype(np.float32)
+            bias = (rng2.standard_normal(a) * 0.1).astype(np.float32)
+            init += [nh.from_array(w, "w%d" % k), nh.from_array(bias, "b%d" % k)]
+            conv_out = out if b is None else "c%d" % k
+            nodes.append(h.make_node("Conv", [prev, "w%d" % k, "b%d" % k], [conv_out], pads=[1, 1, 1, 1]))
+            y = conv3(y, w.astype(np.float64), bias)
+            if b is not None:
+                nodes.append(h.make_node(b, [conv_out], [out]))
+                y = np.maximum(y, 0) if b == "Relu" else np.tanh(y)
+            c = a
+        prev = out
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, xs)],
+                     [h.make_tensor_value_info("y", T.FLOAT, list(y.shape))], init)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    save(m, name + "/model.onnx")
+    with open(name + "/test_data_set_0/input_0.pb", "wb") as f:
+        f.write(nh.from_array(x, "x").SerializeToString())
+    with open(name + "/test_data_set_0/output_0.pb", "wb") as f:
+        f.write(nh.from_array(y.astype(np.float32), "y").SerializeToString())
+
+
+subpixel("espcn_nhwc", [1, 4, 13, 17], [("conv", 32, "Tanh"), ("conv", 32, "Tanh"), ("conv", 9, None), ("d2s", 3, "CRD")])
+subpixel("edsr_nhwc", [1, 3, 11, 10], [("conv", 32, "Relu"), ("conv", 128, None), ("d2s", 2, "CRD"), ("conv", 32, "Relu"),
+                                       ("conv", 128, None), ("d2s", 2, "DCR"), ("conv", 3, None)])
