@@ -24,6 +24,19 @@ def s2d(x, b):
     return t.reshape(n, c * b * b, hh // b, ww // b)
 
 
+def write_case(name, nodes, xs, x, y, init):
+    """NAME/model.onnx (graph x -> y, opset 13) and its test_data_set_0."""
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, xs)],
+                     [h.make_tensor_value_info("y", T.FLOAT, list(y.shape))], init)
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    save(m, name + "/model.onnx")
+    with open(name + "/test_data_set_0/input_0.pb", "wb") as f:
+        f.write(nh.from_array(x, "x").SerializeToString())
+    with open(name + "/test_data_set_0/output_0.pb", "wb") as f:
+        f.write(nh.from_array(y.astype(np.float32), "y").SerializeToString())
+
+
 # name, op, input shape, blocksize, mode, fused Relu
 cases = [("d2s_dcr_b2", "DepthToSpace", [1, 32, 9, 37], 2, "DCR", False),
          ("d2s_crd_b2_relu", "DepthToSpace", [2, 12, 5, 20], 2, "CRD", True),
@@ -42,15 +55,7 @@ for name, op, xs, b, mode, relu in cases:
     if relu:
         nodes.append(h.make_node("Relu", ["t"], ["y"]))
         y = np.maximum(y, 0)
-    g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, xs)],
-                     [h.make_tensor_value_info("y", T.FLOAT, list(y.shape))])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-    m.ir_version = 8
-    save(m, name + "/model.onnx")
-    with open(name + "/test_data_set_0/input_0.pb", "wb") as f:
-        f.write(nh.from_array(x, "x").SerializeToString())
-    with open(name + "/test_data_set_0/output_0.pb", "wb") as f:
-        f.write(nh.from_array(y.astype(np.float32), "y").SerializeToString())
+    write_case(name, nodes, xs, x, y, [])
 
 
 # Sub-pixel nets (ESPCN, EDSR): 3x3 convs into a DepthToSpace, which reads its channels as an
@@ -94,15 +99,7 @@ def subpixel(name, xs, layers):
                 y = np.maximum(y, 0) if b == "Relu" else np.tanh(y)
             c = a
         prev = out
-    g = h.make_graph(nodes, name, [h.make_tensor_value_info("x", T.FLOAT, xs)],
-                     [h.make_tensor_value_info("y", T.FLOAT, list(y.shape))], init)
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
-    m.ir_version = 8
-    save(m, name + "/model.onnx")
-    with open(name + "/test_data_set_0/input_0.pb", "wb") as f:
-        f.write(nh.from_array(x, "x").SerializeToString())
-    with open(name + "/test_data_set_0/output_0.pb", "wb") as f:
-        f.write(nh.from_array(y.astype(np.float32), "y").SerializeToString())
+    write_case(name, nodes, xs, x, y, init)
 
 
 subpixel("espcn_nhwc", [1, 4, 13, 17], [("conv", 32, "Tanh"), ("conv", 32, "Tanh"), ("conv", 9, None), ("d2s", 3, "CRD")])
