@@ -617,3 +617,23 @@ dead('chunks_one_tile',[1,256,8,8],[100,256,3,3],[1,1],[1,1],[1,1,1,1],1)
 dead('split_28_d12',[1,256,28,28],[16,256,3,3],[1,1],[12,12],[12,12,12,12],1)
 # (last: a case added before the others would change their random data)
 aspp('aspp_nhwc',[1,32,28,28],64)
+# Heads of few output channels with taps reading an NHWC map (passes/schedule.c few_taps: the
+# input padded, the weights packed [M, kh, kw, C], each output a vector reduction over the
+# channels): stride 2, dilation 2 with a 5x5 kernel and uneven pads, two groups, 12 outputs
+# (fewer than an AVX-512 vector's lanes), batch 2; a 3x3 conv of C channels writes the map.
+def few_head(name,xs,c,m,k,s,d,pads,group):
+    x=rng.standard_normal(xs).astype(np.float32)
+    w0=(rng.standard_normal([c,xs[1],3,3])/np.sqrt(9*xs[1])).astype(np.float32); b0=(rng.standard_normal(c)*0.1).astype(np.float32)
+    w1=(rng.standard_normal([m,c//group,k,k])/np.sqrt(k*k*c/group)).astype(np.float32); b1=(rng.standard_normal(m)*0.1).astype(np.float32)
+    t=np.maximum(ref(x.astype(np.float64),w0.astype(np.float64),b0,[1,1],[1,1],[1,1],[1,1]),0)
+    cg,mg=c//group,m//group
+    y=np.concatenate([ref(t[:,i*cg:(i+1)*cg],w1[i*mg:(i+1)*mg].astype(np.float64),b1[i*mg:(i+1)*mg],[s,s],[d,d],pads[:2],pads[2:])
+                      for i in range(group)],1)
+    nodes=[h.make_node('Conv',['x','w0','b0'],['c0'],pads=[1,1,1,1]),h.make_node('Relu',['c0'],['t']),
+           h.make_node('Conv',['t','w1','b1'],['y'],pads=pads,strides=[s,s],dilations=[d,d],group=group)]
+    init=[nh.from_array(w0,'w0'),nh.from_array(b0,'b0'),nh.from_array(w1,'w1'),nh.from_array(b1,'b1')]
+    save(name,nodes,xs,x,[('y',y.astype(np.float32))],init,13)
+few_head('few_head_s2',[1,3,17,21],32,3,3,2,1,[1,1,1,1],1)
+few_head('few_head_d2_k5',[1,4,13,16],48,5,5,1,2,[4,3,4,3],1)
+few_head('few_head_g2',[1,3,12,14],64,4,3,1,1,[1,1,1,1],2)
+few_head('few_head_12',[2,3,9,19],32,12,3,1,1,[1,1,1,1],1)
