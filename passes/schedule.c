@@ -1165,9 +1165,10 @@ static int64_t list_divisor(const Stmt *s, int v);
  * at 70-77% of the peak, 77-80% in NHWC (the model 74 -> 63 ms, one thread, Xeon). */
 static bool finite_data(const Buf *b);
 static bool few_outputs(const Program *p, const Buf *w, int64_t outputs) {
+    if (w->rank != 4) return false;
     bool taps = kir_numel(w) != w->dims[0] * w->dims[1];
     int64_t lanes = p->vector_bytes / (int64_t)dtype_size(w->dtype);
-    return outputs < (taps ? MAX(8, lanes) : 8) && w->rank == 4 && w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes &&
+    return outputs < (taps ? MAX(8, lanes) : 8) && w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes &&
            (!taps || (!p->fp_strict && w->dims[1] > MAX(w->dims[2], w->dims[3]) && finite_data(w)));
 }
 
