@@ -1164,23 +1164,25 @@ static int64_t list_divisor(const Stmt *s, int v);
  * -> 3 channels on 256x256 writing the image NCHW, had kept the whole net NCHW, its 3x3 convs
  * at 70-77% of the peak, 77-80% in NHWC (the model 74 -> 63 ms, one thread, Xeon). */
 static bool finite_data(const Buf *b);
+static bool has_taps(const Buf *w) { return kir_numel(w) != w->dims[0] * w->dims[1]; }
 static bool few_outputs(const Program *p, const Buf *w, int64_t outputs) {
     if (w->rank != 4) return false;
-    bool taps = kir_numel(w) != w->dims[0] * w->dims[1];
+    bool taps = has_taps(w);
     int64_t lanes = p->vector_bytes / (int64_t)dtype_size(w->dtype);
     return outputs < (taps ? MAX(8, lanes) : 8) && w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes &&
            (!taps || (!p->fp_strict && w->dims[1] > MAX(w->dims[2], w->dims[3]) && finite_data(w)));
 }
 
 /* The same from the kernel alone; *nhwc: its input is read channel-last (the channel loop,
- * a reduction, in the last index). */
-static bool few_outputs_k(Program *p, Kernel *k, bool *nhwc) {
+ * a reduction, in the last index); *w (if w): the weights. */
+static bool few_outputs_k(Program *p, Kernel *k, bool *nhwc, Buf **w) {
     Stmt **nest[MAX_RANK + 1];
     if (k->kclass != KC_CONTRACTION || parallel_nest(k, nest) != 4) return false;
     Operand o = {0};
     bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
     find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
     if (nhwc) *nhwc = !o.col_last;
+    if (w) *w = o.b;
     return o.b && few_outputs(p, o.b, trips(*nest[1]));
 }
 
@@ -1203,20 +1205,16 @@ static void outputs_inner(Program *p, Kernel *k) {
 static Buf *conv_input(const Stmt *s, const Buf *w, int rank, bool in_red);
 static bool has_conds(const Stmt *s);
 static void unroll_reductions(Program *p, Kernel *k, Stmt **at, int64_t most);
-static bool few_taps(Program *p, Kernel *k) {
+static bool few_taps(Program *p, Kernel *k, Buf *w) {
     Stmt **nest[MAX_RANK + 1];
-    if (parallel_nest(k, nest) != 4) return false;
-    Operand o = {0};
-    bool *rv = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
-    find_operands(k, (*nest[3])->body, rv, false, (*nest[1])->var, -1, (*nest[3])->var, &o);
-    if (!o.b || kir_numel(o.b) == o.b->dims[0] * o.b->dims[1]) return false;
+    if (!has_taps(w) || parallel_nest(k, nest) != 4) return false;
     if (has_conds(k->body)) {
-        Buf *x = conv_input((*nest[3])->body, o.b, 4, false);
+        Buf *x = conv_input((*nest[3])->body, w, 4, false);
         if (!x || !loop_pad(p, k, x)) return false;
     }
     PackDim pd[4] = {{0, 0, false}, {2, 0, false}, {3, 0, false}, {1, 0, false}};
-    loop_pack(p, k, o.b, "mtc", 4, pd);
-    unroll_reductions(p, k, &k->body, MAX(o.b->dims[2], o.b->dims[3]));
+    loop_pack(p, k, w, "mtc", 4, pd);
+    unroll_reductions(p, k, &k->body, MAX(w->dims[2], w->dims[3]));
     return true;
 }
 
@@ -1521,7 +1519,7 @@ static void channel_last_layouts(Program *p) {
                     state[in->id] = state[out->id] = 1, changed = true;
                 continue;
             }
-            if (long_reduction(k) || few_outputs_k(p, k, NULL)) continue;
+            if (long_reduction(k) || few_outputs_k(p, k, NULL, NULL)) continue;
             for (int j = 0; j < k->nparams && state[out->id] != 2 && page_planes(out); j++) {
                 Buf *b = kir_root(k->params[j]);
                 if (state[b->id] == 2) state[b->id] = 1, changed = true;
@@ -2741,12 +2739,11 @@ void schedule(Program *p) {
         channel_inner(p, k);
         if (k->kclass == KC_CONTRACTION) {
             bool nhwc = false;
-            if (few_outputs_k(p, k, &nhwc) && nhwc) {
-                Stmt **nest[MAX_RANK + 1];
-                int64_t outputs = parallel_nest(k, nest) == 4 ? trips(*nest[1]) : 1;
-                bool taps = few_taps(p, k);
+            Buf *fw = NULL;
+            if (few_outputs_k(p, k, &nhwc, &fw) && nhwc) {
+                bool taps = few_taps(p, k, fw);
                 unroll_reductions(p, k, &k->body, 1), outputs_inner(p, k);
-                if (taps) taps_pixels(p, k, outputs);
+                if (taps) taps_pixels(p, k, fw->dims[0]);
             }
             /* a 1x1 conv that may prefer its channels as vectors tries conv_layout first */
             bool defer = channels_over_pixels(p, k);
