@@ -69,3 +69,40 @@ for ash,N in (((1,14,14,48),192),((1,7,7,96),40)):
     onnx.save(m,name+'/model.onnx')
     open(name+'/test_data_set_0/input_0.pb','wb').write(numpy_helper.from_array(A,'a').SerializeToString())
     open(name+'/test_data_set_0/output_0.pb','wb').write(numpy_helper.from_array(Y,'y').SerializeToString())
+
+# MatMuls whose B has more than 4096 rows (K): its panels (256 bytes a k) do not fit half the L2,
+# so split_channels cuts K into chunks summed in order, the bias and a Relu after the last
+# (passes/split_channels.c, chunk_k): [2, 7, 4608] x [4608, 96] in 3 chunks; and the pattern
+# of a speech model's subsampling (a strided conv of 1 input channel to 256, its channels and
+# frequencies flattened by Transpose + Reshape into a linear layer of K = 256 x 39 = 9984,
+# 6 chunks); that conv's output is 2 MB from a 32 KB input, its rows outermost
+# (passes/schedule.c, block_order_rows).
+rng=np.random.default_rng(4)
+def save_case(name,nodes,inits,A,Y):
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    g=helper.make_graph(nodes,'g',[helper.make_tensor_value_info('a',TensorProto.FLOAT,list(A.shape))],[helper.make_tensor_value_info('y',TensorProto.FLOAT,list(Y.shape))],inits)
+    m=helper.make_model(g,opset_imports=[helper.make_opsetid('',13)]); m.ir_version=8
+    onnx.save(m,name+'/model.onnx')
+    open(name+'/test_data_set_0/input_0.pb','wb').write(numpy_helper.from_array(A,'a').SerializeToString())
+    open(name+'/test_data_set_0/output_0.pb','wb').write(numpy_helper.from_array(Y.astype(np.float32),'y').SerializeToString())
+K,N=4608,96
+B=(rng.standard_normal((K,N))/np.sqrt(K)).astype(np.float32); bias=rng.standard_normal(N).astype(np.float32)
+A=rng.standard_normal((2,7,K)).astype(np.float32)
+save_case('m_ksplit_2x7x4608_96',[helper.make_node('MatMul',['a','B'],['mm']),helper.make_node('Add',['mm','bias'],['z']),helper.make_node('Relu',['z'],['y'])],
+          [numpy_helper.from_array(B,'B'),numpy_helper.from_array(bias,'bias')],A,np.maximum(A.astype(np.float64)@B+bias,0))
+C,T,F,N=256,100,80,128
+W=(rng.standard_normal((C,1,3,3))/3).astype(np.float32); wb=rng.standard_normal(C).astype(np.float32)*0.1
+A=rng.standard_normal((1,1,T,F)).astype(np.float32)
+ot,of=(T-3)//2+1,(F-3)//2+1
+X=np.zeros((C,ot,of))
+for i in range(3):
+    for j in range(3): X+=W[:,0,i,j][:,None,None]*A[0,0,i:i+2*ot:2,j:j+2*of:2].astype(np.float64)[None]
+X=np.maximum(X+wb[:,None,None],0)
+K=C*of
+B=(rng.standard_normal((K,N))/np.sqrt(K)).astype(np.float32); bias=rng.standard_normal(N).astype(np.float32)
+Y=X.transpose(1,0,2).reshape(1,ot,K)@B+bias
+save_case('m_ksplit_subsample',[helper.make_node('Conv',['a','W','wb'],['c'],strides=[2,2]),helper.make_node('Relu',['c'],['r']),
+          helper.make_node('Transpose',['r'],['t'],perm=[0,2,1,3]),helper.make_node('Reshape',['t','shp'],['f']),
+          helper.make_node('MatMul',['f','B'],['mm']),helper.make_node('Add',['mm','bias'],['y'])],
+          [numpy_helper.from_array(W,'W'),numpy_helper.from_array(wb,'wb'),numpy_helper.from_array(np.array([1,ot,K],np.int64),'shp'),
+           numpy_helper.from_array(B,'B'),numpy_helper.from_array(bias,'bias')],A,Y)
