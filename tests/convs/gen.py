@@ -637,3 +637,17 @@ few_head('few_head_s2',[1,3,17,21],32,3,3,2,1,[1,1,1,1],1)
 few_head('few_head_d2_k5',[1,4,13,16],48,5,5,1,2,[4,3,4,3],1)
 few_head('few_head_g2',[1,3,12,14],64,4,3,1,1,[1,1,1,1],2)
 few_head('few_head_12',[2,3,9,19],32,12,3,1,1,[1,1,1,1],1)
+# A stem of one input channel to 256 (a spectrogram's first conv, stride 2) whose 2 MB NHWC
+# output dwarfs its input and weights: its rows outermost, each row's pixels written whole
+# (passes/schedule.c, block_order_rows: `rows(...)` in the schedule line); a strided conv reads it.
+def wide_stem(name,xs,c,m):
+    x=rng.standard_normal(xs).astype(np.float32)
+    w0=(rng.standard_normal([c,xs[1],3,3])/3).astype(np.float32); b0=(rng.standard_normal(c)*0.1).astype(np.float32)
+    w1=(rng.standard_normal([m,c,3,3])/np.sqrt(9*c)).astype(np.float32); b1=(rng.standard_normal(m)*0.1).astype(np.float32)
+    t=np.maximum(ref(x.astype(np.float64),w0.astype(np.float64),b0,[2,2],[1,1],[0,0],[0,0]),0)
+    y=np.maximum(ref(t,w1.astype(np.float64),b1,[2,2],[1,1],[0,0],[0,0]),0)
+    nodes=[h.make_node('Conv',['x','w0','b0'],['c0'],strides=[2,2]),h.make_node('Relu',['c0'],['t']),
+           h.make_node('Conv',['t','w1','b1'],['c1'],strides=[2,2]),h.make_node('Relu',['c1'],['y'])]
+    init=[nh.from_array(w0,'w0'),nh.from_array(b0,'b0'),nh.from_array(w1,'w1'),nh.from_array(b1,'b1')]
+    save(name,nodes,xs,x,[('y',y.astype(np.float32))],init,13)
+wide_stem('wide_stem_1to256',[1,1,100,80],256,32)
