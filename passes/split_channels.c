@@ -13,17 +13,17 @@
  * epilogue, the last one taking the original conv's consumers: a Relu fuses there too). Each
  * chunk's weights then stay in the L2 over all the rows, and the input is read once in all.
  *
- * A MatMul with a constant B [K, N] is cut the same way, along K. The schedule packs B in
- * panels of 256 bytes a k (passes/schedule.c, pack_panels) and streams a whole panel per
- * block of rows; past the L2 even one panel (K above 4096 floats) comes from beyond it for
- * every block, whichever loop is outermost. The Conformer's subsampling linear layer
- * ([99, 4864] x [4864, 256], the conv's channels and frequencies flattened) read its 5 MB of
- * weights 17 times, at 30% of the FMA peak. Cut into chunks of K whose panel fits half the
- * L2, each chunk's panels stay in the L2 over all the rows.
+ * A MatMul or Gemm with a constant B [K, N] (or [N, K], transB) is cut the same way, along K.
+ * The schedule packs B in panels of 256 bytes a k (passes/schedule.c, pack_panels) and streams
+ * a whole panel per block of rows; past the L2 even one panel (K above 4096 floats) comes from
+ * beyond it for every block, whichever loop is outermost. The Conformer's subsampling linear
+ * layer ([99, 4864] x [4864, 256], the conv's channels and frequencies flattened) read its 5
+ * MB of weights 17 times, at 30% of the FMA peak. Cut into chunks of K whose panel fits half
+ * the L2, each chunk's panels stay in the L2 over all the rows.
  *
  * The sums are reassociated (chunk by chunk instead of one accumulation), so not with
- * --fp-strict; float 2-D and 3-D convs of one group and MatMuls, with constant weights, on
- * targets with vectors, at -O2 and above (the level that blocks convs and packs panels). */
+ * --fp-strict; float 2-D and 3-D convs of one group, MatMuls and Gemms, with constant weights,
+ * on targets with vectors, at -O2 and above (the level that blocks convs and packs panels). */
 #include <string.h>
 
 #include "pipeline.h"
@@ -61,34 +61,45 @@ static int64_t chunk_channels(const Node *n, const Options *o) {
     return best;
 }
 
-/* A MatMul's chunk of K, or 0 to leave it whole: its B constant [K, N], its rows (A's dims
- * but the last) at least two blocks of a register tile (with one, B is read once anyway). */
+/* Whether B of MatMul or Gemm n is [N, K] (Gemm's transB). */
+static bool trans_b(const Node *n) { return n->op == OP_Gemm && ir_attr_int(n, "transB", 0); }
+
+/* A MatMul's or Gemm's chunk of K, or 0 to leave it whole: its B constant [K, N] ([N, K]
+ * with transB), A not transposed, its rows (A's dims but the last) at least two blocks of a
+ * register tile (with one, B is read once anyway). */
 static int64_t chunk_k(const Node *n, const Options *o) {
     const Value *a = n->in[0], *b = n->in[1];
+    bool tb = trans_b(n);
     if (a->dtype != DT_FLOAT || b->dtype != DT_FLOAT || !b->data || b->rank != 2 || a->rank < 2 ||
-        a->dims[a->rank - 1] != b->dims[0] || n->nout != 1)
+        a->dims[a->rank - 1] != b->dims[tb] || n->nout != 1 ||
+        (n->op == OP_Gemm && (a->rank != 2 || ir_attr_int(n, "transA", 0))))
         return 0;
-    int64_t k = b->dims[0], rows = 1, panel = MIN(8 * (int64_t)o->vector_bytes, 256);
+    int64_t k = b->dims[tb], rows = 1, panel = MIN(8 * (int64_t)o->vector_bytes, 256);
     for (int d = 0; d < a->rank - 1; d++) rows *= a->dims[d];
-    if (rows < 12 || b->dims[1] * 4 <= panel || k * panel <= 2 * CHUNK_BYTES) return 0;
+    if (rows < 12 || b->dims[!tb] * 4 <= panel || k * panel <= 2 * CHUNK_BYTES) return 0;
     int64_t best = 0;
     for (int64_t cc = 8; cc < k; cc += 8)
         if (k % cc == 0 && cc * panel <= CHUNK_BYTES) best = cc;
     return best;
 }
 
-/* B [K, N] cut to rows [k0, k0 + kc). */
-static Value *b_chunk(Graph *g, const Value *b, int64_t k0, int64_t kc, const char *name) {
-    int64_t dims[2] = {kc, b->dims[1]};
+/* B [K, N] cut to rows [k0, k0 + kc); B [N, K] (tb) to those columns. */
+static Value *b_chunk(Graph *g, const Value *b, bool tb, int64_t k0, int64_t kc, const char *name) {
+    int64_t dims[2] = {tb ? b->dims[0] : kc, tb ? kc : b->dims[1]};
     Value *nb = ir_const_new(g, name, DT_FLOAT, 2, dims, NULL);
-    memcpy(nb->data, (const float *)b->data + k0 * b->dims[1], sizeof(float) * (size_t)(kc * b->dims[1]));
+    float *o = nb->data;
+    const float *f = b->data;
+    if (!tb)
+        memcpy(o, f + k0 * b->dims[1], sizeof(float) * (size_t)(kc * b->dims[1]));
+    else
+        for (int64_t j = 0; j < b->dims[0]; j++) memcpy(o + j * kc, f + j * b->dims[1] + k0, sizeof(float) * (size_t)kc);
     return nb;
 }
 
 static void split(Graph *g, Node *n, int64_t cc) {
-    bool mm = n->op == OP_MatMul;
+    bool mm = n->op != OP_Conv, tb = trans_b(n);
     Value *x = n->in[0], *w = n->in[1], *y = n->out[0], *sum = NULL;
-    int64_t c = mm ? w->dims[0] : w->dims[1], axis = mm ? x->rank - 1 : 1;
+    int64_t c = mm ? w->dims[tb] : w->dims[1], axis = mm ? x->rank - 1 : 1;
     for (int64_t c0 = 0, i = 0; c0 < c; c0 += cc, i++) {
         const char *name = arena_printf(g->arena, "%s_c%lld", n->name, (long long)i);
         Node *sl = ir_node_insert_op(g, n, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
@@ -105,7 +116,7 @@ static void split(Graph *g, Node *n, int64_t cc) {
         if (n->nattrs) memcpy(cv->attrs, n->attrs, sizeof(Attr) * (size_t)n->nattrs);
         cv->in[0] = sl->out[0];
         const char *wname = arena_printf(g->arena, "%s_%s", w->name, name + strlen(n->name) + 1);
-        cv->in[1] = mm ? b_chunk(g, w, c0, cc, wname) : weight_chunk(g, w, c0, cc, wname);
+        cv->in[1] = mm ? b_chunk(g, w, tb, c0, cc, wname) : weight_chunk(g, w, c0, cc, wname);
         for (int j = 2; i == 0 && j < n->nin; j++) cv->in[j] = n->in[j];
         op_info[n->op].infer(g, cv);
         if (!sum) {
@@ -130,14 +141,15 @@ static void split(Graph *g, Node *n, int64_t cc) {
 void split_channels(Graph *g, const Options *o) {
     if (o->opt_level < 2 || o->fp_strict || o->vector_bytes < 16) return;
     int nconv = 0;
-    for (int i = 0; i < g->nnodes; i++) nconv += !g->nodes[i]->dead && (g->nodes[i]->op == OP_Conv || g->nodes[i]->op == OP_MatMul);
+    for (int i = 0; i < g->nnodes; i++) nconv += !g->nodes[i]->dead;
     Node **convs = ARENA_ARRAY(g->arena, Node *, nconv + 1);
     nconv = 0;
     for (int i = 0; i < g->nnodes; i++)
-        if (!g->nodes[i]->dead && (g->nodes[i]->op == OP_Conv || g->nodes[i]->op == OP_MatMul) && g->nodes[i]->nin >= 2)
+        if (!g->nodes[i]->dead && (g->nodes[i]->op == OP_Conv || g->nodes[i]->op == OP_MatMul || g->nodes[i]->op == OP_Gemm) &&
+            g->nodes[i]->nin >= 2)
             convs[nconv++] = g->nodes[i];
     for (int i = 0; i < nconv; i++) {
-        int64_t cc = convs[i]->op == OP_MatMul ? chunk_k(convs[i], o) : chunk_channels(convs[i], o);
+        int64_t cc = convs[i]->op != OP_Conv ? chunk_k(convs[i], o) : chunk_channels(convs[i], o);
         if (cc) split(g, convs[i], cc);
     }
     ir_compact(g);

@@ -106,3 +106,10 @@ save_case('m_ksplit_subsample',[helper.make_node('Conv',['a','W','wb'],['c'],str
           helper.make_node('MatMul',['f','B'],['mm']),helper.make_node('Add',['mm','bias'],['y'])],
           [numpy_helper.from_array(W,'W'),numpy_helper.from_array(wb,'wb'),numpy_helper.from_array(np.array([1,ot,K],np.int64),'shp'),
            numpy_helper.from_array(B,'B'),numpy_helper.from_array(bias,'bias')],A,Y)
+# Gemms of K above 4096 (chunk_k): transB with alpha, beta and a bias C (which only the first
+# chunk adds), and B [K, N] of K 5000 (5 chunks of 1000).
+for M,K,N,tb,alpha,beta in ((13,4352,80,1,0.5,2.0),(20,5000,72,0,1.0,1.0)):
+    B=(rng.standard_normal((K,N))/np.sqrt(K)).astype(np.float32); C=rng.standard_normal(N).astype(np.float32)
+    A=rng.standard_normal((M,K)).astype(np.float32)
+    save_case(f'g_ksplit_tb{tb}_{M}_{K}_{N}',[helper.make_node('Gemm',['a','B','C'],['y'],alpha=alpha,beta=beta,transB=tb)],
+              [numpy_helper.from_array(B.T.copy() if tb else B,'B'),numpy_helper.from_array(C,'C')],A,alpha*(A.astype(np.float64)@B)+beta*C)
