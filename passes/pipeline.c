@@ -25,7 +25,7 @@ const Pass passes[] = {
     {"fuse_batchnorm", 1, PASS_GRAPH, {.graph = fuse_batchnorm}, "BN into Conv/ConvTranspose/Gemm weights"},
     {"dead_taps", 1, PASS_GRAPH_OPTS, {.graph_opts = dead_taps}, "Conv taps that only ever read padding cut off"},
     {"split_channels", 2, PASS_GRAPH_OPTS, {.graph_opts = split_channels},
-     "Convs and MatMuls with block weights past the L2 as sums over input channel chunks"},
+     "Convs, MatMuls, Gemms with weights past the L2 as sums over input channel chunks"},
     {"fold_constants", 0, PASS_GRAPH, {.graph = fold_constants}, "whatever became constant since"},
     {"band_rows", 1, PASS_GRAPH_OPTS, {.graph_opts = band_rows},
      "--max-arena: a CNN's first stages band by band of rows"},
