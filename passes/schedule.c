@@ -576,14 +576,15 @@ static bool channels_over_pixels(const Program *p, Kernel *k) {
     return plane % w != 0 && m >= 8 * w && reduction_trips((*nest[r - 1])->body) >= WIDTH_TAPS;
 }
 
-/* A Resize along one dim of an NHWC map whose channels are whole vectors keeps its columns
- * apart from the channels (not coalesced into one loop of W x C): only then can
- * pad_in_place have it write its region of the padded Concat after it (a bilinear U-Net's
+/* A Resize along one dim of an NHWC map (a channel_mover, its channel loop innermost) whose
+ * channels are whole vectors keeps its columns apart from the channels (not coalesced into
+ * one loop of W x C): only then can pad_in_place have it write its region of the padded Concat after it (a bilinear U-Net's
  * decoder: the coalesced view does not map into the Concat's pixels, which are wider). With
  * the copies gone, its four Resize + Concat pairs went from 5.0 to 3.6 ms (one thread,
  * AVX-512, interleaved); DeepLabV3's pooling branch: 18 -> 11 us. */
+static Stmt *channel_mover(Kernel *k, int dim);
 static bool resize_vectors(Program *p, Kernel *k, const Stmt *c) {
-    return !strncmp(k->ops, "Resize", 6) && lanes(p, k) >= 2 && const_loop(c) && trips(c) % lanes(p, k) == 0;
+    return lanes(p, k) >= 2 && channel_mover(k, 3) == c && const_loop(c) && trips(c) % lanes(p, k) == 0;
 }
 
 static void coalesce_pixels(Program *p, Kernel *k) {
@@ -1952,7 +1953,8 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t g
     if ((trips(m) <= b && !group) || trips(m) % b || !has_reduction_child(m->body)) return 0;
     Buf *x = conv_input(m->body, w, w->rank, false);
     bool rows_outer = x && r >= 4 &&
-                      block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), kir_nbytes(st->buf), trips(m) / b, trips(*nest[1]));
+                      block_order_rows(p, k, kir_nbytes(w), kir_nbytes(x), st ? kir_nbytes(st->buf) : 0, trips(m) / b,
+                                       trips(*nest[1]));
     loop_split(p, k, nest[r - 1], b);
     for (int d = r - 2; d >= (rows_outer ? r - 2 : 1); d--) loop_interchange(p, k, *nest[d]);
     return b;

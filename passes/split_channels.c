@@ -97,9 +97,9 @@ static Value *b_chunk(Graph *g, const Value *b, bool tb, int64_t k0, int64_t kc,
 }
 
 static void split(Graph *g, Node *n, int64_t cc) {
-    bool mm = n->op != OP_Conv, tb = trans_b(n);
+    bool dense = n->op != OP_Conv, tb = trans_b(n);
     Value *x = n->in[0], *w = n->in[1], *y = n->out[0], *sum = NULL;
-    int64_t c = mm ? w->dims[tb] : w->dims[1], axis = mm ? x->rank - 1 : 1;
+    int64_t c = dense ? w->dims[tb] : w->dims[1], axis = dense ? x->rank - 1 : 1;
     for (int64_t c0 = 0, i = 0; c0 < c; c0 += cc, i++) {
         const char *name = arena_printf(g->arena, "%s_c%lld", n->name, (long long)i);
         Node *sl = ir_node_insert_op(g, n, OP_Slice, arena_printf(g->arena, "%s_in", name), 4);
@@ -116,7 +116,7 @@ static void split(Graph *g, Node *n, int64_t cc) {
         if (n->nattrs) memcpy(cv->attrs, n->attrs, sizeof(Attr) * (size_t)n->nattrs);
         cv->in[0] = sl->out[0];
         const char *wname = arena_printf(g->arena, "%s_%s", w->name, name + strlen(n->name) + 1);
-        cv->in[1] = mm ? b_chunk(g, w, tb, c0, cc, wname) : weight_chunk(g, w, c0, cc, wname);
+        cv->in[1] = dense ? b_chunk(g, w, tb, c0, cc, wname) : weight_chunk(g, w, c0, cc, wname);
         for (int j = 2; i == 0 && j < n->nin; j++) cv->in[j] = n->in[j];
         op_info[n->op].infer(g, cv);
         if (!sum) {
@@ -140,17 +140,16 @@ static void split(Graph *g, Node *n, int64_t cc) {
 
 void split_channels(Graph *g, const Options *o) {
     if (o->opt_level < 2 || o->fp_strict || o->vector_bytes < 16) return;
-    int nconv = 0;
-    for (int i = 0; i < g->nnodes; i++) nconv += !g->nodes[i]->dead;
-    Node **convs = ARENA_ARRAY(g->arena, Node *, nconv + 1);
-    nconv = 0;
-    for (int i = 0; i < g->nnodes; i++)
-        if (!g->nodes[i]->dead && (g->nodes[i]->op == OP_Conv || g->nodes[i]->op == OP_MatMul || g->nodes[i]->op == OP_Gemm) &&
-            g->nodes[i]->nin >= 2)
-            convs[nconv++] = g->nodes[i];
-    for (int i = 0; i < nconv; i++) {
-        int64_t cc = convs[i]->op != OP_Conv ? chunk_k(convs[i], o) : chunk_channels(convs[i], o);
-        if (cc) split(g, convs[i], cc);
+    /* the candidates first: split inserts nodes */
+    Node **ns = ARENA_ARRAY(g->arena, Node *, g->nnodes + 1);
+    int nn = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (!n->dead && (n->op == OP_Conv || n->op == OP_MatMul || n->op == OP_Gemm) && n->nin >= 2) ns[nn++] = n;
+    }
+    for (int i = 0; i < nn; i++) {
+        int64_t cc = ns[i]->op != OP_Conv ? chunk_k(ns[i], o) : chunk_channels(ns[i], o);
+        if (cc) split(g, ns[i], cc);
     }
     ir_compact(g);
 }
