@@ -651,3 +651,28 @@ def wide_stem(name,xs,c,m):
     init=[nh.from_array(w0,'w0'),nh.from_array(b0,'b0'),nh.from_array(w1,'w1'),nh.from_array(b1,'b1')]
     save(name,nodes,xs,x,[('y',y.astype(np.float32))],init,13)
 wide_stem('wide_stem_1to256',[1,1,100,80],256,32)
+# Classifier heads conv -> MaxPool -> Flatten -> Gemm: the pool reads the conv's NHWC output and
+# writes its small output NCHW for the Flatten (passes/schedule.c, narrowing_pool: channel vectors
+# loaded whole, stored as scatters), so the conv before it writes NHWC. A 2x2 pool of 64
+# channels (VGG's), and a 3x3 stride-2 one of 40 channels (2 vectors and a rest) on 13x13 (AlexNet's).
+def pool_head(name,xs,c,m,k,s,n):
+    x=rng.standard_normal(xs).astype(np.float32)
+    w0=(rng.standard_normal([c,xs[1],3,3])/np.sqrt(9*xs[1])).astype(np.float32); b0=(rng.standard_normal(c)*0.1).astype(np.float32)
+    w1=(rng.standard_normal([m,c,3,3])/np.sqrt(9*c)).astype(np.float32); b1=(rng.standard_normal(m)*0.1).astype(np.float32)
+    t=np.maximum(ref(x.astype(np.float64),w0.astype(np.float64),b0,[1,1],[1,1],[1,1],[1,1]),0)
+    u=np.maximum(ref(t,w1.astype(np.float64),b1,[1,1],[1,1],[1,1],[1,1]),0)
+    oh,ow=(u.shape[2]-k)//s+1,(u.shape[3]-k)//s+1
+    p=np.full((u.shape[0],m,oh,ow),-np.inf)
+    for i in range(k):
+        for j in range(k): p=np.maximum(p,u[:,:,i:i+(oh-1)*s+1:s,j:j+(ow-1)*s+1:s])
+    f=p.reshape(p.shape[0],-1)
+    g=(rng.standard_normal([f.shape[1],n])/np.sqrt(f.shape[1])).astype(np.float32); gb=(rng.standard_normal(n)*0.1).astype(np.float32)
+    y=(f@g.astype(np.float64)+gb).astype(np.float32)
+    nodes=[h.make_node('Conv',['x','w0','b0'],['c0'],pads=[1,1,1,1]),h.make_node('Relu',['c0'],['t']),
+           h.make_node('Conv',['t','w1','b1'],['c1'],pads=[1,1,1,1]),h.make_node('Relu',['c1'],['u']),
+           h.make_node('MaxPool',['u'],['p'],kernel_shape=[k,k],strides=[s,s]),h.make_node('Flatten',['p'],['f']),
+           h.make_node('Gemm',['f','g','gb'],['y'])]
+    init=[nh.from_array(w0,'w0'),nh.from_array(b0,'b0'),nh.from_array(w1,'w1'),nh.from_array(b1,'b1'),nh.from_array(g,'g'),nh.from_array(gb,'gb')]
+    save(name,nodes,xs,x,[('y',y)],init,13)
+pool_head('pool_head_2x2',[1,16,14,14],64,64,2,2,10)
+pool_head('pool_head_3x3s2',[1,24,13,13],40,40,3,2,12)
