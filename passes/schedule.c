@@ -1040,11 +1040,6 @@ static void sink_channel(Program *p, Kernel *k, Stmt *c) {
         if (x->body->kind == S_LOOP && loop_interchange(p, k, x)) sink_channel(p, k, x->body);
 }
 
-/* A channel_mover whose operands are NHWC (the channel their last index) with its channel loop
- * sunk innermost, through the perfect nest below it; a no-op on an NCHW one. It runs before
- * the rest of a kernel's schedule, which then vectorises the channels (a linear Resize's
- * contraction too: contiguous loads, no gathers of the width's taps). A region_mover's in
- * each of its regions. */
 static bool reads_all_as_channel(const Stmt *s, int c) {
     for (; s; s = s->next) {
         if (s->kind == S_STORE) {
@@ -1070,6 +1065,11 @@ static Stmt *planes_from_nhwc(Kernel *k) {
     return first_store((*nest[3])->body) && reads_all_as_channel((*nest[3])->body, cl->var) ? cl : NULL;
 }
 
+/* A channel_mover whose operands are NHWC (the channel their last index) with its channel loop
+ * sunk innermost, through the perfect nest below it; a no-op on an NCHW one. It runs before
+ * the rest of a kernel's schedule, which then vectorises the channels (a linear Resize's
+ * contraction too: contiguous loads, no gathers of the width's taps). A region_mover's in
+ * each of its regions; a planes_from_nhwc kernel's likewise, its stores then scatters. */
 static void channel_inner(Program *p, Kernel *k) {
     Stmt *c = channel_mover(k, 3);
     if (!c) c = planes_from_nhwc(k);
@@ -1480,17 +1480,6 @@ static bool long_reduction(Kernel *k) {
     return k->kclass == KC_CONTRACTION && reduction_trips(innermost_parallel(k)->body) >= WIDTH_TAPS;
 }
 
-/* Makes NHWC the temporaries that depthwise convs read or write, then those that wide convs
- * (wide_conv) read or write, and from there, through the kernels touching them, their
- * neighbours (a MobileNet block's expansion input, projection output and residual), as long
- * as every kernel touching one can use that order (channel_last_user): a conv that reads
- * NHWC and writes NCHW scatters its stores, one scatter per vector of output channels, which
- * cost the 16- and 24-channel projections of MobileNetV2 2x. A ResNet is then NHWC from its
- * stem's output to its global pool (ResNet-18 on AVX-512, onnxcc bench: its 3x3 convs at
- * 56x56 and 28x28 from 75-90% of the FMA peak to 92-98%, the stem from 65% to 90%, the 1x1
- * downsamples from 30-40% to 50-60%; rough). All decided on the program as lowered, then all
- * permuted; a channel-wise kernel gets both sides permuted or neither. Only with vectors of
- * 16 bytes or more: without them a depthwise conv gains nothing from channels side by side. */
 /* A pool (a channelwise kernel without weights) whose input is NHWC (state 2) and whose
  * output is not, at most POOL_SCATTER_BYTES and a quarter of its input: it reads NHWC and
  * writes NCHW (planes_from_nhwc: its channel vectors scattered over planes of a few hundred
@@ -1510,6 +1499,18 @@ static bool narrowing_pool(Program *p, Kernel *k, const char *state) {
     return state[in->id] == 2 && state[out->id] != 2 && ob <= POOL_SCATTER_BYTES && ob * 4 <= kir_nbytes(in);
 }
 
+/* Makes NHWC the temporaries that depthwise convs read or write, then those that wide convs
+ * (wide_conv) read or write, and from there, through the kernels touching them, their
+ * neighbours (a MobileNet block's expansion input, projection output and residual), as long
+ * as every kernel touching one can use that order (channel_last_user): a conv that reads
+ * NHWC and writes NCHW scatters its stores, one scatter per vector of output channels, which
+ * cost the 16- and 24-channel projections of MobileNetV2 2x. A ResNet is then NHWC from its
+ * stem's output to its global pool (ResNet-18 on AVX-512, onnxcc bench: its 3x3 convs at
+ * 56x56 and 28x28 from 75-90% of the FMA peak to 92-98%, the stem from 65% to 90%, the 1x1
+ * downsamples from 30-40% to 50-60%; rough). All decided on the program as lowered, then all
+ * permuted; a channel-wise kernel gets both sides permuted or neither (narrowing_pool
+ * aside). Only with vectors of 16 bytes or more: without them a depthwise conv gains nothing
+ * from channels side by side. */
 static void channel_last_layouts(Program *p) {
     static const int nhwc[4] = {0, 2, 3, 1};
     if (p->vector_bytes < 16) return;
