@@ -578,8 +578,9 @@ static bool channels_over_pixels(const Program *p, Kernel *k) {
 
 /* A Resize along one dim of an NHWC map (a channel_mover, its channel loop innermost) whose
  * channels are whole vectors keeps its columns apart from the channels (not coalesced into
- * one loop of W x C): only then can pad_in_place have it write its region of the padded Concat after it (a bilinear U-Net's
- * decoder: the coalesced view does not map into the Concat's pixels, which are wider). With
+ * one loop of W x C): only then can pad_in_place have it write its region of the padded
+ * Concat after it (a bilinear U-Net's decoder: the coalesced view does not map into the
+ * Concat's pixels, which are wider). With
  * the copies gone, its four Resize + Concat pairs went from 5.0 to 3.6 ms (one thread,
  * AVX-512, interleaved); DeepLabV3's pooling branch: 18 -> 11 us. */
 static Stmt *channel_mover(Kernel *k, int dim);
@@ -1490,13 +1491,16 @@ static bool long_reduction(Kernel *k) {
  * Xeon, interleaved). */
 enum { POOL_SCATTER_BYTES = 256 << 10 };
 
-static bool narrowing_pool(Program *p, Kernel *k, const char *state) {
-    const Expr *x;
-    Buf *w;
-    if (k->kclass != KC_CONTRACTION || !channelwise(p, k, false, &x, &w) || w) return false;
+typedef struct {
+    const Buf *in, *out;        /* a narrowing pool's input and output, else NULL */
+} PoolSides;
+
+/* The sides of pool k (channelwise, input load x), if its output is small enough to scatter;
+ * whether it may then write NCHW depends on the states, which the consistency loop changes. */
+static PoolSides narrowing_pool(Kernel *k, const Expr *x) {
     const Buf *in = kir_root(x->buf), *out = kir_root(first_store(innermost_parallel(k)->body)->buf);
     size_t ob = kir_nbytes(out);
-    return state[in->id] == 2 && state[out->id] != 2 && ob <= POOL_SCATTER_BYTES && ob * 4 <= kir_nbytes(in);
+    return ob <= POOL_SCATTER_BYTES && ob * 4 <= kir_nbytes(in) ? (PoolSides){in, out} : (PoolSides){NULL, NULL};
 }
 
 /* Makes NHWC the temporaries that depthwise convs read or write, then those that wide convs
@@ -1518,12 +1522,16 @@ static void channel_last_layouts(Program *p) {
     Buf **work = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1), **chosen = ARENA_ARRAY(p->arena, Buf *, p->nbufs + 1);
     char *state = ARENA_ARRAY(p->arena, char, p->nbufs + 1);     /* 1 rejected, 2 chosen, 3 queued */
     bool *user = ARENA_ARRAY(p->arena, bool, p->nkernels + 1);
+    PoolSides *pool = ARENA_ARRAY(p->arena, PoolSides, p->nkernels + 1);
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
         const Expr *x;
         Buf *w;
         user[i] = channel_last_user(p, k);
-        if (user[i] && channelwise(p, k, false, &x, &w) && w) kernel_temps(k, state, work, &n);
+        pool[i] = (PoolSides){NULL, NULL};
+        if (!user[i] || !channelwise(p, k, false, &x, &w)) continue;
+        if (w) kernel_temps(k, state, work, &n);
+        else if (k->kclass == KC_CONTRACTION) pool[i] = narrowing_pool(k, x);
     }
     grow_nhwc(p, user, state, work, n, chosen, &nchosen);
     /* then from the wide convs, whatever the depthwise convs did not reach */
@@ -1549,7 +1557,7 @@ static void channel_last_layouts(Program *p) {
             /* a permuting kernel whose operands end in different orders (the last block's
              * Transpose+Add writing a graph output NCHW) reads one of them strided, as the
              * Transpose alone did: no reason to give up the NHWC chain before it */
-            if (!user[i] || narrowing_pool(p, k, state)) continue;
+            if (!user[i] || (pool[i].in && state[pool[i].in->id] == 2 && state[pool[i].out->id] != 2)) continue;
             if (k->kclass == KC_ELEMENTWISE || concat_user(k) || plane_mover(k, 1)) {     /* all its moving 4-d operands alike */
                 bool nhwc_side = false, nchw_side = false;
                 for (int j = 0; j < k->nparams; j++) {
