@@ -85,6 +85,7 @@ bool fold_node(Graph *g, Node *n);
 void simplify(Graph *g);            /* drop Identity/Dropout, no-op Reshape, dead nodes */
 void fuse_qdq(Graph *g);           /* DQ -> op -> Q groups as integer ops (QLinearConv, ...) */
 void dead_taps(Graph *g, const Options *o);          /* Conv taps that only read padding cut off */
+void winograd(Graph *g, const Options *o);        /* 3x3 stride-1 Convs as F(2x2,3x3): transforms + 1x1 Convs */
 void split_channels(Graph *g, const Options *o);  /* big-weight Convs, MatMuls, Gemms as chunk sums */
 void fuse_batchnorm(Graph *g);      /* Conv/Gemm followed by BatchNormalization: fold constants */
 /* Lowering: graph IR -> kernel IR. */

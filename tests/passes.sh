@@ -59,6 +59,7 @@ check simplify_identity simplify        # Identity, Dropout and the zero Pad gon
 check fuse_qdq fuse_qdq                 # QLinearConv(xq, .., w int8, .., b int32); Relu QLinearClip
 check fuse_batchnorm fuse_batchnorm     # BN folded into the conv: w [2,1,3,-1.5], b [-1,-2.5]
 check dead_taps dead_taps               # 1x1 by the centre weights 4, 13; w2 its middle column
+check winograd winograd                 # Pad, 16 outputs, U_01 = 1.5, U_11 = 2.25, bias on w11, sizes=[11,11]
 check lower_gemm lower                  # y = 0.5 * (x . w^T) + 2 * b
 check fuse_conv_add_relu fuse           # one kernel: max(conv + z, 0)
 check schedule_matmul schedule                # columns unrolled by 16 and jammed, tail of 8

@@ -676,3 +676,24 @@ def pool_head(name,xs,c,m,k,s,n):
     save(name,nodes,xs,x,[('y',y)],init,13)
 pool_head('pool_head_2x2',[1,16,14,14],64,64,2,2,10)
 pool_head('pool_head_3x3s2',[1,24,13,13],40,40,3,2,12)
+# Winograd F(2x2, 3x3) (passes/winograd.c): 3x3 stride-1 convs over many channels become an input
+# transform, sixteen 1x1 convs and an output transform. A chain of them, NHWC in between (the
+# transforms are channel_movers to the schedule): a residual Add and Relu fused into the output
+# transform, a conv without bias and with asymmetric pads, odd heights and widths (the last tiles
+# cut: one nest per output of a tile), batch 2, no padding at all.
+def wino_chain(name,xs,c,pads):
+    x=rng.standard_normal(xs).astype(np.float32)
+    w0=(rng.standard_normal([c,xs[1],3,3])/np.sqrt(9*xs[1])).astype(np.float32); b0=(rng.standard_normal(c)*0.1).astype(np.float32)
+    w1=(rng.standard_normal([c,c,3,3])/np.sqrt(9*c)).astype(np.float32); b1=(rng.standard_normal(c)*0.1).astype(np.float32)
+    w2=(rng.standard_normal([c+16,c,3,3])/np.sqrt(9*c)).astype(np.float32)
+    t=np.maximum(ref(x.astype(np.float64),w0.astype(np.float64),b0,[1,1],[1,1],[1,1],[1,1]),0)
+    u=np.maximum(ref(t,w1.astype(np.float64),b1,[1,1],[1,1],[1,1],[1,1])+t,0)
+    y=ref(u,w2.astype(np.float64),np.zeros(c+16),[1,1],[1,1],pads[:2],pads[2:])
+    nodes=[h.make_node('Conv',['x','w0','b0'],['c0'],pads=[1,1,1,1]),h.make_node('Relu',['c0'],['t']),
+           h.make_node('Conv',['t','w1','b1'],['c1'],pads=[1,1,1,1]),h.make_node('Add',['c1','t'],['a1']),
+           h.make_node('Relu',['a1'],['u']),h.make_node('Conv',['u','w2'],['y'],pads=pads)]
+    init=[nh.from_array(w0,'w0'),nh.from_array(b0,'b0'),nh.from_array(w1,'w1'),nh.from_array(b1,'b1'),nh.from_array(w2,'w2')]
+    save(name,nodes,xs,x,[('y',y.astype(np.float32))],init,13)
+wino_chain('wino_even',[1,16,16,20],64,[1,1,1,1])
+wino_chain('wino_odd_b2',[2,16,13,11],48,[0,1,2,0])
+wino_chain('wino_valid',[1,16,14,13],128,[0,0,0,0])

@@ -16,6 +16,10 @@ checked by hand (a folded BatchNormalization, say).
                       point 10 on both sides) QLinearClip with lower bound 10: max(q, 10)
   fuse_batchnorm      Conv -> BatchNormalization -> Relu: BN folds into the conv's weights
   dead_taps           3x3 convs at dilation 4 on a 3x3 map: one becomes 1x1, one keeps a row
+  winograd            a 3x3 conv of 64 channels on 11x11 (all weights 1): a Pad (the conv's pads,
+                      one more row and column for the odd size), WinogradInput, sixteen 1x1
+                      convs with weights U_ab = r_a r_b, r = G (1,1,1) = (1, 1.5, 0.5, 1), the
+                      bias on M_11's, WinogradOutput cut to 11x11
   lower_gemm          one Gemm (transB=1, alpha, beta, bias): its loop nest
   fuse_conv_add_relu  Conv -> Add -> Relu: the Add and Relu join the conv's loop nest
   schedule_matmul         one MatMul big enough to schedule
@@ -106,6 +110,12 @@ def dead_taps():
     return model("dead_taps", nodes, [vi("x", [1, 1, 3, 3])], [vi("y", [1, 1, 3, 3])], inits)
 
 
+def winograd():
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], "conv", pads=[1, 1, 1, 1])]
+    inits = [const("w", np.ones((64, 64, 3, 3))), const("b", np.arange(64))]
+    return model("winograd", nodes, [vi("x", [1, 64, 11, 11])], [vi("y", [1, 64, 11, 11])], inits)
+
+
 def fuse_qdq():
     # x quantized by (0.5, 128); weights 2 and -3 with per-channel scales 0.25 and 0.125; the
     # bias 4 and -8 at the scales x_scale * w_scale = 0.125 and 0.0625 (zero point 0), so
@@ -154,7 +164,7 @@ def bufferize_chain():
     return model("bufferize_chain", nodes, [vi("x", [2, 4])], [vi("y", [2, 4])], inits)
 
 
-MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_qdq, fuse_batchnorm, dead_taps, lower_gemm,
+MODELS = [canon_clip_softmax, infer_reshape, simplify_identity, fuse_qdq, fuse_batchnorm, dead_taps, winograd, lower_gemm,
           fuse_conv_add_relu, schedule_matmul, bufferize_chain]
 
 

@@ -1,0 +1,134 @@
+/* winograd.c - graph pass: a 3x3 conv of stride 1 over many channels as Winograd's
+ * F(2x2, 3x3): an input transform, sixteen 1x1 convs and an output transform.
+ *
+ * A direct 3x3 conv does 9 multiply-adds per output, input channel and output channel. In
+ * F(2x2, 3x3) each 2x2 tile of outputs comes from a 4x4 tile of inputs through 16 products,
+ * 4 per output: 2.25x fewer (passes/ops/winograd.c has the algebra). The products, summed
+ * over the input channels, are sixteen 1x1 convs over the map of tiles, with the kernel's
+ * transforms U_ab = (G g G^T)[a][b] as their constant weights; the transforms of the input
+ * and of the products (WinogradInput, WinogradOutput) are additions only. So the conv becomes
+ *     [Pad] -> WinogradInput -> 16 x Conv 1x1 -> WinogradOutput
+ * and every part is something the schedule already runs well: the 1x1 convs are GEMMs over
+ * the tiles, the transforms channel_movers that go NHWC with the convs around them
+ * (passes/schedule.c). The conv's bias is the 1x1 conv of M_11's (which reaches every output
+ * once); the conv's consumers (a Relu, a residual Add) fuse into WinogradOutput's stores.
+ *
+ * The price is memory: the sixteen V_ab and M_ab hold 4x the input and 4x the output, each
+ * written once and read once, and the U_ab are 16/9 of the conv's weights. Where the
+ * channels are few that traffic costs more than the multiply-adds saved; `worth` weighs the
+ * two (below). The sums are reassociated and the U_ab rounded to float (from double), so
+ * the results differ from the direct conv's by rounding: not with --fp-strict. Float 2-D
+ * convs of one group with constant weights, at -O2 and above, on targets with vectors of 16
+ * bytes or more. Not under --max-arena: a larger arena is what it costs. */
+#include <string.h>
+
+#include "lower.h"
+#include "pipeline.h"
+
+static const double g_rows[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+/* Whether the multiply-adds saved outweigh what the Winograd form adds. Per output pixel the
+ * conv does 9 C M multiply-adds and the Winograd form 4 C M; but it writes and reads back
+ * 4 C floats (the V_ab) and 4 M floats (the M_ab) more, 32 (C + M) bytes, its 1x1 convs
+ * reduce over only C channels and produce M, and their weights are 16/9 of the conv's,
+ * each used once per tile. Measured per conv on a Xeon core (AVX-512, one thread: its
+ * transforms and 1x1 convs against the direct conv, 26 models):
+ *   - 32 -> 32 channels at 160x160 (YOLOv5s) 0.72x: too few channels for the traffic, as
+ *     C M / (C + M) < 20 says (so also 32 -> 48); 64 -> 64 and wider 1.2-1.9x;
+ *   - with fewer than 64 channels on a side, the V_ab beyond 8 MiB lost: 64 -> 32 at 224x224
+ *     (ESPCN, 51 MB of V_ab) 0.85x, at 256x256 0.73-0.80x, 32 -> 64 at 147x147 (Inception-v3)
+ *     0.69x, where 128 -> 32 at 56x56 (DenseNet, 6.4 MB) held 1.0-1.1x and at 28x28 1.55x;
+ *   - wider, the V_ab beyond 32 MiB gained little: 64 -> 64 at 224x224 (VGG-16) 1.03x;
+ *   - on maps of fewer than 32 tiles the weights stream from beyond the L2 for few pixels:
+ *     512 -> 512 at 7x7 (16 tiles) 0.89-1.07x, 448 -> 384 at 8x8 0.97x; 14x14 (49) 1.9x. */
+static bool worth(int64_t c, int64_t m, int64_t tiles, int64_t v_bytes) {
+    int64_t most = MIN(c, m) >= 64 ? 32 << 20 : 8 << 20;
+    return c >= 32 && m >= 32 && c * m >= 20 * (c + m) && tiles >= 32 && v_bytes <= most;
+}
+
+/* The geometry of a conv that takes the Winograd form, or false. */
+static bool candidate(Node *n, Window *w) {
+    if (n->op != OP_Conv || n->nin < 2 || n->nout != 1) return false;
+    const Value *x = n->in[0], *wt = n->in[1];
+    if (x->dtype != DT_FLOAT || wt->dtype != DT_FLOAT || !wt->data || x->rank != 4 || wt->rank != 4 ||
+        wt->dims[2] != 3 || wt->dims[3] != 3 || wt->dims[1] != x->dims[1] || ir_attr_int(n, "group", 1) != 1)
+        return false;
+    if (n->nin > 2 && n->in[2] && (n->in[2]->dtype != DT_FLOAT || !n->in[2]->data)) return false;
+    int64_t ks[2] = {3, 3};
+    if (!rule_window(NULL, n, x, ks, false, w)) return false;
+    for (int d = 0; d < 2; d++)
+        if (w->s[d] != 1 || w->d[d] != 1 || w->out[d] < 3) return false;
+    int64_t tiles = (w->out[0] + 1) / 2 * ((w->out[1] + 1) / 2);
+    return worth(x->dims[1], wt->dims[0], tiles, 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
+}
+
+/* U_ab [M, C, 1, 1] = (G g G^T)[a][b] of each 3x3 kernel g of w [M, C, 3, 3]. */
+static Value *weights(Graph *g, const Value *w, int a, int b, const char *name) {
+    int64_t m = w->dims[0], c = w->dims[1], dims[4] = {m, c, 1, 1};
+    Value *u = ir_const_new(g, name, DT_FLOAT, 4, dims, NULL);
+    float *o = u->data;
+    const float *f = w->data;
+    for (int64_t k = 0; k < m * c; k++) {
+        const float *gk = f + 9 * k;
+        double s = 0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) s += g_rows[a][i] * gk[3 * i + j] * g_rows[b][j];
+        o[k] = (float)s;
+    }
+    return u;
+}
+
+static void rewrite(Graph *g, Node *n, const Window *w) {
+    Value *x = n->in[0], *y = n->out[0];
+    bool odd = w->out[0] % 2 || w->out[1] % 2;
+    if (w->pb[0] || w->pb[1] || w->pe[0] || w->pe[1] || odd) {
+        /* an odd height or width: one more row or column of zeros makes the last tiles whole */
+        int64_t pads[8] = {0, 0, w->pb[0], w->pb[1], 0, 0, w->pe[0] + w->out[0] % 2, w->pe[1] + w->out[1] % 2};
+        const char *name = arena_printf(g->arena, "%s_wpad", n->name);
+        Node *pd = ir_node_insert_op(g, n, OP_Pad, name, 2);
+        pd->in[0] = x;
+        pd->in[1] = ir_const_ints(g, arena_printf(g->arena, "%s_pads", name), pads, 8);
+        op_info[OP_Pad].infer(g, pd);
+        x = pd->out[0];
+    }
+    const char *iname = arena_printf(g->arena, "%s_win", n->name);
+    Node *in = ir_node_insert_before(g, n, OP_WinogradInput, iname, 1, 16);
+    for (int t = 0; t < 16; t++) {
+        in->out[t] = ir_value_new(g, arena_printf(g->arena, "%s_v%d%d", iname, t / 4, t % 4));
+        in->out[t]->producer = in;
+    }
+    in->in[0] = x;
+    op_info[OP_WinogradInput].infer(g, in);
+    Node *out = ir_node_insert_op(g, n, OP_WinogradOutput, arena_printf(g->arena, "%s_wout", n->name), 16);
+    for (int t = 0; t < 16; t++) {
+        const char *name = arena_printf(g->arena, "%s_w%d%d", n->name, t / 4, t % 4);
+        bool bias = t == 5 && n->nin > 2 && n->in[2];
+        Node *cv = ir_node_insert_op(g, out, OP_Conv, name, bias ? 3 : 2);
+        cv->op_type = n->op_type, cv->domain = n->domain, cv->opset = n->opset;
+        cv->in[0] = in->out[t];
+        cv->in[1] = weights(g, n->in[1], t / 4, t % 4, arena_printf(g->arena, "%s_u", name));
+        if (bias) cv->in[2] = n->in[2];
+        op_info[OP_Conv].infer(g, cv);
+        out->in[t] = cv->out[0];
+    }
+    if (odd) ir_attr_set_ints(g, out, "sizes", w->out, 2);
+    op_info[OP_WinogradOutput].infer(g, out);
+    Value *r = out->out[0];         /* y's twin: out takes y itself, and so y's consumers */
+    if (r->rank != y->rank || memcmp(r->dims, y->dims, sizeof(int64_t) * (size_t)y->rank))
+        die("winograd: the tiles of %s make another shape", n->name);
+    out->out[0] = y;
+    y->producer = out;
+    r->producer = NULL;
+    n->dead = true;
+}
+
+void winograd(Graph *g, const Options *o) {
+    if (o->opt_level < 2 || o->fp_strict || o->vector_bytes < 16 || o->max_arena) return;
+    Node **ns = ARENA_ARRAY(g->arena, Node *, g->nnodes + 1);
+    Window *ws = ARENA_ARRAY(g->arena, Window, g->nnodes + 1);
+    int nn = 0;
+    for (int i = 0; i < g->nnodes; i++)     /* the candidates first: rewrite inserts nodes */
+        if (!g->nodes[i]->dead && candidate(g->nodes[i], &ws[nn])) ns[nn++] = g->nodes[i];
+    for (int i = 0; i < nn; i++) rewrite(g, ns[i], &ws[i]);
+    ir_compact(g);
+}
