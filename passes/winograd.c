@@ -27,23 +27,28 @@
 
 static const double g_rows[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
+/* The least multiply-adds of each 1x1 conv: parallelize's MIN_MACS, below which it runs a
+ * kernel on one thread. The direct conv, 9/4 of the work in one kernel, is split; sixteen
+ * kernels left whole lost at two threads (SqueezeNet's 32 -> 128 on 14x14, 49 tiles: 0.2M
+ * multiply-adds each; the model 0.84x where one thread gained 1.1x). */
+enum { PRODUCT_MACS = 1 << 21 };
+
 /* Whether the multiply-adds saved outweigh what the Winograd form adds. Per output pixel the
  * conv does 9 C M multiply-adds and the Winograd form 4 C M; but it writes and reads back
  * 4 C floats (the V_ab) and 4 M floats (the M_ab) more, 32 (C + M) bytes, its 1x1 convs
  * reduce over only C channels and produce M, and their weights are 16/9 of the conv's,
  * each used once per tile. Measured per conv on a Xeon core (AVX-512, one thread: its
  * transforms and 1x1 convs against the direct conv, 26 models):
- *   - 32 -> 32 channels at 160x160 (YOLOv5s) 0.72x: too few channels for the traffic, as
- *     C M / (C + M) < 20 says (so also 32 -> 48); 64 -> 64 and wider 1.2-1.9x;
- *   - with fewer than 64 channels on a side, the V_ab beyond 8 MiB lost: 64 -> 32 at 224x224
- *     (ESPCN, 51 MB of V_ab) 0.85x, at 256x256 0.73-0.80x, 32 -> 64 at 147x147 (Inception-v3)
- *     0.69x, where 128 -> 32 at 56x56 (DenseNet, 6.4 MB) held 1.0-1.1x and at 28x28 1.55x;
- *   - wider, the V_ab beyond 32 MiB gained little: 64 -> 64 at 224x224 (VGG-16) 1.03x;
+ *   - 64 -> 64 channels and wider 1.2-1.9x;
+ *   - fewer channels on a side: 32 -> 32 at 160x160 (YOLOv5s) 0.72x, 64 -> 32 at 224x224
+ *     (ESPCN) 0.85x, 32 -> 64 at 147x147 (Inception-v3) 0.69x; 128 -> 32 at 28x28 (DenseNet)
+ *     1.55x and 64 -> 32 on 64x64 (a U-Net) 1.19x, but the latter at two threads, where the
+ *     traffic is shared, 0.91x for the model: none;
+ *   - the V_ab beyond 32 MiB gained little: 64 -> 64 at 224x224 (VGG-16, 51 MB) 1.03x;
  *   - on maps of fewer than 32 tiles the weights stream from beyond the L2 for few pixels:
  *     512 -> 512 at 7x7 (16 tiles) 0.89-1.07x, 448 -> 384 at 8x8 0.97x; 14x14 (49) 1.9x. */
 static bool worth(int64_t c, int64_t m, int64_t tiles, int64_t v_bytes) {
-    int64_t most = MIN(c, m) >= 64 ? 32 << 20 : 8 << 20;
-    return c >= 32 && m >= 32 && c * m >= 20 * (c + m) && tiles >= 32 && v_bytes <= most;
+    return c >= 64 && m >= 64 && tiles >= 32 && v_bytes <= 32 << 20 && tiles * c * m >= PRODUCT_MACS;
 }
 
 /* The geometry of a conv that takes the Winograd form, or false. */
@@ -59,7 +64,7 @@ static bool candidate(Node *n, Window *w) {
     for (int d = 0; d < 2; d++)
         if (w->s[d] != 1 || w->d[d] != 1 || w->out[d] < 3) return false;
     int64_t tiles = (w->out[0] + 1) / 2 * ((w->out[1] + 1) / 2);
-    return worth(x->dims[1], wt->dims[0], tiles, 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
+    return worth(x->dims[1], wt->dims[0], x->dims[0] * tiles, 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
 }
 
 /* U_ab [M, C, 1, 1] = (G g G^T)[a][b] of each 3x3 kernel g of w [M, C, 3, 3]. */

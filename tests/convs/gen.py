@@ -694,6 +694,6 @@ def wino_chain(name,xs,c,pads):
            h.make_node('Relu',['a1'],['u']),h.make_node('Conv',['u','w2'],['y'],pads=pads)]
     init=[nh.from_array(w0,'w0'),nh.from_array(b0,'b0'),nh.from_array(w1,'w1'),nh.from_array(b1,'b1'),nh.from_array(w2,'w2')]
     save(name,nodes,xs,x,[('y',y.astype(np.float32))],init,13)
-wino_chain('wino_even',[1,16,16,20],64,[1,1,1,1])
-wino_chain('wino_odd_b2',[2,16,13,11],48,[0,1,2,0])
-wino_chain('wino_valid',[1,16,14,13],128,[0,0,0,0])
+wino_chain('wino_even',[1,16,24,22],128,[1,1,1,1])
+wino_chain('wino_odd_b2',[2,16,15,11],160,[0,1,2,0])
+wino_chain('wino_valid',[1,16,14,13],256,[0,0,0,0])

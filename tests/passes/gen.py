@@ -16,7 +16,7 @@ checked by hand (a folded BatchNormalization, say).
                       point 10 on both sides) QLinearClip with lower bound 10: max(q, 10)
   fuse_batchnorm      Conv -> BatchNormalization -> Relu: BN folds into the conv's weights
   dead_taps           3x3 convs at dilation 4 on a 3x3 map: one becomes 1x1, one keeps a row
-  winograd            a 3x3 conv of 64 channels on 11x11 (all weights 1): a Pad (the conv's pads,
+  winograd            a 3x3 conv of 256 channels on 11x11 (all weights 1): a Pad (the conv's pads,
                       one more row and column for the odd size), WinogradInput, sixteen 1x1
                       convs with weights U_ab = r_a r_b, r = G (1,1,1) = (1, 1.5, 0.5, 1), the
                       bias on M_11's, WinogradOutput cut to 11x11
@@ -112,8 +112,8 @@ def dead_taps():
 
 def winograd():
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], "conv", pads=[1, 1, 1, 1])]
-    inits = [const("w", np.ones((64, 64, 3, 3))), const("b", np.arange(64))]
-    return model("winograd", nodes, [vi("x", [1, 64, 11, 11])], [vi("y", [1, 64, 11, 11])], inits)
+    inits = [const("w", np.ones((256, 256, 3, 3))), const("b", np.arange(256))]
+    return model("winograd", nodes, [vi("x", [1, 256, 11, 11])], [vi("y", [1, 256, 11, 11])], inits)
 
 
 def fuse_qdq():
