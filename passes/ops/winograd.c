@@ -16,10 +16,12 @@
  * output 4a + b, V_ab[n, c, t, s] = (B^T d B)[a][b] of the tile d = x[n, c, 2t.., 2s..].
  * WinogradOutput: the 16 M_ab [N, M, T, S] -> y [N, M, 2T, 2S], y[n, m, 2t + i, 2s + j] =
  * (A^T M A)[i][j] of the tile's M; with attribute sizes [H, W], y [N, M, H, W] of an odd H
- * (2T - 1) or W, whose last tiles' outputs past it are not computed. The conv's bias is M_11's (the 1x1 conv's bias): A^T's
- * column 1 is all ones, so M_11 reaches every output once.
+ * (2T - 1) or W, whose last tiles' outputs past it are not computed. The conv's bias is
+ * M_11's (its 1x1 conv's bias): A^T's column 1 is all ones, so M_11 reaches every output
+ * once.
  *
- * Each kernel is one perfect nest n, c, t, s around its stores, which read and write every
+ * Each kernel is one perfect nest n, c, t, s around its stores (an odd WinogradOutput: below
+ * n and c, one nest per output of a tile, a region_mover), which read and write every
  * 4-d operand at channel c and elsewhere at expressions free of it: a channel_mover to the
  * schedule (passes/schedule.c), which gives all its operands NHWC or none and then runs the
  * channels innermost, as vectors. The sums are written once per output as expression trees
