@@ -42,6 +42,14 @@ static Expr *signed_sum(Program *p, const int *c, Expr **e, int n) {
     return s;
 }
 
+/* idx = [n, c, 2t + i, 2s + j]: row i, column j of tile (t, s), at loop variables vars n, c, t, s
+ * (the input's 4x4 tiles, the output's 2x2 ones: both step 2) */
+static void tile_index(Program *p, const int *vars, int i, int j, Expr **idx) {
+    idx[0] = kx_var(p, vars[0]), idx[1] = kx_var(p, vars[1]);
+    idx[2] = kx_addc(p, kx_mul(p, kx_var(p, vars[2]), 2), i);
+    idx[3] = kx_addc(p, kx_mul(p, kx_var(p, vars[3]), 2), j);
+}
+
 static void check_tiles(const Node *n, const Value *v) {
     if (v->rank != 4 || v->dtype != DT_FLOAT) die("%s: %s is not a float 4-d map", n->name, v->name);
 }
@@ -96,8 +104,8 @@ void lower_winograd_input(Lower *L, Node *n) {
         for (int j = 0; j < 4; j++) {
             Expr *d[4];
             for (int i = 0; i < 4; i++) {
-                Expr *xi[4] = {kx_var(p, vars[0]), kx_var(p, vars[1]), kx_addc(p, kx_mul(p, kx_var(p, vars[2]), 2), i),
-                               kx_addc(p, kx_mul(p, kx_var(p, vars[3]), 2), j)};
+                Expr *xi[4];
+                tile_index(p, vars, i, j, xi);
                 d[i] = kx_load(p, x, xi);
             }
             rows[j] = signed_sum(p, bt[a], d, 4);
@@ -127,8 +135,8 @@ static Expr *output_sum(Program *p, Buf **m, const int *vars, int i, int j) {
 }
 
 static Stmt *output_store(Program *p, Buf *y, Buf **m, const int *vars, int i, int j) {
-    Expr *yi[4] = {kx_var(p, vars[0]), kx_var(p, vars[1]), kx_addc(p, kx_mul(p, kx_var(p, vars[2]), 2), i),
-                   kx_addc(p, kx_mul(p, kx_var(p, vars[3]), 2), j)};
+    Expr *yi[4];
+    tile_index(p, vars, i, j, yi);
     return ks_store(p, y, yi, output_sum(p, m, vars, i, j));
 }
 
