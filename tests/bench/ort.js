@@ -10,7 +10,10 @@
 // ones harness.c wrote, scaled as maxDiff says (Infinity where one side has a NaN the other lacks).
 // Otherwise it times single runs after a warm-up and prints "median_us min_us iterations", with
 // the same warm-up and iteration rule as harness.c. onnxruntime-node is found through NODE_PATH
-// (bench.sh points it at build/bench/node_modules).
+// (bench.sh points it at build/bench/node_modules). ORT_COMPARE_OPT sets the graph optimization
+// level of the comparing run only (bench.sh: "disabled" for the int8 models, whose QDQ groups then
+// run as the standard defines them; with them fused, onnxruntime's AVX2 kernels without VNNI add
+// pairs of u8 x s8 products in 16 bits with saturation, and its outputs move by several quanta).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -70,7 +73,8 @@ async function main() {
     }
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'), {
         executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1,
-        graphOptimizationLevel: 'all', executionMode: 'sequential',
+        graphOptimizationLevel: prefixes.length ? process.env.ORT_COMPARE_OPT || 'all' : 'all',
+        executionMode: 'sequential',
     });
     const metas = JSON.parse(fs.readFileSync(path.join(dir, 'inputs.json'), 'utf8'));
     if (metas.length !== session.inputNames.length)
