@@ -1235,13 +1235,15 @@ static LLVMValueRef dsp_dot(Emitter *e, LLVMValueRef acc, LLVMValueRef a, LLVMVa
 /* x as base + constant (base NULL for a constant). */
 static const Expr *split_const(const Expr *x, int64_t *c) {
     *c = 0;
-    if (x->kind == E_CONST) {
-        *c = x->i;
-        return NULL;
+    /* every constant added last: a store written in place into a padded buffer
+     * (pad_in_place) has its offset added to the index it had, (v*2 + 1) + 1 */
+    while (x->kind == E_BIN && x->op == K_ADD && x->args[1]->kind == E_CONST) {
+        *c += x->args[1]->i;
+        x = x->args[0];
     }
-    if (x->kind == E_BIN && x->op == K_ADD && x->args[1]->kind == E_CONST) {
-        *c = x->args[1]->i;
-        return x->args[0];
+    if (x->kind == E_CONST) {
+        *c += x->i;
+        return NULL;
     }
     return x;
 }

@@ -90,6 +90,9 @@ cases = [
     # run-time weights: the phases read the ConvTranspose's own weights at their taps
     ('ct_rt_groups_dil', [1, 6, 5, 7], 6, 9, [3, 3], [2, 3], [2, 1], [1, 2, 0, 1], [1, 2], 3, 'relu', {}, False),
     ('ct_rt_1d_s4', [2, 4, 6], 4, 4, [6], [4], [1], [1, 2], [3], 2, 'none', {}, False),
+    # a U-Net decoder step: the interleaving kernel writes into the Concat that a padded 3x3
+    # conv reads, in place at the padding's offset (backend: its stores still interleaved)
+    ('ct_s2_k2_cat_conv', [1, 16, 8, 11], 16, 16, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'cat_conv', {}, True),
 ]
 os.chdir(sys.argv[1])
 for name, xs, C, M, ks, s, d, pads, op, grp, epi, extra, const_w in cases:
@@ -135,6 +138,18 @@ for name, xs, C, M, ks, s, d, pads, op, grp, epi, extra, const_w in cases:
         feeds.append(('r', r))
         nodes.append(h.make_node('Add', ['c', 'r'], ['y']))
         y = y + r
+    elif epi == 'cat_conv':
+        r = rng.standard_normal(y.shape).astype(np.float32)
+        w2 = (rng.standard_normal([M, 2 * M, 3, 3]) * 0.2).astype(np.float32)
+        inputs.append(h.make_tensor_value_info('r', T.FLOAT, list(y.shape)))
+        feeds.append(('r', r))
+        inits.append(nh.from_array(w2, 'W2'))
+        nodes += [h.make_node('Concat', ['c', 'r'], ['cat'], axis=1),
+                  h.make_node('Conv', ['cat', 'W2'], ['y'], kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+        cat = np.pad(np.concatenate([y, r.astype(np.float64)], 1), ((0, 0), (0, 0), (1, 1), (1, 1)))
+        H, W = y.shape[2], y.shape[3]
+        y = sum(np.einsum('nchw,mc->nmhw', cat[:, :, i:i + H, j:j + W], w2[:, :, i, j].astype(np.float64))
+                for i in range(3) for j in range(3))
     else:
         nodes[0].output[0] = 'y'
     y = y.astype(np.float32)
