@@ -2482,6 +2482,36 @@ static TileChoice tuned_tile(Program *p, Kernel *k, const TileSpace *sp, TileCho
  * 3x3s, unchanged, ran 4-7% slower in the same builds (cause not found). On 56x56 with 64
  * output channels it ran 25-37% slower, on 12 x 2 everywhere the model 1-4% slower; 8 x 3
  * with any packing, 14 x 2 and 4 x 6 slower still. */
+/* Whether some load of list s that is broadcast (does not read the vector variable vec)
+ * reads variable var and the variable of a short reduction loop of s (a conv's taps along
+ * the row, which LLVM unrolls whole) in one index: the input pixels broadcast for the rows of
+ * a tile then overlap from tap to tap (x[r + t] for row r, tap t), and LLVM keeps the shared
+ * values live across the taps. (A depthwise conv's overlapping loads are vectors: 5 rows
+ * instead of 6 ran MobileNetV2's 10% slower.) */
+static bool expr_taps_of(const Expr *x, int var, const bool *tap, int nvars, int vec) {
+    if (!x) return false;
+    if (x->kind == E_LOAD && !expr_reads_var(x, vec))
+        for (int d = 0; d < x->nargs; d++)
+            if (expr_reads_var(x->args[d], var))
+                for (int v = 0; v < nvars; v++)
+                    if (tap[v] && expr_reads_var(x->args[d], v)) return true;
+    for (int i = 0; i < x->nargs; i++)
+        if (expr_taps_of(x->args[i], var, tap, nvars, vec)) return true;
+    return false;
+}
+
+static bool taps_overlap(const Stmt *s, int var, bool *tap, int nvars, int vec) {
+    for (; s; s = s->next) {
+        bool mine = s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s) && trips(s) >= 2 && trips(s) <= 8;
+        if (mine) tap[s->var] = true;
+        bool hit = expr_taps_of(s->val, var, tap, nvars, vec) || taps_overlap(s->body, var, tap, nvars, vec) ||
+                   taps_overlap(s->then, var, tap, nvars, vec) || taps_overlap(s->els, var, tap, nvars, vec);
+        if (mine) tap[s->var] = false;
+        if (hit) return true;
+    }
+    return false;
+}
+
 static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
         if (l->hints & SHARED) return (int)MIN(DW_ROWS, trips(l));     /* scalar_channelwise */
@@ -2497,7 +2527,17 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
         return f;
     }
     int u = vector_copies(p, k, inner, true);
-    int64_t v = MIN(MIN((vregs(p) - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
+    /* With 16 registers, rows whose broadcast inputs overlap from tap to tap keep one register
+     * more free: a U-Net's 32 -> 16 3x3 conv on 128x128 (NCHW input, NHWC output) as 6 rows
+     * x 2 vectors spilled accumulators in its unrolled taps and ran at 3.0 ms, as 5 x 2 at 1.7
+     * (znver3, --autotune's candidates, interleaved) */
+    bool *tap = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
+    bool overlap = vregs(p) <= 16 && inner && taps_overlap(l->body, l->var, tap, k->nvars, inner->var);
+    int regs = vregs(p) - overlap;
+    int64_t v = MIN(MIN((regs - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
+    /* and no rest block of one row where one row fewer divides them (an FPN's 16 x 16 map as
+     * 4 x 4 rows, not 5 x 3 + 1) */
+    if (overlap && v > 2 && trips(l) % v == 1 && trips(l) % (v - 1) == 0) v--;
     int64_t gr = group_rows(inner, lanes(p, k), vregs(p));
     if (gr) {                       /* few channels a group: passes/sched_group.c */
         set_tile_u(l->body, 1);
@@ -2509,7 +2549,7 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
     /* the register tile: this hand-written choice, or a clearly cheaper one of the space
      * (sched_tile.c) */
-    TileSpace sp = {trips(l), trips(inner) / lanes(p, k), vregs(p), MAX_ROWS, tile_vectors(p),
+    TileSpace sp = {trips(l), trips(inner) / lanes(p, k), regs, MAX_ROWS, tile_vectors(p),
                     stmt_size(l->body), MAX_JAM_NODES};
     TileChoice t = tile_choose(&sp, (TileChoice){(int)v, u, 0});
     if (p->tuning) t = tuned_tile(p, k, &sp, t, (TileChoice){(int)v, u, 0});
