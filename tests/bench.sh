@@ -368,7 +368,7 @@ geomean() { # label, then lines of ratios on stdin
                              l, n ? sprintf("%.2f", exp(s / n)) : "-", n, nb, nb ? ":" : "", b, nf, f
                       if (l == "O2, 1 thread")
                           printf "issue 16 criteria (--cpu native, 1 thread, float set): every model >= 1.0x: %s; geomean >= 1.5x: %s\n",
-                                 (nb + nf ? "no" : "yes"), ((n && exp(s / n) >= 1.5) ? "yes" : "no") }'
+                                 (nb + nf ? "no" : n ? "yes" : "none timed"), ((n && exp(s / n) >= 1.5) ? "yes" : "no") }'
         done
     done
     echo
