@@ -2472,16 +2472,6 @@ static TileChoice tuned_tile(Program *p, Kernel *k, const TileSpace *sp, TileCho
     return (TileChoice){(int)mr, (int)u, tile_cost(sp->rows, sp->vecs, (int)mr, (int)u)};
 }
 
-/* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
- * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big.
- * Measured and not taken (ResNet-50, AVX-512, one thread, per kernel, 3 interleaved runs):
- * 12 pixels by 2 vectors instead of 6 x 4 on the channel-last 1x1s with 256 or more input
- * and 512 or more output channels (weights packed t32 to match; each weight vector then
- * feeds 12 FMAs, half the bytes per FMA streamed from the L2) ran layer3's 256 -> 1024 on
- * 14x14 5-12% faster and the stride-2 256 -> 512 ~5%, but the model did not move: layer3's
- * 3x3s, unchanged, ran 4-7% slower in the same builds (cause not found). On 56x56 with 64
- * output channels it ran 25-37% slower, on 12 x 2 everywhere the model 1-4% slower; 8 x 3
- * with any packing, 14 x 2 and 4 x 6 slower still. */
 /* Whether some load of list s that is broadcast (does not read the vector variable vec)
  * reads variable var and the variable of a short reduction loop of s (a conv's taps along
  * the row, which LLVM unrolls whole) in one index: the input pixels broadcast for the rows of
@@ -2512,6 +2502,16 @@ static bool taps_overlap(const Stmt *s, int var, bool *tap, int nvars, int vec) 
     return false;
 }
 
+/* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
+ * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big.
+ * Measured and not taken (ResNet-50, AVX-512, one thread, per kernel, 3 interleaved runs):
+ * 12 pixels by 2 vectors instead of 6 x 4 on the channel-last 1x1s with 256 or more input
+ * and 512 or more output channels (weights packed t32 to match; each weight vector then
+ * feeds 12 FMAs, half the bytes per FMA streamed from the L2) ran layer3's 256 -> 1024 on
+ * 14x14 5-12% faster and the stride-2 256 -> 512 ~5%, but the model did not move: layer3's
+ * 3x3s, unchanged, ran 4-7% slower in the same builds (cause not found). On 56x56 with 64
+ * output channels it ran 25-37% slower, on 12 x 2 everywhere the model 1-4% slower; 8 x 3
+ * with any packing, 14 x 2 and 4 x 6 slower still. */
 static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     if (lanes(p, k) < 2) {
         if (l->hints & SHARED) return (int)MIN(DW_ROWS, trips(l));     /* scalar_channelwise */
