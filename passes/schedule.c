@@ -2478,24 +2478,22 @@ static TileChoice tuned_tile(Program *p, Kernel *k, const TileSpace *sp, TileCho
  * a tile then overlap from tap to tap (x[r + t] for row r, tap t), and LLVM keeps the shared
  * values live across the taps. (A depthwise conv's overlapping loads are vectors: 5 rows
  * instead of 6 ran MobileNetV2's 10% slower.) */
-static bool expr_taps_of(const Expr *x, int var, const bool *tap, int nvars, int vec) {
+static bool expr_taps_of(const Expr *x, int var, const bool *tap, int vec) {
     if (!x) return false;
     if (x->kind == E_LOAD && !expr_reads_var(x, vec))
         for (int d = 0; d < x->nargs; d++)
-            if (expr_reads_var(x->args[d], var))
-                for (int v = 0; v < nvars; v++)
-                    if (tap[v] && expr_reads_var(x->args[d], v)) return true;
+            if (expr_reads_var(x->args[d], var) && reads_any(x->args[d], tap)) return true;
     for (int i = 0; i < x->nargs; i++)
-        if (expr_taps_of(x->args[i], var, tap, nvars, vec)) return true;
+        if (expr_taps_of(x->args[i], var, tap, vec)) return true;
     return false;
 }
 
-static bool taps_overlap(const Stmt *s, int var, bool *tap, int nvars, int vec) {
+static bool taps_overlap(const Stmt *s, int var, bool *tap, int vec) {
     for (; s; s = s->next) {
         bool mine = s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s) && trips(s) >= 2 && trips(s) <= 8;
         if (mine) tap[s->var] = true;
-        bool hit = expr_taps_of(s->val, var, tap, nvars, vec) || taps_overlap(s->body, var, tap, nvars, vec) ||
-                   taps_overlap(s->then, var, tap, nvars, vec) || taps_overlap(s->els, var, tap, nvars, vec);
+        bool hit = expr_taps_of(s->val, var, tap, vec) || taps_overlap(s->body, var, tap, vec) ||
+                   taps_overlap(s->then, var, tap, vec) || taps_overlap(s->els, var, tap, vec);
         if (mine) tap[s->var] = false;
         if (hit) return true;
     }
@@ -2532,7 +2530,7 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
      * x 2 vectors spilled accumulators in its unrolled taps and ran at 3.0 ms, as 5 x 2 at 1.7
      * (znver3, --autotune's candidates, interleaved) */
     bool *tap = ARENA_ARRAY(p->arena, bool, k->nvars + 1);
-    bool overlap = vregs(p) <= 16 && inner && taps_overlap(l->body, l->var, tap, k->nvars, inner->var);
+    bool overlap = vregs(p) <= 16 && inner && taps_overlap(l->body, l->var, tap, inner->var);
     int regs = vregs(p) - overlap;
     int64_t v = MIN(MIN((regs - u - 2) / u, MAX_ROWS), l->hi->i - l->lo->i);
     /* and no rest block of one row where one row fewer divides them (an FPN's 16 x 16 map as
