@@ -1734,7 +1734,11 @@ static Buf *conv_layout(Program *p, Kernel *k, int64_t group) {
      * bytes left it scalar, one emulated dot4 per word (1.8 us of LeNet int8's 6 on AVX-512) */
     int64_t vsz = p->vector_bytes >= 16 && dot4_kernel(k) ? MAX(esz, int_acc_size(k)) : esz;
     bool cm = can && !wide && (o.stride > 1 || vsz * mg >= 2 * p->vector_bytes || cl || !o.col_last || group);
-    bool border_cm = can && !cm && p->vector_bytes >= 16 && has_conds(k->body);
+    /* ... where the columns have a border to run so (a ConvTranspose phase whose only test
+     * is on its rows has none: its channels innermost would store NCHW lanes a plane apart) */
+    int64_t bf = 0, bb = 0;
+    bool border_cm = can && !cm && p->vector_bytes >= 16 && has_conds(k->body) &&
+                     loop_interior(p, k, col, &bf, &bb) && (bf || bb);
     if (cm || border_cm) {
         PackDim pd[MAX_RANK];
         int wr = o.b->rank;

@@ -93,6 +93,10 @@ cases = [
     # a U-Net decoder step: the interleaving kernel writes into the Concat that a padded 3x3
     # conv reads, in place at the padding's offset (backend: its stores still interleaved)
     ('ct_s2_k2_cat_conv', [1, 16, 8, 11], 16, 16, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], [0, 0], 1, 'cat_conv', {}, True),
+    # LinkNet's decoder: 3x3 stride 2, output_padding 1, 16 -> 16 channels on 32x32 planes (4 KiB
+    # apart); the phase of two row taps and one column tap tests its rows only (schedule:
+    # runs along the width, no border columns to take channels innermost)
+    ('ct_s2_k3_op1_rows', [1, 16, 32, 32], 16, 16, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 1, 'bn_relu', {}, True),
 ]
 os.chdir(sys.argv[1])
 for name, xs, C, M, ks, s, d, pads, op, grp, epi, extra, const_w in cases:
