@@ -332,7 +332,17 @@ typedef struct Program {
     int64_t *weight_offset;
     int64_t weights_size;           /* bytes of that section or blob after be_emit; 0: none */
     uint64_t weights_key;           /* the blob's identity (a hash of its layout and bytes) */
+    /* the zero-padded copies loop_pad made (passes/loops.c): a later kernel reading the same
+     * input inside a copy's extent reads that copy (a ConvTranspose's stride phases) */
+    struct LoopPad *pad_copies;
+    int npad_copies;
 } Program;
+
+typedef struct LoopPad {
+    Buf *x, *xp;                    /* x[i] is xp[i + before] */
+    int64_t before[MAX_RANK];
+    struct Kernel *copy;            /* the kernel writing xp */
+} LoopPad;
 
 /* ---- building (ir/kir.c) ---- */
 Program *kir_program_new(Arena *a, const char *name);

@@ -1264,19 +1264,72 @@ static Stmt *pad_nest(Pad *pd, Kernel *c, const int *vars, int d, bool in) {
     return head;
 }
 
-Kernel *loop_pad(Program *p, Kernel *k, Buf *x) {
-    Pad pd = {p, k, x, NULL, {0}, {0}, {0}, true};
-    int r = x->rank, at = -1;
-    for (int d = 0; d < r; d++) pd.mn[d] = 0, pd.mx[d] = x->dims[d] - 1;
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == x && k->modes[i] != KP_IN) pd.ok = false;
-    for (int i = 0; i < p->nkernels; i++)
-        if (p->kernels[i] == k) at = i;
-    Ranges rg = ranges_new(p, k);
-    pad_scan(&pd, &rg, k->body);
+/* Whether a kernel after index a and before b writes x (or may: a control kernel). */
+static bool written_between(const Program *p, const Buf *x, int a, int b) {
+    for (int i = a + 1; i < b; i++) {
+        const Kernel *c = p->kernels[i];
+        if (c->ctl != KCTL_NONE) return true;
+        for (int j = 0; j < c->nparams && !c->dead; j++)
+            if (kir_root(c->params[j]) == kir_root((Buf *)x) && c->modes[j] != KP_IN) return true;
+    }
+    return false;
+}
+
+/* Scans k's loads of x into pd (pd->mn, pd->mx: their index ranges); whether k could read a
+ * padded copy of x (some load leaves x, some guard can go). */
+static bool pad_scan_kernel(Pad *pd, Program *p, Kernel *k, Buf *x) {
+    *pd = (Pad){p, k, x, NULL, {0}, {0}, {0}, true};
     bool any = false;
-    for (int d = 0; d < r; d++) any |= pd.mn[d] < 0 || pd.mx[d] >= x->dims[d];
-    if (!pd.ok || !any || at < 0 || !pad_rewrite(&pd, &k->body, true)) return NULL;
+    for (int d = 0; d < x->rank; d++) pd->mn[d] = 0, pd->mx[d] = x->dims[d] - 1;
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == x && k->modes[i] != KP_IN) pd->ok = false;
+    Ranges rg = ranges_new(p, k);
+    pad_scan(pd, &rg, k->body);
+    for (int d = 0; d < x->rank; d++) any |= pd->mn[d] < 0 || pd->mx[d] >= x->dims[d];
+    return pd->ok && any && pad_rewrite(pd, &k->body, true);
+}
+
+/* k's loads of x redirected to pd->xp at pd->before, its guards dropped. */
+static void pad_redirect(Pad *pd, Kernel *k) {
+    pad_rewrite(pd, &k->body, false);
+    pad_list(pd, k->body);
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == pd->x) k->params[i] = pd->xp;
+}
+
+static int kernel_index(const Program *p, const Kernel *k) {
+    for (int i = 0; i < p->nkernels; i++)
+        if (p->kernels[i] == k) return i;
+    return -1;
+}
+
+bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy) {
+    Pad pd;
+    int r = x->rank, at = kernel_index(p, k);
+    *copy = NULL;
+    if (at < 0 || !pad_scan_kernel(&pd, p, k, x)) return false;
+    /* an earlier copy of x whose extent holds k's loads, x unchanged since */
+    for (int i = 0; i < p->npad_copies; i++) {
+        LoopPad *e = &p->pad_copies[i];
+        int ci = kernel_index(p, e->copy);
+        bool fits = e->x == x && ci >= 0 && ci < at && !written_between(p, x, ci, at);
+        for (int d = 0; d < r && fits; d++) fits = pd.mn[d] + e->before[d] >= 0 && pd.mx[d] + e->before[d] < e->xp->dims[d];
+        if (!fits) continue;
+        sched_note(p, k, "pad(%%%s:%%%s)", x->name, e->xp->name);
+        pd.xp = e->xp;
+        memcpy(pd.before, e->before, sizeof pd.before);
+        pad_redirect(&pd, k);
+        return true;
+    }
+    /* the later readers of x that a copy could serve too */
+    for (int i = at + 1; i < p->nkernels && !written_between(p, x, at, i); i++) {
+        Kernel *c = p->kernels[i];
+        Pad other;
+        bool reads = false;
+        for (int j = 0; j < c->nparams; j++) reads |= c->params[j] == x;
+        if (c->dead || !reads || !pad_scan_kernel(&other, p, c, x)) continue;
+        for (int d = 0; d < r; d++) pd.mn[d] = MIN(pd.mn[d], other.mn[d]), pd.mx[d] = MAX(pd.mx[d], other.mx[d]);
+    }
 
     int64_t dims[MAX_RANK];
     char pads[256] = "";
@@ -1288,10 +1341,7 @@ Kernel *loop_pad(Program *p, Kernel *k, Buf *x) {
     }
     sched_note(p, k, "pad(%%%s%s)", x->name, pads);
     pd.xp = kir_buf_new(p, arena_printf(p->arena, "%s_pad", x->name), x->dtype, r, dims, B_TEMP);
-    pad_rewrite(&pd, &k->body, false);
-    pad_list(&pd, k->body);
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == x) k->params[i] = pd.xp;
+    pad_redirect(&pd, k);
 
     Kernel *c = kir_kernel_new(p, arena_printf(p->arena, "%s_pad", k->name), "Pad", KC_COPY);
     kir_add_nodes(p, c, k->nodes, k->nnodes);      /* the padding is part of k's nodes' work */
@@ -1303,5 +1353,11 @@ Kernel *loop_pad(Program *p, Kernel *k, Buf *x) {
     for (int i = p->nkernels - 1; i > at; i--) p->kernels[i] = p->kernels[i - 1];  /* c runs before k */
     p->kernels[at] = c;
     for (int i = 0; i < p->nkernels; i++) p->kernels[i]->id = i;
-    return c;
+    LoopPad *grown = ARENA_ARRAY(p->arena, LoopPad, p->npad_copies + 1);
+    if (p->npad_copies) memcpy(grown, p->pad_copies, sizeof *grown * (size_t)p->npad_copies);
+    grown[p->npad_copies] = (LoopPad){x, pd.xp, {0}, c};
+    memcpy(grown[p->npad_copies].before, pd.before, sizeof pd.before);
+    p->pad_copies = grown, p->npad_copies++;
+    *copy = c;
+    return true;
 }

@@ -160,9 +160,12 @@ bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout);
  * (e >= 0, e < dim) of a body that stores nothing and only accumulates r = r + (.. * x[..] * ..)
  * with that index: where they were false each such term now adds 0 times the other factors,
  * which the caller knows to be finite (a product with a padded zero is then +-0: results may
- * differ from the guarded ones by the sign of a zero). Returns the copy kernel; NULL, and
- * nothing changed, if no load leaves x or no guard can go. */
-Kernel *loop_pad(Program *p, Kernel *k, Buf *x);
+ * differ from the guarded ones by the sign of a zero). The copy also covers what the later
+ * kernels reading x (before anything writes it again) would need padded, and a later call
+ * for one of them reads that copy instead of making another (p->pad_copies). Returns whether
+ * k now reads a padded copy; *copy is the new copy kernel, or NULL where k reads an earlier
+ * one. False, and nothing changed, if no load leaves x or no guard can go. */
+bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy);
 /* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
 void resolve_conditions(Program *p, Kernel *k);
 /* The integer divisions and remainders in the kernel's load and store indices removed where

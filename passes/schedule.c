@@ -1244,12 +1244,13 @@ static void outputs_inner(Program *p, Kernel *k) {
 static Buf *conv_input(const Stmt *s, const Buf *w, int rank, bool in_red);
 static bool has_conds(const Stmt *s);
 static void unroll_reductions(Program *p, Kernel *k, Stmt **at, int64_t most);
-static bool few_taps(Program *p, Kernel *k, Buf *w) {
+static bool few_taps(Program *p, Kernel *k, Buf *w, Kernel **copy) {
     Stmt **nest[MAX_RANK + 1];
+    *copy = NULL;
     if (!has_taps(w) || parallel_nest(k, nest) != 4) return false;
     if (has_conds(k->body)) {
         Buf *x = conv_input((*nest[3])->body, w, 4, false);
-        if (!x || !loop_pad(p, k, x)) return false;
+        if (!x || !loop_pad(p, k, x, copy)) return false;
     }
     PackDim pd[4] = {{0, 0, false}, {2, 0, false}, {3, 0, false}, {1, 0, false}};
     loop_pack(p, k, w, "mtc", 4, pd);
@@ -1920,9 +1921,12 @@ static bool pad_candidate(Program *p, Kernel *k, int64_t group, Buf **w, Buf **x
     return *x != NULL;
 }
 
-static Kernel *conv_pad(Program *p, Kernel *k, int64_t group) {
+/* Whether k now reads a padded copy of its input; *copy: the copy kernel made for it, or NULL
+ * (none, or an earlier kernel's copy read). */
+static bool conv_pad(Program *p, Kernel *k, int64_t group, Kernel **copy) {
     Buf *w, *x;
-    return pad_candidate(p, k, group, &w, &x) ? loop_pad(p, k, x) : NULL;
+    *copy = NULL;
+    return pad_candidate(p, k, group, &w, &x) && loop_pad(p, k, x, copy);
 }
 
 /* The pixels of a register tile of BLOCK_VECTORS vectors of output channels: 14 with
@@ -2854,8 +2858,9 @@ void schedule(Program *p) {
         if (k->kclass == KC_CONTRACTION) {
             bool nhwc = false;
             Buf *fw = NULL;
+            Kernel *copy = NULL;
             if (few_outputs_k(p, k, &nhwc, &fw) && nhwc) {
-                bool taps = few_taps(p, k, fw);
+                bool taps = few_taps(p, k, fw, &copy);
                 unroll_reductions(p, k, &k->body, 1), outputs_inner(p, k);
                 if (taps) taps_pixels(p, k, fw->dims[0]);
             }
@@ -2863,7 +2868,7 @@ void schedule(Program *p) {
             bool defer = channels_over_pixels(p, k);
             if (!defer) coalesce_pixels(p, k);
             Buf *cmw = NULL;
-            Kernel *pad = NULL;
+            bool pad = false;
             int64_t cb = 0, group = 0;
             bool c_last = false, narrow = false, taps = false;
             if (kernel_independent(k)) {   /* the interchanges there assume so */
@@ -2873,7 +2878,7 @@ void schedule(Program *p) {
                      * laid out and blocked as a dense conv (conv_nest passes the groups) */
                     group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k), 2) : 0;
                     if (!group && lanes(p, k) >= 16) group = group_split(p, k, lanes(p, k) / 2, lanes(p, k) + 1);
-                    pad = conv_pad(p, k, group);
+                    if (!copy) pad = conv_pad(p, k, group, &copy);
                     cmw = conv_layout(p, k, group);
                     if (cmw && (pad || (!p->fp_strict && !one_tap(cmw))))
                         c_last = sink_channels(p, k, cmw);
@@ -2899,8 +2904,8 @@ void schedule(Program *p) {
             if (lanes(p, k) < 2 && dot4_kernel(k)) int_pack_rows(p, k, k->body);
             /* a group's channels are a tile: each group streams its own weights */
             if (cmw) conv_tiles(p, k, cmw, cb ? cb : group ? group : lanes(p, k) * tile_vectors(p), c_last);
-            if (pad) {                      /* the copy kernel, now before k */
-                strip_list(p, pad, &pad->body);
+            if (copy) {                     /* the copy kernel, now before k */
+                strip_list(p, copy, &copy->body);
                 i++;
             }
         }

@@ -97,6 +97,9 @@ cases = [
     # apart); the phase of two row taps and one column tap tests its rows only (schedule:
     # runs along the width, no border columns to take channels innermost)
     ('ct_s2_k3_op1_rows', [1, 16, 32, 32], 16, 16, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 1, 'bn_relu', {}, True),
+    # LinkNet's head, smaller: the phases that read past the input's right and bottom edges
+    # share one zero-padded copy of it (loops.c loop_pad: pad(%x:%x_pad))
+    ('ct_s2_k3_op1_share', [1, 64, 12, 10], 64, 32, [3, 3], [2, 2], [1, 1], [1, 1, 1, 1], [1, 1], 1, 'relu', {}, True),
 ]
 os.chdir(sys.argv[1])
 for name, xs, C, M, ks, s, d, pads, op, grp, epi, extra, const_w in cases:
