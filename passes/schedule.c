@@ -1001,10 +1001,11 @@ static Stmt *channel_mover(Kernel *k, int dim) {
 }
 
 /* Whether the statements of list s, inside channel loop c, are regions of a plane: loops of
- * constant bounds (not reductions) down to stores as mover_stmts takes them. */
+ * constant bounds (not reductions) down to stores as mover_stmts takes them (a list of them
+ * at the end of a nest: an odd Winograd output's region of whole tiles stores four). */
 static bool region_stmts(const Stmt *s, int c, int dim) {
     for (; s; s = s->next) {
-        if (s->kind == S_STORE && !s->next) return mover_stmts(s, c, dim, false);     /* one store a nest */
+        if (s->kind == S_STORE) return mover_stmts(s, c, dim, false);      /* stores ending a nest */
         if (s->kind != S_LOOP || !const_loop(s) || (s->hints & (LH_REDUCTION | LH_VECTOR)) || !s->body ||
             !region_stmts(s->body, c, dim))
             return false;
@@ -1036,7 +1037,7 @@ static bool plane_mover(Kernel *k, int dim) { return channel_mover(k, dim) || re
  * each, through the loops below it (distributed again at each list). */
 static void sink_channel(Program *p, Kernel *k, Stmt *c) {
     Stmt *after = c->next;
-    distribute(p, k, c);
+    if (c->body->kind != S_STORE) distribute(p, k, c);  /* the stores of one region stay together */
     for (Stmt *x = c; x && x != after; x = x->next)
         if (x->body->kind == S_LOOP && loop_interchange(p, k, x)) sink_channel(p, k, x->body);
 }

@@ -21,7 +21,7 @@
  * once.
  *
  * Each kernel is one perfect nest n, c, t, s around its stores (an odd WinogradOutput: below
- * n and c, one nest per output of a tile, a region_mover), which read and write every
+ * n and c, one nest per region of tiles, a region_mover), which read and write every
  * 4-d operand at channel c and elsewhere at expressions free of it: a channel_mover to the
  * schedule (passes/schedule.c), which gives all its operands NHWC or none and then runs the
  * channels innermost, as vectors. The sums are written once per output as expression trees
@@ -141,9 +141,12 @@ static Stmt *output_store(Program *p, Buf *y, Buf **m, const int *vars, int i, i
 }
 
 /* Whole tiles: one nest n, m, t, s around the four stores of a tile. An odd height or width:
- * below n and m, one nest per output of a tile (i, j), over the tiles that have it, each
- * around its one store (a region_mover to the schedule, which runs its channels innermost in
- * each); the nests then read the M_ab once each, where whole tiles read them once in all. */
+ * below n and m, one nest per region of tiles, each around the stores of the outputs its tiles
+ * have: the whole tiles (four), the last column's (two), the last row's (two), the corner's
+ * (one). Each region is a region_mover's to the schedule, which runs the channels innermost
+ * in it; each M_ab is then read once in all, as with whole tiles. (One nest per output of a
+ * tile, as this was, read the nine M_ab of each output over the whole map: 36 planes instead
+ * of 16, Inception-v3's 71x71 output transform at 15 GB/s, 1.3 ms on a Zen 4 core.) */
 void lower_winograd_output(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *m[16], *y = lower_out(L, n, 0);
@@ -159,14 +162,21 @@ void lower_winograd_output(Lower *L, Node *n) {
         k->body = lower_wrap(p, 4, md, vars, body);
         return;
     }
+    /* tiles [0, whole) of each dim have both outputs; tile `whole`, if any, the first only */
+    int64_t whole[2] = {y->dims[2] / 2, y->dims[3] / 2}, ext[2][2];
     Stmt *nests = NULL;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) {
+    for (int rt = 0; rt < 2; rt++)
+        for (int rs = 0; rs < 2; rs++) {
+            ext[0][0] = rt ? whole[0] : 0, ext[0][1] = rt ? md[2] : whole[0];
+            ext[1][0] = rs ? whole[1] : 0, ext[1][1] = rs ? md[3] : whole[1];
+            if (ext[0][0] >= ext[0][1] || ext[1][0] >= ext[1][1]) continue;
             int v[2];
             lower_vars(k, 2, v);
             int all[4] = {vars[0], vars[1], v[0], v[1]};
-            int64_t tiles[2] = {(y->dims[2] - i + 1) / 2, (y->dims[3] - j + 1) / 2};
-            nests = ks_seq(nests, lower_wrap(p, 2, tiles, v, output_store(p, y, m, all, i, j)));
+            Stmt *body = NULL;
+            for (int i = 0; i < (rt ? 1 : 2); i++)
+                for (int j = 0; j < (rs ? 1 : 2); j++) body = ks_seq(body, output_store(p, y, m, all, i, j));
+            nests = ks_seq(nests, ks_loop(p, v[0], ext[0][0], ext[0][1], 1, ks_loop(p, v[1], ext[1][0], ext[1][1], 1, body)));
         }
     k->body = lower_wrap(p, 2, md, vars, nests);
 }

@@ -680,7 +680,7 @@ pool_head('pool_head_3x3s2',[1,24,13,13],40,40,3,2,12)
 # transform, sixteen 1x1 convs and an output transform. A chain of them, NHWC in between (the
 # transforms are channel_movers to the schedule): a residual Add and Relu fused into the output
 # transform, a conv without bias and with asymmetric pads, odd heights and widths (the last tiles
-# cut: one nest per output of a tile), batch 2, no padding at all.
+# cut: one nest per region of tiles, the corner one in wino_odd_b2), batch 2, no padding at all.
 def wino_chain(name,xs,c,pads):
     x=rng.standard_normal(xs).astype(np.float32)
     w0=(rng.standard_normal([c,xs[1],3,3])/np.sqrt(9*xs[1])).astype(np.float32); b0=(rng.standard_normal(c)*0.1).astype(np.float32)
