@@ -335,13 +335,13 @@ typedef struct Program {
     /* the zero-padded copies loop_pad made (passes/loops.c): a later kernel reading the same
      * input inside a copy's extent reads that copy (a ConvTranspose's stride phases) */
     struct LoopPad *pad_copies;
-    int npad_copies;
 } Program;
 
 typedef struct LoopPad {
     Buf *x, *xp;                    /* x[i] is xp[i + before] */
     int64_t before[MAX_RANK];
     struct Kernel *copy;            /* the kernel writing xp */
+    struct LoopPad *next;           /* the copy made before this one, or NULL */
 } LoopPad;
 
 /* ---- building (ir/kir.c) ---- */

@@ -1264,14 +1264,18 @@ static Stmt *pad_nest(Pad *pd, Kernel *c, const int *vars, int d, bool in) {
     return head;
 }
 
-/* Whether a kernel after index a and before b writes x (or may: a control kernel). */
-static bool written_between(const Program *p, const Buf *x, int a, int b) {
-    for (int i = a + 1; i < b; i++) {
-        const Kernel *c = p->kernels[i];
-        if (c->ctl != KCTL_NONE) return true;
-        for (int j = 0; j < c->nparams && !c->dead; j++)
-            if (kir_root(c->params[j]) == kir_root((Buf *)x) && c->modes[j] != KP_IN) return true;
-    }
+/* Whether kernel c writes x (or may: a control kernel). */
+static bool writes(const Kernel *c, Buf *x) {
+    if (c->ctl != KCTL_NONE) return true;
+    for (int j = 0; j < c->nparams && !c->dead; j++)
+        if (kir_root(c->params[j]) == kir_root(x) && c->modes[j] != KP_IN) return true;
+    return false;
+}
+
+/* Whether a kernel after index a and before b writes x. */
+static bool written_between(const Program *p, Buf *x, int a, int b) {
+    for (int i = a + 1; i < b; i++)
+        if (writes(p->kernels[i], x)) return true;
     return false;
 }
 
@@ -1309,8 +1313,7 @@ bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy) {
     *copy = NULL;
     if (at < 0 || !pad_scan_kernel(&pd, p, k, x)) return false;
     /* an earlier copy of x whose extent holds k's loads, x unchanged since */
-    for (int i = 0; i < p->npad_copies; i++) {
-        LoopPad *e = &p->pad_copies[i];
+    for (const LoopPad *e = p->pad_copies; e; e = e->next) {
         int ci = kernel_index(p, e->copy);
         bool fits = e->x == x && ci >= 0 && ci < at && !written_between(p, x, ci, at);
         for (int d = 0; d < r && fits; d++) fits = pd.mn[d] + e->before[d] >= 0 && pd.mx[d] + e->before[d] < e->xp->dims[d];
@@ -1321,8 +1324,9 @@ bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy) {
         pad_redirect(&pd, k);
         return true;
     }
-    /* the later readers of x that a copy could serve too */
-    for (int i = at + 1; i < p->nkernels && !written_between(p, x, at, i); i++) {
+    /* the later readers of x that a copy could serve too, up to a kernel that writes x (one
+     * that reads and writes it is no reader pad_scan_kernel takes) */
+    for (int i = at + 1; i < p->nkernels && !writes(p->kernels[i], x); i++) {
         Kernel *c = p->kernels[i];
         Pad other;
         bool reads = false;
@@ -1353,11 +1357,10 @@ bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy) {
     for (int i = p->nkernels - 1; i > at; i--) p->kernels[i] = p->kernels[i - 1];  /* c runs before k */
     p->kernels[at] = c;
     for (int i = 0; i < p->nkernels; i++) p->kernels[i]->id = i;
-    LoopPad *grown = ARENA_ARRAY(p->arena, LoopPad, p->npad_copies + 1);
-    if (p->npad_copies) memcpy(grown, p->pad_copies, sizeof *grown * (size_t)p->npad_copies);
-    grown[p->npad_copies] = (LoopPad){x, pd.xp, {0}, c};
-    memcpy(grown[p->npad_copies].before, pd.before, sizeof pd.before);
-    p->pad_copies = grown, p->npad_copies++;
+    LoopPad *e = ARENA_NEW(p->arena, LoopPad);
+    *e = (LoopPad){x, pd.xp, {0}, c, p->pad_copies};
+    memcpy(e->before, pd.before, sizeof pd.before);
+    p->pad_copies = e;
     *copy = c;
     return true;
 }

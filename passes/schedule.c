@@ -2879,7 +2879,7 @@ void schedule(Program *p) {
                      * laid out and blocked as a dense conv (conv_nest passes the groups) */
                     group = lanes(p, k) >= 2 ? group_split(p, k, lanes(p, k), 2) : 0;
                     if (!group && lanes(p, k) >= 16) group = group_split(p, k, lanes(p, k) / 2, lanes(p, k) + 1);
-                    if (!copy) pad = conv_pad(p, k, group, &copy);
+                    if (!copy) pad = conv_pad(p, k, group, &copy);  /* (keeps few_taps' copy) */
                     cmw = conv_layout(p, k, group);
                     if (cmw && (pad || (!p->fp_strict && !one_tap(cmw))))
                         c_last = sink_channels(p, k, cmw);
