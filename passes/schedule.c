@@ -2509,6 +2509,67 @@ static bool taps_overlap(const Stmt *s, int var, bool *tap, int vec) {
     return false;
 }
 
+/* ---- register tiles of a conv that streams its input ----
+ * A conv run as vectors of pixels (NCHW, output channels blocked as the tile's rows, each
+ * weight broadcast) reads, in one pass of a register tile over its reduction, a line of the
+ * input per vector for each input channel and each tap along an outer dim (taps along the
+ * vector dim share lines, and do not count). Where that is more than twice the L1 and the
+ * input more than half the L2 (so that pixel_tiles_outside cuts it in chunks that each row
+ * block reads again from the L2: R(2+1)D-18's temporal 3x1x1 convs, 144 channels x 3 frames
+ * x 4 vectors, 110 KB a pass), the tile is one vector wide and MAX_ROWS output channels
+ * tall. On a Zen 4 core (one thread, onnxcc bench, interleaved; docs/benchmarks.md) those
+ * convs went 16-17 -> 12.5-13.6 ms (layer1) and 5.2-6.1 -> 4.5-5.5 ms (layer2), the model
+ * 1.02-1.09x; on a one-node copy of layer1's conv every one-vector tile (4, 7, 8, 14 rows)
+ * beat 6x4, and 2-vector tiles of 10-12 rows lost to it. Counting every reduction step as a
+ * line, the rule also took HiFi-GAN's and Wave-U-Net's 1-D convs, whose taps run along the
+ * width, and made them 1.1-2x and 0.94x slower. The cost model keeps the choice (8x1 is
+ * within its margin of 6x4); --autotune still measures the wider tiles. */
+enum { STREAM_PASS_BYTES = 64 << 10 };
+
+static bool loads_last_with(const Expr *e, const Buf *b, int v) {
+    if (!e) return false;
+    if (e->kind == E_LOAD && e->buf == b && expr_reads_var(e->args[e->nargs - 1], v)) return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_last_with(e->args[i], b, v)) return true;
+    return false;
+}
+static bool list_loads_last_with(const Stmt *s, const Buf *b, int v) {
+    for (; s; s = s->next)
+        if (loads_last_with(s->val, b, v) || list_loads_last_with(s->body, b, v) ||
+            list_loads_last_with(s->then, b, v) || list_loads_last_with(s->els, b, v))
+            return true;
+    return false;
+}
+
+/* The trips of the reduction loops at the top of list s whose variables do not index x's
+ * last dim: the lines of x one vector's pass reads. */
+static int64_t pass_lines(const Stmt *s, const Buf *x) {
+    int64_t n = 1;
+    while (s && !(s->kind == S_LOOP && (s->hints & LH_REDUCTION))) s = s->next;
+    for (; s && s->kind == S_LOOP && (s->hints & LH_REDUCTION) && const_loop(s); s = s->body)
+        if (!list_loads_last_with(s->body, x, s->var)) n = sat_mul(n, trips(s));
+    return n;
+}
+
+/* Whether l (output channels, to block as rows) around vector loop inner (pixels, the
+ * output's last dim) is such a conv and a pass of u vectors reads more than
+ * STREAM_PASS_BYTES of its input. */
+static bool input_streams(Program *p, Kernel *k, const Stmt *l, const Stmt *inner, int u) {
+    if (!inner || k->kclass != KC_CONTRACTION || strncmp(k->ops, "Conv", 4) || trips(l) < MAX_ROWS ||
+        trips(inner) < 4 * lanes(p, k))
+        return false;
+    const Stmt *st = nest_store(l->body);
+    const Buf *x = widest_load(inner->body, inner->var);
+    if (!st || !x || st->buf->rank < 3 || !expr_reads_var(st->idx[1], l->var) || expr_reads_var(st->idx[1], inner->var) ||
+        !expr_reads_var(st->idx[st->buf->rank - 1], inner->var))
+        return false;
+    int64_t lines = pass_lines(inner->body, x), pass = sat_mul(sat_mul(lines, u), p->vector_bytes);
+    int64_t all = sat_mul(sat_mul(reduction_trips(inner->body), (int64_t)dtype_size(x->dtype)), trips(inner));
+    if (pass <= STREAM_PASS_BYTES || all <= L2_BYTES / 2) return false;
+    sched_note(p, k, "input_streams(%lld bytes a pass)", (long long)pass);
+    return true;
+}
+
 /* Copies of the blocked loop l: rows whose accumulators fill the vector registers next to
  * the U vectors of the inner loop, fewer if l is shorter or the body would grow too big.
  * Measured and not taken (ResNet-50, AVX-512, one thread, per kernel, 3 interleaved runs):
@@ -2554,6 +2615,11 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
         return (int)v;
     }
     while (v > 1 && (int64_t)stmt_size(l->body) * v * u > MAX_JAM_NODES) v--;
+    if (input_streams(p, k, l, inner, u)) {
+        u = 1;
+        v = MIN(MAX_ROWS, trips(l));
+        set_tile_u(l->body, 1);
+    }
     /* the register tile: this hand-written choice, or a clearly cheaper one of the space
      * (sched_tile.c) */
     TileSpace sp = {trips(l), trips(inner) / lanes(p, k), regs, MAX_ROWS, tile_vectors(p),

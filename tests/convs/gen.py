@@ -697,3 +697,8 @@ def wino_chain(name,xs,c,pads):
 wino_chain('wino_even',[1,16,24,22],128,[1,1,1,1])
 wino_chain('wino_odd_b2',[2,16,15,11],160,[0,1,2,0])
 wino_chain('wino_valid',[1,16,14,13],256,[0,0,0,0])
+# A temporal 3x1x1 conv whose register tile's pass over the reduction reads 96 channels x 3
+# frames of input lines per vector (74 KB for 4 AVX-512 vectors) out of an 884 KB input: one
+# vector wide, 8 output channels tall (passes/schedule.c, input_streams); 20 output channels,
+# so that a rest block of 4 follows the two whole ones.
+temporal_chunks('temporal_streams',[1,96,4,24,24],20)
