@@ -168,3 +168,49 @@ for name, xs, C, M, ks, s, d, pads, op, grp, epi, extra, const_w in cases:
     for i, (n_, v) in enumerate(feeds):
         open('%s/test_data_set_0/input_%d.pb' % (name, i), 'wb').write(nh.from_array(v, n_).SerializeToString())
     open(name + '/test_data_set_0/output_0.pb', 'wb').write(nh.from_array(y, 'y').SerializeToString())
+
+# ConvTranspose between convs, which take its input and output channel-last (schedule.c
+# channel_last_layouts): the interleaving kernel is a region_mover, so the phases' buffers go
+# NHWC with them and no phase scatters its vectors of output channels (LinkNet's decoder).
+# head8: a merged 32 -> 2 k2 s2 head (one 1x1 conv of 8 outputs: few_outputs on AVX-512) that
+# reads the conv's NHWC output and writes the graph's output NCHW.
+def conv2d(x, w, pad):
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    kh, kw = w.shape[2], w.shape[3]
+    H, W = x.shape[2] - kh + 1, x.shape[3] - kw + 1
+    return sum(np.einsum('nchw,mc->nmhw', x[:, :, i:i + H, j:j + W], w[:, :, i, j]) for i in range(kh) for j in range(kw))
+
+
+chains = [
+    # name, x shape, conv 3x3 channels, ConvTranspose M, kernel, output_padding, pads, 1x1 conv after (0: none)
+    ('ct_chain_nhwc', [1, 32, 12, 14], 32, 32, [3, 3], [1, 1], [1, 1, 1, 1], 48),
+    ('ct_chain_head8', [1, 32, 20, 20], 32, 2, [2, 2], [0, 0], [0, 0, 0, 0], 0),
+]
+for name, xs, C, M, ks, op, pads, M2 in chains:
+    x = rng.standard_normal(xs).astype(np.float32)
+    w0 = (rng.standard_normal([C, xs[1], 3, 3]) * 0.1).astype(np.float32)
+    w = (rng.standard_normal([C, M] + ks) * 0.2).astype(np.float32)
+    b = rng.standard_normal(M).astype(np.float32)
+    w2 = (rng.standard_normal([max(M2, 1), M, 1, 1]) * 0.2).astype(np.float32)
+    t = np.maximum(conv2d(x.astype(np.float64), w0.astype(np.float64), 1), 0)
+    y = convtranspose(t, w.astype(np.float64), b.astype(np.float64), [2, 2], [1, 1], pads, op, 1)
+    inits = [nh.from_array(w0, 'W0'), nh.from_array(w, 'W'), nh.from_array(b, 'B')]
+    nodes = [h.make_node('Conv', ['x', 'W0'], ['c0'], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             h.make_node('Relu', ['c0'], ['r0']),
+             h.make_node('ConvTranspose', ['r0', 'W', 'B'], ['ct'], strides=[2, 2], pads=pads, output_padding=op)]
+    if M2:
+        y = np.maximum(y, 0)
+        y = np.einsum('nchw,mc->nmhw', y, w2[:, :, 0, 0].astype(np.float64))
+        inits.append(nh.from_array(w2, 'W2'))
+        nodes += [h.make_node('Relu', ['ct'], ['r1']), h.make_node('Conv', ['r1', 'W2'], ['y'])]
+    else:
+        nodes[-1].output[0] = 'y'
+    y = y.astype(np.float32)
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info('x', T.FLOAT, xs)],
+                     [h.make_tensor_value_info('y', T.FLOAT, list(y.shape))], inits)
+    m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)])
+    m.ir_version = 8
+    os.makedirs(name + '/test_data_set_0', exist_ok=True)
+    save(m, name + '/model.onnx')
+    open(name + '/test_data_set_0/input_0.pb', 'wb').write(nh.from_array(x, 'x').SerializeToString())
+    open(name + '/test_data_set_0/output_0.pb', 'wb').write(nh.from_array(y, 'y').SerializeToString())
