@@ -1191,8 +1191,8 @@ static void concat_order(Program *p, Kernel *k) {
 
 static int64_t list_divisor(const Stmt *s, int v);
 
-/* A 1x1 conv to fewer output channels than channel_last_user's 8 (a segmentation head's
- * classes) over at least two vectors of input channels: it may read an NHWC map, each
+/* A 1x1 conv to fewer output channels than a vector's lanes, and at least channel_last_user's
+ * 8 (a segmentation head's classes) over at least two vectors of input channels: it may read an NHWC map, each
  * output a vector reduction over the channels (unroll_reductions, vector_reductions), and
  * write NCHW, having no vector of output channels to scatter. A bilinear U-Net's head to 2
  * classes had kept its last level (32 channels at 256x256) NCHW, its 3x3 convs at 54-60% of
@@ -1202,14 +1202,22 @@ static int64_t list_divisor(const Stmt *s, int v);
  * the channel-innermost form leaves lanes idle there (ESPCN's 32 -> 9 before its
  * DepthToSpace: 9 of 16 lanes, 32% of the FMA peak; as reductions 51%). EDSR's last conv, 64
  * -> 3 channels on 256x256 writing the image NCHW, had kept the whole net NCHW, its 3x3 convs
- * at 70-77% of the peak, 77-80% in NHWC (the model 74 -> 63 ms, one thread, Xeon). */
+ * at 70-77% of the peak, 77-80% in NHWC (the model 74 -> 63 ms, one thread, Xeon). Without
+ * taps the bound was 8 on every target until LinkNet's head, a 32 -> 2 k2 s2 ConvTranspose
+ * run as one 1x1 conv of its 4 phases x 2 classes (merged_phases): 8 outputs, half an
+ * AVX-512 vector, so it wrote NCHW from an NCHW input, and every conv before it back to the
+ * encoder's 16x16 stage kept its map NCHW (a conv writing NCHW page-sized planes reads no
+ * NHWC map): its 3x3 32 -> 32 conv on 256x256 at 79% of the FMA peak, 98% in NHWC, and the
+ * decoder's ConvTranspose phases scattering their output channels at 53-67%, 91-98% in
+ * NHWC; the model 50.9 -> 47.3 ms (one thread, --cpu native, Zen 4; 1.05x at default flags,
+ * two threads), the head itself about as fast either way (0.83-1.06 ms NCHW, 0.92-0.94 ms). */
 static bool finite_data(const Buf *b);
 static bool has_taps(const Buf *w) { return kir_numel(w) != w->dims[0] * w->dims[1]; }
 static bool few_outputs(const Program *p, const Buf *w, int64_t outputs) {
     if (w->rank != 4) return false;
     bool taps = has_taps(w);
     int64_t lanes = p->vector_bytes / (int64_t)dtype_size(w->dtype);
-    return outputs < (taps ? MAX(8, lanes) : 8) && w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes &&
+    return outputs < MAX(8, lanes) && w->dims[1] * (int64_t)dtype_size(w->dtype) >= 2 * p->vector_bytes &&
            (!taps || (!p->fp_strict && w->dims[1] > MAX(w->dims[2], w->dims[3]) && finite_data(w)));
 }
 
