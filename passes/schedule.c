@@ -1191,8 +1191,9 @@ static void concat_order(Program *p, Kernel *k) {
 
 static int64_t list_divisor(const Stmt *s, int v);
 
-/* A 1x1 conv to fewer output channels than a vector's lanes, and at least channel_last_user's
- * 8 (a segmentation head's classes) over at least two vectors of input channels: it may read an NHWC map, each
+/* A 1x1 conv to fewer output channels than a vector's lanes or than channel_last_user's 8,
+ * whichever is more (a segmentation head's classes), over at least two vectors of input
+ * channels: it may read an NHWC map, each
  * output a vector reduction over the channels (unroll_reductions, vector_reductions), and
  * write NCHW, having no vector of output channels to scatter. A bilinear U-Net's head to 2
  * classes had kept its last level (32 channels at 256x256) NCHW, its 3x3 convs at 54-60% of
