@@ -108,28 +108,35 @@ void infer_concat(Graph *g, Node *n) {
 }
 
 /* One kernel for the whole output: a loop nest per input stores into its own slice, so every
- * output element is written once. */
+ * output element is written once. Along a spatial axis of a 4-d map (the row bands of a
+ * Winograd conv: passes/winograd.c) the inputs' nests share the loops before the axis, so
+ * that the kernel moves each channel's plane on its own (a region_mover, passes/schedule.c)
+ * and the maps around it can be NHWC; along the channels each input keeps a whole nest (the
+ * Concat form passes/schedule.c's concat_user takes). */
 void lower_concat(Lower *L, Node *n) {
     Program *p = L->p;
     Buf *out = lower_out(L, n, 0);
     int axis;
     if (!rule_axis(L->g, n, ir_attr_int(n, "axis", 0), out->rank, &axis)) return;
     Kernel *k = lower_kernel(L, n, KC_COPY, KNOINS, out, NULL, NULL);
+    int shared = out->rank == 4 && axis >= 2 ? axis : 0, vars[MAX_RANK];
+    lower_vars(k, shared, vars);
     int64_t off = 0;
+    Stmt *body = NULL;
     for (int i = 0; i < n->nin; i++) {
         Buf *in = lower_in(L, n, i);
         if (kir_numel(in) == 0) continue;
-        int vars[MAX_RANK];
         Expr *iidx[MAX_RANK], *oidx[MAX_RANK];
         kir_param(p, k, in, KP_IN);
-        lower_vars(k, in->rank, vars);
+        lower_vars(k, in->rank - shared, &vars[shared]);
         lower_var_idx(p, in->rank, vars, iidx);
         lower_var_idx(p, in->rank, vars, oidx);
         oidx[axis] = kx_addc(p, oidx[axis], off);
         Stmt *s = ks_store(p, out, oidx, kx_load(p, in, iidx));
-        k->body = ks_seq(k->body, lower_wrap(p, in->rank, in->dims, vars, s));
+        body = ks_seq(body, lower_wrap(p, in->rank - shared, &in->dims[shared], &vars[shared], s));
         off += in->dims[axis];
     }
+    k->body = body && shared ? lower_wrap(p, shared, out->dims, vars, body) : body;
 }
 
 /* ---- Slice ---- */
