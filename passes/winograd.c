@@ -19,7 +19,8 @@
  * two (below). The sums are reassociated and the U_ab rounded to float (from double), so
  * the results differ from the direct conv's by rounding: not with --fp-strict. Float 2-D
  * convs of one group with constant weights, at -O2 and above, on targets with vectors of 16
- * bytes or more. Not under --max-arena: a larger arena is what it costs. */
+ * bytes or more. Not under --max-arena: a larger arena is what it costs. Large maps of few
+ * channels run in row bands (`bands` below). */
 #include <string.h>
 
 #include "lower.h"
@@ -47,8 +48,26 @@ enum { PRODUCT_MACS = 1 << 21 };
  *   - the V_ab beyond 32 MiB gained little: 64 -> 64 at 224x224 (VGG-16, 51 MB) 1.03x;
  *   - on maps of fewer than 32 tiles the weights stream from beyond the L2 for few pixels:
  *     512 -> 512 at 7x7 (16 tiles) 0.89-1.07x, 448 -> 384 at 8x8 0.97x; 14x14 (49) 1.9x. */
-static bool worth(int64_t c, int64_t m, int64_t tiles, int64_t v_bytes) {
-    return c >= 64 && m >= 64 && tiles >= 32 && v_bytes <= 32 << 20 && tiles * c * m >= PRODUCT_MACS;
+/* Beyond BAND_V_BYTES of V_ab the conv runs in row bands of tiles (rewrite_bands), each band's
+ * V_ab and M_ab written and read back while they are in the caches, where the whole map's went
+ * to memory and back: a TAESD-like decoder's 64 -> 64 convs at 256x256 (V_ab 67 MB), direct
+ * since they were past 32 MB, the model 262 -> 208 ms (one thread, --cpu native, Zen 4; band
+ * budgets of 1, 2, 4, 8 and 16 MB: 199, 195, 190-196, 204-208 and 236 ms). Each band reads all
+ * sixteen U_ab again, so only where they are at most an eighth of a band's V_ab (C x M up to
+ * 8192): with the weights of an FCN head's 2048 -> 512 conv (67 MB of U_ab) or a U-Net
+ * decoder's 384 -> 128 (3 MB) re-read per band the models lost 2-3%. */
+enum { WHOLE_V_BYTES = 32 << 20, BAND_V_BYTES = 4 << 20 };
+
+/* The row bands to run the conv in (1: whole). */
+static int64_t bands(int64_t c, int64_t m, int64_t tile_rows, int64_t v_bytes) {
+    int64_t u_bytes = 16 * c * m * (int64_t)sizeof(float);
+    if (v_bytes <= WHOLE_V_BYTES || 8 * u_bytes > BAND_V_BYTES) return 1;
+    return MIN((v_bytes + BAND_V_BYTES - 1) / BAND_V_BYTES, tile_rows);
+}
+
+static bool worth(int64_t c, int64_t m, int64_t tiles, int64_t tile_rows, int64_t v_bytes) {
+    return c >= 64 && m >= 64 && tiles >= 32 && (v_bytes <= WHOLE_V_BYTES || bands(c, m, tile_rows, v_bytes) > 1) &&
+           tiles * c * m >= PRODUCT_MACS;
 }
 
 /* The geometry of a conv that takes the Winograd form, or false. */
@@ -64,7 +83,8 @@ static bool candidate(Node *n, Window *w) {
     for (int d = 0; d < 2; d++)
         if (w->s[d] != 1 || w->d[d] != 1 || w->out[d] < 3) return false;
     int64_t tiles = (w->out[0] + 1) / 2 * ((w->out[1] + 1) / 2);
-    return worth(x->dims[1], wt->dims[0], x->dims[0] * tiles, 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
+    return worth(x->dims[1], wt->dims[0], x->dims[0] * tiles, (w->out[0] + 1) / 2,
+                 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
 }
 
 /* U_ab [M, C, 1, 1] = (G g G^T)[a][b] of each 3x3 kernel g of w [M, C, 3, 3]. */
@@ -127,6 +147,54 @@ static void rewrite(Graph *g, Node *n, const Window *w) {
     n->dead = true;
 }
 
+/* The conv as row bands: each band of output rows a conv of its slice of the input rows (its
+ * halo included), rewritten as above, the bands' outputs concatenated along the height. */
+static void rewrite_bands(Graph *g, Node *n, const Window *w, int nb) {
+    Value *x = n->in[0], *y = n->out[0];
+    int64_t th = (w->out[0] + 1) / 2, hin = x->dims[2];
+    Node *cat = NULL;
+    Value **outs = ARENA_ARRAY(g->arena, Value *, nb);
+    for (int b = 0; b < nb; b++) {
+        int64_t o0 = 2 * (b * th / nb), o1 = MIN(2 * ((b + 1) * th / nb), w->out[0]);
+        int64_t lo = o0 - w->pb[0], hi = o1 + 2 - w->pb[0];
+        int64_t pt = lo < 0 ? -lo : 0, pbot = hi > hin ? hi - hin : 0;
+        lo = MAX(lo, 0), hi = MIN(hi, hin);
+        const char *sname = arena_printf(g->arena, "%s_band%d", n->name, b);
+        Node *sl = ir_node_insert_op(g, n, OP_Slice, sname, 4);
+        int64_t ax = 2;
+        sl->in[0] = x;
+        sl->in[1] = ir_const_ints(g, arena_printf(g->arena, "%s_starts", sname), &lo, 1);
+        sl->in[2] = ir_const_ints(g, arena_printf(g->arena, "%s_ends", sname), &hi, 1);
+        sl->in[3] = ir_const_ints(g, arena_printf(g->arena, "%s_axes", sname), &ax, 1);
+        op_info[OP_Slice].infer(g, sl);
+        Node *cv = ir_node_insert_op(g, n, OP_Conv, arena_printf(g->arena, "%s_conv", sname), n->nin);
+        cv->op_type = n->op_type, cv->domain = n->domain, cv->opset = n->opset;
+        cv->in[0] = sl->out[0];
+        for (int i = 1; i < n->nin; i++) cv->in[i] = n->in[i];
+        int64_t ks[2] = {3, 3}, ones[2] = {1, 1}, pads[4] = {pt, w->pb[1], pbot, w->pe[1]};
+        ir_attr_set_ints(g, cv, "kernel_shape", ks, 2);
+        ir_attr_set_ints(g, cv, "strides", ones, 2);
+        ir_attr_set_ints(g, cv, "dilations", ones, 2);
+        ir_attr_set_ints(g, cv, "pads", pads, 4);
+        op_info[OP_Conv].infer(g, cv);
+        Window wb;
+        if (!rule_window(NULL, cv, cv->in[0], ks, false, &wb)) die("winograd: band %d of %s", b, n->name);
+        outs[b] = cv->out[0];
+        rewrite(g, cv, &wb);
+    }
+    cat = ir_node_insert_op(g, n, OP_Concat, arena_printf(g->arena, "%s_bands", n->name), nb);
+    for (int b = 0; b < nb; b++) cat->in[b] = outs[b];
+    ir_attr_set_int(g, cat, "axis", 2);
+    op_info[OP_Concat].infer(g, cat);
+    Value *r = cat->out[0];
+    if (r->rank != y->rank || memcmp(r->dims, y->dims, sizeof(int64_t) * (size_t)y->rank))
+        die("winograd: the bands of %s make another shape", n->name);
+    cat->out[0] = y;
+    y->producer = cat;
+    r->producer = NULL;
+    n->dead = true;
+}
+
 void winograd(Graph *g, const Options *o) {
     if (o->opt_level < 2 || o->fp_strict || o->vector_bytes < 16 || o->max_arena) return;
     Node **ns = ARENA_ARRAY(g->arena, Node *, g->nnodes + 1);
@@ -134,6 +202,12 @@ void winograd(Graph *g, const Options *o) {
     int nn = 0;
     for (int i = 0; i < g->nnodes; i++)     /* the candidates first: rewrite inserts nodes */
         if (!g->nodes[i]->dead && candidate(g->nodes[i], &ws[nn])) ns[nn++] = g->nodes[i];
-    for (int i = 0; i < nn; i++) rewrite(g, ns[i], &ws[i]);
+    for (int i = 0; i < nn; i++) {
+        const Value *x = ns[i]->in[0];
+        int64_t rows = (ws[i].out[0] + 1) / 2, tiles = rows * ((ws[i].out[1] + 1) / 2);
+        int64_t nb = bands(x->dims[1], ns[i]->in[1]->dims[0], rows, 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
+        if (nb > 1) rewrite_bands(g, ns[i], &ws[i], (int)nb);
+        else rewrite(g, ns[i], &ws[i]);
+    }
     ir_compact(g);
 }

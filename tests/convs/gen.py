@@ -702,3 +702,9 @@ wino_chain('wino_valid',[1,16,14,13],256,[0,0,0,0])
 # vector wide, 8 output channels tall (passes/schedule.c, input_streams); 20 output channels,
 # so that a rest block of 4 follows the two whole ones.
 temporal_chunks('temporal_streams',[1,96,4,24,24],20)
+# Winograd in row bands (passes/winograd.c, bands): the 64 -> 64 and 64 -> 80 convs' input
+# transforms beyond 4 MB, so each runs as 2 or 3 bands of tile rows, every band a slice of the
+# input rows with its halo, the bands' outputs concatenated; odd heights and widths (the last
+# band's last tile row cut), asymmetric pads in the last conv.
+wino_chain('wino_bands2',[1,16,67,70],64,[1,1,1,1])
+wino_chain('wino_bands3',[1,16,96,90],64,[0,1,2,0])
