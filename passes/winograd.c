@@ -48,14 +48,18 @@ enum { PRODUCT_MACS = 1 << 21 };
  *   - the V_ab beyond 32 MiB gained little: 64 -> 64 at 224x224 (VGG-16, 51 MB) 1.03x;
  *   - on maps of fewer than 32 tiles the weights stream from beyond the L2 for few pixels:
  *     512 -> 512 at 7x7 (16 tiles) 0.89-1.07x, 448 -> 384 at 8x8 0.97x; 14x14 (49) 1.9x. */
-/* Beyond BAND_V_BYTES of V_ab the conv runs in row bands of tiles (rewrite_bands), each band's
- * V_ab and M_ab written and read back while they are in the caches, where the whole map's went
- * to memory and back: a TAESD-like decoder's 64 -> 64 convs at 256x256 (V_ab 67 MB), direct
- * since they were past 32 MB, the model 262 -> 208 ms (one thread, --cpu native, Zen 4; band
- * budgets of 1, 2, 4, 8 and 16 MB: 199, 195, 190-196, 204-208 and 236 ms). Each band reads all
- * sixteen U_ab again, so only where they are at most an eighth of a band's V_ab (C x M up to
- * 8192): with the weights of an FCN head's 2048 -> 512 conv (67 MB of U_ab) or a U-Net
- * decoder's 384 -> 128 (3 MB) re-read per band the models lost 2-3%. */
+/* Beyond WHOLE_V_BYTES of V_ab the conv runs in row bands of tiles of about BAND_V_BYTES each
+ * (rewrite_bands), each band's V_ab and M_ab written and read back while they are in the
+ * caches, where the whole map's went to memory and back; it ran direct there before. A
+ * TAESD-like decoder's 64 -> 64 convs at 256x256 (V_ab 67 MB): the model 263 -> 185 ms, VGG-16
+ * (64 -> 64 at 224x224) 178 -> 160 ms (one thread, --cpu native, Zen 4). Band budgets of 1,
+ * 2, 4, 8 and 16 MB gave the decoder 199, 195, 190-196, 204-208 and 236 ms (its maps NCHW
+ * then). Under WHOLE_V_BYTES, bands lost 2-12% at two threads (MaxViT's stem, VGG-11's
+ * 64 -> 128 at 112x112, a VAE decoder's 128x128 convs). Each band reads all sixteen U_ab
+ * again, so only where they are at most an eighth of a band's V_ab (C x M up to 8192): with
+ * an FCN head's 2048 -> 512 conv (67 MB of U_ab) or a U-Net decoder's 384 -> 128 (3 MB) re-read
+ * per band those models lost 2-3%. The bands are kernels of their own: the decoder compiles in
+ * 7.7 s (2.2 s with its convs direct). */
 enum { WHOLE_V_BYTES = 32 << 20, BAND_V_BYTES = 4 << 20 };
 
 /* The row bands to run the conv in (1: whole). */
