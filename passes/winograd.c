@@ -107,8 +107,20 @@ static Value *weights(Graph *g, const Value *w, int a, int b, const char *name) 
     return u;
 }
 
+/* Node `last`, which computes what conv n did, takes n's output y itself (and so y's consumers);
+ * n is dead. `what` names the form in the internal error of a shape that differs. */
+static void take_output(Node *last, Node *n, const char *what) {
+    Value *y = n->out[0], *r = last->out[0];
+    if (r->rank != y->rank || memcmp(r->dims, y->dims, sizeof(int64_t) * (size_t)y->rank))
+        die("winograd: the %s of %s make another shape", what, n->name);
+    last->out[0] = y;
+    y->producer = last;
+    r->producer = NULL;
+    n->dead = true;
+}
+
 static void rewrite(Graph *g, Node *n, const Window *w) {
-    Value *x = n->in[0], *y = n->out[0];
+    Value *x = n->in[0];
     bool odd = w->out[0] % 2 || w->out[1] % 2;
     if (w->pb[0] || w->pb[1] || w->pe[0] || w->pe[1] || odd) {
         /* an odd height or width: one more row or column of zeros makes the last tiles whole */
@@ -142,19 +154,13 @@ static void rewrite(Graph *g, Node *n, const Window *w) {
     }
     if (odd) ir_attr_set_ints(g, out, "sizes", w->out, 2);
     op_info[OP_WinogradOutput].infer(g, out);
-    Value *r = out->out[0];         /* y's twin: out takes y itself, and so y's consumers */
-    if (r->rank != y->rank || memcmp(r->dims, y->dims, sizeof(int64_t) * (size_t)y->rank))
-        die("winograd: the tiles of %s make another shape", n->name);
-    out->out[0] = y;
-    y->producer = out;
-    r->producer = NULL;
-    n->dead = true;
+    take_output(out, n, "tiles");
 }
 
 /* The conv as row bands: each band of output rows a conv of its slice of the input rows (its
  * halo included), rewritten as above, the bands' outputs concatenated along the height. */
 static void rewrite_bands(Graph *g, Node *n, const Window *w, int nb) {
-    Value *x = n->in[0], *y = n->out[0];
+    Value *x = n->in[0];
     int64_t th = (w->out[0] + 1) / 2, hin = x->dims[2];
     Node *cat = NULL;
     Value **outs = ARENA_ARRAY(g->arena, Value *, nb);
@@ -190,13 +196,7 @@ static void rewrite_bands(Graph *g, Node *n, const Window *w, int nb) {
     for (int b = 0; b < nb; b++) cat->in[b] = outs[b];
     ir_attr_set_int(g, cat, "axis", 2);
     op_info[OP_Concat].infer(g, cat);
-    Value *r = cat->out[0];
-    if (r->rank != y->rank || memcmp(r->dims, y->dims, sizeof(int64_t) * (size_t)y->rank))
-        die("winograd: the bands of %s make another shape", n->name);
-    cat->out[0] = y;
-    y->producer = cat;
-    r->producer = NULL;
-    n->dead = true;
+    take_output(cat, n, "bands");
 }
 
 void winograd(Graph *g, const Options *o) {
