@@ -137,9 +137,18 @@ void kir_add_nodes(Program *p, Kernel *k, const char *const *names, int n) {
     k->nnodes += n;
 }
 
-void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m) {
+int kir_param_index(const Kernel *k, const Buf *b) {
     for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == b) { k->modes[i] |= m; return; }
+        if (k->params[i] == b) return i;
+    return -1;
+}
+
+void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m) {
+    int i = kir_param_index(k, b);
+    if (i >= 0) {
+        k->modes[i] |= m;
+        return;
+    }
     int cap = k->capparams;
     k->params = arena_grow(p->arena, k->params, k->nparams, &k->capparams, k->nparams + 1, sizeof(Buf *));
     k->modes = arena_grow(p->arena, k->modes, k->nparams, &cap, k->nparams + 1, sizeof(ParamMode));

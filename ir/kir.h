@@ -367,6 +367,7 @@ void kir_nibbles_unpack(uint8_t *v, const uint8_t *packed, size_t n, bool sign, 
 static inline int kir_pack_bits(const Buf *b) { return b->nibbles ? b->crumbs ? 2 : 4 : 0; }
 Kernel *kir_kernel_new(Program *p, const char *name, const char *ops, KernelClass c);
 void kir_param(Program *p, Kernel *k, Buf *b, ParamMode m); /* add or widen (in+out=inout) */
+int kir_param_index(const Kernel *k, const Buf *b);          /* b's place in k->params, or -1 */
 /* Appends the n ONNX node names to k->nodes (a fused kernel adds those of the one it took). */
 void kir_add_nodes(Program *p, Kernel *k, const char *const *names, int n);
 int kir_var(Kernel *k);                         /* a fresh loop variable */

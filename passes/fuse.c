@@ -54,9 +54,8 @@ static bool match_elementwise(const Kernel *k, EwForm *m) {
 }
 
 static int mode_of(const Kernel *k, const Buf *b) {
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == b) return k->modes[i];
-    return 0;
+    int i = kir_param_index(k, b);
+    return i < 0 ? 0 : k->modes[i];
 }
 
 /* Does k touch storage `root` with any of the modes in mask? */

@@ -1092,9 +1092,8 @@ bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout) {
      * kernel's body for each buffer made the schedule of a 2,800-kernel model 9.8 s) */
     for (int i = 0; i < p->nkernels; i++) {
         Kernel *k = p->kernels[i];
-        bool param = false;
-        for (int j = 0; j < k->nparams && !param; j++) param = k->params[j] == b;
-        if (!k->dead && param && permute_list(b, perm, k->body)) sched_note(p, k, "layout(%%%s,%s)", b->name, layout);
+        if (!k->dead && kir_param_index(k, b) >= 0 && permute_list(b, perm, k->body))
+            sched_note(p, k, "layout(%%%s,%s)", b->name, layout);
     }
     return true;
 }

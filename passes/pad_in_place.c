@@ -159,9 +159,9 @@ static bool pad_copy(const Program *p, Kernel *c, PadCopy *pc) {
 }
 
 static bool has_param(const Kernel *k, const Buf *b, ParamMode *m) {
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == b) return *m = k->modes[i], true;
-    return false;
+    int i = kir_param_index(k, b);
+    if (i >= 0) *m = k->modes[i];
+    return i >= 0;
 }
 
 /* Whether view v of part x can become a view of xp: x lies in xp at an offset along the last

@@ -385,9 +385,8 @@ static bool out_index(const Expr *e, int v) {
  * (the same bytes in another shape, as a ConvTranspose lowered to a vector-matrix product reads
  * its weights; kir_view_new gives a view its root's kind and data). */
 static bool packable(const Kernel *k, const Buf *b) {
-    for (int i = 0; i < k->nparams; i++)
-        if (k->params[i] == b) return b->kind == B_CONST && k->modes[i] == KP_IN;
-    return false;
+    int i = kir_param_index(k, b);
+    return i >= 0 && b->kind == B_CONST && k->modes[i] == KP_IN;
 }
 
 /* Loads in reductions: the first of a packable buffer of rank `rank` whose indices are
