@@ -69,13 +69,13 @@ static int64_t bands(int64_t c, int64_t m, int64_t tile_rows, int64_t v_bytes) {
     return MIN((v_bytes + BAND_V_BYTES - 1) / BAND_V_BYTES, tile_rows);
 }
 
-static bool worth(int64_t c, int64_t m, int64_t tiles, int64_t tile_rows, int64_t v_bytes) {
-    return c >= 64 && m >= 64 && tiles >= 32 && (v_bytes <= WHOLE_V_BYTES || bands(c, m, tile_rows, v_bytes) > 1) &&
-           tiles * c * m >= PRODUCT_MACS;
+/* (nb: the conv's bands) */
+static bool worth(int64_t c, int64_t m, int64_t tiles, int64_t v_bytes, int64_t nb) {
+    return c >= 64 && m >= 64 && tiles >= 32 && (v_bytes <= WHOLE_V_BYTES || nb > 1) && tiles * c * m >= PRODUCT_MACS;
 }
 
-/* The geometry of a conv that takes the Winograd form, or false. */
-static bool candidate(Node *n, Window *w) {
+/* The geometry of a conv that takes the Winograd form and its row bands (*nb), or false. */
+static bool candidate(Node *n, Window *w, int64_t *nb) {
     if (n->op != OP_Conv || n->nin < 2 || n->nout != 1) return false;
     const Value *x = n->in[0], *wt = n->in[1];
     if (x->dtype != DT_FLOAT || wt->dtype != DT_FLOAT || !wt->data || x->rank != 4 || wt->rank != 4 ||
@@ -86,9 +86,10 @@ static bool candidate(Node *n, Window *w) {
     if (!rule_window(NULL, n, x, ks, false, w)) return false;
     for (int d = 0; d < 2; d++)
         if (w->s[d] != 1 || w->d[d] != 1 || w->out[d] < 3) return false;
-    int64_t tiles = (w->out[0] + 1) / 2 * ((w->out[1] + 1) / 2);
-    return worth(x->dims[1], wt->dims[0], x->dims[0] * tiles, (w->out[0] + 1) / 2,
-                 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
+    int64_t rows = (w->out[0] + 1) / 2, tiles = rows * ((w->out[1] + 1) / 2);
+    int64_t v_bytes = 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float);
+    *nb = bands(x->dims[1], wt->dims[0], rows, v_bytes);
+    return worth(x->dims[1], wt->dims[0], x->dims[0] * tiles, v_bytes, *nb);
 }
 
 /* U_ab [M, C, 1, 1] = (G g G^T)[a][b] of each 3x3 kernel g of w [M, C, 3, 3]. */
@@ -162,7 +163,6 @@ static void rewrite(Graph *g, Node *n, const Window *w) {
 static void rewrite_bands(Graph *g, Node *n, const Window *w, int nb) {
     Value *x = n->in[0];
     int64_t th = (w->out[0] + 1) / 2, hin = x->dims[2];
-    Node *cat = NULL;
     Value **outs = ARENA_ARRAY(g->arena, Value *, nb);
     for (int b = 0; b < nb; b++) {
         int64_t o0 = 2 * (b * th / nb), o1 = MIN(2 * ((b + 1) * th / nb), w->out[0]);
@@ -192,7 +192,7 @@ static void rewrite_bands(Graph *g, Node *n, const Window *w, int nb) {
         outs[b] = cv->out[0];
         rewrite(g, cv, &wb);
     }
-    cat = ir_node_insert_op(g, n, OP_Concat, arena_printf(g->arena, "%s_bands", n->name), nb);
+    Node *cat = ir_node_insert_op(g, n, OP_Concat, arena_printf(g->arena, "%s_bands", n->name), nb);
     for (int b = 0; b < nb; b++) cat->in[b] = outs[b];
     ir_attr_set_int(g, cat, "axis", 2);
     op_info[OP_Concat].infer(g, cat);
@@ -203,14 +203,12 @@ void winograd(Graph *g, const Options *o) {
     if (o->opt_level < 2 || o->fp_strict || o->vector_bytes < 16 || o->max_arena) return;
     Node **ns = ARENA_ARRAY(g->arena, Node *, g->nnodes + 1);
     Window *ws = ARENA_ARRAY(g->arena, Window, g->nnodes + 1);
+    int64_t *nbs = ARENA_ARRAY(g->arena, int64_t, g->nnodes + 1);
     int nn = 0;
     for (int i = 0; i < g->nnodes; i++)     /* the candidates first: rewrite inserts nodes */
-        if (!g->nodes[i]->dead && candidate(g->nodes[i], &ws[nn])) ns[nn++] = g->nodes[i];
+        if (!g->nodes[i]->dead && candidate(g->nodes[i], &ws[nn], &nbs[nn])) ns[nn++] = g->nodes[i];
     for (int i = 0; i < nn; i++) {
-        const Value *x = ns[i]->in[0];
-        int64_t rows = (ws[i].out[0] + 1) / 2, tiles = rows * ((ws[i].out[1] + 1) / 2);
-        int64_t nb = bands(x->dims[1], ns[i]->in[1]->dims[0], rows, 16 * x->dims[0] * x->dims[1] * tiles * (int64_t)sizeof(float));
-        if (nb > 1) rewrite_bands(g, ns[i], &ws[i], (int)nb);
+        if (nbs[i] > 1) rewrite_bands(g, ns[i], &ws[i], (int)nbs[i]);
         else rewrite(g, ns[i], &ws[i]);
     }
     ir_compact(g);
