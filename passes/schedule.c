@@ -2560,15 +2560,15 @@ static int64_t pass_lines(const Stmt *s, const Buf *x) {
 }
 
 /* Whether l (output channels, to block as rows) around vector loop inner (pixels, the
- * output's last dim) is such a conv, streaming an input that is no constant, and a pass of u vectors reads more than
- * STREAM_PASS_BYTES of its input. */
+ * output's last dim) is such a conv, streaming an input that is no constant, and a pass of
+ * u vectors reads more than STREAM_PASS_BYTES of its input. */
 static bool input_streams(Program *p, Kernel *k, const Stmt *l, const Stmt *inner, int u) {
     if (!inner || k->kclass != KC_CONTRACTION || trips(l) < MAX_ROWS || trips(inner) < 4 * lanes(p, k)) return false;
     const Stmt *st = nest_store(l->body);
     const Buf *x = widest_load(inner->body, inner->var);
     /* (a streamed constant is a matmul's weights, which pack_panels lays out for this) */
-    if (!st || !x || x->kind == B_CONST || st->buf->rank < 3 || !expr_reads_var(st->idx[1], l->var) || expr_reads_var(st->idx[1], inner->var) ||
-        !expr_reads_var(st->idx[st->buf->rank - 1], inner->var))
+    if (!st || !x || x->kind == B_CONST || st->buf->rank < 3 || !expr_reads_var(st->idx[1], l->var) ||
+        expr_reads_var(st->idx[1], inner->var) || !expr_reads_var(st->idx[st->buf->rank - 1], inner->var))
         return false;
     int64_t lines = pass_lines(inner->body, x), pass = sat_mul(sat_mul(lines, u), p->vector_bytes);
     int64_t all = sat_mul(sat_mul(reduction_trips(inner->body), (int64_t)dtype_size(x->dtype)), trips(inner));
