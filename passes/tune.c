@@ -38,13 +38,21 @@ static void mix(Hash *h, uint64_t x) {   /* FNV-1a over the 8 bytes of x */
     }
 }
 
+/* A buffer as its position among k's params (-1 if not one: a view's root, say). Not
+ * kir_param_index: the tune fuzz target links this file without ir/kir.c (tests/fuzz/run.sh). */
+static int param_index(const Kernel *k, const Buf *b) {
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i] == b) return i;
+    return -1;
+}
+
 static void hash_expr(Hash *h, const Kernel *k, const Expr *e) {
     if (!e) { mix(h, 0xe0); return; }
     uint64_t fbits;
     memcpy(&fbits, &e->f, sizeof fbits);
     mix(h, (uint64_t)e->kind), mix(h, (uint64_t)e->op), mix(h, (uint64_t)e->type);
     mix(h, fbits), mix(h, (uint64_t)e->i), mix(h, (uint64_t)e->var);
-    if (e->kind == E_LOAD) mix(h, (uint64_t)kir_param_index(k, e->buf));
+    if (e->kind == E_LOAD) mix(h, (uint64_t)param_index(k, e->buf));
     mix(h, (uint64_t)e->nargs);
     for (int i = 0; i < e->nargs; i++) hash_expr(h, k, e->args[i]);
 }
@@ -59,7 +67,7 @@ static void hash_list(Hash *h, const Kernel *k, const Stmt *s) {
             hash_list(h, k, s->body);
             break;
         case S_STORE:
-            mix(h, (uint64_t)kir_param_index(k, s->buf));
+            mix(h, (uint64_t)param_index(k, s->buf));
             for (int i = 0; s->buf && i < s->buf->rank; i++) hash_expr(h, k, s->idx[i]);
             hash_expr(h, k, s->val);
             break;
