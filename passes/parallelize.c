@@ -40,11 +40,16 @@
 #include "pipeline.h"
 
 enum {
-    /* ~10 us on one core: below this, one task. Waking a worker, and the output's and input's
+    /* ~2.5 us on one core: below this, one task. Waking a worker, and the output's and input's
      * cache lines moving between the cores, cost more than half of a smaller kernel. 8M (40 us)
      * made hifigan's two-thread run 1.09 -> 0.70 ms but mobilenetv2's 2.9 -> 3.4 ms (its
-     * kernels average 6M); 2M gave 0.84 and 3.0 ms, squeezenet 4.5 -> 3.6 ms (same run). */
-    MIN_MACS = 1 << 21,
+     * kernels average 6M); 2M gave 0.84 and 3.0 ms, squeezenet 4.5 -> 3.6 ms (same run, on
+     * the first host). 2M -> 256K (Zen 4, two threads, interleaved): the 36 products of a
+     * Winograd F(4x4) conv (0.8M multiply-adds each on ResNet-18's 56x56 maps, passes/winograd.c)
+     * are split too, ResNet-18 12.2 -> 10.5 ms, SqueezeNet 1.10x, DenseNet-121 1.07x, the bench
+     * U-Net and HiFi-GAN 1.14x, MobileNetV3 1.06x, the others 0.99-1.03x; 128K gave the same
+     * within noise but SqueezeNet 0.93x. */
+    MIN_MACS = 1 << 18,
     /* The same for kernels that only move data. Lower than the work alone would say: a pool,
      * a Concat or a pad left on one thread reads the half of its input the other core wrote
      * (GoogLeNet's 0.8 MB Concats 15 -> 36 us at two threads). 1M -> 256K: two-thread runs of
