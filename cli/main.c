@@ -96,6 +96,8 @@ static const char options_text2[] =
     "                        the object with cc -fsanitize=thread\n"
     "  --split-all           (tests) split every kernel parallelize can into tasks, small\n"
     "                        ones and small programs too\n"
+    "  --winograd-bands      (tests) run every conv the winograd pass takes in three row\n"
+    "                        bands, whatever its size\n"
     "  --report FILE.html    also write a self-contained HTML page about the compilation\n"
     "                        (compile, check and bench): sizes, pass times, kernels and\n"
     "                        the ONNX nodes each computes, the arena plan as a picture,\n"
@@ -334,6 +336,7 @@ static bool parse_option(Arena *a, Cli *c, int argc, char **argv, int *i) {
     else if (strcmp(arg, "--roundtrip-kir") == 0) c->o.roundtrip_kir = true;
     else if (strcmp(arg, "--sanitize-thread") == 0) c->tsan = true;
     else if (strcmp(arg, "--split-all") == 0) c->o.split_all = true;
+    else if (strcmp(arg, "--winograd-bands") == 0) c->o.winograd_bands = true;
     else if (strcmp(arg, "--autotune") == 0) c->autotune = true;
     else if ((v = opt_value("--tune-file", argc, argv, i))) c->tune_file = v;
     else if ((v = opt_value("--name", argc, argv, i))) c->name = v;

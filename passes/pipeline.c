@@ -25,7 +25,7 @@ const Pass passes[] = {
     {"fuse_batchnorm", 1, PASS_GRAPH, {.graph = fuse_batchnorm}, "BN into Conv/ConvTranspose/Gemm weights"},
     {"dead_taps", 1, PASS_GRAPH_OPTS, {.graph_opts = dead_taps}, "Conv taps that only ever read padding cut off"},
     {"winograd", 2, PASS_GRAPH_OPTS, {.graph_opts = winograd},
-     "3x3 stride-1 Convs as Winograd F(2x2,3x3): transforms around 16 1x1 Convs"},
+     "3x3 stride-1 Convs as Winograd F(4x4,3x3) or F(2x2,3x3): transforms around 36 or 16 1x1 Convs"},
     {"split_channels", 2, PASS_GRAPH_OPTS, {.graph_opts = split_channels},
      "Convs, MatMuls, Gemms with weights past the L2 as sums over input channel chunks"},
     {"fold_constants", 0, PASS_GRAPH, {.graph = fold_constants}, "whatever became constant since"},

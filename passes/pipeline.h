@@ -40,6 +40,7 @@ typedef struct Options {
     int arena_align;                /* from the target */
     const char *level;              /* the ISA level of this lowering, in dumps (NULL: the only one) */
     bool split_all;                 /* --split-all (tests): parallelize splits every kernel it can */
+    bool winograd_bands;            /* --winograd-bands (tests): winograd runs every conv it takes in row bands */
     int64_t max_arena;              /* --max-arena: band_rows runs a prefix in row bands to fit it (0: none) */
     bool ram_first;                 /* the smaller arena where a pass can choose (Program.ram_first) */
     int64_t x4_max;                 /* with it: Program.x4_max */
@@ -85,7 +86,7 @@ bool fold_node(Graph *g, Node *n);
 void simplify(Graph *g);            /* drop Identity/Dropout, no-op Reshape, dead nodes */
 void fuse_qdq(Graph *g);           /* DQ -> op -> Q groups as integer ops (QLinearConv, ...) */
 void dead_taps(Graph *g, const Options *o);          /* Conv taps that only read padding cut off */
-void winograd(Graph *g, const Options *o);        /* 3x3 stride-1 Convs as F(2x2,3x3): transforms + 1x1 Convs */
+void winograd(Graph *g, const Options *o);        /* 3x3 stride-1 Convs as F(4x4,3x3), F(2x2,3x3): transforms + 1x1 Convs */
 void split_channels(Graph *g, const Options *o);  /* big-weight Convs, MatMuls, Gemms as chunk sums */
 void fuse_batchnorm(Graph *g);      /* Conv/Gemm followed by BatchNormalization: fold constants */
 /* Lowering: graph IR -> kernel IR. */

@@ -676,8 +676,9 @@ def pool_head(name,xs,c,m,k,s,n):
     save(name,nodes,xs,x,[('y',y)],init,13)
 pool_head('pool_head_2x2',[1,16,14,14],64,64,2,2,10)
 pool_head('pool_head_3x3s2',[1,24,13,13],40,40,3,2,12)
-# Winograd F(2x2, 3x3) (passes/winograd.c): 3x3 stride-1 convs over many channels become an input
-# transform, sixteen 1x1 convs and an output transform. A chain of them, NHWC in between (the
+# Winograd (passes/winograd.c): 3x3 stride-1 convs over many channels become an input transform,
+# 36 or 16 1x1 convs and an output transform (F(4x4, 3x3) on these maps, but F(2x2, 3x3) for
+# wino_valid's last conv, whose 12x11 map has 9 tiles of 4x4). A chain of them, NHWC in between (the
 # transforms are channel_movers to the schedule): a residual Add and Relu fused into the output
 # transform, a conv without bias and with asymmetric pads, odd heights and widths (the last tiles
 # cut: one nest per region of tiles, the corner one in wino_odd_b2), batch 2, no padding at all.
@@ -702,9 +703,25 @@ wino_chain('wino_valid',[1,16,14,13],256,[0,0,0,0])
 # vector wide, 8 output channels tall (passes/schedule.c, input_streams); 20 output channels,
 # so that a rest block of 4 follows the two whole ones.
 temporal_chunks('temporal_streams',[1,96,4,24,24],20)
-# Winograd in row bands (passes/winograd.c, bands): the 64 -> 64 and 64 -> 80 convs' input
-# transforms beyond 4 MB, so each runs as 2 or 3 bands of tile rows, every band a slice of the
-# input rows with its halo, the bands' outputs concatenated; odd heights and widths (the last
-# band's last tile row cut), asymmetric pads in the last conv.
+# Winograd in row bands (passes/winograd.c, bands), forced by --winograd-bands (the file
+# `flags`, written below): the 64 -> 64 and 64 -> 80 convs in three bands of tile rows, every
+# band a slice of the input rows with its halo, the bands' outputs concatenated; odd heights and
+# widths (the last band's last tile row cut), asymmetric pads in the last conv.
 wino_chain('wino_bands2',[1,16,67,70],64,[1,1,1,1])
 wino_chain('wino_bands3',[1,16,96,90],64,[0,1,2,0])
+# Winograd F(4x4, 3x3) (passes/winograd.c, the form of maps of 16 tiles of 4x4 or more): heights
+# and widths of every rest modulo 4 (the last tiles cut: 13x15 rests 1 and 3, 18x22 rest 2, the
+# last conv's 18x21 rest 1 with asymmetric pads), 32 and 48 channels (the fewest it takes),
+# batch 2; wino2_small's 11x12 map has 9 tiles of 4x4, so its 64 -> 64 conv takes F(2x2, 3x3).
+wino_chain('wino4_rest',[2,16,13,15],32,[1,1,1,1])
+wino_chain('wino4_rest2',[1,16,18,22],48,[0,1,2,0])
+wino_chain('wino2_small',[1,16,11,12],64,[1,1,1,1])
+# Row bands of both forms, three of them forced by --winograd-bands (the file `flags`, which
+# tests/check-models.sh adds to every run): the 40 -> 40 and 40 -> 56 convs' 36 products of 4x4
+# tiles, the 64 -> 64 conv on an 11x12 map's 16 of 2x2 tiles; the last band's last tile row cut
+# where the height is no multiple of the tile. (wino_bands2 and wino_bands3 above take F(4x4)
+# and, with the flag, bands too; their maps are far below the size that bands them unforced.)
+wino_chain('wino_bands4',[1,16,50,45],40,[0,1,2,0])
+wino_chain('wino_bands2s',[1,16,11,12],64,[1,1,1,1])
+for n in ['wino_bands2','wino_bands3','wino_bands4','wino_bands2s']:
+    open(n+'/flags','w').write('--winograd-bands\n')
