@@ -118,6 +118,8 @@ typedef struct Window {
 /* Fill w from x's shape, the kernel shape ks and the node's strides/dilations/pads/auto_pad
  * (helpers.c). Reports a malformed node (when g is given) and returns false. */
 bool rule_window(Graph *g, Node *n, const Value *x, const int64_t *ks, bool ceil_mode, Window *w);
+/* G of Winograd's F(m x m, 3x3), m = 2 or 4: m + 2 rows (passes/ops/winograd.c). */
+const double (*winograd_g(int m))[3];
 /* Axis in [-rank, rank) made non-negative into *out; false after an error (g NULL: silent). */
 bool rule_axis(Graph *g, Node *n, int64_t axis, int rank, int *out);
 /* Input i as a constant 1-D integer tensor of at most `max` elements; NULL after an error. */

@@ -31,11 +31,6 @@
 #include "lower.h"
 #include "pipeline.h"
 
-/* G of F(2x2, 3x3) and of F(4x4, 3x3) (passes/ops/winograd.c): r = m + 2 rows */
-static const double g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-static const double g4[6][3] = {{0.25, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-
 /* Beyond WHOLE_V_BYTES of V_ab the conv runs in row bands of tiles of about BAND_V_BYTES each
  * (rewrite_bands), each band's V_ab and M_ab written and read back while they are in the
  * caches, where the whole map's went to memory and back; it ran direct there before. A
@@ -54,8 +49,8 @@ enum { WHOLE_V_BYTES = 32 << 20, BAND_V_BYTES = 4 << 20 };
 /* The row bands to run the conv in (1: whole; tests: three with --winograd-bands), its r^2 U_ab
  * of c x m, tile_rows rows of tiles and v_bytes of V_ab. */
 static int64_t bands(const Options *o, int64_t c, int64_t m, int r, int64_t tile_rows, int64_t v_bytes) {
-    int64_t u_bytes = r * r * c * m * (int64_t)sizeof(float);
     if (o->winograd_bands) return MIN(3, tile_rows);
+    int64_t u_bytes = r * r * c * m * (int64_t)sizeof(float);
     if (v_bytes <= WHOLE_V_BYTES || 8 * u_bytes > BAND_V_BYTES) return 1;
     return MIN((v_bytes + BAND_V_BYTES - 1) / BAND_V_BYTES, tile_rows);
 }
@@ -85,6 +80,11 @@ static int64_t bands(const Options *o, int64_t c, int64_t m, int r, int64_t tile
  * with F(4x4); the bench models match onnxruntime within 1e-5 (make bench's diff column). */
 enum { MIN_CHANNELS = 32, MIN_TILES2 = 32, MIN_TILES4 = 16 };
 
+/* The tiles of tm x tm outputs over the conv's output maps, all images. */
+static int64_t tiles(const Value *x, const Window *w, int tm) {
+    return x->dims[0] * ((w->out[0] + tm - 1) / tm) * ((w->out[1] + tm - 1) / tm);
+}
+
 /* The geometry of a conv that takes the Winograd form, its tile (*tm outputs a side) and its
  * row bands (*nb), or false. */
 static bool candidate(const Options *o, Node *n, Window *w, int *tm, int64_t *nb) {
@@ -99,15 +99,13 @@ static bool candidate(const Options *o, Node *n, Window *w, int *tm, int64_t *nb
     for (int d = 0; d < 2; d++)
         if (w->s[d] != 1 || w->d[d] != 1 || w->out[d] < 3) return false;
     int64_t c = x->dims[1], m = wt->dims[0];
-    int64_t t2 = x->dims[0] * ((w->out[0] + 1) / 2) * ((w->out[1] + 1) / 2);
-    int64_t t4 = x->dims[0] * ((w->out[0] + 3) / 4) * ((w->out[1] + 3) / 4);
-    if (c < MIN_CHANNELS || m < MIN_CHANNELS || t2 < MIN_TILES2) return false;
+    if (c < MIN_CHANNELS || m < MIN_CHANNELS || tiles(x, w, 2) < MIN_TILES2) return false;
     /* F(4x4) where it has the tiles, else (or where its V_ab are too large for one piece and
      * its U_ab for bands) F(2x2) */
-    for (*tm = t4 >= MIN_TILES4 ? 4 : 2; *tm >= 2; *tm -= 2) {
+    for (*tm = tiles(x, w, 4) >= MIN_TILES4 ? 4 : 2; *tm >= 2; *tm -= 2) {
         int r = *tm + 2;
-        int64_t rows = (w->out[0] + *tm - 1) / *tm, tiles = *tm == 4 ? t4 : t2;
-        int64_t v_bytes = r * r * c * tiles * (int64_t)sizeof(float);
+        int64_t rows = (w->out[0] + *tm - 1) / *tm;
+        int64_t v_bytes = r * r * c * tiles(x, w, *tm) * (int64_t)sizeof(float);
         *nb = bands(o, c, m, r, rows, v_bytes);
         if (v_bytes <= WHOLE_V_BYTES || *nb > 1) return true;
     }
@@ -117,7 +115,7 @@ static bool candidate(const Options *o, Node *n, Window *w, int *tm, int64_t *nb
 /* U_ab [M, C, 1, 1] = (G g G^T)[a][b] of each 3x3 kernel g of w [M, C, 3, 3], G of tiles
  * of tm outputs. */
 static Value *weights(Graph *g, const Value *w, int tm, int a, int b, const char *name) {
-    const double(*gr)[3] = tm == 4 ? g4 : g2;
+    const double(*gr)[3] = winograd_g(tm);
     int64_t m = w->dims[0], c = w->dims[1], dims[4] = {m, c, 1, 1};
     Value *u = ir_const_new(g, name, DT_FLOAT, 4, dims, NULL);
     float *o = u->data;

@@ -17,8 +17,8 @@
  *           [0  2 -1 -2  1  0]        [ 1/24 -1/12  1/6 ]
  *           [0  4  0 -5  0  1]        [ 0     0     1  ]
  * Summed over the input channels, each of the r^2 products is a 1x1 conv over the tiles:
- * M_ab[n, m] = sum_c U_ab[m, c] V_ab[n, c], with U = G g G^T (constants, passes/winograd.c)
- * and V = B^T d B. The form is the op's operand count: 16 for m = 2, 36 for m = 4.
+ * M_ab[n, m] = sum_c U_ab[m, c] V_ab[n, c], with U = G g G^T (constants that passes/winograd.c
+ * computes with this file's G, winograd_g) and V = B^T d B. The form is the op's operand count: 16 for m = 2, 36 for m = 4.
  *
  * WinogradInput: x [N, C, mT+2, mS+2] (the conv's input, padded) -> the r^2 V_ab [N, C, T, S],
  * output r a + b, V_ab[n, c, t, s] = (B^T d B)[a][b] of the tile d = x[n, c, mt.., ms..].
@@ -39,15 +39,25 @@
 typedef struct {
     int m, r;                           /* outputs and inputs a tile side */
     int bt[6][6], at[4][6];
+    double g[6][3];
 } Form;
 
 static const Form forms[2] = {
-    {2, 4, {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}, {{1, 1, 1, 0}, {0, 1, -1, -1}}},
+    {2, 4, {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}, {{1, 1, 1, 0}, {0, 1, -1, -1}},
+     {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}},
     {4, 6,
      {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0},
       {0, 4, 0, -5, 0, 1}},
-     {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}},
+     {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
+     {{0.25, 0, 0}, {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+      {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}}},
 };
+
+const double (*winograd_g(int m))[3] {
+    for (int i = 0; i < 2; i++)
+        if (forms[i].m == m) return forms[i].g;
+    die("winograd: no form of %dx%d tiles", m, m);
+}
 
 /* the form of r^2 products: 16 or 36 */
 static const Form *form_of(const Node *n, int products) {
