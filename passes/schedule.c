@@ -2021,6 +2021,16 @@ static int64_t conv_channel_block(Program *p, Kernel *k, const Buf *w, int64_t g
     int64_t b = (int64_t)lanes(p, k) * BLOCK_VECTORS;
     if (group && group <= b) b = group;
     if (one_tap(w) && trips(*nest[r - 2]) > block_pixels(p) / 2 && chan_last) return 0;
+    /* Output channels a whole number of vectors but not of blocks (AVX-512: 144, 208, 784,
+     * 2000) take blocks of one vector, where a row of block_pixels (14 on AVX-512) keeps the
+     * FMA units busy. They fell to block_list's tiles, which stream all the weights for every
+     * pixel tile: a wav2letter-style 250 -> 2000 Conv1d of 32 taps (64 MB of weights, 201
+     * pixels) ran at 76% of the FMA peak, bandwidth-bound at two threads (1.62x); in blocks,
+     * 98% (the model 1.17x at one thread, 1.26x at two), GoogLeNet's Winograd products of
+     * 208 channels 1.12x the model. With 16 registers (5 accumulators a row) the same blocks
+     * lost up to 6% (ShuffleNetV2): AVX2 keeps the old tiles. */
+    if (!group && trips(m) % b && trips(m) % lanes(p, k) == 0 && trips(m) > lanes(p, k) && block_pixels(p) >= 8)
+        b = lanes(p, k);
     if ((trips(m) <= b && !group) || trips(m) % b || !has_reduction_child(m->body)) return 0;
     Buf *x = conv_input(m->body, w, w->rank, false);
     bool rows_outer = x && r >= 4 &&
