@@ -1310,7 +1310,15 @@ static int kernel_index(const Program *p, const Kernel *k) {
     return -1;
 }
 
-bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy) {
+/* A grouped conv over a channel-last map reads each pixel's slice of one group's channels
+ * (32 of 1024 in ResNeXt-101 32x8d's layer3): with pixels 4 KiB apart, every slice of its
+ * window falls in the same L1 sets (32 KiB of 8 ways: 4 KiB a way), the 3 rows of 16 padded
+ * pixels of a 3x3 window in 8 lines' room. Its padded copy (LOOP_PAD_SKEW bytes more a pixel)
+ * spreads them: those convs 67% -> 90-97% of the FMA peak, the model 1.04x at one and two
+ * threads (Zen 4, native). 2 KiB apart (512 channels) gained nothing in ResNeXt-50 or -101. */
+enum { LOOP_PAD_SKEW = 64, LOOP_PAD_ALIAS = 4096 };
+
+bool loop_pad(Program *p, Kernel *k, Buf *x, bool skew, Kernel **copy) {
     Pad pd;
     int r = x->rank, at = kernel_index(p, k);
     *copy = NULL;
@@ -1338,11 +1346,12 @@ bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy) {
         for (int d = 0; d < r; d++) pd.mn[d] = MIN(pd.mn[d], other.mn[d]), pd.mx[d] = MAX(pd.mx[d], other.mx[d]);
     }
 
-    int64_t dims[MAX_RANK];
+    int64_t dims[MAX_RANK], esize = (int64_t)kir_nbytes(x) / kir_numel(x);
     char pads[256] = "";
     for (int d = 0; d < r; d++) {
         pd.before[d] = -pd.mn[d];
         dims[d] = pd.mx[d] + 1 + pd.before[d];
+        if (skew && d == r - 1 && r >= 3 && (dims[d] * esize) % LOOP_PAD_ALIAS == 0) dims[d] += LOOP_PAD_SKEW / esize;
         snprintf(pads + strlen(pads), sizeof pads - strlen(pads), ",%lld:%lld", (long long)pd.before[d],
                  (long long)(dims[d] - x->dims[d] - pd.before[d]));
     }

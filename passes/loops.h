@@ -164,8 +164,10 @@ bool buf_permute(Program *p, Buf *b, const int *perm, const char *layout);
  * kernels reading x (before anything writes it again) would need padded, and a later call
  * for one of them reads that copy instead of making another (p->pad_copies). Returns whether
  * k now reads a padded copy; *copy is the new copy kernel, or NULL where k reads an earlier
- * one. False, and nothing changed, if no load leaves x or no guard can go. */
-bool loop_pad(Program *p, Kernel *k, Buf *x, Kernel **copy);
+ * one. False, and nothing changed, if no load leaves x or no guard can go. With skew, an
+ * innermost dim of a multiple of 4 KiB gets a vector of 64 bytes more (LOOP_PAD_SKEW), never
+ * read: see loop_pad. */
+bool loop_pad(Program *p, Kernel *k, Buf *x, bool skew, Kernel **copy);
 /* Resolves the provable ifs and selects of a kernel (what peel does on each piece). */
 void resolve_conditions(Program *p, Kernel *k);
 /* The integer divisions and remainders in the kernel's load and store indices removed where

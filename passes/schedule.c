@@ -1259,7 +1259,7 @@ static bool few_taps(Program *p, Kernel *k, Buf *w, Kernel **copy) {
     if (!has_taps(w) || parallel_nest(k, nest) != 4) return false;
     if (has_conds(k->body)) {
         Buf *x = conv_input((*nest[3])->body, w, 4, false);
-        if (!x || !loop_pad(p, k, x, copy)) return false;
+        if (!x || !loop_pad(p, k, x, false, copy)) return false;
     }
     PackDim pd[4] = {{0, 0, false}, {2, 0, false}, {3, 0, false}, {1, 0, false}};
     loop_pack(p, k, w, "mtc", 4, pd);
@@ -1935,7 +1935,7 @@ static bool pad_candidate(Program *p, Kernel *k, int64_t group, Buf **w, Buf **x
 static bool conv_pad(Program *p, Kernel *k, int64_t group, Kernel **copy) {
     Buf *w, *x;
     *copy = NULL;
-    return pad_candidate(p, k, group, &w, &x) && loop_pad(p, k, x, copy);
+    return pad_candidate(p, k, group, &w, &x) && loop_pad(p, k, x, group > 0, copy);
 }
 
 /* The pixels of a register tile of BLOCK_VECTORS vectors of output channels: 14 with

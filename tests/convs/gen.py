@@ -725,3 +725,7 @@ wino_chain('wino_bands4',[1,16,50,45],40,[0,1,2,0])
 wino_chain('wino_bands2s',[1,16,11,12],64,[1,1,1,1])
 for n in ['wino_bands2','wino_bands3','wino_bands4','wino_bands2s']:
     open(n+'/flags','w').write('--winograd-bands\n')
+# A grouped 3x3 conv of 32 channels a group over 1024 channels (ResNeXt-101 32x8d's layer3):
+# its channel-last input's pixels 4 KiB apart, so its padded copy has a vector more a pixel
+# (passes/loops.c, loop_pad's skew), which no load reads.
+group_chain('group32_skew', 1024, 32, 6, 7)
