@@ -729,3 +729,29 @@ for n in ['wino_bands2','wino_bands3','wino_bands4','wino_bands2s']:
 # its channel-last input's pixels 4 KiB apart, so its padded copy has a vector more a pixel
 # (passes/loops.c, loop_pad's skew), which no load reads.
 group_chain('group32_skew', 1024, 32, 6, 7)
+# A LayerNorm over the channels as ConvNeXt exports it (ReduceMean, Sub, Pow by a constant 2,
+# ReduceMean, Add, Sqrt, Div) after a conv, and Pows by a constant int64 2, a per-channel 2,
+# and a constant 3 and 0.5: the exponents of 2 lower to x * x (passes/ops/elementwise.c,
+# pow_square), the others stay the general pow.
+def pow_norm(name, xs, m):
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal([m, xs[1], 3, 3]) / np.sqrt(9 * xs[1])).astype(np.float32); b = rng.standard_normal(m).astype(np.float32)
+    c = ref(x.astype(np.float64), w.astype(np.float64), b, [1, 1], [1, 1], [1, 1], [1, 1])
+    d = c - c.mean(1, keepdims=True)
+    n = d / np.sqrt((d ** 2).mean(1, keepdims=True) + 1e-6)
+    p2 = n ** 2; p3 = np.abs(n) ** 3; ph = np.abs(n) ** 0.5
+    nodes = [h.make_node('Conv', ['x', 'W', 'B'], ['c'], pads=[1, 1, 1, 1]),
+             h.make_node('ReduceMean', ['c'], ['mu'], axes=[1]), h.make_node('Sub', ['c', 'mu'], ['d']),
+             h.make_node('Pow', ['d', 'two'], ['d2']), h.make_node('ReduceMean', ['d2'], ['var'], axes=[1]),
+             h.make_node('Add', ['var', 'eps'], ['ve']), h.make_node('Sqrt', ['ve'], ['sd']),
+             h.make_node('Div', ['d', 'sd'], ['n']),
+             h.make_node('Pow', ['n', 'two_i'], ['p2']), h.make_node('Pow', ['n', 'two_c'], ['p2c']),
+             h.make_node('Abs', ['n'], ['a']), h.make_node('Pow', ['a', 'three'], ['p3']),
+             h.make_node('Pow', ['a', 'half'], ['ph'])]
+    init = [nh.from_array(w, 'W'), nh.from_array(b, 'B'), nh.from_array(np.array(2, np.float32), 'two'),
+            nh.from_array(np.array(1e-6, np.float32), 'eps'), nh.from_array(np.array([2], np.int64), 'two_i'),
+            nh.from_array(np.full([m, 1, 1], 2, np.float32), 'two_c'), nh.from_array(np.array(3, np.float32), 'three'),
+            nh.from_array(np.array(0.5, np.float32), 'half')]
+    f = lambda v: v.astype(np.float32)
+    save(name, nodes, xs, x, [('n', f(n)), ('p2', f(p2)), ('p2c', f(p2)), ('p3', f(p3)), ('ph', f(ph))], init, 13)
+pow_norm('pow_norm', [1, 16, 9, 10], 48)
