@@ -755,3 +755,10 @@ def pow_norm(name, xs, m):
     f = lambda v: v.astype(np.float32)
     save(name, nodes, xs, x, [('n', f(n)), ('p2', f(p2)), ('p2c', f(p2)), ('p3', f(p3)), ('ph', f(ph))], init, 13)
 pow_norm('pow_norm', [1, 16, 9, 10], 48)
+# Winograd for grouped convs (passes/winograd.c: 48 channels a group or more; the products are
+# grouped 1x1 convs): F(4x4) on 14x15 (the last tiles cut), F(2x2) on 11x12 with 3 groups,
+# and three row bands of F(4x4) forced by --winograd-bands.
+group_chain('wino_group48', 96, 2, 14, 15)
+group_chain('wino_group48_f2', 144, 3, 11, 12)
+group_chain('wino_group_bands', 96, 2, 21, 18)
+open('wino_group_bands/flags','w').write('--winograd-bands\n')
