@@ -1346,12 +1346,13 @@ bool loop_pad(Program *p, Kernel *k, Buf *x, bool skew, Kernel **copy) {
         for (int d = 0; d < r; d++) pd.mn[d] = MIN(pd.mn[d], other.mn[d]), pd.mx[d] = MAX(pd.mx[d], other.mx[d]);
     }
 
-    int64_t dims[MAX_RANK], esize = (int64_t)kir_nbytes(x) / kir_numel(x);
+    int64_t dims[MAX_RANK], esize = (int64_t)dtype_size(x->dtype);
     char pads[256] = "";
     for (int d = 0; d < r; d++) {
         pd.before[d] = -pd.mn[d];
         dims[d] = pd.mx[d] + 1 + pd.before[d];
-        if (skew && d == r - 1 && r >= 3 && (dims[d] * esize) % LOOP_PAD_ALIAS == 0) dims[d] += LOOP_PAD_SKEW / esize;
+        if (skew && d == r - 1 && r >= 3 && esize && (dims[d] * esize) % LOOP_PAD_ALIAS == 0)
+            dims[d] += LOOP_PAD_SKEW / esize;
         snprintf(pads + strlen(pads), sizeof pads - strlen(pads), ",%lld:%lld", (long long)pd.before[d],
                  (long long)(dims[d] - x->dims[d] - pd.before[d]));
     }

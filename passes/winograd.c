@@ -151,6 +151,12 @@ static void take_output(Node *last, Node *n, const char *what) {
     n->dead = true;
 }
 
+/* Conv cv made from conv n (a product, a band) has n's groups. */
+static void copy_groups(Graph *g, const Node *n, Node *cv) {
+    int64_t groups = ir_attr_int(n, "group", 1);
+    if (groups > 1) ir_attr_set_int(g, cv, "group", groups);
+}
+
 /* The conv as F(tm x tm, 3x3): r^2 products, r = tm + 2. */
 static void rewrite(Graph *g, Node *n, const Window *w, int tm) {
     Value *x = n->in[0];
@@ -184,7 +190,7 @@ static void rewrite(Graph *g, Node *n, const Window *w, int tm) {
         cv->in[0] = in->out[t];
         cv->in[1] = weights(g, n->in[1], tm, t / r, t % r, arena_printf(g->arena, "%s_u", name));
         if (bias) cv->in[2] = n->in[2];
-        if (ir_attr_int(n, "group", 1) > 1) ir_attr_set_int(g, cv, "group", ir_attr_int(n, "group", 1));
+        copy_groups(g, n, cv);
         op_info[OP_Conv].infer(g, cv);
         out->in[t] = cv->out[0];
     }
@@ -221,7 +227,7 @@ static void rewrite_bands(Graph *g, Node *n, const Window *w, int tm, int nb) {
         ir_attr_set_ints(g, cv, "strides", ones, 2);
         ir_attr_set_ints(g, cv, "dilations", ones, 2);
         ir_attr_set_ints(g, cv, "pads", pads, 4);
-        if (ir_attr_int(n, "group", 1) > 1) ir_attr_set_int(g, cv, "group", ir_attr_int(n, "group", 1));
+        copy_groups(g, n, cv);
         op_info[OP_Conv].infer(g, cv);
         Window wb;
         if (!rule_window(NULL, cv, cv->in[0], ks, false, &wb)) die("winograd: band %d of %s", b, n->name);
