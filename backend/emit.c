@@ -263,7 +263,7 @@ static Profile profile_init(Emitter *e) {
     LLVMValueRef *macs = ARENA_ARRAY(p->arena, LLVMValueRef, p->nkernels + 1);
     for (int i = 0; i < p->nkernels; i++) {
         int64_t m, bytes;
-        kir_kernel_cost(p->kernels[i], &m, &bytes);
+        kir_kernel_work(p, i, &m, &bytes);
         names[i] = LLVMBuildGlobalStringPtr(e->B, p->kernels[i]->name, "");
         macs[i] = LLVMConstInt(e->i64, (unsigned long long)m, 0);
     }

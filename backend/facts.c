@@ -144,7 +144,7 @@ int64_t be_macs(const Program *p) {
     int64_t total = 0;
     for (int i = 0; i < p->nkernels; i++) {
         int64_t macs, bytes;
-        kir_kernel_cost(p->kernels[i], &macs, &bytes);
+        kir_kernel_work(p, i, &macs, &bytes);
         total = sat_add(total, macs);    /* each kernel saturates at INT64_MAX (kcost) */
     }
     return total;

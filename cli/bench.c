@@ -283,10 +283,12 @@ int bench_main(Arena *a, Cli *c) {
     double *kus = ARENA_ARRAY(a, double, p->nkernels + 1);
     Timing prof;
     bool ticks = bench_profile_runs(&pb, counters, secs, kus, &prof);
+    int nk = 0;                     /* kernels that compute (not a region's control) */
     for (int i = 0; i < pb.p->nkernels; i++) {
         Row *r = &rows[i];
         r->k = pb.p->kernels[i];
-        kir_kernel_cost(r->k, &r->macs, &r->bytes);
+        nk += !r->k->dead && !r->k->ctl;
+        kir_kernel_work(pb.p, i, &r->macs, &r->bytes);
         r->us = kus[i];
         macs = sat_add(macs, r->macs);
         bytes = sat_add(bytes, r->bytes);
@@ -300,7 +302,7 @@ int bench_main(Arena *a, Cli *c) {
            t.vector_bytes * 8, c->threads > 1 ? c->threads : 1, c->threads > 1 ? "s" : "");
     printf("inputs: %s\n", dir ? dir : "random (fixed seed)");
     printf("peak: %.1f GFLOP/s (float multiply-add, one core, measured)\n", peak);
-    printf("work: %lld MACs (%.3f GFLOP) in %d kernels\n", (long long)macs, 2e-9 * (double)macs, p->nkernels);
+    printf("work: %lld MACs (%.3f GFLOP) in %d kernels\n", (long long)macs, 2e-9 * (double)macs, nk);
     printf("latency: median %.2f us, min %.2f us (%d runs); %.2f GFLOP/s, %.1f%% of peak\n",
            plain.median, plain.min, plain.n, 2e-3 * (double)macs / plain.median,
            peak > 0 ? 100 * 2e-3 * (double)macs / plain.median / peak : 0.0);

@@ -403,7 +403,7 @@ static void kernel_nodes(FILE *f, const Report *r, const Kernel *k) {
 static void kernel_row(FILE *f, const Report *r, int i, bool quant) {
     const Kernel *k = r->p->kernels[i];
     int64_t macs = 0, bytes = 0;
-    if (!k->ctl) kir_kernel_cost(k, &macs, &bytes);
+    if (!k->ctl) kir_kernel_work(r->p, i, &macs, &bytes);
     fputs("<tr class=\"s kernel\" data-name=\"", f);
     esc(f, k->name);
     fprintf(f, "\" data-macs=%lld><td class=num>%d</td><td>", (long long)macs, i);
@@ -751,7 +751,7 @@ static void write_times(FILE *f, Report *r) {
         const Kernel *k = p->kernels[i];
         if (k->ctl) continue;
         int64_t macs, bytes;
-        kir_kernel_cost(k, &macs, &bytes);
+        kir_kernel_work(p, i, &macs, &bytes);
         double us = r->us[i], gf = us > 0 ? 2.0 * (double)macs / us / 1e3 : 0;
         bool flops = macs > 0 && us > 0;
         const char *note = flops ? arena_printf(a, "%s, %.2f GFLOP/s", k->ops, gf)

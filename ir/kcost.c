@@ -157,3 +157,10 @@ void kir_kernel_cost(const Kernel *k, int64_t *macs, int64_t *bytes) {
     for (int i = 0; i < k->nparams; i++) b = sat_add(b, (int64_t)kir_nbytes(k->params[i]));
     *bytes = b;
 }
+
+void kir_kernel_work(const Program *p, int i, int64_t *macs, int64_t *bytes) {
+    kir_kernel_cost(p->kernels[i], macs, bytes);
+    int64_t n = kir_runs(p, i);
+    *macs = sat_mul(*macs, n);
+    *bytes = sat_mul(*bytes, n);
+}

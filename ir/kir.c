@@ -187,6 +187,19 @@ Kernel *kir_ctl_new(Program *p, const char *name, KernelCtl c, Buf *counter, Buf
     return k;
 }
 
+int64_t kir_runs(const Program *p, int i) {
+    int64_t n = 1;
+    int depth = 0;                  /* regions closed between kernel j and kernel i */
+    for (int j = i - 1; j >= 0; j--) {
+        const Kernel *k = p->kernels[j];
+        if (k->dead || !k->ctl || k->ctl == KCTL_ELSE) continue;
+        if (k->ctl == KCTL_END) depth++;
+        else if (depth > 0) depth--;
+        else if (k->ctl == KCTL_LOOP && k->ntrip > 0) n = sat_mul(n, k->ntrip);
+    }
+    return n;
+}
+
 int kir_ctl_match(const Program *p, int i) {
     int depth = 0;
     for (int j = i + 1; j < p->nkernels; j++) {

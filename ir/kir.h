@@ -378,6 +378,9 @@ Kernel *kir_ctl_new(Program *p, const char *name, KernelCtl c, Buf *counter, Buf
                     int64_t ntrip, Buf *cond, int64_t max);
 /* The index of the KCTL_ELSE (if any, else of the KCTL_END) matching control kernel i. */
 int kir_ctl_match(const Program *p, int i);
+/* How many times kernel i runs an inference: the product of the constant trip counts of the
+ * loop regions around it (one for a region without one: its trips are known only at run time). */
+int64_t kir_runs(const Program *p, int i);
 
 Expr *kx_const(Program *p, DType t, double v); /* float or integer constant of type t */
 Expr *kx_int(Program *p, DType t, int64_t v);  /* integer constant keeping all 64 bits */
@@ -436,6 +439,8 @@ void kir_interpret(Program *p, const void *const *inputs, void *const *outputs);
  * Multiply-accumulates per run (a float MUL under a float ADD/SUB, times the trip counts of its
  * loops; both sides of an if at the larger one) and the bytes of the kernel's params. */
 void kir_kernel_cost(const Kernel *k, int64_t *macs, int64_t *bytes);
+/* The same for kernel i of p over an inference: times its runs (kir_runs). */
+void kir_kernel_work(const Program *p, int i, int64_t *macs, int64_t *bytes);
 /* The first loop of k's LH_PARALLEL group (anywhere in the kernel; passes/parallelize.c marks
  * at most one group), or NULL. The group is that loop and the loops after it in its list. */
 const Stmt *kir_parallel_loop(const Kernel *k);

@@ -672,16 +672,17 @@ static bool parallelize_kernel(Program *p, Kernel *k) {
     return was_turned;
 }
 
-/* The work of the whole program, as parallelize_kernel counts a kernel's. */
+/* The work of the whole program, as parallelize_kernel counts a kernel's, times the runs of
+ * each (kir_runs: a recurrence's steps, rnn.c's stepped form). */
 static void program_work(const Program *p, int64_t *macs, int64_t *bytes) {
     *macs = *bytes = 0;
     for (int i = 0; i < p->nkernels; i++) {
         const Kernel *k = p->kernels[i];
         if (k->dead || k->ctl) continue;
-        int64_t m, unused;
+        int64_t m, unused, n = kir_runs(p, i);
         kir_kernel_cost(k, &m, &unused);
-        *macs = sat_add(*macs, m);
-        *bytes = sat_add(*bytes, work_bytes(k));
+        *macs = sat_add(*macs, sat_mul(m, n));
+        *bytes = sat_add(*bytes, sat_mul(work_bytes(k), n));
     }
 }
 

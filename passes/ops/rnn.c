@@ -12,7 +12,9 @@
  * here except to the rows of GRU's candidate gate with linear_before_reset, where the reset
  * gate multiplies it.
  *
- * Each direction is then one kernel: a time loop outermost, and inside it, for every step t,
+ * Each direction is then one kernel (or, with recurrent weights of STEP_BYTES or more on a target
+ * with threads, a loop region of kernels: the stepped form below): a time loop outermost, and
+ * inside it, for every step t,
  *   1. gs[b, j] = xw[d, t, b, j] + H[b, :] . R[d, j, :], a matrix-vector product whose loop
  *      over the gate row j is a parallel loop around the reduction over the hidden unit k,
  *      with R read transposed [D, H, gates*hidden] (contiguous along j), or in panels of the
@@ -300,6 +302,7 @@ typedef struct Cell {
     Buf *y, *yh, *yc;               /* outputs, NULL when absent */
     Buf *hs, *cs, *gs, *rh;         /* KP_INOUT scratch (see the header comment) */
     int svar;                       /* the time loop's variable: step s, t = s or T-1-s */
+    Buf *counter;                   /* stepped form: the step s, the region's counter */
     int bv, jv;                     /* step 3's loop variables: batch row b, hidden unit j */
 } Cell;
 
@@ -320,7 +323,7 @@ static Stmt *st2(Cell *c, Buf *b, Expr *i0, Expr *i1, Expr *v) {
 }
 
 static Expr *time_idx(Cell *c) {
-    Expr *s = var(c, c->svar);
+    Expr *s = c->counter ? kx_cast(c->p, DT_INDEX, rule_load_first(c->p, c->k, c->counter)) : var(c, c->svar);
     return c->reverse ? kx_addc(c->p, kx_mul(c->p, s, -1), c->r->T - 1) : s;
 }
 
@@ -442,11 +445,14 @@ static Stmt *cell_update(Cell *c, int hn, int cn) {
     if (c->op == OP_RNN) return set_act(c, 0, hn, GS(0));
     if (c->op == OP_GRU) {
         int z = new_reg(c), hh = new_reg(c);
-        Stmt *s = set_act(c, 0, z, GS(0));
+        /* stepped: the gates' input parts are added here; Rbh . H[t-1] + Rbh is gs's third */
+#define GX(off) (c->counter ? add(c, ld_xw(c, ub(c), kx_addc(p, uj(c), (off))), GS(off)) : GS(off))
+        Stmt *s = set_act(c, 0, z, GX(0));
         if (c->r->lbr) {
             int rr = new_reg(c);
-            ks_seq(s, set_act(c, 0, rr, GS(H)));
-            Expr *rec = mul(c, rd(c, rr), ld2(c, c->rh, ub(c), uj(c)));
+            ks_seq(s, set_act(c, 0, rr, GX(H)));
+            Expr *rec = mul(c, rd(c, rr), c->counter ? GS(2 * H) : ld2(c, c->rh, ub(c), uj(c)));
+#undef GX
             ks_seq(s, set_act(c, 1, hh, add(c, ld_xw(c, ub(c), kx_addc(p, uj(c), 2 * H)), rec)));
         } else {
             ks_seq(s, set_act(c, 1, hh, GS(2 * H)));
@@ -565,19 +571,102 @@ static void lower_direction(Lower *L, Node *n, const Rnn *r, Cell *c) {
     c->k->body = body;
 }
 
+/* ---- the stepped form ----
+ * The kernel above runs its steps inside one function, so that only one thread can run them.
+ * Where the recurrent weights are large enough for a step's product to be worth cutting into
+ * tasks (parallelize.c; STEP_BYTES), each direction is instead a loop region of the kernel IR
+ * (kir.h, KCTL_LOOP) whose counter is the step s:
+ *     init:   hs (cs) = initial_h (initial_c) or 0
+ *     loop s < T:
+ *         product: gs[b, j] = xw[d, t, b, j] + H[b, :] . R[d, j, :]   (a contraction)
+ *         update:  step 3 of the header comment, reading t from the counter
+ *     final:  Y_h (Y_c) from hs (cs)
+ * so that the product is a kernel of its own, which parallelize can split over the gate rows
+ * while the update (a few hundred units) runs whole between two parallel-fors. GRU with
+ * linear_before_reset takes one product over all three gates, gs[b, j] = Rb[d, j] + H[b, :] .
+ * R[d, j, :], its input parts (the projection then adding Wb only) added in the update; GRU
+ * without it needs the reset gate between two products and keeps the one kernel. */
+enum { STEP_BYTES = 1 << 17 };      /* R of a direction, 128 KB: a GRU of 105 units, an LSTM of 91 */
+
+static bool stepped(const Lower *L, const Node *n, const Rnn *r, const Buf *rw) {
+    if (L->p->vector_bytes < 16) return false;     /* a microcontroller: no threads */
+    if (n->op == OP_GRU && !r->lbr) return false;
+    int64_t bytes = r->ngates * r->H * r->H * (int64_t)dtype_size(rw->dtype);
+    return bytes >= STEP_BYTES || L->p->split_all;
+}
+
+/* A kernel of the stepped form reading `ins`, made c->k (where the Cell's helpers add their
+ * loop variables and registers). */
+static Kernel *step_kernel(Lower *L, Node *n, Cell *c, KernelClass kc, int nin, Buf *const *ins) {
+    c->k = lower_kernel(L, n, kc, nin, ins, NULL, NULL, NULL);
+    return c->k;
+}
+
+static Buf *step_scratch(Cell *c, const char *what, int64_t cols) {
+    int64_t dims[2] = {c->r->B, cols};
+    return kir_buf_new(c->p, arena_printf(c->p->arena, "%s.%s", c->k->name, what), c->t, 2, dims, B_TEMP);
+}
+
+static void lower_stepped(Lower *L, Node *n, const Rnn *r, Cell *c) {
+    Program *p = L->p;
+    Arena *a = p->arena;
+    ParamMode om = r->ndir == 2 ? KP_INOUT : KP_OUT;   /* two directions write halves */
+    int64_t GH = r->ngates * r->H;
+    bool lbr = n->op == OP_GRU;     /* stepped() takes GRU only with linear_before_reset */
+
+    Kernel *k = step_kernel(L, n, c, KC_GENERIC, KINS(c->h0, c->c0));
+    c->hs = step_scratch(c, "h", r->H);
+    c->cs = n->op == OP_LSTM ? step_scratch(c, "c", r->H) : NULL;
+    c->gs = step_scratch(c, "gates", GH);
+    c->rh = NULL;
+    kir_param(p, k, c->hs, KP_INOUT);
+    Stmt *body = init_state(c, c->hs, c->h0);
+    if (c->cs) {
+        kir_param(p, k, c->cs, KP_INOUT);
+        ks_seq(body, init_state(c, c->cs, c->c0));
+    }
+    k->body = body;
+
+    Buf *step = kir_buf_new(p, arena_printf(a, "%s.step", k->name), DT_INT64, 0, NULL, B_TEMP);
+    kir_ctl_new(p, lower_name(L, arena_printf(a, "%s_steps", k->name)), KCTL_LOOP, step, NULL, r->T, NULL, -1);
+    c->counter = step;
+
+    k = step_kernel(L, n, c, KC_CONTRACTION, KINS(lbr ? NULL : c->xw, c->rt, c->hs, lbr ? c->bias : NULL));
+    kir_param(p, k, c->gs, KP_INOUT);
+    k->body = matvec(c, c->gs, c->hs, 0, GH, !lbr);
+
+    k = step_kernel(L, n, c, KC_GENERIC, KINS(c->gs, lbr ? c->xw : NULL, c->sl, c->peep));
+    kir_param(p, k, c->hs, KP_INOUT);
+    if (c->cs) kir_param(p, k, c->cs, KP_INOUT);
+    if (c->y) kir_param(p, k, c->y, om);
+    k->body = update(c);
+    kir_ctl_new(p, lower_name(L, arena_printf(a, "%s_end", k->name)), KCTL_END, NULL, NULL, -1, NULL, -1);
+    c->counter = NULL;
+
+    if (!c->yh && !c->yc) return;
+    k = step_kernel(L, n, c, KC_GENERIC, KINS(c->hs, c->cs));
+    if (c->yh) kir_param(p, k, c->yh, om);
+    if (c->yc) kir_param(p, k, c->yc, om);
+    body = NULL;
+    if (c->yh) body = final_state(c, c->yh, c->hs);
+    if (c->yc) body = ks_seq(body, final_state(c, c->yc, c->cs));
+    k->body = body;
+}
+
 void lower_rnn(Lower *L, Node *n) {
     Rnn r;
     if (!rnn_parse(NULL, n, &r)) die("lower_rnn %s: node not checked by infer_rnn", n->name);
     Cell c = {.p = L->p, .r = &r, .op = n->op, .t = n->in[0]->dtype};
     Buf *bias = lower_in(L, n, 3);
     /* GRU's candidate gate with linear_before_reset adds Rbh in the recurrence */
-    int64_t GH = r.ngates * r.H, nrb = n->op == OP_GRU && r.lbr ? 2 * r.H : GH;
+    Buf *rw = lower_in(L, n, 2);
+    bool step = stepped(L, n, &r, rw);
+    int64_t GH = r.ngates * r.H, nrb = n->op == OP_GRU && r.lbr ? step ? 0 : 2 * r.H : GH;
     c.xw = project(L, n, &r, lower_in(L, n, 0), transposed(L, n, lower_in(L, n, 1)), bias, nrb);
     /* Constant R with hidden a multiple of the vectors the schedule puts side by side (as in
      * matmul.c's panels): R in panels [D, gates*H/pw, H, pw], so that the product streams
      * each panel front to back, where R transposed is read pw columns a row, rows 4*GH
      * bytes apart (LSTM hidden 128: recurrence 159 -> 117 us). */
-    Buf *rw = lower_in(L, n, 2);
     int64_t pw = MIN(8 * L->p->vector_bytes / (int64_t)dtype_size(rw->dtype), 128);
     if (L->p->vector_bytes >= 16 && pw >= 4 && rw->kind == B_CONST && rw->data && !rw->alias &&
         r.H % pw == 0) {
@@ -605,6 +694,7 @@ void lower_rnn(Lower *L, Node *n) {
     for (int d = 0; d < r.ndir; d++) {
         c.d = d;
         c.reverse = r.ndir == 2 ? d == 1 : r.reverse;
-        lower_direction(L, n, &r, &c);
+        if (step) lower_stepped(L, n, &r, &c);
+        else lower_direction(L, n, &r, &c);
     }
 }

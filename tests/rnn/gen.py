@@ -73,6 +73,12 @@ cases = [
     ('gru_h128_panels_lbr', 'GRU', 3, 1, 19, 128, 'reverse', 0, dict(linear_before_reset=1), None, False, False),
     ('rnn_bidi_acts', 'RNN', 7, 3, 19, 37, 'bidirectional', 0,
      dict(activations=['Tanh', 'LeakyRelu'], activation_alpha=[0.1]), [7, 3, 6], False, False),
+    # recurrent weights of 128 KB or more a direction: passes/ops/rnn.c's stepped form (a loop
+    # region of a product kernel and an update kernel a step)
+    ('lstm_step_bidi_peep', 'LSTM', 5, 2, 19, 96, 'bidirectional', 0, dict(clip=2.5), [5, 3], True, False),
+    ('gru_step_lbr_layout1', 'GRU', 5, 2, 19, 112, 'bidirectional', 1, dict(linear_before_reset=1), [5, 2], False, False),
+    ('gru_step_lbr_panels', 'GRU', 4, 1, 19, 128, 'forward', 0, dict(linear_before_reset=1), None, False, False),
+    ('rnn_step_winput', 'RNN', 5, 2, 19, 192, 'reverse', 0, {}, None, False, True),
 ]
 os.chdir(sys.argv[1])
 for name, op, Tn, Bn, I, H, direction, layout, attrs, lens, peep, winput in cases:

@@ -171,3 +171,41 @@ save('densecat', [
 ], [vi('c0', c0.shape), vi('c1', c1.shape), vi('c2', c2.shape)], [vi('y0', rl.shape), vi('y1', (1, 32, 28, 28))],
     [arr(gs, 'gs'), arr(bs, 'bs'), arr(mu, 'mu'), arr(va, 'va'), arr(w5, 'w5'), arr(b5, 'b5')],
     [('c0', c0), ('c1', c1), ('c2', c2)], [('y0', rl), ('y1', conv2d(rl, w5, b5))])
+
+# a recurrent net in passes/ops/rnn.c's stepped form (recurrent weights of 128 KB and more): a
+# GRU (linear_before_reset, as PyTorch exports it) of 128 units, then an LSTM of 96, 6 steps,
+# batch 2; each step's product is a kernel that parallelize splits over the gate rows
+def sig(v): return 1 / (1 + np.exp(-v))
+T_, B_, I_, H1, H2 = 6, 2, 24, 128, 96
+xr = rng.standard_normal((T_, B_, I_)).astype(np.float32)
+Wg = (rng.standard_normal((1, 3 * H1, I_)) * 0.3).astype(np.float32)
+Rg = (rng.standard_normal((1, 3 * H1, H1)) * 0.1).astype(np.float32)
+Bg = (rng.standard_normal((1, 6 * H1)) * 0.3).astype(np.float32)
+Wl = (rng.standard_normal((1, 4 * H2, H1)) * 0.1).astype(np.float32)
+Rl = (rng.standard_normal((1, 4 * H2, H2)) * 0.1).astype(np.float32)
+Bl = (rng.standard_normal((1, 8 * H2)) * 0.3).astype(np.float32)
+hg = np.zeros((B_, H1)); yg = np.zeros((T_, 1, B_, H1))
+W, R, Bw, Br = Wg[0].astype(np.float64), Rg[0].astype(np.float64), Bg[0, :3 * H1], Bg[0, 3 * H1:]
+for t in range(T_):
+    xw = xr[t] @ W.T + Bw
+    hr = hg @ R.T + Br
+    z = sig(xw[:, :H1] + hr[:, :H1]); r = sig(xw[:, H1:2 * H1] + hr[:, H1:2 * H1])
+    n = np.tanh(xw[:, 2 * H1:] + r * hr[:, 2 * H1:])
+    hg = (1 - z) * n + z * hg
+    yg[t, 0] = hg
+hl = np.zeros((B_, H2)); cl = np.zeros((B_, H2)); yl = np.zeros((T_, 1, B_, H2))
+W, R, Bb = Wl[0].astype(np.float64), Rl[0].astype(np.float64), Bl[0, :4 * H2] + Bl[0, 4 * H2:]
+for t in range(T_):
+    g = yg[t, 0] @ W.T + hl @ R.T + Bb
+    i, o, f, c = sig(g[:, :H2]), sig(g[:, H2:2 * H2]), sig(g[:, 2 * H2:3 * H2]), np.tanh(g[:, 3 * H2:])
+    cl = f * cl + i * c
+    hl = o * np.tanh(cl)
+    yl[t, 0] = hl
+save('recurrent', [
+    helper.make_node('GRU', ['x', 'wg', 'rg', 'bg'], ['yg'], hidden_size=H1, linear_before_reset=1),
+    helper.make_node('Squeeze', ['yg', 'ax'], ['sg']),
+    helper.make_node('LSTM', ['sg', 'wl', 'rl', 'bl'], ['yl', 'hl'], hidden_size=H2),
+], [vi('x', xr.shape)], [vi('yl', yl.shape), vi('hl', (1, B_, H2))],
+    [arr(Wg, 'wg'), arr(Rg, 'rg'), arr(Bg, 'bg'), arr(Wl, 'wl'), arr(Rl, 'rl'), arr(Bl, 'bl'),
+     numpy_helper.from_array(np.array([1], np.int64), 'ax')],
+    [('x', xr)], [('yl', yl), ('hl', hl[None])])
