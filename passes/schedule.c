@@ -2139,12 +2139,12 @@ static int64_t tuned_pixels(Program *p, Kernel *k, int64_t w, int64_t def, int64
  * last spatial loop jammed by a whole row, or the row cut in equal pieces of at most
  * block_pixels (the rest one narrower block). The vector loops inside are marked blocked
  * (block_list leaves them). */
-static void conv_pixel_tile(Program *p, Kernel *k, int64_t cb) {
+static void conv_pixel_tile(Program *p, Kernel *k, int64_t cb, Stmt **from, int least) {
     Stmt **nest[MAX_RANK + 2];
     int r = 0;
-    for (Stmt **at = &k->body; *at && !(*at)->next && (*at)->kind == S_LOOP && r < MAX_RANK + 2; at = &(*at)->body)
+    for (Stmt **at = from; *at && !(*at)->next && (*at)->kind == S_LOOP && r < MAX_RANK + 2; at = &(*at)->body)
         if (!((*at)->hints & LH_TILE)) nest[r++] = at;
-    if (r < 3) return;
+    if (r < least) return;
     Stmt **col = nest[r - 2], *c = *col;
     /* an output stored channel-first takes scatters, whose vectors of lane offsets LLVM keeps
      * in registers (hoisted out of the reduction): one pixel fewer (two accumulators), or the
@@ -2163,7 +2163,7 @@ static void conv_pixel_tile(Program *p, Kernel *k, int64_t cb) {
      * stride-2 3x3 to 17x17 3.90 -> 3.64 ms; the FPN bench model's stride-2 3x3 to a 16-wide
      * map 254 -> 236 us. Three rows of 9 spilled (1.7 ms); 3 vectors by 9 pixels, without the
      * prefetch 3-6% faster than 2 x 9, with it 5-8% slower than 2 x 9. */
-    Stmt **row = r >= 4 ? nest[r - 3] : NULL;
+    Stmt **row = r >= 4 && least >= 3 ? nest[r - 3] : NULL;
     bool two_rows = row && !scatter && !p->tuning && vregs(p) >= 32 && pieces >= 2 && cols <= 9 &&
                     cb == (int64_t)lanes(p, k) * BLOCK_VECTORS && trips(*row) >= 2 &&
                     iterations_independent(p, k, *row) && body_private(p, k, *row);
@@ -2189,7 +2189,7 @@ static void conv_pixel_tile(Program *p, Kernel *k, int64_t cb) {
      * ConvTranspose (2x2 taps over 512 channels) went from ~44% of the FMA peak to ~52-56%;
      * the rest is their 2 MB of weights per phase streaming from beyond the L2 (~15 GB/s). */
     int64_t u = MIN(SMALL_ROW_PIXELS, block_pixels(p)) / w;
-    if (r >= 4 && u >= 2 && trips(*row) >= 2 && iterations_independent(p, k, *row) && body_private(p, k, *row))
+    if (row && u >= 2 && trips(*row) >= 2 && iterations_independent(p, k, *row) && body_private(p, k, *row))
         mark_blocked(loop_jam(p, k, row, (int)MIN(u, trips(*row)))->body);
 }
 
@@ -2655,6 +2655,51 @@ static int block_factor(Program *p, Kernel *k, Stmt *l, const Stmt *inner) {
     return t.mr;
 }
 
+/* A 1-D conv blocked by conv_channel_block (nest n, channel blocks, pixels, the block's
+ * channels) whose input is beyond the L2: each block's pass over the pixels reads all
+ * of it, from beyond the L2, at a stride of a whole input row from one input channel to the
+ * next, which the prefetchers do not follow. A wav2vec2-style feature encoder's stride-2
+ * 512 -> 512 Conv1d of 3 taps on 6399 columns (13 MB of input, 16 blocks) ran at 46% of the
+ * FMA peak, on 799 columns at 82%. As pixel_tiles_outside does for the NCHW form, the pixels
+ * of such a conv with an input beyond the L2 are cut in chunks of whole register tiles
+ * (block_pixels) whose input fits in half the L2, at least MIN_CHUNKS of them (parallelize
+ * cuts the chunk loop: a TCN's 128-channel convs on 1024 columns, 0.5 MB of input, in 3
+ * chunks ran 0.84x at two threads, where its blocks had shared well),
+ * the chunk loop outside the blocks, so that every block after the first finds the chunk's
+ * input in the L2; the rest of the pixels is a nest of its own. Each nest then gets its
+ * register tile (conv_pixel_tile). Printed as `block_chunks(B bytes a pixel, chunk C)`. */
+enum { MIN_CHUNKS = 4 };             /* tasks enough for two threads (parallelize cuts chunks) */
+static bool block_chunks(Program *p, Kernel *k) {
+    Stmt **nest[MAX_RANK + 1];
+    int r = conv_nest(k, nest);
+    if (r != 3) return false;       /* n, the pixels and a block's channels (blocks: a tile loop) */
+    Stmt *n = *nest[0], *s = n->body;
+    if (!s || s->next || s->kind != S_LOOP || !(s->hints & LH_TILE) || !const_loop(s)) return false;
+    Stmt *px = s->body;
+    if (!px || px->next || px->kind != S_LOOP || (px->hints & (LH_TILE | LH_REDUCTION | LH_VECTOR)) ||
+        !const_loop(px) || px->step != 1 || px != *nest[1])
+        return false;
+    const Stmt *st = nest_store(px->body);
+    const Buf *x = widest_load(px->body, px->var);
+    if (!st || st->buf->rank != 3 || !x || x->kind == B_CONST || list_loads_with(px->body, x, s->var) ||
+        (int64_t)kir_nbytes(x) <= L2_BYTES)
+        return false;
+    int64_t q = block_pixels(p), per = sat_mul(reduction_trips((*nest[2])->body), (int64_t)dtype_size(x->dtype));
+    int64_t chunk = per > 0 ? MIN((L2_BYTES / 2) / per, trips(px) / MIN_CHUNKS) / q * q : 0;
+    if (chunk < q) return false;
+    sched_note(p, k, "block_chunks(%lld bytes a pixel, chunk %lld)", (long long)per, (long long)chunk);
+    unsigned marks = px->hints & ~(unsigned)(LH_TILE | LH_REDUCTION | LH_VECTOR | LH_REDO | LH_PARALLEL);
+    Stmt *in = loop_split(p, k, &s->body, chunk);
+    in->hints |= marks;
+    distribute(p, k, s);
+    Stmt *rest = s->next;
+    int64_t cb = s->step;
+    loop_interchange(p, k, s);      /* n { chunks { blocks { pixels } }, blocks { rest } } */
+    conv_pixel_tile(p, k, cb, &n->body->body, 2);
+    if (rest) conv_pixel_tile(p, k, cb, &rest->body, 2);
+    return true;
+}
+
 /* Jams, around each loop to vectorise, the innermost enclosing parallel loop whose copies
  * can share its loads (the row i of a matmul, an output pixel of a convolution run with
  * the output channel innermost), so that each loaded or broadcast value feeds several
@@ -2976,7 +3021,7 @@ void schedule(Program *p) {
             if (!cmw && !group && kernel_independent(k)) group_split(p, k, 1, 2);
             if (!few_macs(p, k, macs)) {
                 pick_loops(k->body, lanes(p, k) >= 2);
-                if (cb) conv_pixel_tile(p, k, cb);
+                if (cb && !block_chunks(p, k)) conv_pixel_tile(p, k, cb, &k->body, 3);
                 block_list(p, k, &k->body);
                 if (!cmw && !group) rows_outside_tiles(p, k, k->body), pixel_tiles_outside(p, k, k->body);
                 if (!cmw) few_channel_rows(p, k);

@@ -762,3 +762,16 @@ group_chain('wino_group48', 96, 2, 14, 15)
 group_chain('wino_group48_f2', 144, 3, 11, 12)
 group_chain('wino_group_bands', 96, 2, 21, 18)
 open('wino_group_bands/flags','w').write('--winograd-bands\n')
+# 1-D convs whose input is beyond half the L2 (passes/schedule.c, block_chunks): the pixels cut
+# in chunks of whole register tiles, the chunk loop outside the blocks of output channels, the
+# rest of the pixels a nest of its own; stride 2 (a wav2vec2-style feature encoder's), and
+# stride 1 on a padded copy.
+for name,xs,ws,s,d,pads,relu in [('chunks_1d_s2',[1,128,2501],[64,128,3],[2],[1],[0,0],1),
+                                  ('chunks_1d_pad',[1,96,3000],[64,96,5],[1],[1],[2,2],0)]:
+    os.makedirs(name+'/test_data_set_0',exist_ok=True)
+    x=rng.standard_normal(xs).astype(np.float32); w=(rng.standard_normal(ws)/np.sqrt(ws[1]*ws[2])).astype(np.float32); b=rng.standard_normal(ws[0]).astype(np.float32)
+    y=gref(x.astype(np.float64),w.astype(np.float64),b,s,d,pads[:1],pads[1:],1)
+    if relu: y=np.maximum(y,0)
+    nodes=[h.make_node('Conv',['x','W','B'],['c' if relu else 'y'],pads=pads,strides=s,dilations=d)]
+    if relu: nodes.append(h.make_node('Relu',['c'],['y']))
+    save(name,nodes,xs,x,[('y',y.astype(np.float32))],[nh.from_array(w,'W'),nh.from_array(b,'B')],13)
