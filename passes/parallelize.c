@@ -20,8 +20,8 @@
  * write one element, none reads what another writes), which the kernel's class says of its
  * output loops (elementwise, contraction and copy kernels store each output element once, at
  * an index that includes every loop outside the reductions; a generic kernel qualifies where
- * each store under a loop of the group indexes a dimension by that loop's variable plus a
- * constant below its step: its own rows), provided that:
+ * each store under a loop of the group indexes a dimension by that loop's variable times f >= 1
+ * plus a constant below f times its step: its own rows, own_index), provided that:
  *   - no buffer the kernel stores is also loaded by it (in-place elementwise pairs are two
  *     buffers at one offset, read and written at the same index: still independent);
  *   - every scalar register read in an iteration was set before in the same iteration (none
@@ -96,13 +96,29 @@ static bool stmt_loads(const Stmt *s, const bool *st) {
     return false;
 }
 
-/* ---- a generic kernel's stores: each iteration its own rows ---- */
-static bool own_index(const Expr *x, int var, int64_t step) {
-    if (x->kind == E_VAR) return x->var == var;
-    if (x->kind != E_BIN || x->op != K_ADD) return false;
+/* ---- a generic kernel's stores: each iteration its own rows ----
+ * An index f * v + c (f >= 1, 0 <= c < f * step: a Winograd output transform's tile of 4 rows,
+ * y[.., 4 * v + c, ..]) puts the rows of iterations v .. v + step - 1 of the loop over v in
+ * [f * v, f * (v + step)), apart from every other iteration's. */
+static bool times_var(const Expr *x, int var, int64_t *f) {
+    if (x->kind == E_VAR) return *f = 1, x->var == var;
+    if (x->kind != E_BIN || x->op != K_MUL) return false;
     const Expr *a = x->args[0], *b = x->args[1];
     if (a->kind == E_CONST) a = x->args[1], b = x->args[0];
-    return a->kind == E_VAR && a->var == var && b->kind == E_CONST && b->i >= 0 && b->i < step;
+    *f = b->kind == E_CONST ? b->i : 0;
+    return a->kind == E_VAR && a->var == var && *f >= 1;
+}
+
+static bool own_index(const Expr *x, int var, int64_t step) {
+    int64_t f, c = 0;
+    if (x->kind == E_BIN && x->op == K_ADD) {
+        const Expr *a = x->args[0], *b = x->args[1];
+        if (a->kind == E_CONST) a = x->args[1], b = x->args[0];
+        if (b->kind != E_CONST) return false;
+        c = b->i;
+        x = a;
+    }
+    return times_var(x, var, &f) && c >= 0 && c < sat_mul(f, step);
 }
 
 static bool stores_own_rows(const Stmt *s, int var, int64_t step) {

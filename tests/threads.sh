@@ -2,7 +2,8 @@
 # tests/threads.sh - the ISA levels of a default host object and NAME_run_par.
 #   1. tests/threads/gen.py writes models whose kernels parallelize splits (a CNN with a
 #      depthwise SiLU block, a block of grouped convs of 8 and 4 channels a group, attention-like
-#      matmuls, transposes and concats, a dense layer) with numpy
+#      matmuls, transposes and concats, a dense layer, a GRU and an LSTM in their stepped form,
+#      two Winograd convs) with numpy
 #      reference outputs into build/threads-tests/; `onnxcc check` runs each at the level this
 #      CPU picks and, on x86-64, with --isa 0 (the x86-64-v3 baseline forced: on an AVX-512
 #      host the path a CPU without it takes), within atol 1e-4.
@@ -11,7 +12,7 @@
 #      which requires model_run_par's outputs at 1, 2 and 3 threads (and without a
 #      parallel-for, and with callers' parallel-fors that run the tasks in reverse, or
 #      shuffled over two threads) to be bitwise model_run's, at every ISA level this CPU has.
-#   3. ThreadSanitizer: the same program with objects compiled with --sanitize-thread (and
+#   3. ThreadSanitizer (cnn, attention, movement, winograd): the same program with objects compiled with --sanitize-thread (and
 #      --cpu x86-64, whose accesses of at most 16 bytes it can check: it skips wider vectors),
 #      linked with -fsanitize=thread, must run clean; and with a parallel-for that runs every
 #      task twice at once (THREADS_RACE), it must report the race: the proof that it looks.
@@ -62,7 +63,7 @@ done
 # ThreadSanitizer, where the C compiler has it
 if [ -n "$x86" ] && echo 'int main(void) { return 0; }' >$OUT/t.c &&
    $CC -fsanitize=thread $OUT/t.c -o $OUT/t >/dev/null 2>&1; then
-    for name in cnn attention movement; do
+    for name in cnn attention movement winograd; do
         if ! build $OUT/$name $name.tsan "--sanitize-thread --split-all --cpu x86-64" -fsanitize=thread; then
             fail "$name: the ThreadSanitizer build" $OUT/$name.tsan/build.log
             continue

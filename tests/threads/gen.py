@@ -209,3 +209,21 @@ save('recurrent', [
     [arr(Wg, 'wg'), arr(Rg, 'rg'), arr(Bg, 'bg'), arr(Wl, 'wl'), arr(Rl, 'rl'), arr(Bl, 'bl'),
      numpy_helper.from_array(np.array([1], np.int64), 'ax')],
     [('x', xr)], [('yl', yl), ('hl', hl[None])])
+
+# Winograd F(4x4, 3x3) convs (passes/winograd.c), one on a 22x21 map whose last tiles are cut:
+# their output transforms store 4 rows a tile row (y[.., 4 * i + c, ..]), which parallelize
+# cuts by tile rows
+xw_ = rng.standard_normal((1, 32, 24, 24)).astype(np.float32)
+wa_ = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32); ba_ = rng.standard_normal(32).astype(np.float32) * 0.1
+wb_ = (rng.standard_normal((48, 32, 3, 3)) * 0.1).astype(np.float32); bb_ = rng.standard_normal(48).astype(np.float32) * 0.1
+ya_ = np.maximum(conv2d(xw_.astype(np.float64), wa_, ba_, 1, 1), 0)
+yb_ = conv2d(ya_[:, :, :22, :21], wb_, bb_, 1, 1)
+save('winograd', [
+    helper.make_node('Conv', ['x', 'wa', 'ba'], ['ca'], pads=[1, 1, 1, 1]), helper.make_node('Relu', ['ca'], ['ra']),
+    helper.make_node('Slice', ['ra', 'st', 'en', 'axs'], ['sa']),
+    helper.make_node('Conv', ['sa', 'wb', 'bb'], ['yb'], pads=[1, 1, 1, 1]),
+], [vi('x', xw_.shape)], [vi('yb', yb_.shape)],
+    [arr(wa_, 'wa'), arr(ba_, 'ba'), arr(wb_, 'wb'), arr(bb_, 'bb'),
+     numpy_helper.from_array(np.array([0, 0], np.int64), 'st'), numpy_helper.from_array(np.array([22, 21], np.int64), 'en'),
+     numpy_helper.from_array(np.array([2, 3], np.int64), 'axs')],
+    [('x', xw_)], [('yb', yb_)])
