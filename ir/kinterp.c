@@ -202,6 +202,7 @@ static double funary(KOp op, double x, bool single) {
         if (single) return (float)(1.0 / (1.0 + exp(-x)));
         return x < -700 ? exp(x) : 1.0 / (1.0 + exp(-x));
     case K_ERF: return single ? erff((float)x) : erf(x);
+    case K_ERF1P: return single ? 1.0f + erff((float)x) : 1 + erf(x);
     case K_FLOOR: return floor(x);
     case K_CEIL: return ceil(x);
     case K_ROUND: return round_even(x);

@@ -133,7 +133,7 @@ enum {
     X(LT, 2, KF_CMP) X(LE, 2, KF_CMP) X(GT, 2, KF_CMP) X(GE, 2, KF_CMP) X(EQ, 2, KF_CMP) \
     X(NE, 2, KF_CMP) \
     X(AND, 2, KF_BITWISE) X(OR, 2, KF_BITWISE) X(XOR, 2, KF_BITWISE) X(DOT4, 2, 0) \
-    X(DOT2, 2, 0)
+    X(DOT2, 2, 0) X(ERF1P, 1, 0)
 typedef enum KOp {
 #define X(n, arity, flags) K_##n,
     KOPS(X)

@@ -775,3 +775,22 @@ for name,xs,ws,s,d,pads,relu in [('chunks_1d_s2',[1,128,2501],[64,128,3],[2],[1]
     nodes=[h.make_node('Conv',['x','W','B'],['c' if relu else 'y'],pads=pads,strides=s,dilations=d)]
     if relu: nodes.append(h.make_node('Relu',['c'],['y']))
     save(name,nodes,xs,x,[('y',y.astype(np.float32))],[nh.from_array(w,'W'),nh.from_array(b,'B')],13)
+# GELU as PyTorch exports it (Div by sqrt 2, Erf, Add 1, Mul, Mul 0.5) after a conv whose
+# outputs reach about -12 and 12, and 1 + erf of them as Add(1, Erf): the backend computes
+# erf(y) + 1 in one (backend/math.c, m_erf1p: erfc(-y) below 0, 2 - erfc(y) above);
+# --fp-strict keeps erf and the add.
+def gelu_erf(name, xs, m):
+    import math
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal([m, xs[1], 3, 3]) / np.sqrt(9 * xs[1]) * 3).astype(np.float32); b = rng.standard_normal(m).astype(np.float32)
+    c = ref(x.astype(np.float64), w.astype(np.float64), b, [1, 1], [1, 1], [1, 1], [1, 1])
+    verf = np.vectorize(math.erf)
+    g = c * (verf(c / np.sqrt(2)) + 1) * 0.5
+    nodes = [h.make_node('Conv', ['x', 'W', 'B'], ['c'], pads=[1, 1, 1, 1]),
+             h.make_node('Div', ['c', 'r2'], ['d']), h.make_node('Erf', ['d'], ['e']), h.make_node('Add', ['e', 'one'], ['a']),
+             h.make_node('Mul', ['c', 'a'], ['cm']), h.make_node('Mul', ['cm', 'half'], ['g']),
+             h.make_node('Erf', ['c'], ['ec']), h.make_node('Add', ['one', 'ec'], ['e1'])]
+    init = [nh.from_array(w, 'W'), nh.from_array(b, 'B'), nh.from_array(np.array(np.sqrt(2), np.float32), 'r2'),
+            nh.from_array(np.array(1, np.float32), 'one'), nh.from_array(np.array(0.5, np.float32), 'half')]
+    save(name, nodes, xs, x, [('g', g.astype(np.float32)), ('e1', (verf(c) + 1).astype(np.float32))], init, 13)
+gelu_erf('gelu_erf', [1, 16, 9, 10], 48)
