@@ -2138,7 +2138,8 @@ static int64_t tuned_pixels(Program *p, Kernel *k, int64_t w, int64_t def, int64
 /* The pixels of a conv_channel_block kernel (nest n, channel block, o..., channels): the
  * last spatial loop jammed by a whole row, or the row cut in equal pieces of at most
  * block_pixels (the rest one narrower block). The vector loops inside are marked blocked
- * (block_list leaves them). */
+ * (block_list leaves them). The nest starts at *from (the kernel's body; a chunk's, from
+ * block_chunks, with no row loop to jam) and holds `least` loops or more besides tiles. */
 static void conv_pixel_tile(Program *p, Kernel *k, int64_t cb, Stmt **from, int least) {
     Stmt **nest[MAX_RANK + 2];
     int r = 0;
