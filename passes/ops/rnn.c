@@ -303,6 +303,7 @@ typedef struct Cell {
     Buf *hs, *cs, *gs, *rh;         /* KP_INOUT scratch (see the header comment) */
     int svar;                       /* the time loop's variable: step s, t = s or T-1-s */
     Buf *counter;                   /* stepped form: the step s, the region's counter */
+    bool xw_late;                   /* stepped GRU with linear_before_reset: xw added in step 3 */
     int bv, jv;                     /* step 3's loop variables: batch row b, hidden unit j */
 } Cell;
 
@@ -446,12 +447,12 @@ static Stmt *cell_update(Cell *c, int hn, int cn) {
     if (c->op == OP_GRU) {
         int z = new_reg(c), hh = new_reg(c);
         /* stepped: the gates' input parts are added here; Rbh . H[t-1] + Rbh is gs's third */
-#define GX(off) (c->counter ? add(c, ld_xw(c, ub(c), kx_addc(p, uj(c), (off))), GS(off)) : GS(off))
+#define GX(off) (c->xw_late ? add(c, ld_xw(c, ub(c), kx_addc(p, uj(c), (off))), GS(off)) : GS(off))
         Stmt *s = set_act(c, 0, z, GX(0));
         if (c->r->lbr) {
             int rr = new_reg(c);
             ks_seq(s, set_act(c, 0, rr, GX(H)));
-            Expr *rec = mul(c, rd(c, rr), c->counter ? GS(2 * H) : ld2(c, c->rh, ub(c), uj(c)));
+            Expr *rec = mul(c, rd(c, rr), c->xw_late ? GS(2 * H) : ld2(c, c->rh, ub(c), uj(c)));
 #undef GX
             ks_seq(s, set_act(c, 1, hh, add(c, ld_xw(c, ub(c), kx_addc(p, uj(c), 2 * H)), rec)));
         } else {
@@ -585,12 +586,12 @@ static void lower_direction(Lower *L, Node *n, const Rnn *r, Cell *c) {
  * while the update (a few hundred units) runs whole between two parallel-fors. GRU with
  * linear_before_reset takes one product over all three gates, gs[b, j] = Rb[d, j] + H[b, :] .
  * R[d, j, :], its input parts (the projection then adding Wb only) added in the update; GRU
- * without it needs the reset gate between two products and keeps the one kernel. */
+ * without it needs the reset gate between two products: a product over the update and reset
+ * gates, a kernel rh = r * H, a product over the candidate gate reading rh, then the update. */
 enum { STEP_BYTES = 1 << 17 };      /* R of a direction, 128 KB: a GRU of 105 units, an LSTM of 91 */
 
 static bool stepped(const Lower *L, const Node *n, const Rnn *r, const Buf *rw) {
     if (L->p->vector_bytes < 16) return false;     /* a microcontroller: no threads */
-    if (n->op == OP_GRU && !r->lbr) return false;
     int64_t bytes = r->ngates * r->H * r->H * (int64_t)dtype_size(rw->dtype);
     return bytes >= STEP_BYTES || L->p->split_all;
 }
@@ -612,13 +613,13 @@ static void lower_stepped(Lower *L, Node *n, const Rnn *r, Cell *c) {
     Arena *a = p->arena;
     ParamMode om = r->ndir == 2 ? KP_INOUT : KP_OUT;   /* two directions write halves */
     int64_t GH = r->ngates * r->H;
-    bool lbr = n->op == OP_GRU;     /* stepped() takes GRU only with linear_before_reset */
+    bool gru = n->op == OP_GRU, lbr = gru && r->lbr;
 
     Kernel *k = step_kernel(L, n, c, KC_GENERIC, KINS(c->h0, c->c0));
     c->hs = step_scratch(c, "h", r->H);
     c->cs = n->op == OP_LSTM ? step_scratch(c, "c", r->H) : NULL;
     c->gs = step_scratch(c, "gates", GH);
-    c->rh = NULL;
+    c->rh = gru && !lbr ? step_scratch(c, "rh", r->H) : NULL;
     kir_param(p, k, c->hs, KP_INOUT);
     Stmt *body = init_state(c, c->hs, c->h0);
     if (c->cs) {
@@ -631,9 +632,19 @@ static void lower_stepped(Lower *L, Node *n, const Rnn *r, Cell *c) {
     kir_ctl_new(p, lower_name(L, arena_printf(a, "%s_steps", k->name)), KCTL_LOOP, step, NULL, r->T, NULL, -1);
     c->counter = step;
 
+    c->xw_late = lbr;
+    int64_t rows = gru && !lbr ? 2 * r->H : GH;     /* the first product's gate rows */
     k = step_kernel(L, n, c, KC_CONTRACTION, KINS(lbr ? NULL : c->xw, c->rt, c->hs, lbr ? c->bias : NULL));
     kir_param(p, k, c->gs, KP_INOUT);
-    k->body = matvec(c, c->gs, c->hs, 0, GH, !lbr);
+    k->body = matvec(c, c->gs, c->hs, 0, rows, !lbr);
+    if (rows < GH) {                /* GRU: rh = r * H, then the candidate gate's product */
+        k = step_kernel(L, n, c, KC_GENERIC, KINS(c->gs, c->hs));
+        kir_param(p, k, c->rh, KP_INOUT);
+        k->body = gru_reset(c);
+        k = step_kernel(L, n, c, KC_CONTRACTION, KINS(c->xw, c->rt, c->rh));
+        kir_param(p, k, c->gs, KP_INOUT);
+        k->body = matvec(c, c->gs, c->rh, rows, GH - rows, true);
+    }
 
     k = step_kernel(L, n, c, KC_GENERIC, KINS(c->gs, lbr ? c->xw : NULL, c->sl, c->peep));
     kir_param(p, k, c->hs, KP_INOUT);
@@ -642,6 +653,7 @@ static void lower_stepped(Lower *L, Node *n, const Rnn *r, Cell *c) {
     k->body = update(c);
     kir_ctl_new(p, lower_name(L, arena_printf(a, "%s_end", k->name)), KCTL_END, NULL, NULL, -1, NULL, -1);
     c->counter = NULL;
+    c->xw_late = false;
 
     if (!c->yh && !c->yc) return;
     k = step_kernel(L, n, c, KC_GENERIC, KINS(c->hs, c->cs));

@@ -79,6 +79,9 @@ cases = [
     ('gru_step_lbr_layout1', 'GRU', 5, 2, 19, 112, 'bidirectional', 1, dict(linear_before_reset=1), [5, 2], False, False),
     ('gru_step_lbr_panels', 'GRU', 4, 1, 19, 128, 'forward', 0, dict(linear_before_reset=1), None, False, False),
     ('rnn_step_winput', 'RNN', 5, 2, 19, 192, 'reverse', 0, {}, None, False, True),
+    # GRU without linear_before_reset, stepped: two products a step with rh = r * H between
+    ('gru_step_nolbr', 'GRU', 5, 2, 19, 112, 'bidirectional', 0, dict(clip=3.0), [5, 3], False, False),
+    ('gru_step_nolbr_panels', 'GRU', 4, 1, 19, 128, 'forward', 1, {}, None, False, False),
 ]
 os.chdir(sys.argv[1])
 for name, op, Tn, Bn, I, H, direction, layout, attrs, lens, peep, winput in cases:

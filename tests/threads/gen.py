@@ -227,3 +227,19 @@ save('winograd', [
      numpy_helper.from_array(np.array([0, 0], np.int64), 'st'), numpy_helper.from_array(np.array([22, 21], np.int64), 'en'),
      numpy_helper.from_array(np.array([2, 3], np.int64), 'axs')],
     [('x', xw_)], [('yb', yb_)])
+
+# a GRU without linear_before_reset (the ONNX default) of 128 units in the stepped form: two
+# products a step (the update and reset gates, then the candidate gate over r * H), each split
+Wn = (rng.standard_normal((1, 3 * H1, I_)) * 0.3).astype(np.float32)
+Rn = (rng.standard_normal((1, 3 * H1, H1)) * 0.1).astype(np.float32)
+Bn = (rng.standard_normal((1, 6 * H1)) * 0.3).astype(np.float32)
+hn = np.zeros((B_, H1)); yn = np.zeros((T_, 1, B_, H1))
+W, R, Bw, Br = Wn[0].astype(np.float64), Rn[0].astype(np.float64), Bn[0, :3 * H1], Bn[0, 3 * H1:]
+for t in range(T_):
+    xw = xr[t] @ W.T + Bw
+    z = sig(xw[:, :H1] + hn @ R[:H1].T + Br[:H1]); r = sig(xw[:, H1:2 * H1] + hn @ R[H1:2 * H1].T + Br[H1:2 * H1])
+    n = np.tanh(xw[:, 2 * H1:] + (r * hn) @ R[2 * H1:].T + Br[2 * H1:])
+    hn = (1 - z) * n + z * hn
+    yn[t, 0] = hn
+save('recurrent_nolbr', [helper.make_node('GRU', ['x', 'w', 'r', 'b'], ['y'], hidden_size=H1)],
+     [vi('x', xr.shape)], [vi('y', yn.shape)], [arr(Wn, 'w'), arr(Rn, 'r'), arr(Bn, 'b')], [('x', xr)], [('y', yn)])
