@@ -2,7 +2,7 @@
 # tests/threads.sh - the ISA levels of a default host object and NAME_run_par.
 #   1. tests/threads/gen.py writes models whose kernels parallelize splits (a CNN with a
 #      depthwise SiLU block, a block of grouped convs of 8 and 4 channels a group, attention-like
-#      matmuls, transposes and concats, a dense layer, a GRU and an LSTM in their stepped form,
+#      matmuls, transposes and concats, a dense layer, GRUs (with and without linear_before_reset) and an LSTM in their stepped form,
 #      two Winograd convs) with numpy
 #      reference outputs into build/threads-tests/; `onnxcc check` runs each at the level this
 #      CPU picks and, on x86-64, with --isa 0 (the x86-64-v3 baseline forced: on an AVX-512
