@@ -528,10 +528,15 @@ static Stmt *final_state(Cell *c, Buf *out, Buf *state) {
     return units(c, bv, jv, ks_store(c->p, out, idx, ld2(c, state, var(c, bv), var(c, jv))));
 }
 
-static Buf *scratch(Cell *c, const char *what, int64_t cols) {
+/* A scratch buffer [batch, cols] named after the kernel c->k. */
+static Buf *scratch_buf(Cell *c, const char *what, int64_t cols) {
     int64_t dims[2] = {c->r->B, cols};
-    const char *name = arena_printf(c->p->arena, "%s.%s", c->k->name, what);
-    Buf *b = kir_buf_new(c->p, name, c->t, 2, dims, B_TEMP);
+    return kir_buf_new(c->p, arena_printf(c->p->arena, "%s.%s", c->k->name, what), c->t, 2, dims, B_TEMP);
+}
+
+/* The same, a KP_INOUT parameter of c->k (the one-kernel form). */
+static Buf *scratch(Cell *c, const char *what, int64_t cols) {
+    Buf *b = scratch_buf(c, what, cols);
     kir_param(c->p, c->k, b, KP_INOUT);
     return b;
 }
@@ -603,11 +608,6 @@ static Kernel *step_kernel(Lower *L, Node *n, Cell *c, KernelClass kc, int nin, 
     return c->k;
 }
 
-static Buf *step_scratch(Cell *c, const char *what, int64_t cols) {
-    int64_t dims[2] = {c->r->B, cols};
-    return kir_buf_new(c->p, arena_printf(c->p->arena, "%s.%s", c->k->name, what), c->t, 2, dims, B_TEMP);
-}
-
 static void lower_stepped(Lower *L, Node *n, const Rnn *r, Cell *c) {
     Program *p = L->p;
     Arena *a = p->arena;
@@ -616,10 +616,10 @@ static void lower_stepped(Lower *L, Node *n, const Rnn *r, Cell *c) {
     bool gru = n->op == OP_GRU, lbr = gru && r->lbr;
 
     Kernel *k = step_kernel(L, n, c, KC_GENERIC, KINS(c->h0, c->c0));
-    c->hs = step_scratch(c, "h", r->H);
-    c->cs = n->op == OP_LSTM ? step_scratch(c, "c", r->H) : NULL;
-    c->gs = step_scratch(c, "gates", GH);
-    c->rh = gru && !lbr ? step_scratch(c, "rh", r->H) : NULL;
+    c->hs = scratch_buf(c, "h", r->H);
+    c->cs = n->op == OP_LSTM ? scratch_buf(c, "c", r->H) : NULL;
+    c->gs = scratch_buf(c, "gates", GH);
+    c->rh = gru && !lbr ? scratch_buf(c, "rh", r->H) : NULL;
     kir_param(p, k, c->hs, KP_INOUT);
     Stmt *body = init_state(c, c->hs, c->h0);
     if (c->cs) {

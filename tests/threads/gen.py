@@ -184,15 +184,18 @@ Bg = (rng.standard_normal((1, 6 * H1)) * 0.3).astype(np.float32)
 Wl = (rng.standard_normal((1, 4 * H2, H1)) * 0.1).astype(np.float32)
 Rl = (rng.standard_normal((1, 4 * H2, H2)) * 0.1).astype(np.float32)
 Bl = (rng.standard_normal((1, 8 * H2)) * 0.3).astype(np.float32)
-hg = np.zeros((B_, H1)); yg = np.zeros((T_, 1, B_, H1))
-W, R, Bw, Br = Wg[0].astype(np.float64), Rg[0].astype(np.float64), Bg[0, :3 * H1], Bg[0, 3 * H1:]
-for t in range(T_):
-    xw = xr[t] @ W.T + Bw
-    hr = hg @ R.T + Br
-    z = sig(xw[:, :H1] + hr[:, :H1]); r = sig(xw[:, H1:2 * H1] + hr[:, H1:2 * H1])
-    n = np.tanh(xw[:, 2 * H1:] + r * hr[:, 2 * H1:])
-    hg = (1 - z) * n + z * hg
-    yg[t, 0] = hg
+# Y [T, 1, B, H] of a forward GRU of H units from zero state (ONNX's formulas, float64)
+def gru_ref(x, Wa, Ra, Ba, H, lbr):
+    W, R, Bw, Br = Wa[0].astype(np.float64), Ra[0].astype(np.float64), Ba[0, :3 * H], Ba[0, 3 * H:]
+    h = np.zeros((x.shape[1], H)); y = np.zeros((x.shape[0], 1, x.shape[1], H))
+    for t in range(x.shape[0]):
+        xw = x[t] @ W.T + Bw
+        z = sig(xw[:, :H] + h @ R[:H].T + Br[:H]); r = sig(xw[:, H:2 * H] + h @ R[H:2 * H].T + Br[H:2 * H])
+        rec = r * (h @ R[2 * H:].T + Br[2 * H:]) if lbr else (r * h) @ R[2 * H:].T + Br[2 * H:]
+        h = (1 - z) * np.tanh(xw[:, 2 * H:] + rec) + z * h
+        y[t, 0] = h
+    return y
+yg = gru_ref(xr, Wg, Rg, Bg, H1, True)
 hl = np.zeros((B_, H2)); cl = np.zeros((B_, H2)); yl = np.zeros((T_, 1, B_, H2))
 W, R, Bb = Wl[0].astype(np.float64), Rl[0].astype(np.float64), Bl[0, :4 * H2] + Bl[0, 4 * H2:]
 for t in range(T_):
@@ -233,13 +236,6 @@ save('winograd', [
 Wn = (rng.standard_normal((1, 3 * H1, I_)) * 0.3).astype(np.float32)
 Rn = (rng.standard_normal((1, 3 * H1, H1)) * 0.1).astype(np.float32)
 Bn = (rng.standard_normal((1, 6 * H1)) * 0.3).astype(np.float32)
-hn = np.zeros((B_, H1)); yn = np.zeros((T_, 1, B_, H1))
-W, R, Bw, Br = Wn[0].astype(np.float64), Rn[0].astype(np.float64), Bn[0, :3 * H1], Bn[0, 3 * H1:]
-for t in range(T_):
-    xw = xr[t] @ W.T + Bw
-    z = sig(xw[:, :H1] + hn @ R[:H1].T + Br[:H1]); r = sig(xw[:, H1:2 * H1] + hn @ R[H1:2 * H1].T + Br[H1:2 * H1])
-    n = np.tanh(xw[:, 2 * H1:] + (r * hn) @ R[2 * H1:].T + Br[2 * H1:])
-    hn = (1 - z) * n + z * hn
-    yn[t, 0] = hn
+yn = gru_ref(xr, Wn, Rn, Bn, H1, False)
 save('recurrent_nolbr', [helper.make_node('GRU', ['x', 'w', 'r', 'b'], ['y'], hidden_size=H1)],
      [vi('x', xr.shape)], [vi('y', yn.shape)], [arr(Wn, 'w'), arr(Rn, 'r'), arr(Bn, 'b')], [('x', xr)], [('y', yn)])
