@@ -1480,15 +1480,13 @@ static LLVMValueRef idiv(Emitter *e, KOp op, bool u, LLVMValueRef a, LLVMValueRe
     return LLVMBuildSelect(B, is0, zero, r, "");
 }
 
-/* A float one: the constant, or a load of a one-element constant holding it (a GELU's `+ 1`
- * as exported, a Constant node). */
-static bool float_one(const Expr *x) {
+static bool folded(const Emitter *e, const Expr *x);
+
+/* A float one: the constant, or a load of a one-element constant holding it that the code may
+ * fold (folded: not from an --emit-weights blob; a GELU's `+ 1` as exported, a Constant node). */
+static bool float_one(const Emitter *e, const Expr *x) {
     if (x->kind == E_CONST) return x->f == 1.0;
-    const Buf *b = x->kind == E_LOAD ? kir_root(x->buf) : NULL;
-    if (!b || b->kind != B_CONST || !b->data || b->dtype != DT_FLOAT || kir_numel(b) != 1 || x->buf != b) return false;
-    float v;
-    memcpy(&v, b->data, sizeof v);
-    return v == 1.0f;
+    return folded(e, x) && x->buf->dtype == DT_FLOAT && *(const float *)x->buf->data == 1.0f;
 }
 
 /* erf(y) + 1 in float (GELU's), outside --fp-strict: y, whose 1 + erf math.c computes in one
@@ -1497,7 +1495,7 @@ static Expr *erf_plus_one(const Emitter *e, const Expr *x) {
     if (x->op != K_ADD || x->type != DT_FLOAT || e->p->fp_strict) return NULL;
     for (int i = 0; i < 2; i++) {
         const Expr *f = x->args[i];
-        if (f->kind == E_UN && f->op == K_ERF && f->type == DT_FLOAT && float_one(x->args[1 - i])) return f->args[0];
+        if (f->kind == E_UN && f->op == K_ERF && f->type == DT_FLOAT && float_one(e, x->args[1 - i])) return f->args[0];
     }
     return NULL;
 }

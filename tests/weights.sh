@@ -9,7 +9,8 @@
 #     its header offset, the object none of them; a host program (tests/weights_blob.c) loads
 #     the blob and runs NAME_run_w on the test data set, for the sample models (mlp and cnn at
 #     -O0 too) and two int8 ones, and checks the refusals (NULL, misaligned, changed or another compilation's blob);
-#     --emit=asm gives the same blob.
+#     --emit=asm gives the same blob; a GELU's constant `1`, changed in its blob, is the one the
+#     code uses (tests/weights_gelu.c: the backend folds no blob value).
 # Work files: build/weights/. Last line: "weights: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -79,6 +80,31 @@ if $ONNXCC $M -O1 --name wb --emit-weights $D/wb.bin -o $D/wb.o </dev/null >$log
     fi
 else
     fail "mlp --emit-weights: onnxcc" $log
+fi
+
+# A blob's constants are read at run time: a GELU whose `+ 1` the backend would fold into
+# one erf-plus-one (backend/kernel.c, erf_plus_one) runs with that constant changed in the blob
+# (tests/weights_gelu.c).
+G=$D/gelu log=$D/gelu.log
+mkdir -p $G
+if $PYTHON - $G/model.onnx >$log 2>&1 <<'PY' &&
+import sys, numpy as np, onnx
+from onnx import helper as h, TensorProto as T, numpy_helper as nh
+nodes = [h.make_node('Div', ['x', 'r2'], ['d']), h.make_node('Erf', ['d'], ['e']), h.make_node('Add', ['e', 'one'], ['a']),
+         h.make_node('Mul', ['x', 'a'], ['m']), h.make_node('Mul', ['m', 'half'], ['y'])]
+inits = [nh.from_array(np.array(v, np.float32), n) for n, v in (('r2', np.sqrt(2)), ('one', 1), ('half', 0.5))]
+g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, [4000])], [h.make_tensor_value_info('y', T.FLOAT, [4000])], inits)
+m = h.make_model(g, opset_imports=[h.make_opsetid('', 13)]); m.ir_version = 8
+onnx.save(m, sys.argv[1])
+PY
+   $ONNXCC $G/model.onnx --name g --emit-weights $G/g.bin -o $G/g.o </dev/null >>$log 2>&1 &&
+   $CC -std=c11 -O1 -Wall -Wextra -Wpedantic -Werror -I$G tests/weights_gelu.c $G/g.o -lm -o $G/run >>$log 2>&1; then
+    $G/run $G/g.bin >$G/out 2>&1
+    st=$?
+    tally $G/out
+    [ $st != 0 ] && ! grep -q '^FAIL' $G/out && fail "gelu: weights_gelu exited with status $st" $G/out
+else
+    fail "gelu --emit-weights: build" $log
 fi
 
 # name model data-set onnxcc-options: the sample models (control flow among them) and two
