@@ -285,11 +285,15 @@ static LLVMValueRef profile_now(Emitter *e, const Profile *pr) {
     return LLVMBuildCall2(e->B, pr->readty, pr->readfn, NULL, 0, "");
 }
 
-static void profile_add(Emitter *e, const Profile *pr, int k, LLVMValueRef t0) {
-    LLVMValueRef dt = LLVMBuildSub(e->B, profile_now(e, pr), t0, "");
+/* counters[k] += dt */
+static void profile_count(Emitter *e, const Profile *pr, int k, LLVMValueRef dt) {
     LLVMValueRef ix[2] = {LLVMConstInt(e->i64, 0, 0), LLVMConstInt(e->i64, (unsigned long long)k, 0)};
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(e->B, LLVMGlobalGetValueType(pr->counters), pr->counters, ix, 2, "");
     LLVMBuildStore(e->B, LLVMBuildAdd(e->B, LLVMBuildLoad2(e->B, e->i64, slot, ""), dt, ""), slot);
+}
+
+static void profile_add(Emitter *e, const Profile *pr, int k, LLVMValueRef t0) {
+    profile_count(e, pr, k, LLVMBuildSub(e->B, profile_now(e, pr), t0, ""));
 }
 
 /* Element 0 of a one-element integer or bool buffer, as an i64 (control kernels). */
@@ -387,6 +391,94 @@ static void call_parallel(Emitter *e, Calls *c, Kernel *k, LLVMValueRef task, LL
     LLVMPositionBuilderAtEnd(B, join);
 }
 
+/* Kernel k's arguments into args (the storage of its params outside the constant block, then
+ * the block); returns their count. */
+static unsigned kernel_args(Emitter *e, Calls *c, const Kernel *k, LLVMValueRef *args) {
+    unsigned n = 0;
+    for (int j = 0; j < k->nparams; j++)
+        if (!be_in_block(e, k->params[j])) args[n++] = storage(e, c->rs, k->params[j]);
+    if (e->kblock[k->id]) args[n++] = e->kblock[k->id];
+    return n;
+}
+
+/* The kernels lo .. end - 1, a run of joined kernels (Kernel.joined), given a parallel-for: one
+ * parallel-for whose task t calls task t of each with its arguments, which lie end to end in
+ * the params array (runner(argv, t) { task_lo(argv, t); task_lo+1(argv + n_lo, t); ... });
+ * without one, each kernel whole. With --profile, the run's ticks are shared among its
+ * kernels by their work (multiply-accumulates, or bytes moved). */
+static void call_joined(Emitter *e, Calls *c, int lo, int end) {
+    Program *p = e->p;
+    LLVMBuilderRef B = e->B;
+    RunState *rs = c->rs;
+    int nk = 0, total = 0;
+    for (int i = lo; i < end; i++)
+        if (!p->kernels[i]->dead) total += p->kernels[i]->nparams + 1;
+    LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, total + 1);
+    int *at = ARENA_ARRAY(p->arena, int, end - lo + 1), *ks = ARENA_ARRAY(p->arena, int, end - lo + 1);
+    unsigned n = 0;
+    for (int i = lo; i < end; i++) {
+        if (p->kernels[i]->dead) continue;
+        if (!c->ktask || !c->ktask[i]) die("joined kernel %s without a task function", p->kernels[i]->name);
+        ks[nk] = i, at[nk++] = (int)n;
+        n += kernel_args(e, c, p->kernels[i], args + n);
+    }
+    at[nk] = (int)n;
+    LLVMValueRef t0 = c->pr ? profile_now(e, c->pr) : NULL;
+    /* the runner */
+    LLVMTypeRef tt[2] = {e->ptr, e->i32};
+    LLVMTypeRef tty = LLVMFunctionType(e->voidt, tt, 2, 0);
+    LLVMValueRef run = LLVMAddFunction(e->M, arena_printf(p->arena, "%s.k%d.joined", p->name, lo), tty);
+    LLVMSetLinkage(run, LLVMInternalLinkage);
+    be_fn_attrs(e, run);
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
+    LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(e->C, run, "entry"));
+    for (int m = 0; m < nk; m++) {
+        LLVMValueRef off = LLVMConstInt(e->idx, (unsigned long long)at[m], 0);
+        LLVMValueRef a[2] = {LLVMBuildInBoundsGEP2(B, e->ptr, LLVMGetParam(run, 0), &off, 1, ""), LLVMGetParam(run, 1)};
+        LLVMBuildCall2(B, tty, c->ktask[ks[m]], a, 2, "");
+    }
+    LLVMBuildRetVoid(B);
+    LLVMPositionBuilderAtEnd(B, here);
+    /* the call: the runner on the parallel-for, or each kernel whole */
+    LLVMBasicBlockRef par = LLVMAppendBasicBlockInContext(e->C, c->fn, "par");
+    LLVMBasicBlockRef ser = LLVMAppendBasicBlockInContext(e->C, c->fn, "serial");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->C, c->fn, "joined");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, rs->pf, LLVMConstNull(e->ptr), ""), par, ser);
+    LLVMPositionBuilderAtEnd(B, par);
+    for (unsigned j = 0; j < n; j++) {
+        LLVMValueRef ix = LLVMConstInt(e->idx, j, 0);
+        LLVMBuildStore(B, args[j], LLVMBuildInBoundsGEP2(B, e->ptr, rs->argv, &ix, 1, ""));
+    }
+    LLVMTypeRef pt[4] = {e->ptr, e->i32, e->ptr, e->ptr};
+    LLVMValueRef tasks = LLVMConstInt(e->i32, (unsigned long long)kir_parallel_loop(p->kernels[lo])->tasks, 0);
+    LLVMValueRef pa[4] = {rs->ctx, tasks, run, rs->argv};
+    LLVMBuildCall2(B, LLVMFunctionType(e->voidt, pt, 4, 0), rs->pf, pa, 4, "");
+    if (c->pr) {                    /* the run's ticks, shared by work */
+        LLVMValueRef dt = LLVMBuildSub(B, profile_now(e, c->pr), t0, "");
+        double *wk = ARENA_ARRAY(p->arena, double, nk + 1), w = 0;
+        for (int m = 0; m < nk; m++) {
+            int64_t macs, bytes;
+            kir_kernel_work(p, ks[m], &macs, &bytes);
+            w += wk[m] = (double)(macs > 0 ? macs : bytes);
+        }
+        for (int m = 0; m < nk; m++) {
+            uint64_t share = w > 0 ? (uint64_t)(wk[m] / w * 65536.0) : 0;
+            LLVMValueRef part = LLVMBuildLShr(B, LLVMBuildMul(B, dt, LLVMConstInt(e->i64, share, 0), ""),
+                                              LLVMConstInt(e->i64, 16, 0), "");
+            profile_count(e, c->pr, ks[m], part);
+        }
+    }
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, ser);
+    for (int m = 0; m < nk; m++) {
+        LLVMValueRef s0 = c->pr ? profile_now(e, c->pr) : NULL;
+        LLVMBuildCall2(B, LLVMGlobalGetValueType(c->kfn[ks[m]]), c->kfn[ks[m]], args + at[m], (unsigned)(at[m + 1] - at[m]), "");
+        if (c->pr) profile_add(e, c->pr, ks[m], s0);
+    }
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+}
+
 static void emit_kernels(Emitter *e, Calls *c, int lo, int hi) {
     Program *p = e->p;
     for (int i = lo; i < hi; i++) {
@@ -395,11 +487,14 @@ static void emit_kernels(Emitter *e, Calls *c, int lo, int hi) {
         if (k->ctl == KCTL_IF) { i = emit_if(e, c, i); continue; }
         if (k->ctl == KCTL_LOOP) { i = emit_loop(e, c, i); continue; }
         if (k->ctl) die("control kernel %s outside its region", k->name);
+        int end = kir_joined_end(p, i);
+        if (end > i + 1 && end <= hi && c->ktask) {
+            call_joined(e, c, i, end);
+            i = end - 1;
+            continue;
+        }
         LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, k->nparams + 1);
-        unsigned n = 0;
-        for (int j = 0; j < k->nparams; j++)
-            if (!be_in_block(e, k->params[j])) args[n++] = storage(e, c->rs, k->params[j]);
-        if (e->kblock[k->id]) args[n++] = e->kblock[k->id];
+        unsigned n = kernel_args(e, c, k, args);
         LLVMValueRef t0 = c->pr ? profile_now(e, c->pr) : NULL;
         if (c->ktask && c->ktask[i]) call_parallel(e, c, k, c->ktask[i], args, n, c->kfn[i]);
         else LLVMBuildCall2(e->B, LLVMGlobalGetValueType(c->kfn[i]), c->kfn[i], args, n, "");
@@ -451,8 +546,12 @@ static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, LLVMValueRef *ktask,
     LLVMPositionBuilderAtEnd(e->B, LLVMAppendBasicBlockInContext(e->C, fn, "entry"));
     if (ktask) {
         int most = 1;
-        for (int i = 0; i < p->nkernels; i++)
-            if (ktask[i] && p->kernels[i]->nparams > most) most = p->kernels[i]->nparams;
+        for (int i = 0; i < p->nkernels; i++) {    /* a kernel's params and block, or a run's */
+            int end = kir_joined_end(p, i), n = 0;
+            for (int j = i; j < end; j++)
+                if (ktask[j] && !p->kernels[j]->dead) n += p->kernels[j]->nparams + 1;
+            if (n > most) most = n;
+        }
         rs.argv = LLVMBuildAlloca(e->B, LLVMArrayType2(e->ptr, (uint64_t)most), "params");
     }
     LLVMValueRef null = LLVMConstNull(e->ptr);

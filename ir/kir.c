@@ -460,6 +460,32 @@ static const Stmt *first_parallel(const Stmt *s) {
 
 const Stmt *kir_parallel_loop(const Kernel *k) { return first_parallel(k->body); }
 
+static bool writes_touched(const Kernel *w, const Kernel *k) {
+    for (int i = 0; i < w->nparams; i++) {
+        if (!(w->modes[i] & KP_OUT)) continue;
+        const Buf *r = kir_root(w->params[i]);
+        for (int j = 0; j < k->nparams; j++)
+            if (kir_root(k->params[j]) == r) return true;
+    }
+    return false;
+}
+
+bool kir_independent(const Kernel *a, const Kernel *b) { return !writes_touched(a, b) && !writes_touched(b, a); }
+
+void kir_unjoin(Program *p) {
+    for (int i = 0; i < p->nkernels; i++) p->kernels[i]->joined = false;
+}
+
+int kir_joined_end(const Program *p, int i) {
+    int end = i + 1;
+    for (int j = i + 1; j < p->nkernels; j++) {
+        if (p->kernels[j]->dead) continue;
+        if (!p->kernels[j]->joined) break;
+        end = j + 1;
+    }
+    return end;
+}
+
 int64_t kir_parallel_step(const Stmt *s) { return s->hints & LH_VECTOR ? s->hi->i - s->lo->i : s->step; }
 
 /* Down from v to a value on the step grid of every loop of the group strictly around it. */

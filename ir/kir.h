@@ -269,6 +269,14 @@ typedef struct Kernel {
                                        prefetches r/R of the next block plus its own offset in
                                        the block / R (text: "next EXPR of R" after N) */
     int64_t prefetch_rows;
+    bool joined;                    /* its parallel-for is the kernel before's (the previous live
+                                       one; passes/parallelize.c, join_runs): NAME_run_par runs
+                                       task t of each kernel of a run of joined kernels in task t
+                                       of one parallel-for. Each has an LH_PARALLEL group of the
+                                       same task count, and none writes a buffer another of the
+                                       run touches (kverify.c); bufferize keeps the run's
+                                       temporaries live over the whole run. Text: "joined" after
+                                       the params */
     char *sched;                    /* the loop primitives the schedule pass applied, in order
                                        ("split(i1,16) jam(i0,6) ..."), or NULL */
     KernelCtl ctl;                  /* KCTL_NONE for a kernel that computes */
@@ -444,6 +452,14 @@ void kir_kernel_work(const Program *p, int i, int64_t *macs, int64_t *bytes);
 /* The first loop of k's LH_PARALLEL group (anywhere in the kernel; passes/parallelize.c marks
  * at most one group), or NULL. The group is that loop and the loops after it in its list. */
 const Stmt *kir_parallel_loop(const Kernel *k);
+/* Whether kernels a and b may run at once: neither writes a buffer (root) the other touches. */
+bool kir_independent(const Kernel *a, const Kernel *b);
+/* The end of the run of joined kernels (Kernel.joined) that kernel i heads: the index after
+ * its last kernel (i + 1 for a kernel no kernel joins). */
+int kir_joined_end(const Program *p, int i);
+/* Drops every join: a pass that reshapes kernels (fuse, schedule, pad_in_place) runs before
+ * parallelize decides them, on kernel IR text that may hold joins its changes would break. */
+void kir_unjoin(Program *p);
 /* The tasks' ranges of the group starting at `first`: task t runs, of each of its loops, the
  * values of the variable from cuts[t] to cuts[t + 1] (first->tasks + 1 of them; each cut lies
  * on the step grid of every loop whose range holds it, so no step is ever cut; a task may be

@@ -705,6 +705,7 @@ static void kernel(Parser *P) {
             if (k->prefetch_rows < 2) perr(P, "a block must be read by at least 2 rows");
         }
     }
+    k->joined = accept(P, "joined");
     expect(P, ":");
     expect_end(P);
     P->ln++;

@@ -253,6 +253,7 @@ static void print_kernel(FILE *f, const Kernel *k) {
         print_expr(f, k->prefetch_row);
         fprintf(f, " of %lld", (long long)k->prefetch_rows);
     }
+    if (k->joined) fputs(" joined", f);
     fputs(":\n", f);
     if (k->nscalars) {
         fputs("  scalars", f);

@@ -476,6 +476,24 @@ static void check_ctl(Check *c, Kernel **stack, int *depth) {
     }
 }
 
+/* A joined kernel (Kernel.joined): after a live computing kernel, both split into the same
+ * number of tasks, and independent of every kernel of its run before it. */
+static void check_joined(Check *c, int i) {
+    Program *p = c->p;
+    Kernel *k = p->kernels[i];
+    int prev = i - 1;
+    while (prev >= 0 && p->kernels[prev]->dead) prev--;
+    const Stmt *l = kir_parallel_loop(k), *pl = prev >= 0 ? kir_parallel_loop(p->kernels[prev]) : NULL;
+    if (prev < 0 || p->kernels[prev]->ctl || !l || !pl || l->tasks != pl->tasks)
+        fail(c, "joined, but not after a kernel split into as many tasks");
+    for (int j = prev; j >= 0; j--) {
+        const Kernel *m = p->kernels[j];
+        if (m->dead) continue;
+        if (!kir_independent(m, k)) fail(c, "joined to %s, which touches what it writes or writes what it reads", m->name);
+        if (!m->joined) break;
+    }
+}
+
 void kir_verify(Program *p, const char *after) {
     Check c = {p, NULL, after, NULL, NULL, NULL};
     Kernel *stack[64];
@@ -487,6 +505,7 @@ void kir_verify(Program *p, const char *after) {
         if (k->dead) continue;
         check_params(&c);
         if (k->ctl) {
+            if (k->joined) fail(&c, "a control kernel joined to a parallel-for");
             check_ctl(&c, stack, &depth);
             continue;
         }
@@ -496,6 +515,7 @@ void kir_verify(Program *p, const char *after) {
         vector_regs(&c, k->body, c.vreg);
         check_stmts(&c, k->body);
         check_vreg_reads(&c, k->body);
+        if (k->joined) check_joined(&c, i);
     }
     c.k = NULL;
     if (depth) fail(&c, "region of %s not closed", stack[depth - 1]->name);

@@ -52,6 +52,25 @@ static void widen_to_loops(Program *p) {
     }
 }
 
+/* A run of joined kernels (Kernel.joined) runs at once, in any order: a temporary touched by
+ * one of them keeps its bytes over the whole run. */
+static void widen_to_joined(Program *p) {
+    for (int lo = 0; lo < p->nkernels; lo++) {
+        if (p->kernels[lo]->dead) continue;
+        int end = kir_joined_end(p, lo);
+        for (int ki = lo; ki < end; ki++) {
+            Kernel *k = p->kernels[ki];
+            for (int i = 0; i < k->nparams; i++) {
+                Buf *r = kir_root(k->params[i]);
+                if (!is_temp_root(r) || r->first < 0) continue;
+                r->first = MIN(r->first, lo);
+                r->last = MAX(r->last, end - 1);
+            }
+        }
+        lo = end - 1;
+    }
+}
+
 static void live_ranges(Program *p) {
     for (int i = 0; i < p->nbufs; i++) p->bufs[i]->first = p->bufs[i]->last = -1;
     for (int ki = 0; ki < p->nkernels; ki++) {
@@ -64,6 +83,7 @@ static void live_ranges(Program *p) {
         }
     }
     widen_to_loops(p);
+    widen_to_joined(p);
 }
 
 /* ---- in-place pairs ---- */

@@ -371,6 +371,7 @@ static bool inline_weights(Program *p, Kernel *e) {
 }
 
 void fuse(Program *p) {
+    kir_unjoin(p);
     for (bool changed = true; changed;) {
         changed = false;
         for (int i = 0; i < p->nkernels; i++) changed |= fuse_one(p, p->kernels[i]);

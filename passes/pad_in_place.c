@@ -321,6 +321,7 @@ static void part_to_place(Program *p, Kernel *c, Buf *xp, const Part *pt) {
 }
 
 void pad_in_place(Program *p) {
+    kir_unjoin(p);
     bool dropped = false;
     for (int ci = 0; ci < p->nkernels; ci++) {
         Kernel *c = p->kernels[ci];

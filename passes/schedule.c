@@ -2964,6 +2964,7 @@ static void row_jam(Program *p, Kernel *k, Stmt **at) {
 }
 
 void schedule(Program *p) {
+    kir_unjoin(p);
     if (p->opt_level < 2) return;
     int64_t macs = 0;
     for (int i = 0; i < p->nkernels; i++) {
