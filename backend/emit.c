@@ -368,27 +368,36 @@ static int emit_loop(Emitter *e, Calls *c, int i) {
 
 /* A kernel with tasks: given a parallel-for, pf(ctx, tasks, task, params) with the params in
  * an array; else the kernel whole, as NAME_run calls it. */
-static void call_parallel(Emitter *e, Calls *c, Kernel *k, LLVMValueRef task, LLVMValueRef *args, unsigned n,
-                          LLVMValueRef kfn) {
+/* if (pf) { params[] = args; pf(ctx, tasks, task, params); } else ...: the branch, the
+ * parallel side built and the builder left at its end; *ser and *join are the blocks of the
+ * other side and of the join, for the caller to fill and branch to. */
+static void branch_parallel(Emitter *e, Calls *c, LLVMValueRef *args, unsigned n, int64_t tasks, LLVMValueRef task,
+                            LLVMBasicBlockRef *ser, LLVMBasicBlockRef *join) {
     LLVMBuilderRef B = e->B;
     RunState *rs = c->rs;
     LLVMBasicBlockRef par = LLVMAppendBasicBlockInContext(e->C, c->fn, "par");
-    LLVMBasicBlockRef ser = LLVMAppendBasicBlockInContext(e->C, c->fn, "serial");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->C, c->fn, "joined");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, rs->pf, LLVMConstNull(e->ptr), ""), par, ser);
+    *ser = LLVMAppendBasicBlockInContext(e->C, c->fn, "serial");
+    *join = LLVMAppendBasicBlockInContext(e->C, c->fn, "joined");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, rs->pf, LLVMConstNull(e->ptr), ""), par, *ser);
     LLVMPositionBuilderAtEnd(B, par);
     for (unsigned j = 0; j < n; j++) {
         LLVMValueRef ix = LLVMConstInt(e->idx, j, 0);
         LLVMBuildStore(B, args[j], LLVMBuildInBoundsGEP2(B, e->ptr, rs->argv, &ix, 1, ""));
     }
     LLVMTypeRef pt[4] = {e->ptr, e->i32, e->ptr, e->ptr};
-    LLVMValueRef pa[4] = {rs->ctx, LLVMConstInt(e->i32, (unsigned long long)kir_parallel_loop(k)->tasks, 0), task, rs->argv};
+    LLVMValueRef pa[4] = {rs->ctx, LLVMConstInt(e->i32, (unsigned long long)tasks, 0), task, rs->argv};
     LLVMBuildCall2(B, LLVMFunctionType(e->voidt, pt, 4, 0), rs->pf, pa, 4, "");
-    LLVMBuildBr(B, join);
-    LLVMPositionBuilderAtEnd(B, ser);
-    LLVMBuildCall2(B, LLVMGlobalGetValueType(kfn), kfn, args, n, "");
-    LLVMBuildBr(B, join);
-    LLVMPositionBuilderAtEnd(B, join);
+}
+
+static void call_parallel(Emitter *e, Calls *c, Kernel *k, LLVMValueRef task, LLVMValueRef *args, unsigned n,
+                          LLVMValueRef kfn) {
+    LLVMBasicBlockRef ser, join;
+    branch_parallel(e, c, args, n, kir_parallel_loop(k)->tasks, task, &ser, &join);
+    LLVMBuildBr(e->B, join);
+    LLVMPositionBuilderAtEnd(e->B, ser);
+    LLVMBuildCall2(e->B, LLVMGlobalGetValueType(kfn), kfn, args, n, "");
+    LLVMBuildBr(e->B, join);
+    LLVMPositionBuilderAtEnd(e->B, join);
 }
 
 /* Kernel k's arguments into args (the storage of its params outside the constant block, then
@@ -409,7 +418,6 @@ static unsigned kernel_args(Emitter *e, Calls *c, const Kernel *k, LLVMValueRef 
 static void call_joined(Emitter *e, Calls *c, int lo, int end) {
     Program *p = e->p;
     LLVMBuilderRef B = e->B;
-    RunState *rs = c->rs;
     int nk = 0, total = 0;
     for (int i = lo; i < end; i++)
         if (!p->kernels[i]->dead) total += p->kernels[i]->nparams + 1;
@@ -440,19 +448,8 @@ static void call_joined(Emitter *e, Calls *c, int lo, int end) {
     LLVMBuildRetVoid(B);
     LLVMPositionBuilderAtEnd(B, here);
     /* the call: the runner on the parallel-for, or each kernel whole */
-    LLVMBasicBlockRef par = LLVMAppendBasicBlockInContext(e->C, c->fn, "par");
-    LLVMBasicBlockRef ser = LLVMAppendBasicBlockInContext(e->C, c->fn, "serial");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(e->C, c->fn, "joined");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, rs->pf, LLVMConstNull(e->ptr), ""), par, ser);
-    LLVMPositionBuilderAtEnd(B, par);
-    for (unsigned j = 0; j < n; j++) {
-        LLVMValueRef ix = LLVMConstInt(e->idx, j, 0);
-        LLVMBuildStore(B, args[j], LLVMBuildInBoundsGEP2(B, e->ptr, rs->argv, &ix, 1, ""));
-    }
-    LLVMTypeRef pt[4] = {e->ptr, e->i32, e->ptr, e->ptr};
-    LLVMValueRef tasks = LLVMConstInt(e->i32, (unsigned long long)kir_parallel_loop(p->kernels[lo])->tasks, 0);
-    LLVMValueRef pa[4] = {rs->ctx, tasks, run, rs->argv};
-    LLVMBuildCall2(B, LLVMFunctionType(e->voidt, pt, 4, 0), rs->pf, pa, 4, "");
+    LLVMBasicBlockRef ser, join;
+    branch_parallel(e, c, args, n, kir_parallel_loop(p->kernels[lo])->tasks, run, &ser, &join);
     if (c->pr) {                    /* the run's ticks, shared by work */
         LLVMValueRef dt = LLVMBuildSub(B, profile_now(e, c->pr), t0, "");
         double *wk = ARENA_ARRAY(p->arena, double, nk + 1), w = 0;
