@@ -816,10 +816,10 @@ static void columns_beside_turned(Program *p, const bool *turned) {
  * independent of it and of the others of its run (none writes what another touches), joins
  * that kernel's parallel-for (Kernel.joined): task t runs task t of each, so that each thread
  * keeps its part of the rows through the run. A run stops at RUN_TASK_MACS of work per task
- * (~40 us), so that a late thread's tasks are still shared out at its end: 4M, 8M and 16M
- * (interleaved, Zen 5, two threads) gave ResNet-18 1.09x, 1.16x and 1.09x over a
- * parallel-for per kernel; ResNet-50 within noise at 8M, 0.93x at 16M; DeepLabV3 1.02-1.03x
- * and GoogLeNet 1.06x at 8M. */
+ * (~40 us), so that a late thread's tasks are still shared out at its end. 16M against 4M
+ * (interleaved, Zen 5, two threads): ResNet-18 1.09x, ResNet-50 0.93x, DeepLabV3 0.94x; at 8M,
+ * against a parallel-for per kernel: ResNet-18 1.16x, GoogLeNet 1.06x, DeepLabV3 1.02-1.03x,
+ * ResNet-50 within noise. */
 static void join_runs(Program *p) {
     int head = -1, prev = -1;
     int64_t run = 0;                /* the run's work per task so far */
