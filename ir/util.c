@@ -194,6 +194,42 @@ static bool write_all(int fd, const void *data, size_t n) {
     return true;
 }
 
+char *out_temp(const char *name, int *fd) {
+    char *path = out_target(name);
+    size_t len = strlen(path) + 8;
+    char *tmp = malloc(len);
+    if (!tmp) die("out of memory");
+    snprintf(tmp, len, "%s.XXXXXX", path);
+    free(path);
+    *fd = mkstemp(tmp);
+    int err = errno;
+    mode_t mask = umask(0);             /* mkstemp makes 0600; outputs get 0666 & ~umask */
+    umask(mask);
+    if (*fd >= 0 && fchmod(*fd, 0666 & ~mask) != 0) {
+        err = errno;
+        close(*fd);
+        unlink(tmp);
+        *fd = -1;
+    }
+    if (*fd < 0) {
+        free(tmp);
+        fatal(name, "cannot write: %s", strerror(err));
+    }
+    return tmp;
+}
+
+void out_finish(const char *name, char *tmp, bool ok, int err) {
+    char *path = out_target(name);
+    if (ok && rename(tmp, path) != 0) { ok = false; err = errno; }
+    free(path);
+    if (!ok) {
+        unlink(tmp);
+        free(tmp);
+        fatal(name, "cannot write: %s", strerror(err));
+    }
+    free(tmp);
+}
+
 void out_write(const char *name, const void *data, size_t n) {
     char *path = out_target(name);
     if (out_is_special(path)) {
@@ -205,29 +241,13 @@ void out_write(const char *name, const void *data, size_t n) {
         free(path);
         return;
     }
-    size_t len = strlen(path) + 8;
-    char *tmp = malloc(len);
-    if (!tmp) die("out of memory");
-    snprintf(tmp, len, "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int err = errno;
-        free(tmp);
-        fatal(name, "cannot write: %s", strerror(err));
-    }
-    mode_t mask = umask(0);             /* mkstemp makes 0600; outputs get 0666 & ~umask */
-    umask(mask);
-    bool ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, data, n);
+    free(path);
+    int fd;
+    char *tmp = out_temp(name, &fd);
+    bool ok = write_all(fd, data, n);
     int err = errno;
     if (close(fd) != 0 && ok) { ok = false; err = errno; }
-    if (ok && rename(tmp, path) != 0) { ok = false; err = errno; }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        fatal(name, "cannot write: %s", strerror(err));
-    }
-    free(tmp);
-    free(path);
+    out_finish(name, tmp, ok, err);
 }
 
 _Noreturn void die_(const char *file, int line, const char *fmt, ...) {

@@ -60,6 +60,12 @@ bool out_is_special(const char *path);
  * special file (out_is_special) directly, never replaced; a symbolic link is written through
  * (its target is the output; a link to nothing is an error). fatal() on failure. */
 void out_write(const char *path, const void *data, size_t n);
+/* out_write in two halves, for a writer that takes a path (LLVM's object writer): out_temp
+ * makes the temporary file next to the output's target (*fd open on it, with the output's
+ * mode); out_finish renames it over the target if ok, else removes it and fails with err.
+ * Not for special files (out_is_special): write those with out_write. */
+char *out_temp(const char *path, int *fd);
+void out_finish(const char *path, char *tmp, bool ok, int err);
 void out_commit(void);           /* success: forget the registered paths */
 void out_remove_all(void);
 
