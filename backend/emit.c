@@ -370,8 +370,6 @@ static int emit_loop(Emitter *e, Calls *c, int i) {
     return end;
 }
 
-/* A kernel with tasks: given a parallel-for, pf(ctx, tasks, task, params) with the params in
- * an array; else the kernel whole, as NAME_run calls it. */
 /* if (pf) { params[] = args; pf(ctx, tasks, task, params); } else ...: the branch, the
  * parallel side built and the builder left at its end; *ser and *join are the blocks of the
  * other side and of the join, for the caller to fill and branch to. */
@@ -393,6 +391,8 @@ static void branch_parallel(Emitter *e, Calls *c, LLVMValueRef *args, unsigned n
     LLVMBuildCall2(B, LLVMFunctionType(e->voidt, pt, 4, 0), rs->pf, pa, 4, "");
 }
 
+/* A kernel with tasks: given a parallel-for, pf(ctx, tasks, task, params) with the params in
+ * an array; else the kernel whole, as NAME_run calls it. */
 static void call_parallel(Emitter *e, Calls *c, Kernel *k, LLVMValueRef task, LLVMValueRef *args, unsigned n,
                           LLVMValueRef kfn) {
     LLVMBasicBlockRef ser, join;
