@@ -414,6 +414,15 @@ static unsigned kernel_args(Emitter *e, Calls *c, const Kernel *k, LLVMValueRef 
     return n;
 }
 
+/* The most arguments kernels lo .. end - 1 pass (kernel_args: the params outside the constant
+ * block, and the block), the live ones: the slots of the params array they fill. */
+static int run_slots(const Program *p, int lo, int end) {
+    int n = 0;
+    for (int i = lo; i < end; i++)
+        if (!p->kernels[i]->dead) n += p->kernels[i]->nparams + 1;
+    return n;
+}
+
 /* The kernels lo .. end - 1, a run of joined kernels (Kernel.joined), given a parallel-for: one
  * parallel-for whose task t calls task t of each with its arguments, which lie end to end in
  * the params array (runner(argv, t) { task_lo(argv, t); task_lo+1(argv + n_lo, t); ... });
@@ -422,10 +431,8 @@ static unsigned kernel_args(Emitter *e, Calls *c, const Kernel *k, LLVMValueRef 
 static void call_joined(Emitter *e, Calls *c, int lo, int end) {
     Program *p = e->p;
     LLVMBuilderRef B = e->B;
-    int nk = 0, total = 0;
-    for (int i = lo; i < end; i++)
-        if (!p->kernels[i]->dead) total += p->kernels[i]->nparams + 1;
-    LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, total + 1);
+    int nk = 0;
+    LLVMValueRef *args = ARENA_ARRAY(p->arena, LLVMValueRef, run_slots(p, lo, end) + 1);
     int *at = ARENA_ARRAY(p->arena, int, end - lo + 1), *ks = ARENA_ARRAY(p->arena, int, end - lo + 1);
     unsigned n = 0;
     for (int i = lo; i < end; i++) {
@@ -548,9 +555,7 @@ static LLVMValueRef emit_run(Emitter *e, LLVMValueRef *kfn, LLVMValueRef *ktask,
     if (ktask) {
         int most = 1;
         for (int i = 0; i < p->nkernels; i++) {    /* a kernel's params and block, or a run's */
-            int end = kir_joined_end(p, i), n = 0;
-            for (int j = i; j < end; j++)
-                if (ktask[j] && !p->kernels[j]->dead) n += p->kernels[j]->nparams + 1;
+            int n = ktask[i] ? run_slots(p, i, kir_joined_end(p, i)) : 0;
             if (n > most) most = n;
         }
         rs.argv = LLVMBuildAlloca(e->B, LLVMArrayType2(e->ptr, (uint64_t)most), "params");
