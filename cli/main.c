@@ -465,9 +465,6 @@ void cli_build(Build *b, Graph *g, Cli *c, const Target *t) {
         os[l] = c->o;
         if (l) os[l].on_pass = NULL;
         os[l].vector_bytes = b->t[l].vector_bytes;
-        /* the baseline's conv weight panel (two of its vectors, conv_tiles): every level cuts its
-         * panels to it, so the object holds one copy of the weights, not one per level */
-        os[l].share_bytes = b->n > 1 ? 2 * b->t[0].vector_bytes : 0;
         os[l].dot2 = b->t[l].pmaddwd_bytes && !b->t[l].vnni;
         os[l].ubs = b->t[l].ssse3;
         os[l].arena_align = b->t[l].arena_align;

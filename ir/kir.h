@@ -306,9 +306,6 @@ typedef struct Program {
     int arena_peak;                 /* bufferize: the kernel where that many are live (-1: none) */
     int arena_align;                /* bytes; set from the target before bufferize */
     int vector_bytes;               /* target's preferred vector width (schedule) */
-    int share_bytes;                /* an object of several ISA levels: conv weight panels wider than
-                                       this (and a multiple of it) are cut to it, so that every level
-                                       packs the same bytes and the backend keeps one copy (0: none) */
     bool dot2;                      /* x86 with pmaddwd but no VNNI: int8 convs take the dot2 form
                                        (passes/ops/conv.c) */
     bool ubs;                       /* ... and pmaddubsw (SSSE3): 7-bit weights keep dot4 */

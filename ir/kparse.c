@@ -791,15 +791,12 @@ static void header(Parser *P) {
     if (al <= 0 || al > 4096 || (al & (al - 1))) { P->s = at; perr(P, "the alignment must be a power of two"); }
     p->arena_align = (int)al;
     /* the optional fields, in kir_print's order */
-    bool vec = false, share = false;
+    bool vec = false;
     while (accept(P, ",")) {
         skip_sp(P);
-        if (!vec && !share && !p->ram_first && strncmp(P->s, "vector", 6) == 0) {
+        if (!vec && !p->ram_first && strncmp(P->s, "vector", 6) == 0) {
             p->vector_bytes = byte_field(P, "vector", "the vector width in bytes", "bad vector width");
             vec = true;
-        } else if (!share && !p->ram_first && strncmp(P->s, "share", 5) == 0) {
-            p->share_bytes = byte_field(P, "share", "the shared panel width in bytes", "bad shared panel width");
-            share = true;
         } else {
             expect(P, "ram-first");
             p->ram_first = true;

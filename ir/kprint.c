@@ -269,7 +269,6 @@ void kir_print(FILE *f, Program *p) {
     /* schedule depends on the vector width; the 16-byte default (x86-64 baseline, kir_program_new)
      * is left out so that dumps for the pinned test target stay as they were. */
     if (p->vector_bytes != 16) fprintf(f, ", vector %d", p->vector_bytes);
-    if (p->share_bytes) fprintf(f, ", share %d", p->share_bytes);
     if (p->ram_first) fputs(", ram-first", f);
     fputs(")\n", f);
     for (int i = 0; i < p->nbufs; i++) print_buf(f, p->bufs[i]);

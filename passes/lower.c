@@ -213,7 +213,6 @@ Program *lower(Graph *g, const Options *o) {
     Program *p = kir_program_new(g->arena, g->name);
     p->opt_level = o ? o->opt_level : 2;
     p->vector_bytes = o && o->vector_bytes ? o->vector_bytes : 16;
-    p->share_bytes = o ? o->share_bytes : 0;
     p->arena_align = o && o->arena_align ? o->arena_align : 16;
     p->dot2 = o && o->dot2;
     p->ubs = o && o->ubs;

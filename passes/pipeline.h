@@ -35,7 +35,6 @@ typedef struct Options {
     int64_t *trip_max;
     int ntrips;
     int vector_bytes;               /* from the target */
-    int share_bytes;                /* Program.share_bytes (0: a single-level object) */
     bool dot2, ubs;                 /* from the target: Program.dot2, Program.ubs */
     int arena_align;                /* from the target */
     const char *level;              /* the ISA level of this lowering, in dumps (NULL: the only one) */

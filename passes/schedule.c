@@ -1832,14 +1832,13 @@ static bool sink_channels(Program *p, Kernel *k, const Buf *w) {
  * the vector tiles exist, so that the tile loop's step proves the division away. M need not
  * be a multiple of t: the last tile is padded with zeros that no loop reads (SqueezeNet's
  * 512 -> 1000 1x1 conv on 13x13 read rows 4000 bytes apart, a new page at almost every step
- * of the reduction: the model 5.58 -> 5.14 ms, interleaved, one AVX-512 core). */
+ * of the reduction: the model 5.58 -> 5.14 ms, interleaved, one AVX-512 core). Each ISA level
+ * of a default object packs its own panels: cut to the AVX2 baseline's 16 channels so that the
+ * levels shared one copy, the AVX-512 level's 32-channel tiles read two panels 16 KB apart,
+ * and the default object ran 1.10-1.18x slower than a single AVX-512 level on ResNet-18,
+ * GoogLeNet and ShuffleNetV2 (Zen 5, one thread, interleaved; ResNet-18's flash 75 -> 148 MB). */
 static void conv_tiles(Program *p, Kernel *k, Buf *w, int64_t t, bool c_last) {
     int r = w->rank;
-    /* several ISA levels in one object: panels of the baseline's width at every level, so the
-     * levels' packed weights are the same bytes and the backend keeps one copy (ResNet-18's
-     * default object: 94 MB of flash to 49) */
-    int64_t es = (int64_t)dtype_size(w->dtype), share = es ? p->share_bytes / es : 0;
-    if (share > 0 && t > share && t % share == 0) t = share;
     if (t <= 0 || w->dims[r - 1] <= t) return;
     PackDim pd[MAX_RANK + 1];
     pd[0] = (PackDim){r - 1, t, false};

@@ -11,12 +11,13 @@
 #     (tests/int8/NAME/float.onnx) for Cortex-M4 and RV32IMAFC, 0.85x on the host. Not 0.25:
 #     per-channel scales stay 4 bytes (biases 2 on Cortex-M4), and the small KWS model's
 #     64-channel layers have few weights per channel (0.29 on the M4). The host's default
-#     object holds two levels: the float model's share one copy of their weights (conv
-#     panels cut to the baseline's, Program.share_bytes; Gemm panels of 64 columns at both;
-#     4 bytes a weight), while an int8 model whose weights take the AVX2 level's dot2 form
+#     object holds two levels: the float model's conv weights twice where the levels' panels
+#     differ (each level's own tiles, conv_tiles), once elsewhere (Gemm panels of 64 columns
+#     at both; 4 bytes a weight), while an int8 model whose weights take the AVX2 level's dot2 form
 #     keeps two, the AVX-512 level's bytes and the AVX2 level's int16 pairs (docs/int8.md), 3
-#     bytes a weight (dscnn and kws 0.82 with the scales and tables, mlp 0.76, lenet 0.65;
-#     kws_rr's 7-bit weights keep the bytes at both levels, shared: 0.38);
+#     bytes a weight (with the scales and tables: dscnn and kws 0.45 of a float model that
+#     holds its conv weights twice, mlp 0.76, lenet 0.71, lenet_qop 0.58; kws_rr's 7-bit
+#     weights keep the bytes at both levels, shared: 0.32);
 #   - the whole flash (code and data) for Cortex-M4 and RV32IMAFC (as tests/firmware builds
 #     them) at most 0.3x the float model's, except the models listed in FLASH_OVER (skipped,
 #     and counted so: docs/int8.md, "Flash").
