@@ -62,6 +62,7 @@ enum {
     MAX_TASKS = 64,
     RUN_TASK_MACS = 1 << 23,        /* join_runs: a run's work per task (or bytes) at most */
     MAX_DEEPER = 8,                 /* groups further in that pick_group offers */
+    MAX_FAMILY = 64,                /* families: kernels side by side looked at, at most */
 };
 /* A program with less work than this runs serially (a run of ~100 us or less, or 8 MB moved: waking the
  * workers and the cache lines that move between cores cost more than they save; make bench's
@@ -648,7 +649,7 @@ static Stmt *turn_tiles(Program *p, Kernel *k, const Stmt *l) {
     return any ? head : NULL;
 }
 
-static bool parallelize_kernel(Program *p, Kernel *k) {
+static bool parallelize_kernel(Program *p, Kernel *k, int64_t family) {
     bool was_turned = false;
     if (k->dead || k->ctl) return false;
     bool generic = k->kclass == KC_GENERIC;
@@ -660,7 +661,7 @@ static bool parallelize_kernel(Program *p, Kernel *k) {
     /* the work: multiply-accumulates, or bytes moved (work_bytes) */
     int64_t macs, bytes = work_bytes(k), unused;
     kir_kernel_cost(k, &macs, &unused);
-    if (macs < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return false;
+    if (macs < MIN_MACS && family < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return false;
     merge_one_trip_loops(p, k);
     Stmt *deeper[MAX_DEEPER];
     int ndeeper;
@@ -843,6 +844,43 @@ static void join_runs(Program *p) {
     }
 }
 
+/* ---- small kernels side by side: split together ----
+ * The 36 products of a Winograd conv on a small map (DenseNet-121's 3x3 convs of 128 -> 32
+ * channels on 28x28 and 14x14: 49 or 16 tiles, 200K and 65K multiply-adds each) are each
+ * below MIN_MACS, so they ran whole on the calling thread, which read the half of their input
+ * that the other thread's part of the input transform wrote (cut by tile rows), and the next
+ * output transform read back the half the other core would have written: at two threads those
+ * products ran 0.7-0.85x their one-thread time on a host whose cores are far apart. A kernel's
+ * family is the run of contraction kernels around it that are independent of each other (as
+ * join_runs asks); where the family's work reaches MIN_MACS, each member is split as if it
+ * were that large (tasks by its own size), and join_runs then gives the family one
+ * parallel-for, each thread keeping its tiles. family[i]: the work of kernel i's family. */
+static void families(Program *p, int64_t *family) {
+    for (int i = 0; i < p->nkernels;) {
+        Kernel *k = p->kernels[i];
+        int64_t macs, unused;
+        if (k->dead || k->ctl || k->kclass != KC_CONTRACTION) {
+            family[i++] = 0;
+            continue;
+        }
+        kir_kernel_cost(k, &macs, &unused);
+        int64_t sum = macs;
+        int j = i + 1;
+        for (; j < p->nkernels && j - i < MAX_FAMILY; j++) {
+            Kernel *n = p->kernels[j];
+            if (n->dead || n->ctl || n->kclass != KC_CONTRACTION) break;
+            bool ind = true;
+            for (int m = i; ind && m < j; m++) ind = kir_independent(p->kernels[m], n);
+            if (!ind) break;
+            int64_t nm;
+            kir_kernel_cost(n, &nm, &unused);
+            sum = sat_add(sum, nm);
+        }
+        for (int m = i; m < j; m++) family[m] = sum;
+        i = j;
+    }
+}
+
 void parallelize(Program *p) {
     kir_unjoin(p);
     if (p->vector_bytes < 16) return;       /* a microcontroller: no threads */
@@ -850,7 +888,9 @@ void parallelize(Program *p) {
     program_work(p, &macs, &bytes);
     if (macs < MIN_PROGRAM_MACS && bytes < MIN_PROGRAM_BYTES && !p->split_all) return;
     bool *turned = ARENA_ARRAY(p->arena, bool, p->nkernels + 1);
-    for (int i = 0; i < p->nkernels; i++) turned[i] = parallelize_kernel(p, p->kernels[i]);
+    int64_t *family = ARENA_ARRAY(p->arena, int64_t, p->nkernels + 1);
+    families(p, family);
+    for (int i = 0; i < p->nkernels; i++) turned[i] = parallelize_kernel(p, p->kernels[i], family[i]);
     columns_beside_turned(p, turned);
     if (!p->split_all) unsplit_between_serial(p);
     join_runs(p);
