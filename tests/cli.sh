@@ -298,6 +298,19 @@ if [ $rc = 0 ] && [ "$(grep -c 'after ' $B/stdout)" = 1 ] && grep -q 'after lowe
 else
     fail "--print-after=lower" "exit status $rc" $B/stderr
 fi
+# a named x86 CPU gives the vector width of its features (backend/target.c, x86_cpus): an
+# AVX-512 CPU 64 bytes, an AVX2 one 32 (the name alone once left the feature list empty: 16,
+# which the program line leaves out)
+if [ "$(uname -m)" = x86_64 ]; then
+    for cv in skylake-avx512:64 znver4:64 haswell:32 znver3:32; do
+        run models/cnn/model.onnx --print-after=lower -o $dir/cnn.o --cpu ${cv%:*}
+        if [ $rc = 0 ] && grep -q "^program .*, vector ${cv#*:}" $B/stdout; then
+            ok "--cpu ${cv%:*}: ${cv#*:}-byte vectors"
+        else
+            fail "--cpu ${cv%:*}: ${cv#*:}-byte vectors" "exit status $rc; $(grep -m1 '^program' $B/stdout)" $B/stderr
+        fi
+    done
+fi
 # a default x86-64 host object holds two ISA levels, each lowered on its own: one section each
 if [ "$(uname -m)" = x86_64 ]; then
     run models/cnn/model.onnx --print-after=lower -o $dir/cnn.o
