@@ -114,7 +114,11 @@ static const struct { const char *cpu, *features; } x86_levels[] = {
  * leaves our feature list empty, so `--cpu skylake-avx512` or `--cpu znver4` got 16-byte
  * vector schedules for AVX-512 code: ResNet-18 49 ms, where `--cpu native` on the same Zen 5
  * runs it in 11 ms. A name not listed keeps that empty list (SSE-width schedules, no check). */
-static const struct { const char *cpu; int level; const char *more; } x86_cpus[] = {
+static const struct {
+    const char *cpu;
+    int level;                      /* its index in x86_levels */
+    const char *more;
+} x86_cpus[] = {
     {"nehalem", 1, ""}, {"westmere", 1, ""}, {"silvermont", 1, ""}, {"slm", 1, ""},
     {"goldmont", 1, ""}, {"goldmont-plus", 1, ""}, {"tremont", 1, ""},
     {"sandybridge", 1, "+avx,+xsave"}, {"corei7-avx", 1, "+avx,+xsave"},

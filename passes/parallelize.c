@@ -712,19 +712,6 @@ static Stmt *follow_writer(const Program *p, int ki, Stmt *l, Stmt **deeper, int
     return NULL;
 }
 
-/* Whether kernel k reads a constant (weights): without, a contraction is a reduction of its
- * inputs (a GlobalAveragePool), memory-bound, its work the bytes of all its params, the input
- * included. Counted by what it writes (work_bytes), RegNetY-1.6GF's squeeze-excite pools (600
- * KB in, 192 bytes out) stayed whole and read the half of their input that the other core's
- * part of the conv before wrote: 10.8 -> 27 us at two threads, 28 of them. Split over their
- * channels, the model is 1.11-1.12x faster at two threads (7 rounds, interleaved, Zen 5),
- * EfficientNet-B2 1.00-1.04x, the other bench models within noise. */
-static bool has_const(const Kernel *k) {
-    for (int i = 0; i < k->nparams; i++)
-        if (!(k->modes[i] & KP_OUT) && kir_root(k->params[i])->kind == B_CONST) return true;
-    return false;
-}
-
 static bool parallelize_kernel(Program *p, int ki, int64_t family) {
     Kernel *k = p->kernels[ki];
     bool was_turned = false;
@@ -736,9 +723,20 @@ static bool parallelize_kernel(Program *p, int ki, int64_t family) {
     for (int i = 0; i < k->nparams; i++)
         if ((k->modes[i] & KP_OUT) && kir_root(k->params[i])->nibbles) return false;
     /* the work: multiply-accumulates, or bytes moved (work_bytes) */
-    int64_t macs, bytes = work_bytes(k), all;
+    int64_t macs, bytes = work_bytes(k), all, weights = 0;
+    bool consts = false;
+    for (int i = 0; i < k->nparams; i++)
+        if (!(k->modes[i] & KP_OUT) && kir_root(k->params[i])->kind == B_CONST)
+            consts = true, weights = sat_add(weights, (int64_t)kir_nbytes(k->params[i]));
     kir_kernel_cost(k, &macs, &all);
-    if (k->kclass == KC_CONTRACTION && !has_const(k)) bytes = MAX(bytes, all);
+    /* A contraction without constants is a reduction of its inputs (a GlobalAveragePool),
+     * memory-bound: its work is the bytes of all its params, the input included. Counted by
+     * what it writes (work_bytes), RegNetY-1.6GF's squeeze-excite pools (600 KB in, 192 bytes
+     * out) stayed whole and read the half of their input that the other core's part of the
+     * conv before wrote: 10.8 -> 27 us at two threads, 28 of them. Split over their channels,
+     * the model is 1.11-1.12x faster at two threads (7 rounds, interleaved, Zen 5),
+     * EfficientNet-B2 1.00-1.04x, the other bench models within noise. */
+    if (k->kclass == KC_CONTRACTION && !consts) bytes = MAX(bytes, all);
     if (macs < MIN_MACS && family < MIN_MACS && bytes < MIN_BYTES && !p->split_all) return false;
     merge_one_trip_loops(p, k);
     Stmt *deeper[MAX_DEEPER];
@@ -759,10 +757,6 @@ static bool parallelize_kernel(Program *p, int ki, int64_t family) {
      * tiles (4.2 a byte) ran 450 -> 412 us at two threads cut into 17 rows; its 1x1 convs over
      * 8x8 pixels and 2048 channels of 5 and 7 tiles (1.5 a byte) 284 -> 402 and 626 -> 1092 us
      * cut into 10 pixel tiles. */
-    int64_t weights = 0;
-    for (int i = 0; i < k->nparams; i++)
-        if (!(k->modes[i] & KP_OUT) && kir_root(k->params[i])->kind == B_CONST)
-            weights = sat_add(weights, (int64_t)kir_nbytes(k->params[i]));
     for (int i = 0; i < ndeeper && !generic && macs > 0 && share > 0.55; i++) {
         double sh;
         int64_t n = plan(p, k, deeper[i], macs, bytes, cuts, &sh);
