@@ -4,7 +4,10 @@
  * The module holds one internal function per kernel (kernel.c), the math helpers they need
  * (math.c), the constants as internal read-only globals (in the section of --weights-section
  * if given; with --emit-weights none: they are in a blob, weights.c, and NAME_run_w takes it
- * as a fourth argument in place of NAME_run), and exactly two public symbols:
+ * as a fourth argument in place of NAME_run; in an x86-64 ELF object the large ones are one
+ * hidden symbol whose section elf.c adds, and a big model's kernels are split with a side
+ * module compiled on a thread of its own: see "the side module" below), and exactly two
+ * public symbols:
  *   int NAME_run(const void *const *inputs, void *const *outputs, void *arena)
  *     checks its arguments and calls the kernels in order, giving each the storage of its
  *     params: inputs[i] / outputs[i], a constant global, or arena + offset for temporaries;
@@ -15,6 +18,7 @@
  * Everything else is internal so that several models link into one program. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,16 +88,63 @@ typedef struct ConstPool {
     const void **data;
     size_t *size;
     LLVMValueRef *g;
+    int64_t *off;                   /* its offset in the blob, or -1: a global of its own */
     int n, cap;
+    /* blob mode (x86-64 ELF objects): constants of BLOB_MIN bytes or more are not globals of
+     * the module but parts of one external symbol, `blob` (declared on first use), whose
+     * bytes elf.c's join adds to the object LLVM writes: LLVM's object writer took ~9 ms a
+     * megabyte of constant data (VGG-16: 6.4 s of an 8 s compile). Smaller constants stay
+     * globals, whose loads LLVM can fold. */
+    bool blob_mode;
+    LLVMValueRef blob;
+    const char *blob_name;
+    size_t blob_size;
 } ConstPool;
+
+enum { BLOB_MIN = 4096 };
+
+static void pool_add(ConstPool *cp, const void *data, size_t n, LLVMValueRef g, int64_t off) {
+    if (cp->n == cp->cap) {
+        cp->cap = cp->cap ? 2 * cp->cap : 64;
+        cp->data = realloc(cp->data, sizeof *cp->data * (size_t)cp->cap);
+        cp->size = realloc(cp->size, sizeof *cp->size * (size_t)cp->cap);
+        cp->g = realloc(cp->g, sizeof *cp->g * (size_t)cp->cap);
+        cp->off = realloc(cp->off, sizeof *cp->off * (size_t)cp->cap);
+        if (!cp->data || !cp->size || !cp->g || !cp->off) die("out of memory");
+    }
+    cp->data[cp->n] = data, cp->size[cp->n] = n, cp->g[cp->n] = g, cp->off[cp->n++] = off;
+}
+
+/* &blob[off] (blob mode): the symbol hidden, so LLVM addresses it PC-relative, as it would
+ * a constant of the module */
+static LLVMValueRef blob_at(Emitter *e, int64_t off) {
+    ConstPool *cp = e->pool;
+    if (!cp->blob) {
+        cp->blob = LLVMAddGlobal(e->M, LLVMArrayType2(e->i8, 0), cp->blob_name);
+        LLVMSetGlobalConstant(cp->blob, 1);
+        LLVMSetVisibility(cp->blob, LLVMHiddenVisibility);
+        LLVMSetAlignment(cp->blob, 64);
+    }
+    LLVMValueRef ix = LLVMConstInt(e->i64, (unsigned long long)off, 0);
+    return LLVMConstInBoundsGEP2(e->i8, cp->blob, &ix, 1);
+}
 
 /* The global of n bytes of constant data (n 0: one byte). */
 static LLVMValueRef const_global(Emitter *e, const void *data, size_t n, const char *name, unsigned align) {
     static const char zero[1];
     ConstPool *cp = e->pool;
+    if (cp && cp->blob_mode && n >= BLOB_MIN) {
+        for (int i = 0; i < cp->n; i++)
+            if (cp->size[i] == n && cp->off[i] >= 0 && cp->off[i] % align == 0 && !memcmp(cp->data[i], data, n))
+                return blob_at(e, cp->off[i]);
+        int64_t off = (int64_t)((cp->blob_size + align - 1) / align * align);
+        cp->blob_size = (size_t)off + n;
+        pool_add(cp, data, n, NULL, off);
+        return blob_at(e, off);
+    }
     if (cp && n)
         for (int i = 0; i < cp->n; i++)
-            if (cp->size[i] == n && !memcmp(cp->data[i], data, n)) {
+            if (cp->size[i] == n && cp->off[i] < 0 && !memcmp(cp->data[i], data, n)) {
                 if (LLVMGetAlignment(cp->g[i]) < align) LLVMSetAlignment(cp->g[i], align);
                 return cp->g[i];
             }
@@ -105,16 +156,7 @@ static LLVMValueRef const_global(Emitter *e, const void *data, size_t n, const c
          * name, each aligned, and the linked section would be larger than the object says */
         LLVMSetUnnamedAddress(g, LLVMNoUnnamedAddr);
     }
-    if (cp && n) {
-        if (cp->n == cp->cap) {
-            cp->cap = cp->cap ? 2 * cp->cap : 64;
-            cp->data = realloc(cp->data, sizeof *cp->data * (size_t)cp->cap);
-            cp->size = realloc(cp->size, sizeof *cp->size * (size_t)cp->cap);
-            cp->g = realloc(cp->g, sizeof *cp->g * (size_t)cp->cap);
-            if (!cp->data || !cp->size || !cp->g) die("out of memory");
-        }
-        cp->data[cp->n] = data, cp->size[cp->n] = n, cp->g[cp->n++] = g;
-    }
+    if (cp && n) pool_add(cp, data, n, g, -1);
     return g;
 }
 
@@ -802,7 +844,98 @@ static bool write_object_file(Program *p, LLVMModuleRef M, LLVMTargetMachineRef 
     return true;
 }
 
-static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, EmitKind kind, const char *path) {
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+struct Side;
+static bool side_wait(struct Side *s, ElfPart *part);
+static const char *side_error(struct Side *s);
+static int side_names(struct Side *s, const char **to);
+
+/* Blob mode: LLVM's object, now without the large constants, and the blob joined into one
+ * (elf.c) straight into the output file: the constants are written from where they are, not
+ * copied into an object in memory first (VGG-16's 730 MB: a copy took ~2 s here, most of it
+ * page faults). */
+typedef struct FdSink {
+    int fd, err;
+    size_t n;
+    char buf[1 << 16];
+} FdSink;
+
+static void fd_write(FdSink *s, const char *d, size_t n) {
+    while (n > 0 && !s->err) {
+        ssize_t w = write(s->fd, d, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) s->err = w < 0 ? errno : EIO;
+        else d += w, n -= (size_t)w;
+    }
+}
+
+static void fd_flush(FdSink *s) {
+    fd_write(s, s->buf, s->n);
+    s->n = 0;
+}
+
+static void fd_put(void *ctx, const void *data, size_t n) {
+    FdSink *s = ctx;
+    if (s->n + n > sizeof s->buf) fd_flush(s);
+    if (n >= sizeof s->buf) fd_write(s, data, n);
+    else memcpy(s->buf + s->n, data, n), s->n += n;
+}
+
+static void write_joined(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, ConstPool *cp, struct Side *side,
+                         const char *path) {
+    char *err = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj))
+        fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
+    ElfPart part[2] = {{LLVMGetBufferStart(obj), LLVMGetBufferSize(obj)}};
+    int nparts = 1, nhide = 0;
+    const char **hide = ARENA_ARRAY(p->arena, const char *, (side ? side_names(side, NULL) : 0) + 2);
+    if (cp->blob) hide[nhide++] = cp->blob_name;
+    if (side) {
+        if (!side_wait(side, &part[1])) fatal(path, "cannot generate code: %s", side_error(side));
+        nparts = 2;
+        nhide += side_names(side, hide + nhide);
+    }
+    ElfBlob blob = {".rodata.weights", cp->blob_name, cp->blob_size, 64, cp->data, cp->size, cp->off, cp->n};
+    int64_t in_section = 0;
+    p->flash_size = (int64_t)cp->blob_size;
+    for (int i = 0; i < nparts; i++) p->flash_size += be_flash_size(part[i].data, part[i].size, NULL, &in_section);
+    bool special = out_is_special(path);
+    char *tmp = NULL;
+    FdSink *s = calloc(1, sizeof *s);
+    if (!s) die("out of memory");
+    if (special) s->fd = open(path, O_WRONLY | O_TRUNC);
+    else tmp = out_temp(path, &s->fd);
+    if (s->fd < 0) fatal(path, "cannot write: %s", strerror(errno));
+    ElfSink sink = {fd_put, s};
+    if (!be_elf_join(part, nparts, cp->blob ? &blob : NULL, hide, nhide, &sink)) {
+        if (tmp) unlink(tmp);
+        die("emit: cannot join LLVM's objects and the weights");
+    }
+    fd_flush(s);
+    if (close(s->fd) != 0 && !s->err) s->err = errno;
+    LLVMDisposeMemoryBuffer(obj);
+    int e = s->err;
+    free(s);
+    if (special) {
+        if (e) fatal(path, "cannot write: %s", strerror(e));
+    } else {
+        out_finish(path, tmp, e == 0, e);
+    }
+}
+
+static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, ConstPool *cp, struct Side *side,
+                      EmitKind kind, const char *path) {
+    if (kind == EMIT_OBJ && (cp->blob || side)) {
+        write_joined(p, M, tm, cp, side, path);
+        return;
+    }
+    if (side) die("emit: a side module without an object to join it to");
     if (kind == EMIT_OBJ && write_object_file(p, M, tm, path)) return;
     char *err = NULL, *ir = kind == EMIT_LLVM ? LLVMPrintModuleToString(M) : NULL;
     LLVMMemoryBufferRef obj = NULL, text = NULL;
@@ -820,11 +953,121 @@ static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, Emit
     LLVMDisposeMemoryBuffer(obj);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+
+/* ---- the side module ----
+ * LLVM optimises and generates code on one thread a module. Where a model has many kernels
+ * (SPLIT_KERNELS) and its object goes through the join anyway (blob mode), about half of its
+ * kernels' code goes to a second module in a context of its own, which a thread of its own
+ * optimises and compiles while the main thread does the rest; elf.c joins the two objects.
+ * Kernels are given to the module that has the fewer LLVM instructions so far (each kernel
+ * built whole into one); those of the side are exported under a name of their own (".sN"),
+ * declared in the main module for NAME_run to call, and made local again by the join. The
+ * split depends only on the model and the flags, so the object does not depend on the machine.
+ * Lost: inlining a kernel into NAME_run (kernels called per step of an RNN's loop are small
+ * and stay in the main module only if the greedy puts them there; every kernel is a function
+ * call either way at this size), and mergefunc across the two modules. ONNXCC_SPLIT_KERNELS
+ * sets the threshold (tests: 1 splits every model). */
+enum { SPLIT_KERNELS = 24 };
+
+typedef struct Side {
+    Emitter e;                      /* its context, module and builder */
+    Emitter es[MAX_ISAS];           /* its emitter of each ISA level */
+    LLVMTargetMachineRef tm;
+    int opt_level;
+    bool outlined;
+    Frames fr;
+    LLVMMemoryBufferRef obj;
+    char *err;
+    const char **names;             /* its functions NAME_run calls, which the join hides */
+    int nnames;
+    int64_t size, main_size;        /* LLVM instructions of the kernels in it, in the main module */
+    int nkernels;                   /* kernels in it */
+    double ms;                      /* its thread's time */
+    pthread_t thread;
+    bool joined;
+} Side;
+
+/* A module for target t in a new context, like the main one. */
+static void new_module(Emitter *e, const Target *t, LLVMTargetDataRef td, const char *name) {
+    e->C = LLVMContextCreate();
+    e->M = LLVMModuleCreateWithNameInContext(name, e->C);
+    e->B = LLVMCreateBuilderInContext(e->C);
+    LLVMSetTarget(e->M, t->triple);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(e->M, dl);
+    LLVMDisposeMessage(dl);
+    if (t->abi)     /* what clang records; the ELF float-ABI flags follow it */
+        LLVMAddModuleFlag(e->M, LLVMModuleFlagBehaviorError, "target-abi", 10,
+                          LLVMValueAsMetadata(LLVMMDStringInContext(e->C, t->abi, (unsigned)strlen(t->abi))));
+    init_types(e);
 }
+
+/* LLVM instructions in the functions of M after `after` (NULL: all) */
+static int64_t fns_size(LLVMModuleRef M, LLVMValueRef after) {
+    int64_t n = 0;
+    for (LLVMValueRef f = after ? LLVMGetNextFunction(after) : LLVMGetFirstFunction(M); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) n++;
+    return n;
+}
+
+static LLVMTypeRef type_in(Emitter *e, LLVMTypeRef t) {
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMVoidTypeKind: return e->voidt;
+    case LLVMPointerTypeKind: return e->ptr;
+    case LLVMIntegerTypeKind: return LLVMIntTypeInContext(e->C, LLVMGetIntTypeWidth(t));
+    default: die("emit: a kernel parameter of type kind %d", (int)LLVMGetTypeKind(t));
+    }
+}
+
+/* Side function f exported, and declared in the main module (returned) for NAME_run. */
+static LLVMValueRef export_fn(Emitter *main, Side *s, LLVMValueRef f) {
+    size_t len;
+    const char *orig = LLVMGetValueName2(f, &len);
+    const char *name = arena_printf(main->p->arena, "%.*s.s%d", (int)len, orig, s->nnames);
+    LLVMSetValueName2(f, name, strlen(name));
+    LLVMSetLinkage(f, LLVMExternalLinkage);
+    LLVMSetVisibility(f, LLVMHiddenVisibility);
+    s->names = realloc(s->names, sizeof *s->names * (size_t)(s->nnames + 1));
+    if (!s->names) die("out of memory");
+    s->names[s->nnames++] = name;
+    LLVMTypeRef ft = LLVMGlobalGetValueType(f);
+    unsigned np = LLVMCountParamTypes(ft);
+    LLVMTypeRef *pt = ARENA_ARRAY(main->p->arena, LLVMTypeRef, np + 1);
+    LLVMGetParamTypes(ft, pt);
+    for (unsigned i = 0; i < np; i++) pt[i] = type_in(main, pt[i]);
+    LLVMValueRef d = LLVMAddFunction(main->M, name, LLVMFunctionType(type_in(main, LLVMGetReturnType(ft)), pt, np, 0));
+    LLVMSetVisibility(d, LLVMHiddenVisibility);
+    be_enum_attr(main, d, LLVMAttributeFunctionIndex, "nounwind");
+    return d;
+}
+
+static void *side_main(void *v) {
+    Side *s = v;
+    double t0 = now_ms();
+    optimize(s->e.M, s->tm, s->opt_level, s->outlined, false);
+    if (LLVMTargetMachineEmitToMemoryBuffer(s->tm, s->e.M, LLVMObjectFile, &s->err, &s->obj)) s->obj = NULL;
+    s->ms = now_ms() - t0;
+    return NULL;
+}
+
+/* Waits for the side's thread; its object, or false (side_error says why). */
+static bool side_wait(Side *s, ElfPart *part) {
+    if (!s->joined && pthread_join(s->thread, NULL) != 0) die("emit: cannot join the side module's thread");
+    s->joined = true;
+    if (!s->obj) return false;
+    *part = (ElfPart){LLVMGetBufferStart(s->obj), LLVMGetBufferSize(s->obj)};
+    return true;
+}
+
+static const char *side_error(Side *s) { return s->err ? s->err : "unknown LLVM error"; }
+
+/* The names the join hides, into `to` (NULL: only counted). */
+static int side_names(Side *s, const char **to) {
+    for (int i = 0; to && i < s->nnames; i++) to[i] = s->names[i];
+    return s->nnames;
+}
+
 
 static void emit_module(Program **ps, const Target *ts, int n, int opt_level, EmitKind kind, const char *path) {
     Program *p = ps[0];
@@ -840,19 +1083,9 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
         fatal(path, "the model needs an arena of %lld bytes, over onnxcc's limit of %lld bytes "
               "for this target", (long long)p->arena_size, (long long)limit);
     LLVMTargetMachineRef tm = be_machine(t, opt_level);
-    Emitter e = {.p = p, .t = t};
-    e.C = LLVMContextCreate();
-    e.M = LLVMModuleCreateWithNameInContext(p->name, e.C);
-    e.B = LLVMCreateBuilderInContext(e.C);
-    LLVMSetTarget(e.M, t->triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-    char *dl = LLVMCopyStringRepOfTargetData(td);
-    LLVMSetDataLayout(e.M, dl);
-    LLVMDisposeMessage(dl);
-    if (t->abi)     /* what clang records; the ELF float-ABI flags follow it */
-        LLVMAddModuleFlag(e.M, LLVMModuleFlagBehaviorError, "target-abi", 10,
-                          LLVMValueAsMetadata(LLVMMDStringInContext(e.C, t->abi, (unsigned)strlen(t->abi))));
-    init_types(&e);
+    Emitter e = {.p = p, .t = t};
+    new_module(&e, t, td, p->name);
 
     if (p->weights_external && LLVMByteOrder(td) == LLVMBigEndian)    /* the blob is little-endian */
         fatal(path, "--emit-weights: big-endian targets are not supported");
@@ -862,19 +1095,57 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
      * vectors have threads (NAME_run_par); microcontrollers do not, and keep NAME_run alone. */
     bool threads = p->vector_bytes >= 16;
     ConstPool pool = {0};
+    /* blob mode: objects for x86-64 ELF, the weights not asked elsewhere (ThreadSanitizer's
+     * module constructor comes in a section group, which the join does not take) */
+    const char *tr = t->triple;
+    pool.blob_mode = kind == EMIT_OBJ && !p->weights_section && !p->weights_external && !p->tsan &&
+                     !strncmp(tr, "x86_64", 6) && !strstr(tr, "apple") && !strstr(tr, "darwin") &&
+                     !strstr(tr, "windows") && !strstr(tr, "win32") && !strstr(tr, "mingw") && !strstr(tr, "cygwin") &&
+                     !strstr(tr, "uefi");
+    pool.blob_name = arena_printf(p->arena, "%s.weights", p->name);
+    int nk = 0;
+    for (int l = 0; l < n; l++)
+        for (int i = 0; i < ps[l]->nkernels; i++) nk += !ps[l]->kernels[i]->ctl;
+    const char *sk = getenv("ONNXCC_SPLIT_KERNELS");
+    Side *side = NULL;
+    if (pool.blob_mode && !p->profile && opt_level >= 1 && nk >= (sk ? atoi(sk) : SPLIT_KERNELS)) {
+        side = calloc(1, sizeof *side);
+        if (!side) die("out of memory");
+        side->e = (Emitter){.p = p, .t = t};
+        new_module(&side->e, t, td, arena_printf(p->arena, "%s.side", p->name));
+        side->opt_level = opt_level;
+    }
     Emitter es[MAX_ISAS];
     LLVMValueRef runs[MAX_ISAS];
+    double t0 = now_ms();
     for (int l = 0; l < n; l++) {
         es[l] = e;
         es[l].p = ps[l], es[l].t = &ts[l];
         es[l].pool = &pool;
         Emitter *el = &es[l];
         plan_blocks(el);
+        if (side) {
+            side->es[l] = side->e;
+            side->es[l].p = ps[l], side->es[l].t = &ts[l];
+            side->es[l].kblock = el->kblock, side->es[l].block_at = el->block_at;
+        }
         LLVMValueRef *kfn = ARENA_ARRAY(p->arena, LLVMValueRef, ps[l]->nkernels + 1);
         LLVMValueRef *ktask = threads ? ARENA_ARRAY(p->arena, LLVMValueRef, ps[l]->nkernels + 1) : NULL;
         for (int i = 0; i < ps[l]->nkernels; i++) {
             if (ps[l]->kernels[i]->ctl) continue;
-            kfn[i] = be_kernel(el, ps[l]->kernels[i], ktask ? &ktask[i] : NULL);
+            Emitter *ek = side && side->size < side->main_size ? &side->es[l] : el;
+            LLVMValueRef last = LLVMGetLastFunction(ek->M);
+            kfn[i] = be_kernel(ek, ps[l]->kernels[i], ktask ? &ktask[i] : NULL);
+            if (!side) continue;
+            int64_t size = fns_size(ek->M, last);
+            if (ek == el) {
+                side->main_size += size;
+                continue;
+            }
+            side->size += size;
+            side->nkernels++;
+            kfn[i] = export_fn(el, side, kfn[i]);
+            if (ktask && ktask[i]) ktask[i] = export_fn(el, side, ktask[i]);
         }
         const char *name = arena_printf(p->arena, p->weights_external ? "%s_run_w" : "%s_run", p->name);
         if (n > 1 || threads) name = arena_printf(p->arena, "run.%s", ts[l].isa);
@@ -889,24 +1160,47 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
     e.noutlined = 0;
     for (int l = 0; l < n; l++) e.noutlined += es[l].noutlined;
 
-    /* -v times LLVM's two phases like the passes before them */
-    double t0 = now_ms();
+    /* -v times the building of the module and LLVM's two phases like the passes before them */
+    progress("%-15s %8.2f ms", "llvm-build", now_ms() - t0);
+    int64_t main_total = side ? fns_size(e.M, NULL) : 0;
+    Frames fr = {0};
+    be_listen_remarks(e.C, &fr);    /* before the side's thread: it switches the remarks on */
+    if (side) {
+        for (int l = 0; l < n; l++) side->outlined |= side->es[l].noutlined > 0;
+        side->tm = be_machine(t, opt_level);
+        be_listen_remarks(side->e.C, &side->fr);
+        if (pthread_create(&side->thread, NULL, side_main, side) != 0) die("emit: cannot start a thread");
+    }
+    t0 = now_ms();
     optimize(e.M, tm, opt_level, e.noutlined > 0, p->tsan);
     progress("%-15s %8.2f ms", "llvm-opt", now_ms() - t0);
     t0 = now_ms();
-    Frames fr = {0};
-    be_listen_remarks(e.C, &fr);
-    write_out(p, e.M, tm, kind, path);
+    write_out(p, e.M, tm, &pool, side, kind, path);
     progress("%-15s %8.2f ms", kind == EMIT_LLVM ? "llvm-print" : "llvm-codegen", now_ms() - t0);
-    p->stack_size = be_stack_bound(&e, &fr, run);
+    if (side)
+        progress("%-15s %8.2f ms (on a thread of its own: %d of %d kernels, %lld of %lld LLVM instructions)",
+                 "llvm-side", side->ms, side->nkernels, nk, (long long)side->size, (long long)(side->size + main_total));
+    p->stack_size = be_stack_bound(&e, &fr, run, side ? side->e.M : NULL, side ? &side->fr : NULL);
     for (int l = 1; l < n; l++) {
         ps[l]->flash_size = p->flash_size, ps[l]->stack_size = p->stack_size;
         ps[l]->weights_size = p->weights_size;
     }
     be_frames_free(&fr);
+    if (side) {
+        be_frames_free(&side->fr);
+        if (side->obj) LLVMDisposeMemoryBuffer(side->obj);
+        if (side->err) LLVMDisposeMessage(side->err);
+        free(side->names);
+        LLVMDisposeTargetMachine(side->tm);
+        LLVMDisposeBuilder(side->e.B);
+        LLVMDisposeModule(side->e.M);
+        LLVMContextDispose(side->e.C);
+        free(side);
+    }
     free(pool.data);
     free(pool.size);
     free(pool.g);
+    free(pool.off);
     LLVMDisposeBuilder(e.B);
     LLVMDisposeModule(e.M);
     LLVMContextDispose(e.C);

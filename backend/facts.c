@@ -73,23 +73,35 @@ void be_frames_free(Frames *fr) {
 
 typedef struct Walk {
     const Target *t;
-    Frames *fr;
-    LLVMValueRef *fn;               /* defined functions, in module order */
+    Frames *fr[2];                  /* the module's, the side module's (may be NULL) */
+    LLVMValueRef *fn;               /* defined functions, in module order, the side's after */
     int64_t *depth;                 /* -1 unknown, -2 on the current path */
     int n;
 } Walk;
 
+/* f's index; a declaration's is that of the function of its name the other module defines
+ * (emit.c's side module: kernels compiled apart, called by NAME_run) */
 static int fn_index(Walk *w, LLVMValueRef f) {
     for (int i = 0; i < w->n; i++)
         if (w->fn[i] == f) return i;
+    if (!LLVMIsDeclaration(f)) return -1;
+    size_t len, l2;
+    const char *name = LLVMGetValueName2(f, &len);
+    for (int i = 0; i < w->n; i++) {
+        const char *n2 = LLVMGetValueName2(w->fn[i], &l2);
+        if (l2 == len && !memcmp(n2, name, len)) return i;
+    }
     return -1;
 }
 
 static int64_t frame_of(Walk *w, LLVMValueRef f) {
     size_t len;
     const char *name = LLVMGetValueName2(f, &len);
-    for (int i = w->fr->n - 1; i >= 0; i--)         /* the last codegen's frame wins */
-        if (strlen(w->fr->name[i]) == len && !memcmp(w->fr->name[i], name, len)) return w->fr->bytes[i];
+    for (int m = 0; m < 2; m++) {
+        Frames *fr = w->fr[m];
+        for (int i = fr ? fr->n - 1 : -1; i >= 0; i--)  /* the last codegen's frame wins */
+            if (strlen(fr->name[i]) == len && !memcmp(fr->name[i], name, len)) return fr->bytes[i];
+    }
     die("no stack size from LLVM for function %.*s", (int)len, name);
 }
 
@@ -124,15 +136,18 @@ static int64_t depth(Walk *w, int i) {
     return w->depth[i] = self + callees;
 }
 
-int64_t be_stack_bound(Emitter *e, Frames *fr, LLVMValueRef run) {
-    Walk w = {.t = e->t, .fr = fr};
-    for (LLVMValueRef f = LLVMGetFirstFunction(e->M); f; f = LLVMGetNextFunction(f))
-        if (!LLVMIsDeclaration(f)) w.n++;
+int64_t be_stack_bound(Emitter *e, Frames *fr, LLVMValueRef run, LLVMModuleRef side, Frames *side_fr) {
+    Walk w = {.t = e->t, .fr = {fr, side_fr}};
+    LLVMModuleRef mods[2] = {e->M, side};
+    for (int m = 0; m < 2 && mods[m]; m++)
+        for (LLVMValueRef f = LLVMGetFirstFunction(mods[m]); f; f = LLVMGetNextFunction(f))
+            if (!LLVMIsDeclaration(f)) w.n++;
     w.fn = ARENA_ARRAY(e->p->arena, LLVMValueRef, w.n + 1);
     w.depth = ARENA_ARRAY(e->p->arena, int64_t, w.n + 1);
     int n = 0;
-    for (LLVMValueRef f = LLVMGetFirstFunction(e->M); f; f = LLVMGetNextFunction(f))
-        if (!LLVMIsDeclaration(f)) w.depth[n] = -1, w.fn[n++] = f;
+    for (int m = 0; m < 2 && mods[m]; m++)
+        for (LLVMValueRef f = LLVMGetFirstFunction(mods[m]); f; f = LLVMGetNextFunction(f))
+            if (!LLVMIsDeclaration(f)) w.depth[n] = -1, w.fn[n++] = f;
     int r = fn_index(&w, run);
     if (r < 0) die("NAME_run is not in the module");
     return depth(&w, r);

@@ -70,6 +70,30 @@ typedef struct Emitter {
     bool ubs_ok;
 } Emitter;
 
+/* elf.c: relocatable ELF64 objects (parts) joined into one, as `ld -r` would, plus a section
+ * of constant data (the blob, may be NULL: its parts data[i] of size[i] bytes at offsets
+ * off[i], increasing, -1 for none) that defines `symbol`; the symbols named in `hide` become
+ * local. The object goes to sink->write in order. False, before anything is written, if an
+ * input has what the join does not handle. */
+typedef struct ElfPart {
+    const void *data;
+    size_t size;
+} ElfPart;
+typedef struct ElfBlob {
+    const char *section, *symbol;
+    size_t size, align;
+    const void *const *data;
+    const size_t *size_of;
+    const int64_t *off;
+    int n;
+} ElfBlob;
+typedef struct ElfSink {
+    void (*write)(void *ctx, const void *data, size_t n);
+    void *ctx;
+} ElfSink;
+bool be_elf_join(const ElfPart *parts, int nparts, const ElfBlob *blob, const char *const *hide, int nhide,
+                 const ElfSink *sink);
+
 /* A TargetMachine for t (PIC on the host, static elsewhere). */
 LLVMTargetMachineRef be_machine(const Target *t, int opt_level);
 /* nounwind plus target-cpu/target-features matching the TargetMachine. */
@@ -85,8 +109,9 @@ typedef struct Frames {
 /* Take C's diagnostics: errors abort, warnings go to -v, frame sizes to fr (may be NULL). */
 void be_listen_remarks(LLVMContextRef C, Frames *fr);
 void be_frames_free(Frames *fr);
-/* Bytes of stack one call of `run` uses at most, from fr and e->M's call graph. */
-int64_t be_stack_bound(Emitter *e, Frames *fr, LLVMValueRef run);
+/* Bytes of stack one call of `run` uses at most, from fr and e->M's call graph, and from
+ * side_fr and the side module's (emit.c; NULL without one). */
+int64_t be_stack_bound(Emitter *e, Frames *fr, LLVMValueRef run, LLVMModuleRef side, Frames *side_fr);
 /* Bytes of the allocated read-only sections of an object in memory; -1 if not ELF. Those of
  * the section named `skip` (--weights-section; may be NULL) are not counted but go to *skipped. */
 int64_t be_flash_size(const char *obj, size_t size, const char *skip, int64_t *skipped);

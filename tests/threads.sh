@@ -18,6 +18,11 @@
 #      task twice at once (THREADS_RACE), it must report the race: the proof that it looks.
 #   4. A sample of the ONNX backend tests (convs, dense layers, pools, recurrent and integer
 #      ops) checked with --isa 0 against their data.
+#   5. The side module (backend/emit.c): with ONNXCC_SPLIT_KERNELS=1 every model's kernels
+#      are split over two LLVM modules, compiled on two threads and joined into one object
+#      (backend/elf.c; bench-sized models split at the default threshold). Each is checked
+#      against its numpy references (the object loaded by LLVM's JIT linker), and the program
+#      of step 2 is built from it (the object linked by the C compiler) and must pass.
 # Last line: "threads: N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
@@ -28,6 +33,16 @@ gen_models threads $OUT tests/threads/gen.py
 x86=
 [ "$(uname -m)" = x86_64 ] && x86=-O2,--isa,0
 check_models $OUT "-O2 $x86"
+# step 5's check (before the builds below add their directories to $OUT)
+if [ -n "$x86" ]; then
+    export ONNXCC_SPLIT_KERNELS=1
+    check_models $OUT "-O2,-v"
+    for m in $OUT/*/; do
+        grep -q 'llvm-side .*on a thread of its own: [1-9]' "$OUT/$(basename $m)-O2,-v.log" ||
+            fail "$(basename $m): no kernel went to the side module" "$OUT/$(basename $m)-O2,-v.log"
+    done
+    unset ONNXCC_SPLIT_KERNELS
+fi
 
 # the program of step 2 (and 3) for model M (a directory with model.onnx): OBJ-FLAGS CC-FLAGS
 build() { # m tag onnxcc-flags cc-flags
@@ -59,6 +74,26 @@ for m in $OUT/*/ models/cnn/; do
         fail "$name: run_par" $OUT/$name.run/out.log
     fi
 done
+
+# the side module: objects joined from two, checked and linked
+if [ -n "$x86" ]; then
+    export ONNXCC_SPLIT_KERNELS=1
+    for m in $OUT/*/ models/cnn/; do
+        m=${m%/}
+        name=${m##*/}
+        [ -f $m/model.onnx ] || continue
+        if ! build $m $name.side "--split-all -v" ""; then
+            fail "$name: does not build from two modules" $OUT/$name.side/build.log
+        elif ! grep -q 'llvm-side .*on a thread of its own: [1-9]' $OUT/$name.side/build.log; then
+            fail "$name: no kernel went to the side module" $OUT/$name.side/build.log
+        elif $OUT/$name.side/threads >$OUT/$name.side/out.log 2>&1; then
+            ok "$name: joined from two modules, run_par bitwise run ($(tail -n 1 $OUT/$name.side/out.log))"
+        else
+            fail "$name: joined from two modules, run_par" $OUT/$name.side/out.log
+        fi
+    done
+    unset ONNXCC_SPLIT_KERNELS
+fi
 
 # ThreadSanitizer, where the C compiler has it
 if [ -n "$x86" ] && echo 'int main(void) { return 0; }' >$OUT/t.c &&
