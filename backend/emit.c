@@ -1112,7 +1112,7 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
         for (int i = 0; i < ps[l]->nkernels; i++) nk += !ps[l]->kernels[i]->ctl;
     const char *sk = getenv("ONNXCC_SPLIT_KERNELS");
     Side *side = NULL;
-    if (pool.blob_mode && !p->profile && opt_level >= 1 && nk >= (sk ? atoi(sk) : SPLIT_KERNELS)) {
+    if (pool.blob_mode && opt_level >= 1 && nk >= (sk ? atoi(sk) : SPLIT_KERNELS)) {
         side = calloc(1, sizeof *side);
         if (!side) die("out of memory");
         side->e = (Emitter){.p = p, .t = t};
