@@ -960,13 +960,12 @@ static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, Cons
  * kernels' code goes to a second module in a context of its own, which a thread of its own
  * optimises and compiles while the main thread does the rest; elf.c joins the two objects.
  * Kernels are given to the module that has the fewer LLVM instructions so far (SIDE_SHARE;
- * each kernel built whole into one); those of the side are exported under a name of their own (".sN"),
- * declared in the main module for NAME_run to call, and made local again by the join. The
- * split depends only on the model and the flags, so the object does not depend on the machine.
- * Lost: inlining a kernel into NAME_run (kernels called per step of an RNN's loop are small
- * and stay in the main module only if the greedy puts them there; every kernel is a function
- * call either way at this size), and mergefunc across the two modules. ONNXCC_SPLIT_KERNELS
- * sets the threshold (tests: 1 splits every model). */
+ * each kernel built whole into one); those of the side are exported under a name of their
+ * own (".sN"), declared in the main module for NAME_run to call, and made local again by the
+ * join. The split depends only on the model and the flags, so the object does not depend on
+ * the machine. Lost: inlining a side kernel into NAME_run (the models where that pays, an
+ * RNN's small step kernels, have fewer kernels than the threshold) and mergefunc across the
+ * two modules. ONNXCC_SPLIT_KERNELS sets the threshold (tests: 1 splits every model). */
 /* SIDE_SHARE: the side takes a kernel while its instructions are below 125% of the main
  * module's, since the main thread also builds NAME_run, then joins and writes the object
  * (ResNet-18: 55% of the kernels' instructions to the side; against 50%, compile times
