@@ -1298,9 +1298,14 @@ static bool channel_last_user(Program *p, Kernel *k) {
     if (!o.b || !conv_weights(p, k, o.b, 4) || (trips(*nest[1]) < 8 && !few_outputs(p, o.b, trips(*nest[1])))) return false;
     if (!o.other_reads) return true;
     /* a grouped conv of whole vectors a group (input channel m / D * Cg + c, D a multiple of
-     * the lanes): group_split makes each group a dense conv, which reads NHWC as one does */
-    int64_t d = list_divisor((*nest[3])->body, (*nest[1])->var);
-    return d > 1 && d % lanes(p, k) == 0 && trips(*nest[1]) % d == 0;
+     * the lanes), or of more than a vector in whole half vectors with AVX-512 (the groups the
+     * schedule's second group_split takes: RegNetY's 24 and 56): group_split makes each group
+     * a dense conv, which reads NHWC as one does. Left NCHW, RegNetY-8GF's Winograd input
+     * transforms ran along 4 tiles a row at 5% of the FMA peak (0.7 ms on 14x14, where the
+     * products took 0.46): with NHWC, RegNetY-8GF 98-102 -> 85-90 ms, RegNetY-1.6GF 20-23 ->
+     * 17-20, RegNetY-3.2GF 36-41 -> 32-33 (one thread, --cpu native, onnxcc bench alternated) */
+    int64_t d = list_divisor((*nest[3])->body, (*nest[1])->var), lw = lanes(p, k);
+    return d > 1 && (d % lw == 0 || (lw >= 16 && d % (lw / 2) == 0 && d > lw)) && trips(*nest[1]) % d == 0;
 }
 
 static Stmt *innermost_parallel(Kernel *k) {

@@ -266,6 +266,28 @@ def se_block(name,xs,c,e):
     save(name,nodes,xs,x,[('y',y)],[nh.from_array(v,n) for n,v in ws.items()],14)
 se_block('se_block',[2,3,11,13],16,4)
 se_block('se_block_24',[1,3,9,20],24,6)
+# RegNetY-style blocks (1x1, a grouped 3x3, 1x1, residual) whose groups are whole half vectors
+# but not whole vectors on AVX-512 (RegNetY-1.6GF's 24 channels a group, RegNetY-8GF's 56):
+# their temporaries go NHWC there too (schedule.c's channel_last_user, as group_split takes
+# such groups), the 56-channel one in the Winograd form (its transforms along the channels).
+def regnet_block(name,xs,wd,gw):
+    ws={}; nodes=[]
+    def conv(inp,out,cin,cout,k,g,x):
+        w=rng.standard_normal([cout,cin//g,k,k]).astype(np.float32)/np.sqrt(cin//g*k*k); b=rng.standard_normal(cout).astype(np.float32)*0.1
+        ws['W'+out],ws['B'+out]=w,b
+        nodes.append(h.make_node('Conv',[inp,'W'+out,'B'+out],[out],pads=[k//2]*4,group=g))
+        return gref(x,w.astype(np.float64),b,[1,1],[1,1],[k//2]*2,[k//2]*2,g)
+    def relu(inp,out,x):
+        nodes.append(h.make_node('Relu',[inp],[out])); return np.maximum(x,0)
+    x=rng.standard_normal(xs).astype(np.float32); c=xs[1]
+    a=relu('a','ar',conv('x','a',c,wd,1,1,x.astype(np.float64)))
+    b=relu('b','br',conv('ar','b',wd,wd,3,wd//gw,a))
+    d=conv('br','d',wd,c,1,1,b)
+    nodes.append(h.make_node('Add',['d','x'],['r'])); r=d+x
+    nodes.append(h.make_node('Relu',['r'],['y'])); y=np.maximum(r,0).astype(np.float32)
+    save(name,nodes,xs,x,[('y',y)],[nh.from_array(v,n) for n,v in ws.items()],13)
+regnet_block('regnet_g24',[1,48,14,14],96,24)
+regnet_block('regnet_g56',[1,64,16,16],112,56)
 # Grouped convs of fewer output channels a group than a vector's lanes (ResNeXt's 4 and 8,
 # RegNet's 8) between 1x1 convs, as in those models' blocks: their temporaries go NHWC and the
 # grouped conv runs its output channels as lanes, several groups a vector, the input permuted
