@@ -15,7 +15,8 @@
  * symbols named in `hide` (the functions one module calls in another, and the blob) become
  * local, so that the object exports what a single module's would. Inputs with anything else
  * (section groups, link-order sections, REL relocations, extended section numbering) are
- * refused: returns false, and the caller keeps LLVM's own object. */
+ * refused before anything is written: be_elf_join returns false, and emit.c, which joins
+ * only the objects LLVM writes for x86-64 ELF (none of those), stops with an internal error. */
 #include <elf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,17 +131,35 @@ static int sym_add(Syms *y, Elf64_Sym s, const char *name) {
 
 static size_t align_up(size_t v, size_t a) { return a > 1 ? (v + a - 1) / a * a : v; }
 
+/* The output's section headers under construction: by output index, the header, the input
+ * header it copies (NULL: made here) and that input's number. */
+typedef struct Secs {
+    Elf64_Shdr *sh;
+    const Elf64_Shdr **from;
+    int *from_in;
+    int n;
+    Strs names;
+} Secs;
+
+/* Input section s of input i (ins[i] = in) as the next output section; its index. */
+static int sec_take(Secs *o, In *in, int i, int s) {
+    int k = o->n++;
+    in->smap[s] = k;
+    o->from[k] = &in->sh[s], o->from_in[k] = i;
+    o->sh[k] = in->sh[s];
+    o->sh[k].sh_name = (Elf64_Word)str_add(&o->names, in->shstr + in->sh[s].sh_name);
+    return k;
+}
+
 bool be_elf_join(const ElfPart *parts, int nparts, const ElfBlob *blob, const char *const *hide, int nhide,
                  const ElfSink *sink) {
     In *ins = calloc((size_t)nparts, sizeof *ins);
     if (!ins) die("out of memory");
     bool ok = false;
     Syms y = {0};
-    Strs symstr = {0}, shstr = {0};
-    Elf64_Shdr *osh = NULL;
-    const Elf64_Shdr **from = NULL;     /* by output section: its input header (NULL: made here) */
-    int *from_in = NULL;
-    int nsec = 1, total_in = 0;
+    Strs symstr = {0};
+    Secs o = {.n = 1};
+    int total_in = 0;
     for (int i = 0; i < nparts; i++) {
         ins[i].o = parts[i].data, ins[i].size = parts[i].size;
         if (!parse(&ins[i])) goto done;
@@ -151,11 +170,11 @@ bool be_elf_join(const ElfPart *parts, int nparts, const ElfBlob *blob, const ch
         total_in += ins[i].nsh;
     }
     int cap = total_in + 8;
-    osh = calloc((size_t)cap, sizeof *osh);
-    from = calloc((size_t)cap, sizeof *from);
-    from_in = calloc((size_t)cap, sizeof *from_in);
-    if (!osh || !from || !from_in) die("out of memory");
-    str_add(&shstr, "");
+    o.sh = calloc((size_t)cap, sizeof *o.sh);
+    o.from = calloc((size_t)cap, sizeof *o.from);
+    o.from_in = calloc((size_t)cap, sizeof *o.from_in);
+    if (!o.sh || !o.from || !o.from_in) die("out of memory");
+    str_add(&o.names, "");
     str_add(&symstr, "");
 
     /* sections: each input's contents, the blob, each input's relocations, then the tables */
@@ -163,18 +182,13 @@ bool be_elf_join(const ElfPart *parts, int nparts, const ElfBlob *blob, const ch
         In *in = &ins[i];
         for (int s = 1; s < in->nsh; s++) {
             unsigned t = in->sh[s].sh_type;
-            if (t == SHT_SYMTAB || t == SHT_STRTAB || t == SHT_RELA || t == SHT_LLVM_ADDRSIG) continue;
-            in->smap[s] = nsec;
-            from[nsec] = &in->sh[s], from_in[nsec] = i;
-            osh[nsec] = in->sh[s];
-            osh[nsec].sh_name = (Elf64_Word)str_add(&shstr, in->shstr + in->sh[s].sh_name);
-            nsec++;
+            if (t != SHT_SYMTAB && t != SHT_STRTAB && t != SHT_RELA && t != SHT_LLVM_ADDRSIG) sec_take(&o, in, i, s);
         }
     }
     int blob_sec = 0;
     if (blob) {
-        blob_sec = nsec++;
-        osh[blob_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&shstr, blob->section), .sh_type = SHT_PROGBITS,
+        blob_sec = o.n++;
+        o.sh[blob_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&o.names, blob->section), .sh_type = SHT_PROGBITS,
                                      .sh_flags = SHF_ALLOC, .sh_size = blob->size, .sh_addralign = blob->align};
     }
     for (int i = 0; i < nparts; i++) {
@@ -182,16 +196,11 @@ bool be_elf_join(const ElfPart *parts, int nparts, const ElfBlob *blob, const ch
         for (int s = 1; s < in->nsh; s++) {
             if (in->sh[s].sh_type != SHT_RELA) continue;
             if (!in->smap[in->sh[s].sh_info]) goto done;   /* relocations of a dropped section */
-            in->smap[s] = nsec;
-            from[nsec] = &in->sh[s], from_in[nsec] = i;
-            osh[nsec] = in->sh[s];
-            osh[nsec].sh_name = (Elf64_Word)str_add(&shstr, in->shstr + in->sh[s].sh_name);
-            osh[nsec].sh_info = (Elf64_Word)in->smap[in->sh[s].sh_info];
-            nsec++;
+            o.sh[sec_take(&o, in, i, s)].sh_info = (Elf64_Word)in->smap[in->sh[s].sh_info];
         }
     }
-    int symtab_sec = nsec++, symstr_sec = nsec++, shstr_sec = nsec++;
-    if (nsec >= SHN_LORESERVE) goto done;
+    int symtab_sec = o.n++, symstr_sec = o.n++, shstr_sec = o.n++;
+    if (o.n >= SHN_LORESERVE) goto done;
 
     /* symbols: the null one, every input's locals, the hidden definitions (now local), then
      * the globals; an undefined symbol takes the index of its definition where there is one */
@@ -257,39 +266,39 @@ bool be_elf_join(const ElfPart *parts, int nparts, const ElfBlob *blob, const ch
     for (int k = 1; k < y.n; k++) y.s[k].st_name = (Elf64_Word)str_add(&symstr, y.name[k]);
 
     /* layout */
-    osh[symtab_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&shstr, ".symtab"), .sh_type = SHT_SYMTAB,
+    o.sh[symtab_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&o.names, ".symtab"), .sh_type = SHT_SYMTAB,
                                    .sh_size = sizeof(Elf64_Sym) * (size_t)y.n, .sh_link = (Elf64_Word)symstr_sec,
                                    .sh_info = (Elf64_Word)first_global, .sh_addralign = 8,
                                    .sh_entsize = sizeof(Elf64_Sym)};
-    osh[symstr_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&shstr, ".strtab"), .sh_type = SHT_STRTAB,
+    o.sh[symstr_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&o.names, ".strtab"), .sh_type = SHT_STRTAB,
                                    .sh_size = symstr.n, .sh_addralign = 1};
-    osh[shstr_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&shstr, ".shstrtab"), .sh_type = SHT_STRTAB,
+    o.sh[shstr_sec] = (Elf64_Shdr){.sh_name = (Elf64_Word)str_add(&o.names, ".shstrtab"), .sh_type = SHT_STRTAB,
                                   .sh_addralign = 1};
-    osh[shstr_sec].sh_size = shstr.n;
-    for (int k = 1; k < nsec; k++)
-        if (osh[k].sh_type == SHT_RELA) osh[k].sh_link = (Elf64_Word)symtab_sec;
+    o.sh[shstr_sec].sh_size = o.names.n;
+    for (int k = 1; k < o.n; k++)
+        if (o.sh[k].sh_type == SHT_RELA) o.sh[k].sh_link = (Elf64_Word)symtab_sec;
     size_t at = sizeof(Elf64_Ehdr);
-    for (int k = 1; k < nsec; k++) {
-        at = align_up(at, osh[k].sh_addralign ? osh[k].sh_addralign : 1);
-        osh[k].sh_offset = at;
-        if (osh[k].sh_type != SHT_NOBITS) at += osh[k].sh_size;
+    for (int k = 1; k < o.n; k++) {
+        at = align_up(at, o.sh[k].sh_addralign ? o.sh[k].sh_addralign : 1);
+        o.sh[k].sh_offset = at;
+        if (o.sh[k].sh_type != SHT_NOBITS) at += o.sh[k].sh_size;
     }
     at = align_up(at, 8);
     size_t shoff = at;
     Elf64_Ehdr eh = *ins[0].eh;
-    eh.e_shoff = shoff, eh.e_shnum = (Elf64_Half)nsec, eh.e_shstrndx = (Elf64_Half)shstr_sec;
+    eh.e_shoff = shoff, eh.e_shnum = (Elf64_Half)o.n, eh.e_shstrndx = (Elf64_Half)shstr_sec;
     eh.e_phoff = 0, eh.e_phnum = 0;
     /* the relocations renumbered first: nothing is written if one names a dropped symbol */
-    Elf64_Rela **rela = calloc((size_t)nsec, sizeof *rela);
+    Elf64_Rela **rela = calloc((size_t)o.n, sizeof *rela);
     if (!rela) die("out of memory");
     bool bad = false;
-    for (int k = 1; k < nsec && !bad; k++) {
-        if (osh[k].sh_type != SHT_RELA) continue;
-        In *in = &ins[from_in[k]];
-        size_t nr = from[k]->sh_size / sizeof(Elf64_Rela);
+    for (int k = 1; k < o.n && !bad; k++) {
+        if (o.sh[k].sh_type != SHT_RELA) continue;
+        In *in = &ins[o.from_in[k]];
+        size_t nr = o.from[k]->sh_size / sizeof(Elf64_Rela);
         rela[k] = malloc(nr * sizeof(Elf64_Rela) + 1);
         if (!rela[k]) die("out of memory");
-        memcpy(rela[k], in->o + from[k]->sh_offset, nr * sizeof(Elf64_Rela));
+        memcpy(rela[k], in->o + o.from[k]->sh_offset, nr * sizeof(Elf64_Rela));
         for (size_t q = 0; q < nr && !bad; q++) {
             unsigned sj = (unsigned)ELF64_R_SYM(rela[k][q].r_info);
             if (sj >= (unsigned)in->nsym || (sj && !in->ymap[sj])) bad = true;
@@ -302,40 +311,40 @@ bool be_elf_join(const ElfPart *parts, int nparts, const ElfBlob *blob, const ch
         #define PUT(d, n) (sink->write(sink->ctx, (d), (n)), pos += (n))
         #define PAD(to) while (pos < (to)) PUT(zeros, (to) - pos < sizeof zeros ? (to) - pos : sizeof zeros)
         PUT(&eh, sizeof eh);
-        for (int k = 1; k < nsec; k++) {
-            if (osh[k].sh_type == SHT_NOBITS) continue;
-            PAD(osh[k].sh_offset);
+        for (int k = 1; k < o.n; k++) {
+            if (o.sh[k].sh_type == SHT_NOBITS) continue;
+            PAD(o.sh[k].sh_offset);
             if (k == blob_sec) {
                 for (int b = 0; b < blob->n; b++) {
                     if (blob->off[b] < 0) continue;
-                    PAD(osh[k].sh_offset + (size_t)blob->off[b]);
+                    PAD(o.sh[k].sh_offset + (size_t)blob->off[b]);
                     PUT(blob->data[b], blob->size_of[b]);
                 }
-                PAD(osh[k].sh_offset + osh[k].sh_size);
+                PAD(o.sh[k].sh_offset + o.sh[k].sh_size);
             } else if (k == symtab_sec) {
-                PUT(y.s, osh[k].sh_size);
+                PUT(y.s, o.sh[k].sh_size);
             } else if (k == symstr_sec) {
                 PUT(symstr.s, symstr.n);
             } else if (k == shstr_sec) {
-                PUT(shstr.s, shstr.n);
+                PUT(o.names.s, o.names.n);
             } else if (rela[k]) {
-                PUT(rela[k], osh[k].sh_size);
+                PUT(rela[k], o.sh[k].sh_size);
             } else {
-                PUT(ins[from_in[k]].o + from[k]->sh_offset, osh[k].sh_size);
+                PUT(ins[o.from_in[k]].o + o.from[k]->sh_offset, o.sh[k].sh_size);
             }
         }
         PAD(shoff);
-        PUT(osh, sizeof(Elf64_Shdr) * (size_t)nsec);
+        PUT(o.sh, sizeof(Elf64_Shdr) * (size_t)o.n);
         #undef PUT
         #undef PAD
         ok = true;
     }
-    for (int k = 0; k < nsec; k++) free(rela[k]);
+    for (int k = 0; k < o.n; k++) free(rela[k]);
     free(rela);
 done:
     for (int i = 0; i < nparts; i++) free(ins[i].smap), free(ins[i].ymap);
     free(ins);
-    free(y.s), free(y.name), free(symstr.s), free(shstr.s);
-    free(osh), free(from), free(from_in);
+    free(y.s), free(y.name), free(symstr.s), free(o.names.s);
+    free(o.sh), free(o.from), free(o.from_in);
     return ok;
 }

@@ -850,110 +850,6 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-struct Side;
-static bool side_wait(struct Side *s, ElfPart *part);
-static const char *side_error(struct Side *s);
-static int side_names(struct Side *s, const char **to);
-
-/* Blob mode: LLVM's object, now without the large constants, and the blob joined into one
- * (elf.c) straight into the output file: the constants are written from where they are, not
- * copied into an object in memory first (VGG-16's 730 MB: a copy took ~2 s here, most of it
- * page faults). */
-typedef struct FdSink {
-    int fd, err;
-    size_t n;
-    char buf[1 << 16];
-} FdSink;
-
-static void fd_write(FdSink *s, const char *d, size_t n) {
-    while (n > 0 && !s->err) {
-        ssize_t w = write(s->fd, d, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) s->err = w < 0 ? errno : EIO;
-        else d += w, n -= (size_t)w;
-    }
-}
-
-static void fd_flush(FdSink *s) {
-    fd_write(s, s->buf, s->n);
-    s->n = 0;
-}
-
-static void fd_put(void *ctx, const void *data, size_t n) {
-    FdSink *s = ctx;
-    if (s->n + n > sizeof s->buf) fd_flush(s);
-    if (n >= sizeof s->buf) fd_write(s, data, n);
-    else memcpy(s->buf + s->n, data, n), s->n += n;
-}
-
-static void write_joined(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, ConstPool *cp, struct Side *side,
-                         const char *path) {
-    char *err = NULL;
-    LLVMMemoryBufferRef obj = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj))
-        fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
-    ElfPart part[2] = {{LLVMGetBufferStart(obj), LLVMGetBufferSize(obj)}};
-    int nparts = 1, nhide = 0;
-    const char **hide = ARENA_ARRAY(p->arena, const char *, (side ? side_names(side, NULL) : 0) + 2);
-    if (cp->blob) hide[nhide++] = cp->blob_name;
-    if (side) {
-        if (!side_wait(side, &part[1])) fatal(path, "cannot generate code: %s", side_error(side));
-        nparts = 2;
-        nhide += side_names(side, hide + nhide);
-    }
-    ElfBlob blob = {".rodata.weights", cp->blob_name, cp->blob_size, 64, cp->data, cp->size, cp->off, cp->n};
-    int64_t in_section = 0;
-    p->flash_size = (int64_t)cp->blob_size;
-    for (int i = 0; i < nparts; i++) p->flash_size += be_flash_size(part[i].data, part[i].size, NULL, &in_section);
-    bool special = out_is_special(path);
-    char *tmp = NULL;
-    FdSink *s = calloc(1, sizeof *s);
-    if (!s) die("out of memory");
-    if (special) s->fd = open(path, O_WRONLY | O_TRUNC);
-    else tmp = out_temp(path, &s->fd);
-    if (s->fd < 0) fatal(path, "cannot write: %s", strerror(errno));
-    ElfSink sink = {fd_put, s};
-    if (!be_elf_join(part, nparts, cp->blob ? &blob : NULL, hide, nhide, &sink)) {
-        if (tmp) unlink(tmp);
-        die("emit: cannot join LLVM's objects and the weights");
-    }
-    fd_flush(s);
-    if (close(s->fd) != 0 && !s->err) s->err = errno;
-    LLVMDisposeMemoryBuffer(obj);
-    int e = s->err;
-    free(s);
-    if (special) {
-        if (e) fatal(path, "cannot write: %s", strerror(e));
-    } else {
-        out_finish(path, tmp, e == 0, e);
-    }
-}
-
-static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, ConstPool *cp, struct Side *side,
-                      EmitKind kind, const char *path) {
-    if (kind == EMIT_OBJ && (cp->blob || side)) {
-        write_joined(p, M, tm, cp, side, path);
-        return;
-    }
-    if (side) die("emit: a side module without an object to join it to");
-    if (kind == EMIT_OBJ && write_object_file(p, M, tm, path)) return;
-    char *err = NULL, *ir = kind == EMIT_LLVM ? LLVMPrintModuleToString(M) : NULL;
-    LLVMMemoryBufferRef obj = NULL, text = NULL;
-    if ((kind == EMIT_ASM && LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMAssemblyFile, &err, &text)) ||
-        LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj))
-        fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
-    int64_t in_section = 0;
-    p->flash_size = be_flash_size(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), p->weights_section, &in_section);
-    if (p->weights_section) p->weights_size = in_section;
-    if (ir) out_write(path, ir, strlen(ir));
-    else if (text) out_write(path, LLVMGetBufferStart(text), LLVMGetBufferSize(text));
-    else out_write(path, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
-    if (ir) LLVMDisposeMessage(ir);
-    if (text) LLVMDisposeMemoryBuffer(text);
-    LLVMDisposeMemoryBuffer(obj);
-}
-
-
 /* ---- the side module ----
  * LLVM optimises and generates code on one thread a module. Where a model has many kernels
  * (SPLIT_KERNELS) and its object goes through the join anyway (blob mode), about half of its
@@ -1054,7 +950,7 @@ static void *side_main(void *v) {
     return NULL;
 }
 
-/* Waits for the side's thread; its object, or false (side_error says why). */
+/* Waits for the side's thread; its object, or false (s->err says why, if LLVM said). */
 static bool side_wait(Side *s, ElfPart *part) {
     if (!s->joined && pthread_join(s->thread, NULL) != 0) die("emit: cannot join the side module's thread");
     s->joined = true;
@@ -1063,12 +959,90 @@ static bool side_wait(Side *s, ElfPart *part) {
     return true;
 }
 
-static const char *side_error(Side *s) { return s->err ? s->err : "unknown LLVM error"; }
+/* Blob mode: LLVM's object, now without the large constants, and the blob joined into one
+ * (elf.c) straight into the output file: the constants are written from where they are, not
+ * copied into an object in memory first (VGG-16's 730 MB: a copy took ~2 s here, most of it
+ * page faults). */
+typedef struct FdSink {
+    int fd, err;
+    size_t n;
+    char buf[1 << 16];
+} FdSink;
 
-/* The names the join hides, into `to` (NULL: only counted). */
-static int side_names(Side *s, const char **to) {
-    for (int i = 0; to && i < s->nnames; i++) to[i] = s->names[i];
-    return s->nnames;
+static void fd_write(FdSink *s, const char *d, size_t n) {
+    if (!s->err && !write_all(s->fd, d, n)) s->err = errno ? errno : EIO;
+}
+
+static void fd_flush(FdSink *s) {
+    fd_write(s, s->buf, s->n);
+    s->n = 0;
+}
+
+static void fd_put(void *ctx, const void *data, size_t n) {
+    FdSink *s = ctx;
+    if (s->n + n > sizeof s->buf) fd_flush(s);
+    if (n >= sizeof s->buf) fd_write(s, data, n);
+    else memcpy(s->buf + s->n, data, n), s->n += n;
+}
+
+static void write_joined(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, ConstPool *cp, Side *side,
+                         const char *path) {
+    char *err = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj))
+        fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
+    ElfPart part[2] = {{LLVMGetBufferStart(obj), LLVMGetBufferSize(obj)}};
+    int nparts = 1, nhide = 0;
+    const char **hide = ARENA_ARRAY(p->arena, const char *, (side ? side->nnames : 0) + 2);
+    if (cp->blob) hide[nhide++] = cp->blob_name;
+    if (side) {
+        if (!side_wait(side, &part[1]))
+            fatal(path, "cannot generate code: %s", side->err ? side->err : "unknown LLVM error");
+        nparts = 2;
+        for (int i = 0; i < side->nnames; i++) hide[nhide++] = side->names[i];
+    }
+    ElfBlob blob = {".rodata.weights", cp->blob_name, cp->blob_size, 64, cp->data, cp->size, cp->off, cp->n};
+    int64_t in_section = 0;
+    p->flash_size = (int64_t)cp->blob_size;
+    for (int i = 0; i < nparts; i++) p->flash_size += be_flash_size(part[i].data, part[i].size, NULL, &in_section);
+    FdSink *s = calloc(1, sizeof *s);
+    if (!s) die("out of memory");
+    char *tmp = out_temp(path, &s->fd);     /* NULL: a special file, written in place */
+    ElfSink sink = {fd_put, s};
+    if (!be_elf_join(part, nparts, cp->blob ? &blob : NULL, hide, nhide, &sink)) {
+        if (tmp) unlink(tmp);
+        die("emit: cannot join LLVM's objects and the weights");
+    }
+    fd_flush(s);
+    if (close(s->fd) != 0 && !s->err) s->err = errno;
+    LLVMDisposeMemoryBuffer(obj);
+    int e = s->err;
+    free(s);
+    out_finish(path, tmp, e == 0, e);
+}
+
+static void write_out(Program *p, LLVMModuleRef M, LLVMTargetMachineRef tm, ConstPool *cp, Side *side,
+                      EmitKind kind, const char *path) {
+    if (kind == EMIT_OBJ && (cp->blob || side)) {
+        write_joined(p, M, tm, cp, side, path);
+        return;
+    }
+    if (side) die("emit: a side module without an object to join it to");
+    if (kind == EMIT_OBJ && write_object_file(p, M, tm, path)) return;
+    char *err = NULL, *ir = kind == EMIT_LLVM ? LLVMPrintModuleToString(M) : NULL;
+    LLVMMemoryBufferRef obj = NULL, text = NULL;
+    if ((kind == EMIT_ASM && LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMAssemblyFile, &err, &text)) ||
+        LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMObjectFile, &err, &obj))
+        fatal(path, "cannot generate code: %s", err ? err : "unknown LLVM error");
+    int64_t in_section = 0;
+    p->flash_size = be_flash_size(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), p->weights_section, &in_section);
+    if (p->weights_section) p->weights_size = in_section;
+    if (ir) out_write(path, ir, strlen(ir));
+    else if (text) out_write(path, LLVMGetBufferStart(text), LLVMGetBufferSize(text));
+    else out_write(path, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+    if (ir) LLVMDisposeMessage(ir);
+    if (text) LLVMDisposeMemoryBuffer(text);
+    LLVMDisposeMemoryBuffer(obj);
 }
 
 
@@ -1165,7 +1139,6 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
 
     /* -v times the building of the module and LLVM's two phases like the passes before them */
     progress("%-15s %8.2f ms", "llvm-build", now_ms() - t0);
-    int64_t main_total = side ? fns_size(e.M, NULL) : 0;
     Frames fr = {0};
     be_listen_remarks(e.C, &fr);    /* before the side's thread: it switches the remarks on */
     if (side) {
@@ -1181,8 +1154,8 @@ static void emit_module(Program **ps, const Target *ts, int n, int opt_level, Em
     write_out(p, e.M, tm, &pool, side, kind, path);
     progress("%-15s %8.2f ms", kind == EMIT_LLVM ? "llvm-print" : "llvm-codegen", now_ms() - t0);
     if (side)
-        progress("%-15s %8.2f ms (on a thread of its own: %d of %d kernels, %lld of %lld LLVM instructions)",
-                 "llvm-side", side->ms, side->nkernels, nk, (long long)side->size, (long long)(side->size + main_total));
+        progress("%-15s %8.2f ms (on a thread of its own: %d of %d kernels, %lld of their %lld LLVM instructions)",
+                 "llvm-side", side->ms, side->nkernels, nk, (long long)side->size, (long long)(side->size + side->main_size));
     p->stack_size = be_stack_bound(&e, &fr, run, side ? side->e.M : NULL, side ? &side->fr : NULL);
     for (int l = 1; l < n; l++) {
         ps[l]->flash_size = p->flash_size, ps[l]->stack_size = p->stack_size;

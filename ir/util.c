@@ -182,7 +182,7 @@ void out_remove_all(void) {
     nouts = 0;
 }
 
-static bool write_all(int fd, const void *data, size_t n) {
+bool write_all(int fd, const void *data, size_t n) {
     const char *p = data;
     while (n > 0) {
         ssize_t w = write(fd, p, n);
@@ -196,6 +196,13 @@ static bool write_all(int fd, const void *data, size_t n) {
 
 char *out_temp(const char *name, int *fd) {
     char *path = out_target(name);
+    if (out_is_special(path)) {
+        *fd = open(path, O_WRONLY | O_TRUNC);
+        int err = errno;
+        free(path);
+        if (*fd < 0) fatal(name, "cannot write: %s", strerror(err));
+        return NULL;
+    }
     size_t len = strlen(path) + 8;
     char *tmp = malloc(len);
     if (!tmp) die("out of memory");
@@ -219,6 +226,10 @@ char *out_temp(const char *name, int *fd) {
 }
 
 void out_finish(const char *name, char *tmp, bool ok, int err) {
+    if (!tmp) {                         /* a special file, written in place */
+        if (!ok) fatal(name, "cannot write: %s", strerror(err));
+        return;
+    }
     char *path = out_target(name);
     if (ok && rename(tmp, path) != 0) { ok = false; err = errno; }
     free(path);
@@ -231,17 +242,6 @@ void out_finish(const char *name, char *tmp, bool ok, int err) {
 }
 
 void out_write(const char *name, const void *data, size_t n) {
-    char *path = out_target(name);
-    if (out_is_special(path)) {
-        int fd = open(path, O_WRONLY | O_TRUNC);
-        bool ok = fd >= 0 && write_all(fd, data, n);
-        int err = errno;
-        if (fd >= 0 && close(fd) != 0 && ok) { ok = false; err = errno; }
-        if (!ok) fatal(name, "cannot write: %s", strerror(err));
-        free(path);
-        return;
-    }
-    free(path);
     int fd;
     char *tmp = out_temp(name, &fd);
     bool ok = write_all(fd, data, n);

@@ -60,12 +60,16 @@ bool out_is_special(const char *path);
  * special file (out_is_special) directly, never replaced; a symbolic link is written through
  * (its target is the output; a link to nothing is an error). fatal() on failure. */
 void out_write(const char *path, const void *data, size_t n);
-/* out_write in two halves, for a writer that takes a path (LLVM's object writer): out_temp
- * makes the temporary file next to the output's target (*fd open on it, with the output's
- * mode); out_finish renames it over the target if ok, else removes it and fails with err.
- * Not for special files (out_is_special): write those with out_write. */
+/* out_write in two halves, for a writer that streams (elf.c's join) or takes a path (LLVM's
+ * object writer): out_temp makes the temporary file next to the output's target (*fd open on
+ * it, with the output's mode) and returns its path, or for a special file opens that in
+ * place and returns NULL; the caller writes and closes *fd; out_finish renames the temporary
+ * over the target if ok, else removes it and fails with err (a special file: fails if not ok).
+ * A writer that takes a path needs a temporary: call it for regular files only. */
 char *out_temp(const char *path, int *fd);
 void out_finish(const char *path, char *tmp, bool ok, int err);
+/* write(2) until all n bytes are written (EINTR retried); false on an error (errno). */
+bool write_all(int fd, const void *data, size_t n);
 void out_commit(void);           /* success: forget the registered paths */
 void out_remove_all(void);
 
